@@ -1,0 +1,131 @@
+// The graph IR: operators on (C,H,W) tensors, grouped into single-entry
+// single-exit blocks. The batch size is not part of the graph; it is given
+// when a stage is measured.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ios {
+
+struct Shape {
+  int c = 0, h = 0, w = 0;
+  friend bool operator==(const Shape&, const Shape&) = default;
+};
+
+enum class OpKind { kInput, kConv, kPool, kActivation, kEltwise, kIdentity, kSequential };
+enum class Activation { kNone, kRelu, kSigmoid, kTanh };
+enum class PoolType { kMax, kAvg, kGlobalMax, kGlobalAvg };
+enum class EltwiseType { kAdd, kMul };
+
+struct Window {
+  int h = 1, w = 1;
+  friend bool operator==(const Window&, const Window&) = default;
+};
+
+struct ConvParams {
+  int out_channels = 0;
+  Window kernel, stride, padding{0, 0}, dilation;
+  int groups = 1;
+  bool bias = true;
+  Activation act = Activation::kNone;
+  friend bool operator==(const ConvParams&, const ConvParams&) = default;
+};
+
+struct PoolParams {
+  PoolType type = PoolType::kMax;
+  Window kernel, stride, padding{0, 0};
+  friend bool operator==(const PoolParams&, const PoolParams&) = default;
+};
+
+//! What an operator computes, independent of where its inputs come from.
+//! Only the fields of `kind` are meaningful. A kSequential op applies
+//! `chain[0]` to its inputs and each later element to the previous output,
+//! and is scheduled as one operator (e.g. relu -> depthwise -> pointwise).
+struct OpParams {
+  OpKind kind = OpKind::kIdentity;
+  ConvParams conv;
+  PoolParams pool;
+  Activation act = Activation::kRelu;  // kActivation
+  EltwiseType eltwise = EltwiseType::kAdd;
+  std::vector<OpParams> chain;  // kSequential
+  friend bool operator==(const OpParams&, const OpParams&) = default;
+};
+
+using NodeId = int;
+
+//! Channels [begin, end) of a producer's output.
+struct Slice {
+  NodeId producer = -1;
+  int begin = 0, end = 0;
+  int channels() const { return end - begin; }
+  friend bool operator==(const Slice&, const Slice&) = default;
+};
+
+//! The IOS input model: the slices of one term are summed element-wise, the
+//! terms are concatenated along channels (so concat costs nothing). For
+//! kEltwise the terms are instead combined element-wise (add or mul).
+using Term = std::vector<Slice>;
+using Inputs = std::vector<Term>;
+
+struct Node {
+  std::string name;
+  std::string hint;  // free-form label (e.g. "ReluSepConv")
+  OpParams op;
+  Inputs inputs;
+  Shape output;  // filled by InferShapes
+};
+
+//! A single-entry single-exit region. `inner` and `exit` are the operators
+//! to schedule; `enter` is the network input or the previous block's exit.
+struct Block {
+  NodeId enter = -1;
+  std::vector<NodeId> inner;
+  NodeId exit = -1;
+  //! Optional explicit split of inner+exit into parts scheduled one after
+  //! another (NASNet cuts its single block at cell outputs). Empty: the
+  //! search splits by its maximum part size.
+  std::vector<std::vector<NodeId>> parts;
+
+  //! inner followed by exit, in topological order.
+  std::vector<NodeId> Operators() const;
+};
+
+//! The network. Node 0 is the input; nodes are stored in topological order.
+struct Graph {
+  std::string name;
+  std::vector<Node> nodes;
+  std::vector<Block> blocks;
+
+  const Node& node(NodeId id) const { return nodes.at(id); }
+  //! Index of the node with this name, or nullopt.
+  std::optional<NodeId> Find(const std::string& name) const;
+  //! Number of schedulable operators (all nodes but the input).
+  int OperatorCount() const { return static_cast<int>(nodes.size()) - 1; }
+};
+
+//! Channels, height and width of the tensor an op reads (its terms
+//! concatenated). Throws ios::Error naming `where` when terms disagree.
+Shape InputShape(const std::vector<Shape>& term_shapes, const std::string& where);
+
+//! Output shape of `op` applied to `inputs`, whose term shapes are given.
+//! Throws ios::Error naming `where` and the offending field.
+Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,
+                    const std::string& where);
+
+//! Checks structure (names, producers, order, blocks) and fills every
+//! node's output shape. Throws ios::Error naming the node and the field
+//! (cycle / producer defined later, unknown producer, slice out of range,
+//! channel or spatial mismatch, empty output).
+void InferShapes(Graph& graph);
+
+//! Readable op summary, e.g. "conv 3x3/1 64 relu".
+std::string Describe(const OpParams& op);
+
+const char* ToString(OpKind kind);
+const char* ToString(Activation act);
+const char* ToString(PoolType type);
+
+}  // namespace ios

@@ -1,0 +1,41 @@
+// What a measurement is: the settings it was taken under, the device it was
+// taken on, and its result. Shared by backends, the DB and the search.
+#pragma once
+
+#include <string>
+
+namespace ios {
+
+//! The IOS protocol: `warmup` runs, then `repeat` times the mean of `number`
+//! runs; the result is the median of the repeat means.
+struct MeasureSettings {
+  int warmup = 2;
+  int number = 6;
+  int repeat = 6;
+  std::string dtype = "float32";
+  //! Canonical text used in DB keys, e.g. "w2-n6-r6".
+  std::string Key() const;
+};
+
+//! Identifies a device class. Measurements are valid per fingerprint:
+//! identical GPUs on different hosts share them.
+struct DeviceInfo {
+  std::string backend;      // "sim", "cuda", "cpu"
+  std::string name;         // e.g. "sim:v100" or "NVIDIA H100 80GB HBM3"
+  std::string fingerprint;  // everything that makes timings comparable
+  bool simulated = false;   // true: figures come from a model, not a device
+};
+
+enum class MeasureError { kNone, kOutOfMemory, kUnsupported, kBackendFailure, kTimeout };
+const char* ToString(MeasureError error);
+
+struct MeasureResult {
+  double median_ms = 0;   // median of the repeat means
+  double spread_ms = 0;   // max - min of the repeat means
+  int samples = 0;        // number of timed runs
+  MeasureError error = MeasureError::kNone;
+  std::string error_message;
+  bool ok() const { return error == MeasureError::kNone; }
+};
+
+}  // namespace ios

@@ -1,0 +1,86 @@
+// The profiling DB: every stage latency ever measured, keyed by stage,
+// device, batch size and measurement settings, plus the searches run.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/measurement.h"
+
+namespace ios::db {
+
+//! Everything a measurement is valid for.
+struct MeasurementKey {
+  std::string stage_key;           // StageSpec::Key()
+  std::string device_fingerprint;  // DeviceInfo::fingerprint
+  int batch_size = 1;
+  std::string settings_key;        // MeasureSettings::Key() (includes dtype)
+};
+
+struct DeviceRow {
+  std::string fingerprint, backend, name;
+  bool simulated = false;
+  int64_t measurements = 0;
+};
+
+struct MeasurementRow {
+  std::string stage_key, stage_description, device_name;
+  int batch_size = 1;
+  std::string settings_key;
+  MeasureResult result;
+  std::string measured_at;  // UTC, ISO 8601
+};
+
+struct SearchRecord {
+  std::string model, device_fingerprint, settings_json, schedule_json;
+  int batch_size = 1;
+  double latency_ms = 0;
+  int64_t stages_measured = 0, stages_reused = 0;
+  double enumerate_s = 0, measure_s = 0, solve_s = 0;
+  std::string started_at;  // filled by the store when empty
+};
+
+struct Stats {
+  int64_t devices = 0, stages = 0, measurements = 0, failed_measurements = 0, searches = 0,
+          models = 0;
+};
+
+//! SQLite store in WAL mode with a busy timeout; schema version in
+//! PRAGMA user_version. One process writes (the coordinator); readers may be
+//! concurrent. Not thread-safe: one thread uses an instance.
+class ProfileStore {
+ public:
+  //! Opens or creates the DB at `path` (":memory:" for a private one).
+  //! Throws ios::Error naming the file if it cannot be opened, is not an
+  //! ios-farm DB, or has a newer schema version.
+  static std::unique_ptr<ProfileStore> Open(const std::string& path);
+  virtual ~ProfileStore() = default;
+
+  //! Registers (or refreshes) a device; idempotent.
+  virtual void UpsertDevice(const DeviceInfo& device) = 0;
+  //! Registers a stage and its readable description; idempotent.
+  virtual void UpsertStage(const std::string& stage_key, const std::string& description) = 0;
+  //! Records that `model` uses `stage_key` (for `ios-db measurements --model`).
+  virtual void LinkModelStages(const std::string& model,
+                               const std::vector<std::string>& stage_keys) = 0;
+
+  //! The stored result for `key`, if any (errors are stored results too).
+  virtual std::optional<MeasureResult> Lookup(const MeasurementKey& key) = 0;
+  //! Stores (or replaces) one result and commits it before returning. The
+  //! stage and device must have been upserted.
+  virtual void Store(const MeasurementKey& key, const MeasureResult& result) = 0;
+
+  //! Records a finished search; returns its id.
+  virtual int64_t RecordSearch(const SearchRecord& search) = 0;
+
+  virtual std::vector<DeviceRow> Devices() = 0;
+  virtual Stats GetStats() = 0;
+  virtual std::vector<SearchRecord> Searches() = 0;
+  //! Measurements of the stages a model uses (empty model name: all).
+  virtual std::vector<MeasurementRow> Measurements(const std::string& model) = 0;
+};
+
+}  // namespace ios::db

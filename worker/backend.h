@@ -1,0 +1,30 @@
+// The measurement seam: something that can build a stage and time it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/measurement.h"
+#include "common/stage.h"
+
+namespace ios::worker {
+
+//! Builds and times stages on one device. Not thread-safe: one thread owns a
+//! backend (a GPU times one stage at a time; concurrent timings corrupt each
+//! other).
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  //! The device this backend measures on; stable for its lifetime.
+  virtual const DeviceInfo& Device() const = 0;
+  //! Times `stage` at `batch_size`. Expected failures (out of memory, an
+  //! unsupported op) are returned as a result with an error, never thrown.
+  virtual MeasureResult Measure(const StageSpec& stage, int batch_size,
+                                const MeasureSettings& settings) = 0;
+};
+
+//! Creates a backend from its command-line name ("sim:v100", ...).
+//! Throws ios::Error listing the valid names when `name` is unknown.
+std::unique_ptr<Backend> CreateBackend(const std::string& name);
+
+}  // namespace ios::worker
