@@ -1,1 +1,295 @@
-// placeholder
+#include "common/graph.h"
+
+#include <sstream>
+#include <unordered_map>
+
+#include "common/error.h"
+
+namespace ios {
+
+std::vector<NodeId> Block::Operators() const {
+  std::vector<NodeId> ops = inner;
+  ops.push_back(exit);
+  return ops;
+}
+
+std::optional<NodeId> Graph::Find(const std::string& node_name) const {
+  for (NodeId id = 0; id < static_cast<NodeId>(nodes.size()); ++id) {
+    if (nodes[id].name == node_name) return id;
+  }
+  return std::nullopt;
+}
+
+const char* ToString(OpKind kind) {
+  switch (kind) {
+    case OpKind::kInput: return "input";
+    case OpKind::kConv: return "conv";
+    case OpKind::kPool: return "pool";
+    case OpKind::kActivation: return "activation";
+    case OpKind::kEltwise: return "eltwise";
+    case OpKind::kIdentity: return "identity";
+    case OpKind::kSequential: return "sequential";
+  }
+  return "?";
+}
+
+const char* ToString(Activation act) {
+  switch (act) {
+    case Activation::kNone: return "none";
+    case Activation::kRelu: return "relu";
+    case Activation::kSigmoid: return "sigmoid";
+    case Activation::kTanh: return "tanh";
+  }
+  return "?";
+}
+
+const char* ToString(PoolType type) {
+  switch (type) {
+    case PoolType::kMax: return "max";
+    case PoolType::kAvg: return "avg";
+    case PoolType::kGlobalMax: return "global_max";
+    case PoolType::kGlobalAvg: return "global_avg";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string ShapeText(const Shape& s) {
+  return std::to_string(s.c) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w);
+}
+
+// Output extent of a sliding window; throws when it would be empty.
+int WindowOutput(int in, int kernel, int stride, int pad, int dilation, const std::string& where,
+                 const char* axis) {
+  if (kernel < 1 || stride < 1 || pad < 0 || dilation < 1) {
+    throw Error(where + ": kernel, stride and dilation must be >= 1 and padding >= 0 (" + axis +
+                ")");
+  }
+  const int span = dilation * (kernel - 1) + 1;
+  const int out = (in + 2 * pad - span) / stride + 1;
+  if (in + 2 * pad < span || out < 1) {
+    throw Error(where + ": kernel " + std::to_string(kernel) + " with stride " +
+                std::to_string(stride) + " and padding " + std::to_string(pad) + " gives an empty " +
+                axis + " output for input " + axis + " " + std::to_string(in));
+  }
+  return out;
+}
+
+}  // namespace
+
+Shape InputShape(const std::vector<Shape>& term_shapes, const std::string& where) {
+  if (term_shapes.empty()) throw Error(where + ": inputs: operator has no input");
+  Shape in{0, term_shapes[0].h, term_shapes[0].w};
+  for (const Shape& t : term_shapes) {
+    if (t.h != in.h || t.w != in.w) {
+      throw Error(where + ": inputs: spatial mismatch between concatenated terms (" +
+                  ShapeText(term_shapes[0]) + " vs " + ShapeText(t) + ")");
+    }
+    in.c += t.c;
+  }
+  return in;
+}
+
+Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,
+                    const std::string& where) {
+  if (op.kind == OpKind::kEltwise) {
+    if (term_shapes.size() < 2) throw Error(where + ": inputs: eltwise needs at least two terms");
+    for (const Shape& t : term_shapes) {
+      if (!(t == term_shapes[0])) {
+        throw Error(where + ": inputs: eltwise terms differ in shape (" +
+                    ShapeText(term_shapes[0]) + " vs " + ShapeText(t) + ")");
+      }
+    }
+    return term_shapes[0];
+  }
+  if (op.kind == OpKind::kSequential) {
+    if (op.chain.empty()) throw Error(where + ": nodes: sequential operator is empty");
+    Shape shape = InputShape(term_shapes, where);
+    for (size_t i = 0; i < op.chain.size(); ++i) {
+      const OpParams& inner = op.chain[i];
+      const std::string inner_where = where + " (sequential step " + std::to_string(i) + ")";
+      if (inner.kind == OpKind::kSequential || inner.kind == OpKind::kInput ||
+          inner.kind == OpKind::kEltwise) {
+        throw Error(inner_where + ": type: " + ToString(inner.kind) +
+                    " cannot be a step of a sequential operator");
+      }
+      shape = InferOpOutput(inner, {shape}, inner_where);
+    }
+    return shape;
+  }
+  const Shape in = InputShape(term_shapes, where);
+  switch (op.kind) {
+    case OpKind::kInput:
+      throw Error(where + ": type: an input placeholder cannot have inputs");
+    case OpKind::kConv: {
+      const ConvParams& c = op.conv;
+      if (c.out_channels < 1) throw Error(where + ": out_channels: must be >= 1");
+      if (c.groups < 1 || in.c % c.groups != 0 || c.out_channels % c.groups != 0) {
+        throw Error(where + ": groups: " + std::to_string(c.groups) +
+                    " does not divide input channels " + std::to_string(in.c) +
+                    " and out_channels " + std::to_string(c.out_channels));
+      }
+      return {c.out_channels,
+              WindowOutput(in.h, c.kernel.h, c.stride.h, c.padding.h, c.dilation.h, where, "height"),
+              WindowOutput(in.w, c.kernel.w, c.stride.w, c.padding.w, c.dilation.w, where, "width")};
+    }
+    case OpKind::kPool: {
+      const PoolParams& p = op.pool;
+      if (p.type == PoolType::kGlobalAvg || p.type == PoolType::kGlobalMax) return {in.c, 1, 1};
+      return {in.c, WindowOutput(in.h, p.kernel.h, p.stride.h, p.padding.h, 1, where, "height"),
+              WindowOutput(in.w, p.kernel.w, p.stride.w, p.padding.w, 1, where, "width")};
+    }
+    case OpKind::kActivation:
+    case OpKind::kIdentity:
+      return in;
+    case OpKind::kEltwise:
+    case OpKind::kSequential:
+      break;  // handled above
+  }
+  throw Error(where + ": type: unsupported operator");
+}
+
+void InferShapes(Graph& graph) {
+  if (graph.nodes.empty()) throw Error("graph '" + graph.name + "': it has no nodes");
+  Node& input = graph.nodes[0];
+  if (input.op.kind != OpKind::kInput) {
+    throw Error("graph '" + graph.name + "': node '" + input.name +
+                "': the first node must be the input placeholder");
+  }
+  if (input.output.c < 1 || input.output.h < 1 || input.output.w < 1) {
+    throw Error("graph '" + graph.name + "': input '" + input.name +
+                "': output_shape must be positive, got " + ShapeText(input.output));
+  }
+  std::unordered_map<std::string, NodeId> by_name;
+  for (NodeId id = 0; id < static_cast<NodeId>(graph.nodes.size()); ++id) {
+    Node& node = graph.nodes[id];
+    const std::string where = "node '" + node.name + "'";
+    if (node.name.empty()) throw Error("node #" + std::to_string(id) + ": name: empty");
+    if (!by_name.emplace(node.name, id).second) throw Error(where + ": name: duplicated");
+    if (id == 0) continue;
+    if (node.op.kind == OpKind::kInput) throw Error(where + ": type: only node 0 may be the input");
+    std::vector<Shape> term_shapes;
+    for (const Term& term : node.inputs) {
+      if (term.empty()) throw Error(where + ": inputs: empty term");
+      Shape term_shape;
+      for (size_t k = 0; k < term.size(); ++k) {
+        const Slice& s = term[k];
+        if (s.producer < 0 || s.producer >= static_cast<NodeId>(graph.nodes.size())) {
+          throw Error(where + ": inputs: unknown producer #" + std::to_string(s.producer));
+        }
+        if (s.producer >= id) {
+          throw Error(where + ": inputs: producer '" + graph.nodes[s.producer].name +
+                      "' does not come before it (a cycle, or nodes out of topological order)");
+        }
+        const Shape& p = graph.nodes[s.producer].output;
+        if (s.begin < 0 || s.end > p.c || s.begin >= s.end) {
+          throw Error(where + ": inputs: slice [" + std::to_string(s.begin) + ", " +
+                      std::to_string(s.end) + ") out of range of '" +
+                      graph.nodes[s.producer].name + "' with " + std::to_string(p.c) +
+                      " channels");
+        }
+        const Shape slice_shape{s.channels(), p.h, p.w};
+        if (k == 0) {
+          term_shape = slice_shape;
+        } else if (!(slice_shape == term_shape)) {
+          throw Error(where + ": inputs: summed slices differ in shape (" +
+                      ShapeText(term_shape) + " vs " + ShapeText(slice_shape) + ")");
+        }
+      }
+      term_shapes.push_back(term_shape);
+    }
+    node.output = InferOpOutput(node.op, term_shapes, where);
+  }
+  // Blocks: every operator belongs to exactly one block, inputs stay inside
+  // the block or come from its entry.
+  std::vector<int> block_of(graph.nodes.size(), -1);
+  NodeId expected_enter = 0;
+  for (size_t b = 0; b < graph.blocks.size(); ++b) {
+    const Block& block = graph.blocks[b];
+    const std::string where = "block " + std::to_string(b);
+    if (block.enter != expected_enter) {
+      throw Error(where + ": enter_node: must be " +
+                  (b == 0 ? std::string("the graph input") : "the previous block's exit"));
+    }
+    for (NodeId id : block.Operators()) {
+      if (id <= 0 || id >= static_cast<NodeId>(graph.nodes.size())) {
+        throw Error(where + ": operator #" + std::to_string(id) + " does not exist");
+      }
+      if (block_of[id] != -1) {
+        throw Error(where + ": node '" + graph.nodes[id].name + "' belongs to two blocks");
+      }
+      block_of[id] = static_cast<int>(b);
+    }
+    for (NodeId id : block.Operators()) {
+      for (const Term& term : graph.nodes[id].inputs) {
+        for (const Slice& s : term) {
+          if (s.producer != block.enter && block_of[s.producer] != static_cast<int>(b)) {
+            throw Error(where + ": node '" + graph.nodes[id].name + "': inputs: reads '" +
+                        graph.nodes[s.producer].name + "' from outside the block");
+          }
+        }
+      }
+    }
+    if (!block.parts.empty()) {
+      std::vector<int> seen(graph.nodes.size(), 0);
+      for (const auto& part : block.parts) {
+        for (NodeId id : part) {
+          if (id <= 0 || id >= static_cast<NodeId>(graph.nodes.size()) ||
+              block_of[id] != static_cast<int>(b) || seen[id]++) {
+            throw Error(where + ": parts: every operator of the block must be in exactly one part");
+          }
+        }
+      }
+      for (NodeId id : block.Operators()) {
+        if (!seen[id]) {
+          throw Error(where + ": parts: node '" + graph.nodes[id].name + "' is in no part");
+        }
+      }
+    }
+    expected_enter = block.exit;
+  }
+  if (!graph.blocks.empty()) {
+    for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes.size()); ++id) {
+      if (block_of[id] == -1) throw Error("node '" + graph.nodes[id].name + "': is in no block");
+    }
+  }
+}
+
+namespace {
+
+std::string WindowText(const Window& w) { return std::to_string(w.h) + "x" + std::to_string(w.w); }
+
+}  // namespace
+
+std::string Describe(const OpParams& op) {
+  std::ostringstream out;
+  switch (op.kind) {
+    case OpKind::kConv: {
+      const ConvParams& c = op.conv;
+      out << "conv" << WindowText(c.kernel) << "/" << WindowText(c.stride) << " p"
+          << WindowText(c.padding);
+      if (!(c.dilation == Window{1, 1})) out << " d" << WindowText(c.dilation);
+      if (c.groups != 1) out << " g" << c.groups;
+      out << " " << c.out_channels;
+      if (c.act != Activation::kNone) out << " " << ToString(c.act);
+      break;
+    }
+    case OpKind::kPool:
+      out << ToString(op.pool.type) << "pool";
+      if (op.pool.type == PoolType::kMax || op.pool.type == PoolType::kAvg) {
+        out << WindowText(op.pool.kernel) << "/" << WindowText(op.pool.stride) << " p"
+            << WindowText(op.pool.padding);
+      }
+      break;
+    case OpKind::kActivation: out << ToString(op.act); break;
+    case OpKind::kEltwise: out << (op.eltwise == EltwiseType::kAdd ? "add" : "mul"); break;
+    case OpKind::kSequential:
+      for (size_t i = 0; i < op.chain.size(); ++i) out << (i ? " > " : "") << Describe(op.chain[i]);
+      break;
+    default: out << ToString(op.kind); break;
+  }
+  return out.str();
+}
+
+}  // namespace ios

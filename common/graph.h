@@ -101,7 +101,7 @@ struct Graph {
 
   const Node& node(NodeId id) const { return nodes.at(id); }
   //! Index of the node with this name, or nullopt.
-  std::optional<NodeId> Find(const std::string& name) const;
+  std::optional<NodeId> Find(const std::string& node_name) const;
   //! Number of schedulable operators (all nodes but the input).
   int OperatorCount() const { return static_cast<int>(nodes.size()) - 1; }
 };

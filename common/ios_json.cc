@@ -1,1 +1,463 @@
-// placeholder
+#include "common/ios_json.h"
+
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+namespace ios {
+
+using nlohmann::json;
+
+bool IosModel::HasSchedule() const {
+  for (const auto& block_stages : stages) {
+    if (!block_stages.empty()) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// Carries the position in the document so every error names it.
+class Parser {
+ public:
+  explicit Parser(std::string source) : source_(std::move(source)) {}
+
+  IosModel Parse(const json& doc) {
+    IosModel model;
+    Graph& g = model.graph;
+    if (!doc.is_object()) Fail("", "the document must be a JSON object");
+    g.name = String(doc, "name", "");
+    const json& input = Field(doc, "input", "");
+    Node in;
+    in.name = String(input, "name", "input");
+    in.hint = OptionalString(input, "hint_name", in.name);
+    in.op.kind = OpKind::kInput;
+    in.output = ShapeOf(Field(input, "output_shape", "input"), "input.output_shape");
+    AddNode(g, std::move(in), "input");
+    const json& blocks = Field(doc, "blocks", "");
+    if (!blocks.is_array() || blocks.empty()) Fail("blocks", "expected a non-empty array");
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      const std::string where = "blocks[" + std::to_string(b) + "]";
+      const json& jb = blocks[b];
+      Block block;
+      const std::string enter_name = String(jb, "enter_name", where);
+      auto enter = by_name_.find(enter_name);
+      if (enter == by_name_.end()) Fail(where + ".enter_name", "unknown node '" + enter_name + "'");
+      block.enter = enter->second;
+      const json& inner = Field(jb, "inner_nodes", where);
+      if (!inner.is_array()) Fail(where + ".inner_nodes", "expected an array");
+      for (size_t i = 0; i < inner.size(); ++i) {
+        block.inner.push_back(
+            AddNode(g, ParseNode(inner[i], where + ".inner_nodes[" + std::to_string(i) + "]"),
+                    where));
+      }
+      block.exit = AddNode(g, ParseNode(Field(jb, "exit_node", where), where + ".exit_node"), where);
+      g.blocks.push_back(std::move(block));
+      model.stages.push_back(ParseStages(jb, where));
+    }
+    try {
+      InferShapes(g);
+    } catch (const Error& e) {
+      throw Error(source_ + ": " + e.what());
+    }
+    for (const auto& [id, shape] : stored_shapes_) {
+      if (!(g.nodes[id].output == shape)) {
+        Fail("node '" + g.nodes[id].name + "'.output_shape",
+             "stored shape disagrees with the inferred " + std::to_string(g.nodes[id].output.c) +
+                 "x" + std::to_string(g.nodes[id].output.h) + "x" +
+                 std::to_string(g.nodes[id].output.w));
+      }
+    }
+    return model;
+  }
+
+ private:
+  [[noreturn]] void Fail(const std::string& where, const std::string& what) const {
+    throw Error(source_ + ": " + (where.empty() ? "" : where + ": ") + what);
+  }
+
+  const json& Field(const json& obj, const char* key, const std::string& where) const {
+    if (!obj.is_object()) Fail(where, "expected an object");
+    auto it = obj.find(key);
+    if (it == obj.end()) Fail(where.empty() ? key : where + "." + key, "missing field");
+    return *it;
+  }
+
+  std::string String(const json& obj, const char* key, const std::string& where) const {
+    const json& v = Field(obj, key, where);
+    if (!v.is_string()) Fail(where + "." + key, "expected a string");
+    return v.get<std::string>();
+  }
+
+  std::string OptionalString(const json& obj, const char* key, const std::string& fallback) const {
+    auto it = obj.find(key);
+    return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+  }
+
+  int Int(const json& v, const std::string& where) const {
+    if (!v.is_number_integer()) Fail(where, "expected an integer");
+    const auto x = v.get<int64_t>();
+    if (x < -(1 << 30) || x > (1 << 30)) Fail(where, "integer out of range");
+    return static_cast<int>(x);
+  }
+
+  Window Pair(const json& obj, const char* key, const std::string& where,
+              std::optional<Window> fallback = std::nullopt) const {
+    if (fallback && !obj.contains(key)) return *fallback;
+    const json& v = Field(obj, key, where);
+    const std::string at = where + "." + key;
+    if (!v.is_array() || v.size() != 2) Fail(at, "expected [height, width]");
+    return {Int(v[0], at + "[0]"), Int(v[1], at + "[1]")};
+  }
+
+  Shape ShapeOf(const json& v, const std::string& where) const {
+    if (!v.is_array() || v.size() != 3) Fail(where, "expected [channels, height, width]");
+    return {Int(v[0], where + "[0]"), Int(v[1], where + "[1]"), Int(v[2], where + "[2]")};
+  }
+
+  Activation ActivationOf(const std::string& text, const std::string& where) const {
+    if (text == "relu") return Activation::kRelu;
+    if (text == "identity" || text == "none") return Activation::kNone;
+    if (text == "sigmoid") return Activation::kSigmoid;
+    if (text == "tanh") return Activation::kTanh;
+    Fail(where, "unknown activation '" + text + "' (expected relu, identity, sigmoid or tanh)");
+  }
+
+  OpParams ParseOp(const json& jn, const std::string& where) const {
+    OpParams op;
+    const std::string type = String(jn, "type", where);
+    if (type == "conv") {
+      op.kind = OpKind::kConv;
+      ConvParams& c = op.conv;
+      c.out_channels = Int(Field(jn, "out_channels", where), where + ".out_channels");
+      c.kernel = Pair(jn, "kernel", where);
+      c.stride = Pair(jn, "stride", where);
+      c.padding = Pair(jn, "padding", where);
+      c.dilation = Pair(jn, "dilation", where, Window{1, 1});
+      c.groups = jn.contains("groups") ? Int(jn["groups"], where + ".groups") : 1;
+      c.bias = !jn.contains("bias") || jn["bias"].get<bool>();
+      c.act = ActivationOf(jn.contains("act") ? String(jn, "act", where) : "identity",
+                           where + ".act");
+    } else if (type == "pool") {
+      op.kind = OpKind::kPool;
+      const std::string pt = String(jn, "pool_type", where);
+      if (pt == "max") op.pool.type = PoolType::kMax;
+      else if (pt == "avg") op.pool.type = PoolType::kAvg;
+      else if (pt == "global_max") op.pool.type = PoolType::kGlobalMax;
+      else if (pt == "global_avg") op.pool.type = PoolType::kGlobalAvg;
+      else Fail(where + ".pool_type", "unknown pool type '" + pt + "'");
+      op.pool.kernel = Pair(jn, "kernel", where, Window{1, 1});
+      op.pool.stride = Pair(jn, "stride", where, Window{1, 1});
+      op.pool.padding = Pair(jn, "padding", where, Window{0, 0});
+    } else if (type == "identity") {
+      op.kind = OpKind::kIdentity;
+    } else if (type == "relu") {
+      op.kind = OpKind::kActivation;
+      op.act = Activation::kRelu;
+    } else if (type == "activation") {
+      op.kind = OpKind::kActivation;
+      op.act = ActivationOf(String(jn, "act_type", where), where + ".act_type");
+    } else if (type == "element") {
+      op.kind = OpKind::kEltwise;
+      const std::string et = String(jn, "op_type", where);
+      if (et == "add") op.eltwise = EltwiseType::kAdd;
+      else if (et == "mul") op.eltwise = EltwiseType::kMul;
+      else Fail(where + ".op_type", "unknown element-wise op '" + et + "' (expected add or mul)");
+    } else if (type == "sequential") {
+      op.kind = OpKind::kSequential;
+    } else {
+      Fail(where + ".type", "unknown operator type '" + type + "'");
+    }
+    return op;
+  }
+
+  Inputs ParseInputs(const json& v, const std::string& where) const {
+    if (!v.is_array()) Fail(where, "expected a list of terms");
+    Inputs inputs;
+    for (size_t t = 0; t < v.size(); ++t) {
+      const std::string tw = where + "[" + std::to_string(t) + "]";
+      if (!v[t].is_array() || v[t].empty()) Fail(tw, "expected a non-empty list of slices");
+      Term term;
+      for (size_t s = 0; s < v[t].size(); ++s) {
+        const std::string sw = tw + "[" + std::to_string(s) + "]";
+        const json& js = v[t][s];
+        if (!js.is_array() || js.size() != 3 || !js[0].is_string()) {
+          Fail(sw, "expected [producer_name, begin, end]");
+        }
+        const std::string producer = js[0].get<std::string>();
+        auto it = by_name_.find(producer);
+        if (it == by_name_.end()) {
+          Fail(sw, "unknown producer '" + producer + "' (not defined before this node)");
+        }
+        term.push_back({it->second, Int(js[1], sw + "[1]"), Int(js[2], sw + "[2]")});
+      }
+      inputs.push_back(std::move(term));
+    }
+    return inputs;
+  }
+
+  Node ParseNode(const json& jn, const std::string& where) {
+    Node node;
+    node.name = String(jn, "name", where);
+    const std::string at = where + " ('" + node.name + "')";
+    node.hint = OptionalString(jn, "hint_name", node.name);
+    node.op = ParseOp(jn, at);
+    if (node.op.kind == OpKind::kSequential) {
+      const json& inner = Field(jn, "nodes", at);
+      if (!inner.is_array() || inner.empty()) Fail(at + ".nodes", "expected a non-empty array");
+      std::string previous;
+      for (size_t i = 0; i < inner.size(); ++i) {
+        const std::string iw = at + ".nodes[" + std::to_string(i) + "]";
+        node.op.chain.push_back(ParseOp(inner[i], iw));
+        if (node.op.chain.back().kind == OpKind::kSequential) Fail(iw, "nested sequential");
+        if (i == 0) {
+          node.inputs = ParseInputs(Field(inner[i], "inputs", iw), iw + ".inputs");
+        } else {
+          // Each step reads the whole output of the step before it.
+          const json& in = Field(inner[i], "inputs", iw);
+          if (!in.is_array() || in.size() != 1 || !in[0].is_array() || in[0].size() != 1 ||
+              !in[0][0].is_array() || in[0][0].empty() || in[0][0][0] != previous) {
+            Fail(iw + ".inputs", "a sequential step must read the previous step '" + previous + "'");
+          }
+        }
+        previous = String(inner[i], "name", iw);
+      }
+    } else {
+      node.inputs = ParseInputs(Field(jn, "inputs", at), at + ".inputs");
+    }
+    if (jn.contains("output_shape")) {
+      pending_shape_ = ShapeOf(jn["output_shape"], at + ".output_shape");
+    } else {
+      pending_shape_.reset();
+    }
+    return node;
+  }
+
+  NodeId AddNode(Graph& g, Node node, const std::string& where) {
+    const auto id = static_cast<NodeId>(g.nodes.size());
+    if (!by_name_.emplace(node.name, id).second) {
+      Fail(where, "node name '" + node.name + "' is defined twice");
+    }
+    if (id == 0) {
+      g.nodes.push_back(std::move(node));
+      return id;
+    }
+    if (pending_shape_) stored_shapes_.emplace_back(id, *pending_shape_);
+    g.nodes.push_back(std::move(node));
+    return id;
+  }
+
+  std::vector<std::vector<std::vector<std::string>>> ParseStages(const json& jb,
+                                                                 const std::string& where) const {
+    std::vector<std::vector<std::vector<std::string>>> stages;
+    auto it = jb.find("stages");
+    if (it == jb.end() || it->is_null()) return stages;
+    const std::string sw = where + ".stages";
+    if (!it->is_array()) Fail(sw, "expected a list of stages");
+    for (size_t s = 0; s < it->size(); ++s) {
+      const json& js = (*it)[s];
+      if (!js.is_array()) Fail(sw + "[" + std::to_string(s) + "]", "expected a list of groups");
+      std::vector<std::vector<std::string>> stage;
+      for (const json& jg : js) {
+        if (!jg.is_array()) Fail(sw + "[" + std::to_string(s) + "]", "expected a list of names");
+        std::vector<std::string> group;
+        for (const json& name : jg) {
+          if (!name.is_string()) Fail(sw + "[" + std::to_string(s) + "]", "expected node names");
+          group.push_back(name.get<std::string>());
+        }
+        stage.push_back(std::move(group));
+      }
+      stages.push_back(std::move(stage));
+    }
+    return stages;
+  }
+
+  std::string source_;
+  std::unordered_map<std::string, NodeId> by_name_;
+  std::optional<Shape> pending_shape_;
+  std::vector<std::pair<NodeId, Shape>> stored_shapes_;
+};
+
+json ShapeJson(const Shape& s) { return json::array({s.c, s.h, s.w}); }
+json PairJson(const Window& w) { return json::array({w.h, w.w}); }
+
+const char* ActJson(Activation act) { return act == Activation::kNone ? "identity" : ToString(act); }
+
+void WriteOp(json& jn, const OpParams& op) {
+  switch (op.kind) {
+    case OpKind::kConv:
+      jn["type"] = "conv";
+      jn["out_channels"] = op.conv.out_channels;
+      jn["kernel"] = PairJson(op.conv.kernel);
+      jn["stride"] = PairJson(op.conv.stride);
+      jn["padding"] = PairJson(op.conv.padding);
+      if (!(op.conv.dilation == Window{1, 1})) jn["dilation"] = PairJson(op.conv.dilation);
+      jn["groups"] = op.conv.groups;
+      if (!op.conv.bias) jn["bias"] = false;
+      jn["act"] = ActJson(op.conv.act);
+      break;
+    case OpKind::kPool:
+      jn["type"] = "pool";
+      jn["pool_type"] = ToString(op.pool.type);
+      jn["kernel"] = PairJson(op.pool.kernel);
+      jn["stride"] = PairJson(op.pool.stride);
+      jn["padding"] = PairJson(op.pool.padding);
+      break;
+    case OpKind::kActivation:
+      if (op.act == Activation::kRelu) {
+        jn["type"] = "relu";
+      } else {
+        jn["type"] = "activation";
+        jn["act_type"] = ActJson(op.act);
+      }
+      break;
+    case OpKind::kEltwise:
+      jn["type"] = "element";
+      jn["op_type"] = op.eltwise == EltwiseType::kAdd ? "add" : "mul";
+      break;
+    case OpKind::kIdentity: jn["type"] = "identity"; break;
+    case OpKind::kSequential: jn["type"] = "sequential"; break;
+    case OpKind::kInput: jn["type"] = "placeholder"; break;
+  }
+}
+
+json InputsJson(const Graph& g, const Inputs& inputs) {
+  json terms = json::array();
+  for (const Term& term : inputs) {
+    json jt = json::array();
+    for (const Slice& s : term) jt.push_back(json::array({g.node(s.producer).name, s.begin, s.end}));
+    terms.push_back(std::move(jt));
+  }
+  return terms;
+}
+
+json NodeJson(const Graph& g, NodeId id) {
+  const Node& node = g.node(id);
+  json jn = json::object();
+  WriteOp(jn, node.op);
+  jn["name"] = node.name;
+  jn["hint_name"] = node.hint;
+  if (node.op.kind == OpKind::kSequential) {
+    json steps = json::array();
+    std::string previous;
+    Shape shape = node.output;
+    for (size_t i = 0; i < node.op.chain.size(); ++i) {
+      json js = json::object();
+      WriteOp(js, node.op.chain[i]);
+      // Step names only need to be unique inside the step list.
+      const std::string name = node.name + "." + std::to_string(i);
+      js["name"] = name;
+      js["hint_name"] = name;
+      js["inputs"] = i == 0 ? InputsJson(g, node.inputs)
+                            : json::array({json::array({json::array({previous, 0, shape.c})})});
+      // Step output shapes are re-derived on import; record the channels.
+      std::vector<Shape> term_shapes;
+      if (i == 0) {
+        for (const Term& t : node.inputs) {
+          const Shape& p = g.node(t[0].producer).output;
+          term_shapes.push_back({t[0].channels(), p.h, p.w});
+        }
+        shape = InferOpOutput(node.op.chain[0], term_shapes, node.name);
+      } else {
+        shape = InferOpOutput(node.op.chain[i], {shape}, node.name);
+      }
+      js["output_shape"] = ShapeJson(shape);
+      previous = name;
+      steps.push_back(std::move(js));
+    }
+    jn["nodes"] = std::move(steps);
+  } else if (node.op.kind != OpKind::kInput) {
+    jn["inputs"] = InputsJson(g, node.inputs);
+  }
+  jn["output_shape"] = ShapeJson(node.output);
+  return jn;
+}
+
+}  // namespace
+
+IosModel ParseIosJson(const std::string& text, const std::string& source) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(source + ": not valid JSON (" + e.what() + ")");
+  }
+  try {
+    return Parser(source).Parse(doc);
+  } catch (const json::exception& e) {
+    throw Error(source + ": unexpected value type (" + e.what() + ")");
+  }
+}
+
+IosModel LoadIosJson(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error(path + ": read error");
+  return ParseIosJson(text.str(), path);
+}
+
+std::string ToIosJson(const Graph& graph,
+                      const std::vector<std::vector<std::vector<std::vector<std::string>>>>& stages) {
+  json doc = json::object();
+  doc["name"] = graph.name;
+  json input = json::object();
+  input["type"] = "placeholder";
+  input["name"] = graph.node(0).name;
+  input["hint_name"] = graph.node(0).hint;
+  input["output_shape"] = ShapeJson(graph.node(0).output);
+  doc["input"] = input;
+  json blocks = json::array();
+  for (size_t b = 0; b < graph.blocks.size(); ++b) {
+    const Block& block = graph.blocks[b];
+    json jb = json::object();
+    jb["enter_name"] = graph.node(block.enter).name;
+    jb["enter_node"] = block.enter == 0 ? input : NodeJson(graph, block.enter);
+    json inner = json::array();
+    for (NodeId id : block.inner) inner.push_back(NodeJson(graph, id));
+    jb["inner_nodes"] = std::move(inner);
+    jb["exit_node"] = NodeJson(graph, block.exit);
+    jb["stages"] = b < stages.size() ? json(stages[b]) : json::array();
+    blocks.push_back(std::move(jb));
+  }
+  doc["blocks"] = std::move(blocks);
+  return doc.dump(2);
+}
+
+bool StructurallyEqual(const Graph& a, const Graph& b, std::string* difference) {
+  auto differ = [&](const std::string& what) {
+    if (difference) *difference = what;
+    return false;
+  };
+  if (a.nodes.size() != b.nodes.size()) {
+    return differ("node count " + std::to_string(a.nodes.size()) + " vs " +
+                  std::to_string(b.nodes.size()));
+  }
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    const Node& x = a.nodes[i];
+    const Node& y = b.nodes[i];
+    const std::string at = "node #" + std::to_string(i) + " ('" + x.name + "' vs '" + y.name + "')";
+    if (!(x.op == y.op)) return differ(at + ": operator " + Describe(x.op) + " vs " + Describe(y.op));
+    if (!(x.output == y.output)) return differ(at + ": output shape");
+    if (x.inputs != y.inputs) return differ(at + ": inputs");
+  }
+  if (a.blocks.size() != b.blocks.size()) {
+    return differ("block count " + std::to_string(a.blocks.size()) + " vs " +
+                  std::to_string(b.blocks.size()));
+  }
+  for (size_t i = 0; i < a.blocks.size(); ++i) {
+    const Block& x = a.blocks[i];
+    const Block& y = b.blocks[i];
+    if (x.enter != y.enter || x.inner != y.inner || x.exit != y.exit) {
+      return differ("block " + std::to_string(i) + ": different operators");
+    }
+  }
+  return true;
+}
+
+}  // namespace ios

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,6 +73,11 @@ class ProfileStore {
   //! Stores (or replaces) one result and commits it before returning. The
   //! stage and device must have been upserted.
   virtual void Store(const MeasurementKey& key, const MeasureResult& result) = 0;
+
+  //! Runs body inside one transaction (commit on return, rollback on
+  //! exception, which is rethrown). Calls may nest. A Store() inside body is
+  //! committed with the transaction, not before it returns.
+  virtual void RunInTransaction(const std::function<void()>& body) = 0;
 
   //! Records a finished search; returns its id.
   virtual int64_t RecordSearch(const SearchRecord& search) = 0;

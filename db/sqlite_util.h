@@ -1,0 +1,95 @@
+// Private to db/: RAII handles for the sqlite3 C API, the one checking macro
+// for SQLite calls, and a cached prepared statement with a scoped cursor.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace ios::db::sqlite {
+
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+struct StmtFinalizer {
+  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
+};
+using DbHandle = std::unique_ptr<sqlite3, DbCloser>;
+using StmtHandle = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
+
+//! A failed SQLite call; `code` is the (extended) SQLite result code.
+class SqliteError : public Error {
+ public:
+  SqliteError(const std::string& message, int code) : Error(message), code_(code) {}
+  int code() const { return code_; }
+  int primary_code() const { return code_ & 0xff; }
+
+ private:
+  int code_;
+};
+
+//! Returns rc when it is SQLITE_OK, SQLITE_ROW or SQLITE_DONE; otherwise
+//! throws SqliteError naming the call, file, line, SQLite's message, the DB
+//! file and `context` (e.g. the SQL text). `db` may be null.
+int Check(int rc, sqlite3* db, const char* call, const char* file, int line,
+          std::string_view context = {});
+
+//! Checks one sqlite3_* call: IOS_SQLITE_CHECK(db, sqlite3_exec(...)).
+//! An optional third argument adds context to the message.
+#define IOS_SQLITE_CHECK(db, call, ...) \
+  ::ios::db::sqlite::Check((call), (db), #call, __FILE__, __LINE__ __VA_OPT__(, ) __VA_ARGS__)
+
+//! Opens (creating if needed) the SQLite file at `path`.
+DbHandle OpenDb(const std::string& path);
+
+//! Runs SQL text without results (schema, pragmas that set, BEGIN/COMMIT).
+void Exec(sqlite3* db, const char* sql);
+
+//! A prepared statement kept for the life of the connection. Execute it
+//! through a Cursor. Borrows `db`, which must outlive it.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql);
+  sqlite3* db() const { return db_; }
+  sqlite3_stmt* get() const { return stmt_.get(); }
+
+ private:
+  sqlite3* db_;
+  StmtHandle stmt_;
+};
+
+//! One execution of a Statement: bind (1-based), step, read columns
+//! (0-based). Resets the statement and clears its bindings when destroyed,
+//! so an exception never leaves a statement in progress.
+class Cursor {
+ public:
+  explicit Cursor(Statement& statement) : statement_(statement) {}
+  ~Cursor();
+  Cursor(const Cursor&) = delete;
+  Cursor& operator=(const Cursor&) = delete;
+
+  Cursor& BindInt(int index, int64_t value);
+  Cursor& BindReal(int index, double value);
+  Cursor& BindText(int index, std::string_view value);
+  Cursor& BindNull(int index);
+
+  //! Steps once; true while a row is available.
+  bool Next();
+  //! Steps to completion, ignoring any rows.
+  void Run();
+
+  bool IsNull(int column) const;
+  int64_t Int(int column) const;
+  double Real(int column) const;
+  std::string Text(int column) const;  // NULL reads as ""
+
+ private:
+  Statement& statement_;
+};
+
+}  // namespace ios::db::sqlite
