@@ -1,1 +1,369 @@
-// placeholder
+#include "coordinator/dp.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <unordered_map>
+
+#include "common/error.h"
+
+namespace ios::coordinator {
+
+const char* ToString(StrategySet strategies) {
+  switch (strategies) {
+    case StrategySet::kParallel: return "parallel";
+    case StrategySet::kMerge: return "merge";
+    case StrategySet::kBoth: return "both";
+  }
+  return "?";
+}
+
+namespace {
+
+struct MaskHash {
+  size_t operator()(uint64_t x) const {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return static_cast<size_t>(x);
+  }
+};
+
+uint64_t Bit(int i) { return uint64_t{1} << i; }
+
+}  // namespace
+
+// Holds the per-part tables (in local indices 0..n-1, topological) while the
+// state space is walked depth-first from the full part.
+class PartSpace::Builder {
+ public:
+  Builder(const Graph& graph, const DpOptions& options, PartSpace& out)
+      : graph_(graph), options_(options), out_(out), n_(static_cast<int>(out.part_.size())) {
+    BuildEdges();
+    BuildChains();
+    BuildMergeClasses();
+  }
+
+  void Run() {
+    out_.states_.push_back({0, 0, 0});  // the empty state
+    state_index_.emplace(0, 0);
+    out_.solve_order_.push_back(0);
+    const uint64_t full = n_ == 64 ? ~uint64_t{0} : Bit(n_) - 1;
+    out_.root_ = Visit(full);
+    // Paths from each state to the empty one, in solve order.
+    std::vector<double> paths(out_.states_.size(), 0.0);
+    paths[0] = 1.0;
+    for (uint32_t s : out_.solve_order_) {
+      const State& st = out_.states_[s];
+      for (uint32_t t = st.first_transition; t < st.transition_end; ++t) {
+        paths[s] += paths[out_.transitions_[t].next_state];
+      }
+    }
+    out_.schedule_count_ = paths[out_.root_];
+  }
+
+ private:
+  void BuildEdges() {
+    std::unordered_map<NodeId, int> local;
+    for (int i = 0; i < n_; ++i) local[out_.part_[i]] = i;
+    successors_.assign(n_, 0);
+    for (int v = 0; v < n_; ++v) {
+      for (const Term& term : graph_.node(out_.part_[v]).inputs) {
+        for (const Slice& s : term) {
+          auto it = local.find(s.producer);
+          if (it == local.end()) continue;
+          if (it->second >= v) throw Error("part is not in topological order");
+          successors_[it->second] |= Bit(v);
+        }
+      }
+    }
+    closure_.assign(n_, 0);  // descendants, self included
+    for (int u = n_ - 1; u >= 0; --u) {
+      closure_[u] = Bit(u);
+      for (uint64_t rest = successors_[u]; rest; rest &= rest - 1) {
+        closure_[u] |= closure_[std::countr_zero(rest)];
+      }
+    }
+  }
+
+  // Splits the transitive closure into chains, one longest chain at a time
+  // (ties: the lowest index), each listed from its first to its last op.
+  void BuildChains() {
+    uint64_t remaining = n_ == 64 ? ~uint64_t{0} : Bit(n_) - 1;
+    while (remaining) {
+      std::vector<int> depth(n_, 0), next(n_, -1);
+      for (int u = n_ - 1; u >= 0; --u) {
+        if (!(remaining & Bit(u))) continue;
+        depth[u] = 1;
+        for (uint64_t rest = closure_[u] & remaining & ~Bit(u); rest; rest &= rest - 1) {
+          const int v = std::countr_zero(rest);
+          if (depth[v] + 1 > depth[u]) {
+            depth[u] = depth[v] + 1;
+            next[u] = v;
+          }
+        }
+      }
+      int start = -1;
+      for (int u = 0; u < n_; ++u) {
+        if ((remaining & Bit(u)) && (start < 0 || depth[u] > depth[start])) start = u;
+      }
+      std::vector<int> chain;
+      uint64_t mask = 0;
+      for (int u = start; u >= 0; u = next[u]) {
+        chain.push_back(u);
+        mask |= Bit(u);
+      }
+      remaining &= ~mask;
+      chains_.push_back(std::move(chain));
+      chain_masks_.push_back(mask);
+    }
+  }
+
+  // Convolutions that could share a merge stage get the same class id.
+  void BuildMergeClasses() {
+    merge_class_.assign(n_, -1);
+    std::map<std::vector<int>, int> classes;
+    for (int u = 0; u < n_; ++u) {
+      const Node& node = graph_.node(out_.part_[u]);
+      if (node.op.kind != OpKind::kConv || node.op.conv.groups != 1 || node.inputs.size() != 1 ||
+          node.inputs[0].size() != 1) {
+        continue;
+      }
+      const Slice& in = node.inputs[0][0];
+      const ConvParams& c = node.op.conv;
+      const std::vector<int> signature{in.producer, in.begin,  in.end,
+                                       node.output.h, node.output.w, c.stride.h,
+                                       c.stride.w,  static_cast<int>(c.act)};
+      merge_class_[u] = classes.emplace(signature, static_cast<int>(classes.size())).first->second;
+    }
+  }
+
+  uint32_t StageId(Strategy strategy, uint64_t ending) {
+    if (std::popcount(ending) == 1) strategy = Strategy::kParallel;  // one op: same stage
+    const uint64_t key_high = strategy == Strategy::kMerge ? 1 : 0;
+    auto& index = key_high ? merge_stage_index_ : parallel_stage_index_;
+    auto [it, inserted] = index.emplace(ending, static_cast<uint32_t>(out_.stages_.size()));
+    if (inserted) out_.stages_.push_back(MakeStage(strategy, ending));
+    return it->second;
+  }
+
+  Stage MakeStage(Strategy strategy, uint64_t ending) const {
+    Stage stage;
+    stage.strategy = strategy;
+    if (strategy == Strategy::kMerge) {
+      for (uint64_t rest = ending; rest; rest &= rest - 1) {
+        stage.groups.push_back({out_.part_[std::countr_zero(rest)]});
+      }
+      return stage;
+    }
+    // Heads are the ops of the ending no other op of it reaches; each head's
+    // group is its descendants inside the ending.
+    for (uint64_t rest = ending; rest; rest &= rest - 1) {
+      const int u = std::countr_zero(rest);
+      bool head = true;
+      for (uint64_t others = ending & ~Bit(u); others; others &= others - 1) {
+        if (closure_[std::countr_zero(others)] & Bit(u)) {
+          head = false;
+          break;
+        }
+      }
+      if (!head) continue;
+      std::vector<NodeId> group;
+      for (uint64_t g = closure_[u] & ending; g; g &= g - 1) {
+        group.push_back(out_.part_[std::countr_zero(g)]);
+      }
+      stage.groups.push_back(std::move(group));
+    }
+    return stage;
+  }
+
+  struct Ending {
+    uint32_t stage;
+    uint64_t rest;
+  };
+
+  void AddMergeEndings(uint64_t state, std::vector<Ending>& endings) {
+    uint64_t sinks = 0;
+    for (uint64_t rest = state; rest; rest &= rest - 1) {
+      const int u = std::countr_zero(rest);
+      if (!(successors_[u] & state)) sinks |= Bit(u);
+    }
+    for (uint64_t rest = sinks; rest; rest &= rest - 1) {
+      const uint64_t single = rest & (~rest + 1);
+      endings.push_back({StageId(Strategy::kMerge, single), state & ~single});
+    }
+    // Subsets of two or more sinks of one merge class.
+    std::map<int, uint64_t> by_class;
+    for (uint64_t rest = sinks; rest; rest &= rest - 1) {
+      const int u = std::countr_zero(rest);
+      if (merge_class_[u] >= 0) by_class[merge_class_[u]] |= Bit(u);
+    }
+    for (const auto& [cls, members] : by_class) {
+      if (std::popcount(members) < 2) continue;
+      for (uint64_t subset = members; subset; subset = (subset - 1) & members) {
+        if (std::popcount(subset) < 2) continue;
+        endings.push_back({StageId(Strategy::kMerge, subset), state & ~subset});
+      }
+    }
+  }
+
+  // At most one head per chain among the last r of the chain's ops still in
+  // the state; a head brings its descendants in the state as its group;
+  // groups are disjoint, at most r ops each, at most s of them.
+  void AddParallelEndings(uint64_t state, std::vector<Ending>& endings) {
+    const int chain_count = static_cast<int>(chains_.size());
+    candidates_.resize(chain_count);
+    for (int c = 0; c < chain_count; ++c) {
+      const int end = std::popcount(chain_masks_[c] & state);  // in-state ops form a prefix
+      const int begin = std::max(0, end - options_.max_group_size);
+      candidates_[c].clear();
+      for (int i = begin; i < end; ++i) {
+        const uint64_t group = closure_[chains_[c][i]] & state;
+        if (std::popcount(group) <= options_.max_group_size) candidates_[c].push_back(group);
+      }
+    }
+    ChooseHeads(0, 0, 0, state, endings);
+  }
+
+  void ChooseHeads(int chain, uint64_t used, int groups, uint64_t state,
+                   std::vector<Ending>& endings) {
+    if (chain == static_cast<int>(chains_.size())) {
+      if (groups == 0) return;
+      out_.width_ = std::max(out_.width_, groups);
+      endings.push_back({StageId(Strategy::kParallel, used), state & ~used});
+      return;
+    }
+    ChooseHeads(chain + 1, used, groups, state, endings);
+    if (groups == options_.max_groups) return;
+    for (uint64_t group : candidates_[chain]) {
+      if (group & used) continue;
+      ChooseHeads(chain + 1, used | group, groups + 1, state, endings);
+    }
+  }
+
+  uint32_t Visit(uint64_t state) {
+    if (auto it = state_index_.find(state); it != state_index_.end()) return it->second;
+    const auto index = static_cast<uint32_t>(out_.states_.size());
+    state_index_.emplace(state, index);
+    out_.states_.push_back({state, 0, 0});
+    std::vector<Ending> endings;
+    if (options_.strategies != StrategySet::kParallel) AddMergeEndings(state, endings);
+    if (options_.strategies != StrategySet::kMerge) AddParallelEndings(state, endings);
+    std::vector<Transition> transitions;
+    transitions.reserve(endings.size());
+    for (const Ending& e : endings) transitions.push_back({e.stage, Visit(e.rest)});
+    State& st = out_.states_[index];
+    st.first_transition = static_cast<uint32_t>(out_.transitions_.size());
+    out_.transitions_.insert(out_.transitions_.end(), transitions.begin(), transitions.end());
+    st.transition_end = static_cast<uint32_t>(out_.transitions_.size());
+    out_.solve_order_.push_back(index);
+    return index;
+  }
+
+  const Graph& graph_;
+  const DpOptions& options_;
+  PartSpace& out_;
+  const int n_;
+  std::vector<uint64_t> successors_, closure_, chain_masks_;
+  std::vector<std::vector<int>> chains_;
+  std::vector<int> merge_class_;
+  std::vector<std::vector<uint64_t>> candidates_;
+  std::unordered_map<uint64_t, uint32_t, MaskHash> state_index_;
+  std::unordered_map<uint64_t, uint32_t, MaskHash> parallel_stage_index_, merge_stage_index_;
+};
+
+PartSpace PartSpace::Enumerate(const Graph& graph, const std::vector<NodeId>& part,
+                               const DpOptions& options) {
+  if (part.empty()) throw Error("cannot schedule an empty part");
+  if (static_cast<int>(part.size()) > DpOptions::kMaxPartSize) {
+    throw Error("part of " + std::to_string(part.size()) + " operators exceeds the DP limit of " +
+                std::to_string(DpOptions::kMaxPartSize));
+  }
+  if (options.max_group_size < 1 || options.max_groups < 1) {
+    throw Error("pruning parameters r and s must be >= 1");
+  }
+  PartSpace space;
+  space.part_ = part;
+  Builder builder(graph, options, space);
+  builder.Run();
+  return space;
+}
+
+PartSpace::Solution PartSpace::Solve(const std::vector<double>& stage_latency_ms) const {
+  if (stage_latency_ms.size() != stages_.size()) {
+    throw Error("latency table has " + std::to_string(stage_latency_ms.size()) +
+                " entries for " + std::to_string(stages_.size()) + " stages");
+  }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  std::vector<double> cost(states_.size(), kInf);
+  std::vector<uint32_t> choice(states_.size(), 0);
+  cost[0] = 0;
+  for (uint32_t s : solve_order_) {
+    const State& st = states_[s];
+    for (uint32_t t = st.first_transition; t < st.transition_end; ++t) {
+      const Transition& tr = transitions_[t];
+      const double c = cost[tr.next_state] + stage_latency_ms[tr.stage];
+      if (c < cost[s]) {
+        cost[s] = c;
+        choice[s] = t;
+      }
+    }
+  }
+  Solution solution;
+  solution.latency_ms = cost[root_];
+  if (cost[root_] == kInf) return solution;
+  for (uint32_t s = root_; s != 0;) {
+    const Transition& tr = transitions_[choice[s]];
+    solution.stage_sequence.push_back(static_cast<int>(tr.stage));
+    s = tr.next_state;
+  }
+  // The DP peels endings off the back: reverse into execution order.
+  std::reverse(solution.stage_sequence.begin(), solution.stage_sequence.end());
+  return solution;
+}
+
+std::vector<Stage> SequentialSchedule(const std::vector<NodeId>& ops) {
+  std::vector<Stage> stages;
+  for (NodeId id : ops) stages.push_back({Strategy::kParallel, {{id}}});
+  return stages;
+}
+
+std::vector<Stage> GreedySchedule(const Graph& graph, const std::vector<NodeId>& ops) {
+  std::unordered_map<NodeId, int> pending;  // unscheduled producers inside `ops`
+  std::unordered_map<NodeId, std::vector<NodeId>> consumers;
+  for (NodeId id : ops) pending[id] = 0;
+  for (NodeId id : ops) {
+    std::vector<NodeId> producers;
+    for (const Term& term : graph.node(id).inputs) {
+      for (const Slice& s : term) {
+        if (pending.count(s.producer) &&
+            std::find(producers.begin(), producers.end(), s.producer) == producers.end()) {
+          producers.push_back(s.producer);
+        }
+      }
+    }
+    pending[id] = static_cast<int>(producers.size());
+    for (NodeId p : producers) consumers[p].push_back(id);
+  }
+  std::vector<NodeId> ready;
+  for (NodeId id : ops) {
+    if (pending[id] == 0) ready.push_back(id);
+  }
+  std::vector<Stage> stages;
+  while (!ready.empty()) {
+    Stage stage{Strategy::kParallel, {}};
+    std::vector<NodeId> next;
+    for (NodeId id : ready) {
+      stage.groups.push_back({id});
+      for (NodeId c : consumers[id]) {
+        if (--pending[c] == 0) next.push_back(c);
+      }
+    }
+    std::sort(next.begin(), next.end());
+    stages.push_back(std::move(stage));
+    ready = std::move(next);
+  }
+  return stages;
+}
+
+}  // namespace ios::coordinator

@@ -1,1 +1,456 @@
-// placeholder
+#include "db/profile_store.h"
+
+#include <cctype>
+#include <string_view>
+
+#include "common/error.h"
+#include "db/sqlite_util.h"
+
+namespace ios::db {
+namespace {
+
+using sqlite::Cursor;
+using sqlite::Statement;
+
+// "IOSF": marks a file as an ios-farm profiling DB (PRAGMA application_id).
+constexpr int64_t kApplicationId = 0x494F5346;
+constexpr int64_t kSchemaVersion = 1;
+constexpr int kBusyTimeoutMs = 5000;
+
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE devices(
+  id          INTEGER PRIMARY KEY,
+  fingerprint TEXT NOT NULL UNIQUE,
+  backend     TEXT NOT NULL,
+  name        TEXT NOT NULL,
+  simulated   INTEGER NOT NULL CHECK (simulated IN (0, 1)),
+  first_seen  TEXT NOT NULL
+);
+CREATE TABLE stages(
+  id          INTEGER PRIMARY KEY,
+  stage_key   TEXT NOT NULL UNIQUE,
+  description TEXT NOT NULL
+);
+CREATE TABLE measurements(
+  id            INTEGER PRIMARY KEY,
+  stage_id      INTEGER NOT NULL REFERENCES stages(id),
+  device_id     INTEGER NOT NULL REFERENCES devices(id),
+  batch_size    INTEGER NOT NULL,
+  settings_key  TEXT NOT NULL,
+  median_ms     REAL NOT NULL,
+  spread_ms     REAL NOT NULL,
+  samples       INTEGER NOT NULL,
+  error         TEXT,
+  error_message TEXT NOT NULL DEFAULT '',
+  measured_at   TEXT NOT NULL,
+  UNIQUE (stage_id, device_id, batch_size, settings_key)
+);
+CREATE INDEX measurements_by_device ON measurements(device_id);
+CREATE TABLE model_stages(
+  model    TEXT NOT NULL,
+  stage_id INTEGER NOT NULL REFERENCES stages(id),
+  UNIQUE (model, stage_id)
+);
+CREATE TABLE searches(
+  id                 INTEGER PRIMARY KEY,
+  model              TEXT NOT NULL,
+  device_fingerprint TEXT NOT NULL,
+  batch_size         INTEGER NOT NULL,
+  settings_json      TEXT NOT NULL,
+  schedule_json      TEXT NOT NULL,
+  latency_ms         REAL NOT NULL,
+  stages_measured    INTEGER NOT NULL,
+  stages_reused      INTEGER NOT NULL,
+  enumerate_s        REAL NOT NULL,
+  measure_s          REAL NOT NULL,
+  solve_s            REAL NOT NULL,
+  started_at         TEXT NOT NULL
+);
+)sql";
+
+// The text stored in measurements.error (NULL when the measurement is ok).
+// Kept here rather than relying on ios::ToString so the DB format is fixed by
+// this file; docs/profiling-db.md lists the values.
+const char* ErrorText(MeasureError error) {
+  switch (error) {
+    case MeasureError::kNone:
+      return "none";
+    case MeasureError::kOutOfMemory:
+      return "out_of_memory";
+    case MeasureError::kUnsupported:
+      return "unsupported";
+    case MeasureError::kBackendFailure:
+      return "backend_failure";
+    case MeasureError::kTimeout:
+      return "timeout";
+  }
+  return "backend_failure";
+}
+
+// Inverse of ErrorText; tolerant of case, spaces and dashes. Unknown text
+// (e.g. written by a newer build) still reads as a failure.
+MeasureError ErrorFromText(std::string_view text) {
+  std::string normalized;
+  for (char c : text) {
+    if (c == ' ' || c == '-') c = '_';
+    normalized += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  for (MeasureError error : {MeasureError::kOutOfMemory, MeasureError::kUnsupported,
+                             MeasureError::kBackendFailure, MeasureError::kTimeout}) {
+    if (normalized == ErrorText(error)) return error;
+  }
+  if (normalized == "oom") return MeasureError::kOutOfMemory;
+  return MeasureError::kBackendFailure;
+}
+
+// Keys can be long; error messages quote a prefix.
+std::string Abbreviate(const std::string& text, size_t limit = 120) {
+  return text.size() <= limit ? text : text.substr(0, limit) + "...";
+}
+
+int64_t QueryInt(sqlite3* db, const char* sql) {
+  Statement statement(db, sql);
+  Cursor cursor(statement);
+  return cursor.Next() ? cursor.Int(0) : 0;
+}
+
+// Every statement the store runs, prepared once per connection.
+struct Statements {
+  explicit Statements(sqlite3* db)
+      : upsert_device(db,
+                      "INSERT INTO devices(fingerprint, backend, name, simulated, first_seen) "
+                      "VALUES(?1, ?2, ?3, ?4, strftime('%Y-%m-%dT%H:%M:%SZ', 'now')) "
+                      "ON CONFLICT(fingerprint) DO UPDATE SET backend = excluded.backend, "
+                      "name = excluded.name, simulated = excluded.simulated"),
+        upsert_stage(db,
+                     "INSERT INTO stages(stage_key, description) VALUES(?1, ?2) "
+                     "ON CONFLICT(stage_key) DO UPDATE SET description = excluded.description "
+                     "WHERE description <> excluded.description"),
+        insert_stage_if_missing(db,
+                                "INSERT INTO stages(stage_key, description) VALUES(?1, '') "
+                                "ON CONFLICT(stage_key) DO NOTHING"),
+        link_model_stage(db,
+                         "INSERT INTO model_stages(model, stage_id) "
+                         "SELECT ?1, id FROM stages WHERE stage_key = ?2 "
+                         "ON CONFLICT(model, stage_id) DO NOTHING"),
+        stage_id(db, "SELECT id FROM stages WHERE stage_key = ?1"),
+        device_id(db, "SELECT id FROM devices WHERE fingerprint = ?1"),
+        lookup(db,
+               "SELECT m.median_ms, m.spread_ms, m.samples, m.error, m.error_message "
+               "FROM measurements m "
+               "JOIN stages s ON s.id = m.stage_id "
+               "JOIN devices d ON d.id = m.device_id "
+               "WHERE s.stage_key = ?1 AND d.fingerprint = ?2 AND m.batch_size = ?3 "
+               "AND m.settings_key = ?4"),
+        store(db,
+              "INSERT INTO measurements(stage_id, device_id, batch_size, settings_key, "
+              "median_ms, spread_ms, samples, error, error_message, measured_at) "
+              "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+              "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')) "
+              "ON CONFLICT(stage_id, device_id, batch_size, settings_key) DO UPDATE SET "
+              "median_ms = excluded.median_ms, spread_ms = excluded.spread_ms, "
+              "samples = excluded.samples, error = excluded.error, "
+              "error_message = excluded.error_message, measured_at = excluded.measured_at"),
+        record_search(db,
+                      "INSERT INTO searches(model, device_fingerprint, batch_size, "
+                      "settings_json, schedule_json, latency_ms, stages_measured, "
+                      "stages_reused, enumerate_s, measure_s, solve_s, started_at) "
+                      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                      "COALESCE(NULLIF(?12, ''), strftime('%Y-%m-%dT%H:%M:%SZ', 'now')))"),
+        devices(db,
+                "SELECT d.fingerprint, d.backend, d.name, d.simulated, "
+                "(SELECT count(*) FROM measurements m WHERE m.device_id = d.id) "
+                "FROM devices d ORDER BY d.id"),
+        stats(db,
+              "SELECT (SELECT count(*) FROM devices), (SELECT count(*) FROM stages), "
+              "(SELECT count(*) FROM measurements), "
+              "(SELECT count(*) FROM measurements WHERE error IS NOT NULL), "
+              "(SELECT count(*) FROM searches), "
+              "(SELECT count(*) FROM (SELECT model FROM model_stages "
+              "UNION SELECT model FROM searches))"),
+        searches(db,
+                 "SELECT model, device_fingerprint, settings_json, schedule_json, batch_size, "
+                 "latency_ms, stages_measured, stages_reused, enumerate_s, measure_s, solve_s, "
+                 "started_at FROM searches ORDER BY id"),
+        all_measurements(db, MeasurementsSql("").c_str()),
+        model_measurements(db,
+                           MeasurementsSql("JOIN model_stages ms ON ms.stage_id = m.stage_id "
+                                           "WHERE ms.model = ?1 ")
+                               .c_str()) {}
+
+  static std::string MeasurementsSql(const std::string& filter) {
+    return "SELECT s.stage_key, s.description, d.name, m.batch_size, m.settings_key, "
+           "m.median_ms, m.spread_ms, m.samples, m.error, m.error_message, m.measured_at "
+           "FROM measurements m "
+           "JOIN stages s ON s.id = m.stage_id "
+           "JOIN devices d ON d.id = m.device_id " +
+           filter + "ORDER BY d.name, d.id, s.stage_key, m.batch_size, m.settings_key";
+  }
+
+  Statement upsert_device, upsert_stage, insert_stage_if_missing, link_model_stage, stage_id,
+      device_id, lookup, store, record_search, devices, stats, searches, all_measurements,
+      model_measurements;
+};
+
+// Reads columns [first, first + 5) laid out as median, spread, samples,
+// error, error_message.
+MeasureResult ReadResult(const Cursor& cursor, int first) {
+  MeasureResult result;
+  result.median_ms = cursor.Real(first);
+  result.spread_ms = cursor.Real(first + 1);
+  result.samples = static_cast<int>(cursor.Int(first + 2));
+  if (!cursor.IsNull(first + 3)) result.error = ErrorFromText(cursor.Text(first + 3));
+  result.error_message = cursor.Text(first + 4);
+  return result;
+}
+
+class SqliteProfileStore final : public ProfileStore {
+ public:
+  explicit SqliteProfileStore(const std::string& path) : path_(path) {
+    try {
+      db_ = sqlite::OpenDb(path);
+      IOS_SQLITE_CHECK(db(), sqlite3_extended_result_codes(db(), 1));
+      IOS_SQLITE_CHECK(db(), sqlite3_busy_timeout(db(), kBusyTimeoutMs));
+      PrepareSchema();
+      statements_ = std::make_unique<Statements>(db());
+    } catch (const sqlite::SqliteError& e) {
+      if (e.primary_code() == SQLITE_NOTADB) {
+        throw Error(path + " is not an ios-farm profiling DB: not an SQLite database");
+      }
+      throw Error("cannot open profiling DB " + path + ": " + e.what());
+    }
+  }
+
+  void UpsertDevice(const DeviceInfo& device) override {
+    Cursor cursor(statements_->upsert_device);
+    cursor.BindText(1, device.fingerprint)
+        .BindText(2, device.backend)
+        .BindText(3, device.name)
+        .BindInt(4, device.simulated ? 1 : 0)
+        .Run();
+  }
+
+  void UpsertStage(const std::string& stage_key, const std::string& description) override {
+    Cursor cursor(statements_->upsert_stage);
+    cursor.BindText(1, stage_key).BindText(2, description).Run();
+  }
+
+  void LinkModelStages(const std::string& model,
+                       const std::vector<std::string>& stage_keys) override {
+    RunInTransaction([&] {
+      for (const std::string& key : stage_keys) {
+        {
+          // A stage not upserted yet is registered without a description.
+          Cursor cursor(statements_->insert_stage_if_missing);
+          cursor.BindText(1, key).Run();
+        }
+        Cursor cursor(statements_->link_model_stage);
+        cursor.BindText(1, model).BindText(2, key).Run();
+      }
+    });
+  }
+
+  std::optional<MeasureResult> Lookup(const MeasurementKey& key) override {
+    Cursor cursor(statements_->lookup);
+    cursor.BindText(1, key.stage_key)
+        .BindText(2, key.device_fingerprint)
+        .BindInt(3, key.batch_size)
+        .BindText(4, key.settings_key);
+    if (!cursor.Next()) return std::nullopt;
+    return ReadResult(cursor, 0);
+  }
+
+  void Store(const MeasurementKey& key, const MeasureResult& result) override {
+    const int64_t stage_id = IdOf(statements_->stage_id, key.stage_key, "stage", "UpsertStage");
+    const int64_t device_id =
+        IdOf(statements_->device_id, key.device_fingerprint, "device", "UpsertDevice");
+    Cursor cursor(statements_->store);
+    cursor.BindInt(1, stage_id)
+        .BindInt(2, device_id)
+        .BindInt(3, key.batch_size)
+        .BindText(4, key.settings_key)
+        .BindReal(5, result.median_ms)
+        .BindReal(6, result.spread_ms)
+        .BindInt(7, result.samples)
+        .BindText(9, result.error_message);
+    if (result.ok()) {
+      cursor.BindNull(8);
+    } else {
+      cursor.BindText(8, ErrorText(result.error));
+    }
+    cursor.Run();  // autocommit, or the caller's RunInTransaction
+  }
+
+  void RunInTransaction(const std::function<void()>& body) override {
+    const bool outermost = transaction_depth_ == 0;
+    // IMMEDIATE takes the write lock up front (waiting up to the busy
+    // timeout) instead of failing later when a read turns into a write.
+    sqlite::Exec(db(), outermost ? "BEGIN IMMEDIATE" : "SAVEPOINT ios_nested");
+    ++transaction_depth_;
+    try {
+      body();
+      sqlite::Exec(db(), outermost ? "COMMIT" : "RELEASE ios_nested");
+    } catch (...) {
+      --transaction_depth_;
+      // Not checked: SQLite may already have rolled back (e.g. after
+      // SQLITE_FULL), and the body's exception is the one worth reporting.
+      sqlite3_exec(db(), outermost ? "ROLLBACK" : "ROLLBACK TO ios_nested; RELEASE ios_nested",
+                   nullptr, nullptr, nullptr);
+      throw;
+    }
+    --transaction_depth_;
+  }
+
+  int64_t RecordSearch(const SearchRecord& search) override {
+    Cursor cursor(statements_->record_search);
+    cursor.BindText(1, search.model)
+        .BindText(2, search.device_fingerprint)
+        .BindInt(3, search.batch_size)
+        .BindText(4, search.settings_json)
+        .BindText(5, search.schedule_json)
+        .BindReal(6, search.latency_ms)
+        .BindInt(7, search.stages_measured)
+        .BindInt(8, search.stages_reused)
+        .BindReal(9, search.enumerate_s)
+        .BindReal(10, search.measure_s)
+        .BindReal(11, search.solve_s)
+        .BindText(12, search.started_at)
+        .Run();
+    return sqlite3_last_insert_rowid(db());
+  }
+
+  std::vector<DeviceRow> Devices() override {
+    std::vector<DeviceRow> rows;
+    Cursor cursor(statements_->devices);
+    while (cursor.Next()) {
+      DeviceRow& row = rows.emplace_back();
+      row.fingerprint = cursor.Text(0);
+      row.backend = cursor.Text(1);
+      row.name = cursor.Text(2);
+      row.simulated = cursor.Int(3) != 0;
+      row.measurements = cursor.Int(4);
+    }
+    return rows;
+  }
+
+  Stats GetStats() override {
+    Stats stats;
+    Cursor cursor(statements_->stats);
+    if (cursor.Next()) {
+      stats.devices = cursor.Int(0);
+      stats.stages = cursor.Int(1);
+      stats.measurements = cursor.Int(2);
+      stats.failed_measurements = cursor.Int(3);
+      stats.searches = cursor.Int(4);
+      stats.models = cursor.Int(5);
+    }
+    return stats;
+  }
+
+  std::vector<SearchRecord> Searches() override {
+    std::vector<SearchRecord> rows;
+    Cursor cursor(statements_->searches);
+    while (cursor.Next()) {
+      SearchRecord& row = rows.emplace_back();
+      row.model = cursor.Text(0);
+      row.device_fingerprint = cursor.Text(1);
+      row.settings_json = cursor.Text(2);
+      row.schedule_json = cursor.Text(3);
+      row.batch_size = static_cast<int>(cursor.Int(4));
+      row.latency_ms = cursor.Real(5);
+      row.stages_measured = cursor.Int(6);
+      row.stages_reused = cursor.Int(7);
+      row.enumerate_s = cursor.Real(8);
+      row.measure_s = cursor.Real(9);
+      row.solve_s = cursor.Real(10);
+      row.started_at = cursor.Text(11);
+    }
+    return rows;
+  }
+
+  std::vector<MeasurementRow> Measurements(const std::string& model) override {
+    std::vector<MeasurementRow> rows;
+    Statement& statement =
+        model.empty() ? statements_->all_measurements : statements_->model_measurements;
+    Cursor cursor(statement);
+    if (!model.empty()) cursor.BindText(1, model);
+    while (cursor.Next()) {
+      MeasurementRow& row = rows.emplace_back();
+      row.stage_key = cursor.Text(0);
+      row.stage_description = cursor.Text(1);
+      row.device_name = cursor.Text(2);
+      row.batch_size = static_cast<int>(cursor.Int(3));
+      row.settings_key = cursor.Text(4);
+      row.result = ReadResult(cursor, 5);
+      row.measured_at = cursor.Text(10);
+    }
+    return rows;
+  }
+
+ private:
+  sqlite3* db() const { return db_.get(); }
+
+  // Checks that the file is ours and current, then creates the schema in a
+  // fresh DB. Throws ios::Error naming the path.
+  void PrepareSchema() {
+    // The first read of the file: fails with SQLITE_NOTADB for other files.
+    const int64_t application_id = QueryInt(db(), "PRAGMA application_id");
+    const int64_t version = QueryInt(db(), "PRAGMA user_version");
+    const int64_t objects = QueryInt(db(), "SELECT count(*) FROM sqlite_schema");
+    const bool ours = application_id == kApplicationId;
+    const bool blank = application_id == 0 && version == 0 && objects == 0;
+    if (!ours && !blank) {
+      throw Error(path_ + " is not an ios-farm profiling DB: an SQLite database of another " +
+                  "application (application_id " + std::to_string(application_id) + ")");
+    }
+    if (version > kSchemaVersion) {
+      throw Error(path_ + " has profiling DB schema version " + std::to_string(version) +
+                  ", newer than the version this build supports (" +
+                  std::to_string(kSchemaVersion) + "); use a newer ios-farm");
+    }
+
+    if (path_ != ":memory:") {
+      // Readers (ios-db) may run while the coordinator writes. Stays "delete"
+      // on a read-only file, which is fine for reading.
+      sqlite::Exec(db(), "PRAGMA journal_mode = WAL");
+    }
+    // In WAL mode NORMAL loses no committed data when the process dies; only
+    // a power loss can cost the last commits.
+    sqlite::Exec(db(), "PRAGMA synchronous = NORMAL");
+    sqlite::Exec(db(), "PRAGMA foreign_keys = ON");
+
+    if (version == kSchemaVersion) return;
+    RunInTransaction([&] {
+      // Another process may have created the schema since the check above.
+      if (QueryInt(db(), "PRAGMA user_version") == kSchemaVersion) return;
+      sqlite::Exec(db(), kSchemaV1);
+      sqlite::Exec(db(), ("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
+      sqlite::Exec(db(), ("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
+    });
+  }
+
+  int64_t IdOf(Statement& statement, const std::string& key, const char* what,
+               const char* upsert) {
+    Cursor cursor(statement);
+    cursor.BindText(1, key);
+    if (!cursor.Next()) {
+      throw Error(std::string("cannot store a measurement for unknown ") + what + " '" +
+                  Abbreviate(key) + "' in " + path_ + ": call " + upsert + " first");
+    }
+    return cursor.Int(0);
+  }
+
+  std::string path_;
+  sqlite::DbHandle db_;
+  std::unique_ptr<Statements> statements_;  // after db_: finalized before it closes
+  int transaction_depth_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<ProfileStore> ProfileStore::Open(const std::string& path) {
+  if (path.empty()) throw Error("profiling DB path is empty");
+  return std::make_unique<SqliteProfileStore>(path);
+}
+
+}  // namespace ios::db

@@ -1,1 +1,38 @@
-// placeholder
+// Backend selection by command-line name.
+#include "worker/backend.h"
+
+#include <string_view>
+
+#include "common/error.h"
+#include "worker/sim_backend.h"
+
+namespace ios::worker {
+namespace {
+
+constexpr std::string_view kSimPrefix = "sim:";
+
+//! Real-device backends: named here so the message can tell a user that the
+//! name is right but this build lacks the library (cuDNN, oneDNN).
+bool IsUnbuiltBackend(const std::string& name) { return name == "cuda" || name == "cpu"; }
+
+std::string ValidNames() {
+  std::string names;
+  for (const SimGpuSpec& gpu : SimGpuSpecs()) {
+    names += (names.empty() ? "" : ", ") + std::string(kSimPrefix) + gpu.name;
+  }
+  return names;
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> CreateBackend(const std::string& name) {
+  if (name.starts_with(kSimPrefix)) return CreateSimBackend(name.substr(kSimPrefix.size()));
+  if (IsUnbuiltBackend(name)) {
+    throw Error("backend '" + name + "' is not available in this build; available: " +
+                ValidNames());
+  }
+  throw Error("unknown backend '" + name + "'; valid names: " + ValidNames() +
+              " (cuda and cpu are not available in this build)");
+}
+
+}  // namespace ios::worker

@@ -1,1 +1,578 @@
-// placeholder
+// The simulated GPU. docs/simulator.md gives the formulas with a worked
+// example; every constant below appears there and in the device fingerprint.
+//
+// Pipeline of one Measure(): resolve each op's inputs to shapes, turn every
+// op into kernels (FLOPs, DRAM bytes, thread blocks), turn each kernel into a
+// standalone time and an SM demand with a roofline, replay the stage's
+// streams in an event simulation in which concurrent kernels share the SMs,
+// then apply the measurement protocol (optionally with seeded noise).
+#include "worker/sim_backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numbers>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include "common/error.h"
+
+namespace ios::worker {
+namespace {
+
+// ---- Model constants. Changing any of them changes the fingerprint; bump
+// kModelVersion when the formulas change so old DB entries are not reused.
+constexpr int kModelVersion = 1;
+constexpr double kBytesPerValue = 4;           // float32 everywhere
+constexpr double kConvEfficiency = 0.70;       // cuDNN implicit GEMM vs FP32 peak
+constexpr double kDepthwiseEfficiency = 0.25;  // direct kernels, little reuse
+constexpr double kElementwiseEfficiency = 0.50;
+constexpr double kBandwidthEfficiency = 0.80;  // achievable share of DRAM peak
+constexpr double kThreadsPerBlock = 256;       // elementwise: one output per thread
+constexpr double kConvTile = 64;               // output pixels x channels per conv block
+constexpr double kPlanesPerBlock = 8;          // global pooling: one warp per plane
+constexpr double kBlocksPerSm = 2;             // resident blocks that fill one SM
+constexpr int kDepthwiseMaxChannels = 8;       // grouped convs this thin run as direct kernels
+constexpr double kInterference = 0.05;         // extra slowdown of oversubscribed SMs
+constexpr double kStageSyncUs = 3.0;           // events + stream waits closing a stage
+constexpr double kMaxWorkspaceBytes = 512.0 * (1 << 20);
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+double Elements(const Shape& s) { return static_cast<double>(s.c) * s.h * s.w; }
+
+// ---- Inputs -----------------------------------------------------------------
+
+//! What an op reads, per sample: the shape of each term, and how much data
+//! its slices hold and how many additions summing them takes.
+struct OpInput {
+  std::vector<Shape> terms;
+  double read_elements = 0;
+  double sum_flops = 0;
+  bool sums_slices = false;
+};
+
+Shape SourceShape(const StageSpec& spec, const std::vector<StageOp>& group, size_t op_index,
+                  const SliceRef& ref) {
+  if (ref.external) {
+    if (ref.index < 0 || static_cast<size_t>(ref.index) >= spec.externals.size()) {
+      throw Error("sim: external input " + std::to_string(ref.index) + " does not exist");
+    }
+    return spec.externals[ref.index];
+  }
+  // Only earlier ops of the group can be read: a group runs in order.
+  if (ref.index < 0 || static_cast<size_t>(ref.index) >= op_index) {
+    throw Error("sim: op " + std::to_string(op_index) + " reads op " + std::to_string(ref.index) +
+                " which does not precede it in its group");
+  }
+  return group[ref.index].output;
+}
+
+OpInput ResolveInputs(const StageSpec& spec, const std::vector<StageOp>& group, size_t op_index) {
+  const StageOp& op = group[op_index];
+  OpInput in;
+  for (const std::vector<SliceRef>& term : op.inputs) {
+    if (term.empty()) throw Error("sim: op " + std::to_string(op_index) + " has an empty term");
+    for (const SliceRef& ref : term) {
+      const Shape src = SourceShape(spec, group, op_index, ref);
+      if (ref.begin < 0 || ref.end > src.c || ref.begin >= ref.end) {
+        throw Error("sim: slice [" + std::to_string(ref.begin) + "," + std::to_string(ref.end) +
+                    ") is outside its source's " + std::to_string(src.c) + " channels");
+      }
+      in.read_elements += Elements(Shape{ref.end - ref.begin, src.h, src.w});
+    }
+    const Shape first = SourceShape(spec, group, op_index, term.front());
+    const Shape term_shape{term.front().end - term.front().begin, first.h, first.w};
+    in.sum_flops += (static_cast<double>(term.size()) - 1) * Elements(term_shape);
+    in.sums_slices = in.sums_slices || term.size() > 1;
+    in.terms.push_back(term_shape);
+  }
+  return in;
+}
+
+//! The input of the next element of a kSequential chain: one plain tensor.
+OpInput PlainInput(const Shape& shape) { return OpInput{{shape}, Elements(shape), 0, false}; }
+
+// ---- Ops to kernel work -----------------------------------------------------
+
+//! One kernel as the device sees it, for the whole batch, plus the memory it
+//! keeps allocated.
+struct KernelWork {
+  double flops = 0;
+  double bytes = 0;   // DRAM traffic: inputs + weights + output
+  double blocks = 0;  // thread blocks launched
+  double efficiency = kElementwiseEfficiency;
+  double output_bytes = 0;
+  double weight_bytes = 0;
+  double workspace_bytes = 0;
+  bool no_op = false;  // costs its launch only (e.g. an identity that only renames)
+};
+
+//! Reads, writes and the output footprint shared by every kernel kind.
+void AddTraffic(KernelWork& work, const OpInput& in, const Shape& out, double batch) {
+  work.output_bytes = kBytesPerValue * batch * Elements(out);
+  work.bytes = kBytesPerValue * batch * in.read_elements + work.weight_bytes + work.output_bytes;
+}
+
+double ElementwiseBlocks(double elements) {
+  return std::max(1.0, std::ceil(elements / kThreadsPerBlock));
+}
+
+KernelWork ConvWork(const ConvParams& conv, const OpInput& in, const Shape& out, double batch) {
+  const Shape x = InputShape(in.terms, "sim conv");
+  const int groups = std::max(1, conv.groups);
+  const double cin_per_group = static_cast<double>(x.c) / groups;
+  const double taps = static_cast<double>(conv.kernel.h) * conv.kernel.w;
+  const double out_elements = batch * Elements(out);
+  const double epilogue = (conv.bias ? 1 : 0) + (conv.act != Activation::kNone ? 1 : 0);
+  KernelWork work;
+  work.flops = 2 * out_elements * cin_per_group * taps + epilogue * out_elements +
+               batch * in.sum_flops;
+  work.weight_bytes = kBytesPerValue * (out.c * cin_per_group * taps + (conv.bias ? out.c : 0));
+  AddTraffic(work, in, out, batch);
+  if (groups > 1 && cin_per_group < kDepthwiseMaxChannels) {
+    // Depthwise-like: too little reduction per output for a GEMM; cuDNN runs
+    // a direct kernel, one output per thread, usually memory bound.
+    work.efficiency = kDepthwiseEfficiency;
+    work.blocks = ElementwiseBlocks(out_elements);
+    return work;
+  }
+  // Implicit GEMM: M = output pixels, N = output channels per group, one
+  // kConvTile x kConvTile output tile per block.
+  const double pixel_tiles = std::ceil(batch * out.h * out.w / kConvTile);
+  const double channel_tiles = std::ceil(static_cast<double>(out.c) / groups / kConvTile);
+  work.efficiency = kConvEfficiency;
+  work.blocks = std::max(1.0, pixel_tiles * channel_tiles * groups);
+  // An unrolled (im2col) input for kernels larger than 1x1, capped the way a
+  // framework caps cuDNN's workspace.
+  if (taps > 1) {
+    work.workspace_bytes = std::min(
+        kBytesPerValue * batch * out.h * out.w * cin_per_group * groups * taps, kMaxWorkspaceBytes);
+  }
+  return work;
+}
+
+KernelWork PoolWork(const PoolParams& pool, const OpInput& in, const Shape& out, double batch) {
+  const Shape x = InputShape(in.terms, "sim pool");
+  const bool global = pool.type == PoolType::kGlobalMax || pool.type == PoolType::kGlobalAvg;
+  const double taps = global ? static_cast<double>(x.h) * x.w
+                             : static_cast<double>(pool.kernel.h) * pool.kernel.w;
+  const double out_elements = batch * Elements(out);
+  KernelWork work;
+  work.flops = out_elements * taps + batch * in.sum_flops;
+  work.blocks = global ? std::max(1.0, std::ceil(batch * out.c / kPlanesPerBlock))
+                       : ElementwiseBlocks(out_elements);
+  AddTraffic(work, in, out, batch);
+  return work;
+}
+
+//! Activation, eltwise and summing identity: a few flops per output element.
+KernelWork ElementwiseWork(double flops_per_element, const OpInput& in, const Shape& out,
+                           double batch) {
+  const double out_elements = batch * Elements(out);
+  KernelWork work;
+  work.flops = flops_per_element * out_elements + batch * in.sum_flops;
+  work.blocks = ElementwiseBlocks(out_elements);
+  AddTraffic(work, in, out, batch);
+  return work;
+}
+
+KernelWork IdentityWork(const OpInput& in, const Shape& out, double batch) {
+  // Without slices to sum, an identity only renames (terms concatenate for
+  // free in the IOS model); the runtime still launches a kernel for it.
+  if (!in.sums_slices) return KernelWork{.no_op = true};
+  return ElementwiseWork(0, in, out, batch);
+}
+
+//! Appends the kernels of `op` (reading `in`, producing `out`) to `kernels`.
+void AppendOpWork(const OpParams& op, const OpInput& in, const Shape& out, double batch,
+                  std::vector<KernelWork>& kernels) {
+  switch (op.kind) {
+    case OpKind::kConv:
+      kernels.push_back(ConvWork(op.conv, in, out, batch));
+      return;
+    case OpKind::kPool:
+      kernels.push_back(PoolWork(op.pool, in, out, batch));
+      return;
+    case OpKind::kActivation:
+      kernels.push_back(ElementwiseWork(1, in, out, batch));
+      return;
+    case OpKind::kEltwise:
+      kernels.push_back(
+          ElementwiseWork(static_cast<double>(in.terms.size()) - 1, in, out, batch));
+      return;
+    case OpKind::kIdentity:
+      kernels.push_back(IdentityWork(in, out, batch));
+      return;
+    case OpKind::kSequential: {
+      // One kernel per chain element on the same stream; each reads the
+      // previous output. The last element produces the op's declared output.
+      OpInput step_in = in;
+      for (size_t k = 0; k < op.chain.size(); ++k) {
+        const Shape step_out = k + 1 == op.chain.size()
+                                   ? out
+                                   : InferOpOutput(op.chain[k], step_in.terms, "sim chain");
+        AppendOpWork(op.chain[k], step_in, step_out, batch, kernels);
+        step_in = PlainInput(step_out);
+      }
+      return;
+    }
+    case OpKind::kInput:
+      break;
+  }
+  throw Error(std::string("sim: cannot run an op of kind ") + ToString(op.kind));
+}
+
+// ---- Stage plan ---------------------------------------------------------------
+
+//! A stage as the simulator runs it: kernels per stream, and its memory.
+struct StagePlan {
+  std::vector<std::vector<KernelWork>> streams;
+  double memory_bytes = 0;
+};
+
+double MemoryBytes(const StageSpec& spec, const StagePlan& plan, double batch) {
+  double bytes = 0;
+  for (const Shape& external : spec.externals) bytes += kBytesPerValue * batch * Elements(external);
+  for (const std::vector<KernelWork>& stream : plan.streams) {
+    double workspace = 0;  // a stream's kernels run one at a time and share it
+    for (const KernelWork& k : stream) {
+      bytes += k.output_bytes + k.weight_bytes;
+      workspace = std::max(workspace, k.workspace_bytes);
+    }
+    bytes += workspace;
+  }
+  return bytes;
+}
+
+//! kMerge: one convolution with the group convs stacked along output
+//! channels, reading the first op's input.
+std::vector<KernelWork> MergedWork(const StageSpec& spec, double batch) {
+  std::vector<ConvParams> convs;
+  int out_channels = 0;
+  for (const std::vector<StageOp>& group : spec.groups) {
+    if (group.size() != 1 || group[0].op.kind != OpKind::kConv) {
+      throw Error("sim: a merge stage needs exactly one convolution per group");
+    }
+    convs.push_back(group[0].op.conv);
+    out_channels += group[0].output.c;
+  }
+  const StageOp& first = spec.groups.front().front();
+  const Shape out{out_channels, first.output.h, first.output.w};
+  const OpInput in = ResolveInputs(spec, spec.groups.front(), 0);
+  return {ConvWork(MergedConv(convs), in, out, batch)};
+}
+
+StagePlan PlanStage(const StageSpec& spec, int batch_size) {
+  if (spec.groups.empty()) throw Error("sim: the stage has no operators");
+  const double batch = batch_size;
+  StagePlan plan;
+  if (spec.strategy == Strategy::kMerge) {
+    plan.streams.push_back(MergedWork(spec, batch));
+  } else {
+    for (const std::vector<StageOp>& group : spec.groups) {
+      std::vector<KernelWork>& stream = plan.streams.emplace_back();
+      for (size_t i = 0; i < group.size(); ++i) {
+        AppendOpWork(group[i].op, ResolveInputs(spec, group, i), group[i].output, batch, stream);
+      }
+    }
+  }
+  plan.memory_bytes = MemoryBytes(spec, plan, batch);
+  return plan;
+}
+
+// ---- Kernel timing ------------------------------------------------------------
+
+//! A kernel's standalone execution time and the share of the GPU it fills.
+struct Kernel {
+  double exec_us = 0;
+  double demand = 1;  // in (0, 1]
+};
+
+Kernel TimeKernel(const KernelWork& work, const SimGpuSpec& gpu) {
+  if (work.no_op) return Kernel{0, 1.0 / (gpu.sm_count * kBlocksPerSm)};
+  // Fewer blocks than the SMs hold leave SMs idle: throughput scales down.
+  const double capacity = gpu.sm_count * kBlocksPerSm;
+  const double demand = std::min(1.0, std::max(1.0, work.blocks) / capacity);
+  const double flops_per_us = gpu.peak_tflops * 1e6 * work.efficiency;
+  const double bytes_per_us = gpu.bandwidth_gbs * 1e3 * kBandwidthEfficiency;
+  const double full_gpu_us = std::max(work.flops / flops_per_us, work.bytes / bytes_per_us);
+  return Kernel{full_gpu_us / demand, demand};
+}
+
+// ---- Stream simulation --------------------------------------------------------
+
+//! Progress rates of running kernels in full-GPU microseconds per microsecond.
+//! Kernels that fit together run at standalone speed; oversubscribed SMs are
+//! shared in proportion to demand and lose a little more to interference
+//! (cache and scheduler contention), which is why two large kernels run
+//! concurrently take longer than run one after the other.
+std::vector<double> Rates(const std::vector<double>& demands) {
+  double total = 0;
+  for (double d : demands) total += d;
+  const double slowdown =
+      total <= 1 ? 1 : total * (1 + kInterference * std::min(1.0, total - 1));
+  std::vector<double> rates;
+  rates.reserve(demands.size());
+  for (double d : demands) rates.push_back(d / slowdown);
+  return rates;
+}
+
+//! Replays one stage: each stream runs its kernels in order; one host thread
+//! launches them (launch_us each, one at a time, lowest stream first), and a
+//! kernel is launched once its stream predecessor has finished. Returns the
+//! time the last kernel ends, in microseconds.
+class StreamSimulator {
+ public:
+  StreamSimulator(const std::vector<std::vector<Kernel>>& streams, double launch_us)
+      : streams_(streams), launch_us_(launch_us), next_(streams.size(), 0),
+        busy_(streams.size(), false) {}
+
+  double Run() {
+    for (;;) {
+      if (launching_ < 0) StartLaunch();
+      if (launching_ < 0 && running_.empty()) return now_;
+      Advance();
+    }
+  }
+
+ private:
+  struct Running {
+    size_t stream;
+    double remaining;  // full-GPU microseconds of work left
+    double demand;
+  };
+
+  void StartLaunch() {
+    for (size_t s = 0; s < streams_.size(); ++s) {
+      if (!busy_[s] && next_[s] < streams_[s].size()) {
+        launching_ = static_cast<int>(s);
+        busy_[s] = true;
+        launch_end_ = now_ + launch_us_;
+        return;
+      }
+    }
+  }
+
+  //! Moves time to the next event (a launch completes or a kernel finishes).
+  void Advance() {
+    std::vector<double> demands;
+    for (const Running& r : running_) demands.push_back(r.demand);
+    const std::vector<double> rates = Rates(demands);
+    double step = launching_ >= 0 ? launch_end_ - now_ : std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < running_.size(); ++i) {
+      step = std::min(step, running_[i].remaining / rates[i]);
+    }
+    const double tolerance = step * 1e-12;
+    std::vector<Running> still_running;
+    for (size_t i = 0; i < running_.size(); ++i) {
+      Running r = running_[i];
+      if (r.remaining / rates[i] <= step + tolerance) {
+        busy_[r.stream] = false;
+      } else {
+        r.remaining -= rates[i] * step;
+        still_running.push_back(r);
+      }
+    }
+    running_ = std::move(still_running);
+    const bool launched = launching_ >= 0 && launch_end_ - now_ <= step + tolerance;
+    now_ = launched ? launch_end_ : now_ + step;
+    if (launched) FinishLaunch();
+  }
+
+  void FinishLaunch() {
+    const size_t s = static_cast<size_t>(launching_);
+    const Kernel& kernel = streams_[s][next_[s]++];
+    launching_ = -1;
+    if (kernel.exec_us <= 0) {
+      busy_[s] = false;  // nothing to execute: done as soon as launched
+      return;
+    }
+    running_.push_back(Running{s, kernel.exec_us * kernel.demand, kernel.demand});
+  }
+
+  const std::vector<std::vector<Kernel>>& streams_;
+  const double launch_us_;
+  std::vector<size_t> next_;  // next kernel to launch, per stream
+  std::vector<bool> busy_;    // a kernel of this stream is launching or running
+  std::vector<Running> running_;
+  int launching_ = -1;        // stream whose kernel the host is launching
+  double launch_end_ = 0;
+  double now_ = 0;
+};
+
+double StageMicroseconds(const StagePlan& plan, const SimGpuSpec& gpu) {
+  std::vector<std::vector<Kernel>> streams;
+  for (const std::vector<KernelWork>& stream : plan.streams) {
+    std::vector<Kernel>& timed = streams.emplace_back();
+    for (const KernelWork& work : stream) timed.push_back(TimeKernel(work, gpu));
+  }
+  return StreamSimulator(streams, gpu.launch_us).Run() + kStageSyncUs;
+}
+
+// ---- Measurement protocol -----------------------------------------------------
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+//! FNV-1a: stable across compilers and runs, unlike std::hash.
+uint64_t StableHash(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+//! A standard normal from a generator whose output the standard fixes
+//! (std::normal_distribution differs between standard libraries).
+double StandardNormal(std::mt19937_64& rng) {
+  const double u1 = (static_cast<double>(rng() >> 11) + 1) * 0x1p-53;  // (0, 1]
+  const double u2 = static_cast<double>(rng() >> 11) * 0x1p-53;        // [0, 1)
+  return std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+MeasureResult Failure(MeasureError error, std::string message) {
+  MeasureResult result;
+  result.error = error;
+  result.error_message = std::move(message);
+  return result;
+}
+
+std::string FormatGiB(double bytes) {
+  std::ostringstream out;
+  out.precision(3);
+  out << bytes / kGiB << " GiB";
+  return out.str();
+}
+
+class SimBackend final : public Backend {
+ public:
+  SimBackend(SimGpuSpec gpu, SimOptions options)
+      : gpu_(std::move(gpu)), options_(options), device_(MakeDevice(gpu_, options_)) {}
+
+  const DeviceInfo& Device() const override { return device_; }
+
+  MeasureResult Measure(const StageSpec& stage, int batch_size,
+                        const MeasureSettings& settings) override {
+    if (options_.delay_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(options_.delay_ms));
+    }
+    if (batch_size < 1 || settings.number < 1 || settings.repeat < 1) {
+      return Failure(MeasureError::kUnsupported,
+                     "sim: batch size, number and repeat must be at least 1");
+    }
+    if (settings.dtype != "float32") {
+      return Failure(MeasureError::kUnsupported,
+                     "sim: models float32 only, not " + settings.dtype);
+    }
+    try {
+      const StagePlan plan = PlanStage(stage, batch_size);
+      if (plan.memory_bytes > gpu_.memory_gib * kGiB) {
+        return Failure(MeasureError::kOutOfMemory,
+                       "sim: the stage needs " + FormatGiB(plan.memory_bytes) + ", " +
+                           device_.name + " has " + FormatGiB(gpu_.memory_gib * kGiB));
+      }
+      return Protocol(StageMicroseconds(plan, gpu_) / 1000, stage, batch_size, settings);
+    } catch (const Error& e) {
+      // A spec the model cannot run is this stage's failure, not the worker's.
+      return Failure(MeasureError::kUnsupported, e.what());
+    }
+  }
+
+ private:
+  static DeviceInfo MakeDevice(const SimGpuSpec& gpu, const SimOptions& options) {
+    std::ostringstream fp;
+    fp << "sim-model-v" << kModelVersion << "|gpu=" << gpu.name << "|sm=" << gpu.sm_count
+       << "|fp32_tflops=" << gpu.peak_tflops << "|dram_gbs=" << gpu.bandwidth_gbs
+       << "|launch_us=" << gpu.launch_us << "|memory_gib=" << gpu.memory_gib
+       << "|conv_eff=" << kConvEfficiency << "|dw_eff=" << kDepthwiseEfficiency
+       << "|elt_eff=" << kElementwiseEfficiency << "|bw_eff=" << kBandwidthEfficiency
+       << "|threads_per_block=" << kThreadsPerBlock << "|conv_tile=" << kConvTile
+       << "|planes_per_block=" << kPlanesPerBlock << "|blocks_per_sm=" << kBlocksPerSm
+       << "|dw_max_channels=" << kDepthwiseMaxChannels << "|interference=" << kInterference
+       << "|stage_sync_us=" << kStageSyncUs << "|max_workspace_bytes=" << kMaxWorkspaceBytes;
+    // Noisy figures are not comparable with exact ones (delay_ms changes
+    // nothing measured, so it is not part of the fingerprint).
+    if (options.noise > 0) fp << "|noise=" << options.noise << "|noise_seed=" << options.noise_seed;
+    return DeviceInfo{.backend = "sim",
+                      .name = "sim:" + gpu.name,
+                      .fingerprint = fp.str(),
+                      .simulated = true};
+  }
+
+  //! The IOS protocol on a model: `repeat` means of `number` runs each. With
+  //! noise every run is scaled by exp(noise * z), z drawn from a generator
+  //! seeded by (seed, stage, batch) so a rerun reproduces the same figures.
+  MeasureResult Protocol(double model_ms, const StageSpec& stage, int batch_size,
+                         const MeasureSettings& settings) const {
+    MeasureResult result;
+    result.samples = settings.repeat * settings.number;
+    if (options_.noise <= 0) {
+      result.median_ms = model_ms;
+      return result;
+    }
+    std::mt19937_64 rng(SplitMix64(SplitMix64(options_.noise_seed) ^ StableHash(stage.Key())) ^
+                        static_cast<uint64_t>(batch_size));
+    std::vector<double> means;
+    for (int r = 0; r < settings.repeat; ++r) {
+      double sum = 0;
+      for (int n = 0; n < settings.number; ++n) {
+        sum += model_ms * std::exp(options_.noise * StandardNormal(rng));
+      }
+      means.push_back(sum / settings.number);
+    }
+    const auto [lo, hi] = std::minmax_element(means.begin(), means.end());
+    result.median_ms = Median(means);
+    result.spread_ms = *hi - *lo;
+    return result;
+  }
+
+  const SimGpuSpec gpu_;
+  const SimOptions options_;
+  const DeviceInfo device_;
+};
+
+}  // namespace
+
+const std::vector<SimGpuSpec>& SimGpuSpecs() {
+  // Vendor spec-sheet figures (FP32 without tensor cores); launch overheads
+  // are typical measured cudaLaunchKernel-to-start latencies, older parts
+  // slower. Sources are listed in docs/simulator.md.
+  static const std::vector<SimGpuSpec> kSpecs = {
+      {.name = "v100", .sm_count = 80, .peak_tflops = 15.7, .bandwidth_gbs = 900,
+       .launch_us = 5, .memory_gib = 16},
+      // One GK210 of the dual-GPU K80 board: a worker drives one of them.
+      {.name = "k80", .sm_count = 13, .peak_tflops = 4.37, .bandwidth_gbs = 240,
+       .launch_us = 8, .memory_gib = 12},
+      {.name = "2080ti", .sm_count = 68, .peak_tflops = 13.45, .bandwidth_gbs = 616,
+       .launch_us = 4, .memory_gib = 11},
+      {.name = "a100", .sm_count = 108, .peak_tflops = 19.5, .bandwidth_gbs = 1555,
+       .launch_us = 4, .memory_gib = 40},
+      {.name = "h100", .sm_count = 132, .peak_tflops = 67, .bandwidth_gbs = 3350,
+       .launch_us = 3, .memory_gib = 80},
+  };
+  return kSpecs;
+}
+
+std::unique_ptr<Backend> CreateSimBackend(const std::string& model, const SimOptions& options) {
+  for (const SimGpuSpec& gpu : SimGpuSpecs()) {
+    if (gpu.name == model) return std::make_unique<SimBackend>(gpu, options);
+  }
+  std::string known;
+  for (const SimGpuSpec& gpu : SimGpuSpecs()) known += (known.empty() ? "" : ", ") + gpu.name;
+  throw Error("unknown simulated GPU '" + model + "'; known models: " + known);
+}
+
+}  // namespace ios::worker
