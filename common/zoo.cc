@@ -76,7 +76,8 @@ int GraphBuilder::Channels(const Inputs& inputs) const {
 
 NodeId GraphBuilder::Add(const std::string& name, OpParams op, Inputs inputs, std::string hint) {
   if (!in_block_) throw std::logic_error("zoo: '" + name + "' added outside a block");
-  if (!names_.insert(name).second) throw std::logic_error("zoo: duplicate node name '" + name + "'");
+  if (!names_.insert(name).second)
+    throw std::logic_error("zoo: duplicate node name '" + name + "'");
   std::vector<Shape> term_shapes;
   for (const Term& term : inputs) {
     const Shape& producer = shape(term.at(0).producer);
@@ -186,6 +187,11 @@ NodeId ConvRelu(GraphBuilder& b, const std::string& name, NodeId input, int out_
   return b.AddConv(name, b.Of(input), out_channels, kernel, stride, padding, Activation::kRelu);
 }
 
+NodeId Pool3x3(GraphBuilder& b, const std::string& name, NodeId input, PoolType type, int stride,
+               int padding) {
+  return b.AddPool(name, b.Of(input), type, Square(3), Square(stride), Square(padding));
+}
+
 // ---- Inception V3 (Szegedy et al. 2016; torchvision's layer names) ----
 
 constexpr Window k1x7{1, 7}, k7x1{7, 1}, k1x3{1, 3}, k3x1{3, 1};
@@ -199,8 +205,7 @@ NodeId InceptionA(GraphBuilder& b, const std::string& name, NodeId x, int pool_f
   NodeId d = ConvRelu(b, name + ".branch3x3dbl_1", x, 64, Square(1));
   d = ConvRelu(b, name + ".branch3x3dbl_2", d, 96, Square(3), Square(1), Square(1));
   d = ConvRelu(b, name + ".branch3x3dbl_3", d, 96, Square(3), Square(1), Square(1));
-  NodeId pool = b.AddPool(name + ".avgpool", b.Of(x), PoolType::kAvg, Square(3), Square(1),
-                          Square(1));
+  NodeId pool = Pool3x3(b, name + ".avgpool", x, PoolType::kAvg, 1, 1);
   NodeId bp = ConvRelu(b, name + ".branch_pool", pool, pool_features, Square(1));
   return b.AddIdentity(name, b.Concat({{b1}, {b5}, {d}, {bp}}));
 }
@@ -211,8 +216,7 @@ NodeId InceptionB(GraphBuilder& b, const std::string& name, NodeId x) {
   NodeId d = ConvRelu(b, name + ".branch3x3dbl_1", x, 64, Square(1));
   d = ConvRelu(b, name + ".branch3x3dbl_2", d, 96, Square(3), Square(1), Square(1));
   d = ConvRelu(b, name + ".branch3x3dbl_3", d, 96, Square(3), Square(2));
-  NodeId pool = b.AddPool(name + ".maxpool", b.Of(x), PoolType::kMax, Square(3), Square(2),
-                          Square(0));
+  NodeId pool = Pool3x3(b, name + ".maxpool", x, PoolType::kMax, 2, 0);
   return b.AddIdentity(name, b.Concat({{b3}, {d}, {pool}}));
 }
 
@@ -227,8 +231,7 @@ NodeId InceptionC(GraphBuilder& b, const std::string& name, NodeId x, int c7) {
   d = ConvRelu(b, name + ".branch7x7dbl_3", d, c7, k1x7, Square(1), p0x3);
   d = ConvRelu(b, name + ".branch7x7dbl_4", d, c7, k7x1, Square(1), p3x0);
   d = ConvRelu(b, name + ".branch7x7dbl_5", d, 192, k1x7, Square(1), p0x3);
-  NodeId pool = b.AddPool(name + ".avgpool", b.Of(x), PoolType::kAvg, Square(3), Square(1),
-                          Square(1));
+  NodeId pool = Pool3x3(b, name + ".avgpool", x, PoolType::kAvg, 1, 1);
   NodeId bp = ConvRelu(b, name + ".branch_pool", pool, 192, Square(1));
   return b.AddIdentity(name, b.Concat({{b1}, {s}, {d}, {bp}}));
 }
@@ -241,8 +244,7 @@ NodeId InceptionD(GraphBuilder& b, const std::string& name, NodeId x) {
   s = ConvRelu(b, name + ".branch7x7x3_2", s, 192, k1x7, Square(1), p0x3);
   s = ConvRelu(b, name + ".branch7x7x3_3", s, 192, k7x1, Square(1), p3x0);
   s = ConvRelu(b, name + ".branch7x7x3_4", s, 192, Square(3), Square(2));
-  NodeId pool = b.AddPool(name + ".maxpool", b.Of(x), PoolType::kMax, Square(3), Square(2),
-                          Square(0));
+  NodeId pool = Pool3x3(b, name + ".maxpool", x, PoolType::kMax, 2, 0);
   return b.AddIdentity(name, b.Concat({{b3}, {s}, {pool}}));
 }
 
@@ -256,8 +258,7 @@ NodeId InceptionE(GraphBuilder& b, const std::string& name, NodeId x) {
   d = ConvRelu(b, name + ".branch3x3dbl_2", d, 384, Square(3), Square(1), Square(1));
   NodeId da = ConvRelu(b, name + ".branch3x3dbl_3a", d, 384, k1x3, Square(1), p0x1);
   NodeId db = ConvRelu(b, name + ".branch3x3dbl_3b", d, 384, k3x1, Square(1), p1x0);
-  NodeId pool = b.AddPool(name + ".avgpool", b.Of(x), PoolType::kAvg, Square(3), Square(1),
-                          Square(1));
+  NodeId pool = Pool3x3(b, name + ".avgpool", x, PoolType::kAvg, 1, 1);
   NodeId bp = ConvRelu(b, name + ".branch_pool", pool, 192, Square(1));
   return b.AddIdentity(name, b.Concat({{b1}, {ta}, {tb}, {da}, {db}, {bp}}));
 }
@@ -284,10 +285,10 @@ Graph BuildInceptionV3() {
   NodeId x = ConvRelu(b, "Conv2d_1a_3x3", GraphBuilder::kInput, 32, Square(3), Square(2));
   x = ConvRelu(b, "Conv2d_2a_3x3", x, 32, Square(3));
   x = ConvRelu(b, "Conv2d_2b_3x3", x, 64, Square(3), Square(1), Square(1));
-  x = b.AddPool("maxpool1", b.Of(x), PoolType::kMax, Square(3), Square(2), Square(0));
+  x = Pool3x3(b, "maxpool1", x, PoolType::kMax, 2, 0);
   x = ConvRelu(b, "Conv2d_3b_1x1", x, 80, Square(1));
   x = ConvRelu(b, "Conv2d_4a_3x3", x, 192, Square(3));
-  x = b.AddPool("maxpool2", b.Of(x), PoolType::kMax, Square(3), Square(2), Square(0));
+  x = Pool3x3(b, "maxpool2", x, PoolType::kMax, 2, 0);
   b.EndBlock();
 
   auto module = [&](auto&& build) {
@@ -319,7 +320,7 @@ Graph BuildSqueezeNet() {
     b.EndBlock();
   };
   auto max_pool = [&](const std::string& name) {
-    return b.AddPool(name, b.Of(x), PoolType::kMax, Square(3), Square(2), Square(0));
+    return Pool3x3(b, name, x, PoolType::kMax, 2, 0);
   };
   block([&] {
     x = ConvRelu(b, "conv1", x, 96, Square(7), Square(2), Square(3));

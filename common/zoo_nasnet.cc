@@ -6,9 +6,9 @@
 // outputs: the stem convolution, the two stem cells, the 18 normal and
 // 2 reduction cells, the final ReLU and the global pool.
 //
-// The wiring (including where a cell's output reuses a combination twice,
-// as the reference does) is checked operator for operator against the
-// reference's export by tests/common/zoo_test.cc.
+// The wiring is the reference's, also where it may differ from other NASNet
+// implementations; tests/common/zoo_test.cc checks it operator for operator
+// against the reference's export.
 #include <string>
 
 #include "common/zoo_builder.h"
@@ -128,8 +128,8 @@ class NasNetBuilder {
     NodeId c3r = Pool(n + ".comb3_right", left, PoolType::kAvg, 1);
     NodeId c4l = Separable(n + ".comb4_left", right, right_filters, 3, 1);
     if (first) {
-      return b_.AddIdentity(n, b_.Concat({{left}, {c0l, c0r}, {c1l, c1r}, {c2l, left},
-                                          {c3l, c3r}, {c4l, right}}));
+      return b_.AddIdentity(
+          n, b_.Concat({{left}, {c0l, c0r}, {c1l, c1r}, {c2l, left}, {c3l, c3r}, {c4l, right}}));
     }
     return b_.AddIdentity(
         n, b_.Concat({{c0l, c0r}, {c1l, c1r}, {c2l, left}, {c3l, c3r}, {c4l, right}}));
@@ -149,8 +149,8 @@ Graph BuildNasNetLarge() {
 
   // Each cell output ends a part; `x` is the latest cell output, `prev` the
   // one before it (a cell reads both).
-  NodeId prev = b.AddConv("conv0", b.Of(GraphBuilder::kInput), kStemFilters, Square(3),
-                          Square(2), Square(0), Activation::kNone);
+  NodeId prev = b.AddConv("conv0", b.Of(GraphBuilder::kInput), kStemFilters, Square(3), Square(2),
+                          Square(0), Activation::kNone);
   b.EndPart();
   NodeId x = cells.Stem0("cell_stem_0", prev, kFilters / 4);
   b.EndPart();

@@ -23,10 +23,11 @@ struct Edge {
 };
 
 // ---- Stage wiring: generated data, do not edit by hand ----
+// clang-format off
 // Extracted by scripts/extract_randwire_edges.py from the IOS reference
 // implementation's export of RandWire
-// (../shared/fixtures/ios-reference/models/randwire.json), the graphs of its
-// python/ios/models/randwire_graphs/generated/ws-16-4-0.75-2.txt and
+// (../shared/fixtures/ios-reference/models/randwire.json). They are, renumbered,
+// the reference's randwire_graphs/generated/ws-16-4-0.75-2.txt and
 // ws-32-4-0.75-{3,4,5}.txt. Nodes are numbered in the order the reference
 // creates them (a topological order); the edges into a node are listed in
 // the order its inputs are summed; kStageNOutputs lists, in summation
@@ -81,6 +82,7 @@ constexpr Edge kStage5Edges[] = {
 };
 constexpr int kStage5Outputs[] = {31, 23, 26, 29};
 
+// clang-format on
 // ---- end of generated data ----
 
 struct StageWiring {
@@ -118,8 +120,8 @@ NodeId Stage(GraphBuilder& b, const std::string& name, NodeId input, int channel
     std::vector<NodeId> sources;
     for (int u : predecessors[v]) sources.push_back(out[u]);
     const bool is_source = sources.empty();
-    out[v] = b.AddReluSepConv(NodeName(name, v), is_source ? b.Of(input) : b.Sum(sources),
-                              channels, Square(3), Square(is_source ? 2 : 1), Square(1));
+    out[v] = b.AddReluSepConv(NodeName(name, v), is_source ? b.Of(input) : b.Sum(sources), channels,
+                              Square(3), Square(is_source ? 2 : 1), Square(1));
   }
   std::vector<NodeId> sinks;
   for (int v : wiring.outputs) sinks.push_back(out[v]);

@@ -1,1 +1,277 @@
-int main() { return 0; }
+// ios-coordinator: finds a fast inter-operator schedule for a network.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "common/error.h"
+#include "common/ios_json.h"
+#include "common/zoo.h"
+#include "coordinator/report.h"
+#include "coordinator/schedule_json.h"
+#include "coordinator/search.h"
+#include "db/profile_store.h"
+#include "worker/backend.h"
+
+namespace {
+
+using namespace ios;
+using namespace ios::coordinator;
+
+struct CliOptions {
+  std::string model;
+  std::string evaluate;
+  bool list_models = false;
+  std::string device = "sim:v100";
+  std::string strategy = "both";
+  bool no_pruning = false;
+  std::string db = "ios-farm.db";
+  std::string out;
+  bool baselines = true;
+  bool quiet = false;
+  SearchOptions search;
+};
+
+// A zoo name, or else a path to an IOS JSON file.
+std::pair<Graph, std::string> ResolveModel(const std::string& model) {
+  for (const ZooEntry& entry : ZooModels()) {
+    if (entry.name == model) return {BuildZooModel(model), model};
+  }
+  if (!std::filesystem::exists(model)) {
+    std::string names;
+    for (const ZooEntry& entry : ZooModels()) names += (names.empty() ? "" : ", ") + entry.name;
+    throw Error("unknown model '" + model + "': not a zoo model (" + names +
+                ") and no such file");
+  }
+  IosModel loaded = LoadIosJson(model);
+  std::string name = loaded.graph.name.empty()
+                         ? std::filesystem::path(model).stem().string()
+                         : loaded.graph.name;
+  return {std::move(loaded.graph), name};
+}
+
+// One line that rewrites itself on a terminal, a plain line every few
+// seconds otherwise (logs, CI).
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(bool quiet) : quiet_(quiet), tty_(isatty(STDERR_FILENO) != 0) {}
+  void operator()(const MeasureProgress& p) {
+    if (quiet_) return;
+    const auto now = std::chrono::steady_clock::now();
+    const bool done = p.reused + p.measured >= p.total;
+    if (!tty_ && !done && now - last_ < std::chrono::seconds(5)) return;
+    last_ = now;
+    const int64_t remaining = p.total - p.reused - p.measured;
+    const double rate = p.elapsed_s > 0 ? p.measured / p.elapsed_s : 0;
+    const double eta = rate > 0 ? remaining / rate : 0;
+    std::fprintf(stderr,
+                 "%smeasure: %lld/%lld stages, measured %lld, reused %lld, failed %lld, "
+                 "remaining %lld, %.0f/s, ETA %.0f s%s",
+                 tty_ ? "\r" : "", static_cast<long long>(p.reused + p.measured),
+                 static_cast<long long>(p.total), static_cast<long long>(p.measured),
+                 static_cast<long long>(p.reused), static_cast<long long>(p.failed),
+                 static_cast<long long>(remaining), rate, eta, tty_ && !done ? "" : "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  bool quiet_, tty_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+std::string NowUtc() {
+  const std::time_t t = std::time(nullptr);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buffer;
+}
+
+void WriteOutput(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::cout << text;
+    return;
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) throw Error(path + ": cannot write the schedule file");
+}
+
+std::string DescribeSchedule(const Graph& graph, const Schedule& schedule) {
+  std::string text;
+  for (size_t b = 0; b < schedule.blocks.size(); ++b) {
+    text += "block " + std::to_string(b) + ":\n";
+    for (const ScheduledStage& s : schedule.blocks[b]) {
+      std::string groups;
+      for (const auto& g : s.stage.groups) {
+        groups += groups.empty() ? "[" : " | [";
+        for (size_t i = 0; i < g.size(); ++i) groups += (i ? " " : "") + graph.node(g[i]).name;
+        groups += "]";
+      }
+      char line[64];
+      std::snprintf(line, sizeof line, "  %9.4f ms  %-8s ", s.latency_ms,
+                    ToString(s.stage.strategy));
+      text += line + groups + "\n";
+    }
+  }
+  return text;
+}
+
+int Search(const CliOptions& cli) {
+  auto [graph, model_name] = ResolveModel(cli.model);
+  auto store = db::ProfileStore::Open(cli.db);
+  auto measurer = MakeLocalMeasurer(worker::CreateBackend(cli.device));
+  ProgressPrinter progress(cli.quiet);
+  SearchOutcome outcome =
+      RunSearch(graph, model_name, cli.search, *store, *measurer, std::ref(progress));
+  ScheduleInfo info{model_name, outcome.device, cli.search.batch_size, cli.search, {}, {}};
+  if (cli.baselines) {
+    info.sequential_ms = outcome.sequential.latency_ms;
+    info.greedy_ms = outcome.greedy.latency_ms;
+  }
+  const std::string schedule_json = ScheduleToJson(graph, outcome.ios, info);
+  db::SearchRecord record;
+  record.model = model_name;
+  record.device_fingerprint = outcome.device.fingerprint;
+  record.batch_size = cli.search.batch_size;
+  record.settings_json = "{\"strategy\":\"" + cli.strategy + "\",\"r\":" +
+                         std::to_string(cli.search.dp.max_group_size) + ",\"s\":" +
+                         std::to_string(cli.search.dp.max_groups) + ",\"settings\":\"" +
+                         cli.search.settings.Key() + "\"}";
+  record.schedule_json = schedule_json;
+  record.latency_ms = outcome.ios.latency_ms;
+  record.stages_measured = outcome.table.stats.measured;
+  record.stages_reused = outcome.table.stats.reused;
+  record.enumerate_s = outcome.enumerate_s;
+  record.measure_s = outcome.measure_s;
+  record.solve_s = outcome.solve_s;
+  record.started_at = NowUtc();
+  store->RecordSearch(record);
+  if (!cli.out.empty()) WriteOutput(cli.out, schedule_json);
+  if (cli.out != "-") {
+    std::cout << "IOS schedule" << (outcome.device.simulated ? " (simulated latencies)" : "")
+              << ":\n"
+              << DescribeSchedule(graph, outcome.ios) << "\n";
+    if (!cli.baselines) {
+      outcome.sequential.latency_ms = NAN;
+      outcome.greedy.latency_ms = NAN;
+    }
+    std::cout << FormatReport(graph, outcome);
+    if (!cli.out.empty()) std::cout << "schedule written to " << cli.out << "\n";
+  }
+  return 0;
+}
+
+int Evaluate(const CliOptions& cli) {
+  LoadedSchedule loaded = LoadSchedule(cli.evaluate);
+  auto store = db::ProfileStore::Open(cli.db);
+  auto measurer = MakeLocalMeasurer(worker::CreateBackend(cli.device));
+  SearchPlan plan;
+  std::vector<BlockSchedule> blocks;
+  for (const auto& stages : loaded.blocks) {
+    BlockSchedule block;
+    for (const Stage& s : stages) block.emplace_back(s, plan.Intern(loaded.graph, s));
+    blocks.push_back(std::move(block));
+  }
+  ProgressPrinter progress(cli.quiet);
+  LatencyTable table =
+      MeasureStages(plan.specs, plan.keys, *store, *measurer, cli.search, std::ref(progress));
+  const Schedule priced = PriceSchedule(blocks, table.latency_ms);
+  const DeviceInfo& device = measurer->Device();
+  std::printf("schedule %s (%s format, %zu distinct stages)\n", cli.evaluate.c_str(),
+              loaded.origin.c_str(), plan.specs.size());
+  std::printf("device %s%s, batch %d: %.3f ms%s\n", device.name.c_str(),
+              device.simulated ? " (SIMULATED)" : "", cli.search.batch_size, priced.latency_ms,
+              device.simulated ? " (simulated)" : "");
+  std::printf("stages measured %lld, reused from DB %lld, failed %lld\n",
+              static_cast<long long>(table.stats.measured),
+              static_cast<long long>(table.stats.reused),
+              static_cast<long long>(table.stats.failed));
+  return std::isfinite(priced.latency_ms) ? 0 : 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CliOptions cli;
+  CLI::App app{
+      "ios-coordinator: searches for a fast inter-operator schedule of a CNN (the IOS dynamic "
+      "program), measuring candidate stages on a backend and memoizing them in an SQLite "
+      "profiling DB."};
+  app.add_option("--model,-m", cli.model, "zoo model name (see --list-models) or IOS JSON file");
+  app.add_flag("--list-models", cli.list_models, "print the built-in models and exit");
+  app.add_option("--evaluate", cli.evaluate,
+                 "price a schedule file (ios-farm --out file or IOS reference schedule) at "
+                 "--batch on --device, measuring only stages the DB lacks")
+      ->check(CLI::ExistingFile);
+  app.add_option("--batch,-b", cli.search.batch_size, "batch size")
+      ->default_val(1)
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--device", cli.device, "measurement backend: sim:v100, sim:k80, sim:2080ti, "
+                                         "sim:a100, sim:h100")
+      ->default_val("sim:v100");
+  app.add_option("--strategy", cli.strategy, "stage strategies the DP may use")
+      ->default_val("both")
+      ->check(CLI::IsMember({"both", "parallel", "merge"}));
+  app.add_option("-r", cli.search.dp.max_group_size, "max operators per group (pruning r)")
+      ->default_val(3)
+      ->check(CLI::Range(1, DpOptions::kMaxPartSize));
+  app.add_option("-s", cli.search.dp.max_groups, "max groups per stage (pruning s)")
+      ->default_val(8)
+      ->check(CLI::Range(1, DpOptions::kMaxPartSize));
+  app.add_flag("--no-pruning", cli.no_pruning, "disable pruning (r and s unbounded)");
+  app.add_option("--max-part-size", cli.search.max_part_size,
+                 "blocks larger than this are split into parts")
+      ->default_val(50)
+      ->check(CLI::Range(1, DpOptions::kMaxPartSize));
+  app.add_option("--db", cli.db, "profiling DB file (created if missing)")->default_val(cli.db);
+  app.add_option("--out,-o", cli.out, "write the schedule JSON here ('-' for stdout)");
+  app.add_flag("--baselines,!--no-baselines", cli.baselines,
+               "also report the sequential and greedy baselines (default on)");
+  app.add_option("--warmup", cli.search.settings.warmup, "warm-up runs per measurement")
+      ->default_val(2)
+      ->check(CLI::Range(0, 1000));
+  app.add_option("--number", cli.search.settings.number, "runs per repeat")
+      ->default_val(6)
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--repeat", cli.search.settings.repeat, "repeats (median of their means)")
+      ->default_val(6)
+      ->check(CLI::Range(1, 1000));
+  app.add_flag("--quiet,-q", cli.quiet, "no progress output");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (cli.list_models) {
+      for (const ZooEntry& entry : ZooModels()) {
+        std::printf("%-14s %s\n", entry.name.c_str(), entry.description.c_str());
+      }
+      return 0;
+    }
+    cli.search.dp.strategies = cli.strategy == "parallel" ? StrategySet::kParallel
+                               : cli.strategy == "merge"  ? StrategySet::kMerge
+                                                          : StrategySet::kBoth;
+    if (cli.no_pruning) {
+      cli.search.dp.max_group_size = DpOptions::kMaxPartSize;
+      cli.search.dp.max_groups = DpOptions::kMaxPartSize;
+    }
+    if (!cli.evaluate.empty()) return Evaluate(cli);
+    if (cli.model.empty()) {
+      std::fprintf(stderr, "ios-coordinator: error: --model is required (or --evaluate FILE, "
+                           "--list-models); see --help\n");
+      return 1;
+    }
+    return Search(cli);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ios-coordinator: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,1 +1,67 @@
-// placeholder
+#include "coordinator/report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+namespace ios::coordinator {
+
+namespace {
+
+std::string Format(const char* fmt, auto... args) {
+  char buffer[512];
+  std::snprintf(buffer, sizeof buffer, fmt, args...);
+  return buffer;
+}
+
+std::string Ms(double ms) { return std::isfinite(ms) ? Format("%.3f ms", ms) : "failed"; }
+
+}  // namespace
+
+std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
+  std::ostringstream out;
+  const char* label = o.device.simulated ? " (SIMULATED: analytical model, not a measurement)" : "";
+  out << "model " << o.model << ", " << graph.OperatorCount() << " operators in "
+      << graph.blocks.size() << " blocks; device " << o.device.name << label << "; batch "
+      << o.options.batch_size << "; strategy " << ToString(o.options.dp.strategies) << ", r="
+      << o.options.dp.max_group_size << " s=" << o.options.dp.max_groups << "\n\n";
+  out << Format("%5s %4s %4s %3s %9s %12s %10s %7s %8s %7s\n", "block", "part", "n", "d",
+                "states", "transitions", "schedules", "stages", "measured", "reused");
+  for (const PartPlan& p : o.plan.parts) {
+    const std::set<int> ids(p.stage_ids.begin(), p.stage_ids.end());
+    int measured = 0;
+    for (int id : ids) measured += o.table.measured_now[id] ? 1 : 0;
+    out << Format("%5d %4d %4d %3d %9lld %12lld %10.3g %7zu %8d %7zu\n", p.block, p.part,
+                  p.space.operator_count(), p.space.width(),
+                  static_cast<long long>(p.space.state_count()),
+                  static_cast<long long>(p.space.transition_count()), p.space.schedule_count(),
+                  ids.size(), measured, ids.size() - measured);
+  }
+  const MeasureProgress& s = o.table.stats;
+  out << "\ndistinct stages " << o.plan.specs.size() << " (" << o.plan.stage_occurrences
+      << " counted per part); measured " << s.measured << ", reused from DB " << s.reused
+      << ", failed " << s.failed << "\n";
+  if (s.measured == 0) out << "nothing measured: every stage came from the profiling DB\n";
+  out << Format("time: enumerate %.3f s, measure %.3f s, solve %.3f s\n\n", o.enumerate_s,
+                o.measure_s, o.solve_s);
+  const double ios = o.ios.latency_ms;
+  out << Format("%-11s %14s %9s %7s\n", "schedule", "latency", "speedup", "stages");
+  auto row = [&](const char* name, const Schedule& sch) {
+    size_t stages = 0;
+    for (const auto& b : sch.blocks) stages += b.size();
+    const std::string speedup =
+        std::isfinite(sch.latency_ms) && ios > 0 ? Format("%.2fx", sch.latency_ms / ios) : "-";
+    out << Format("%-11s %14s %9s %7zu\n", name, Ms(sch.latency_ms).c_str(), speedup.c_str(),
+                  stages);
+  };
+  row("sequential", o.sequential);
+  row("greedy", o.greedy);
+  row("ios", o.ios);
+  out << "(speedup: that schedule's latency / the IOS schedule's)";
+  if (o.device.simulated) out << "\nall latencies above are simulated";
+  out << "\n";
+  return out.str();
+}
+
+}  // namespace ios::coordinator

@@ -1,1 +1,196 @@
-// placeholder
+#include "coordinator/schedule_json.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/ios_json.h"
+
+namespace ios::coordinator {
+
+using nlohmann::json;
+
+namespace {
+
+json NumberOrNull(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+
+}  // namespace
+
+std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const ScheduleInfo& info) {
+  json doc = json::object();
+  doc["format"] = "ios-farm-schedule";
+  doc["version"] = 1;
+  doc["model"] = info.model;
+  doc["device"] = {{"backend", info.device.backend},
+                   {"name", info.device.name},
+                   {"fingerprint", info.device.fingerprint},
+                   {"simulated", info.device.simulated}};
+  if (info.device.simulated) {
+    doc["note"] = "latencies are simulated by an analytical model, not measured";
+  }
+  doc["batch_size"] = info.batch_size;
+  const SearchOptions& o = info.options;
+  doc["settings"] = {{"strategy", ToString(o.dp.strategies)},
+                     {"r", o.dp.max_group_size},
+                     {"s", o.dp.max_groups},
+                     {"max_part_size", o.max_part_size},
+                     {"warmup", o.settings.warmup},
+                     {"number", o.settings.number},
+                     {"repeat", o.settings.repeat},
+                     {"dtype", o.settings.dtype}};
+  doc["latency_ms"] = NumberOrNull(schedule.latency_ms);
+  json baselines = json::object();
+  if (info.sequential_ms) baselines["sequential_ms"] = NumberOrNull(*info.sequential_ms);
+  if (info.greedy_ms) baselines["greedy_ms"] = NumberOrNull(*info.greedy_ms);
+  doc["baselines"] = baselines;
+  int stage_count = 0;
+  json blocks = json::array();
+  for (const auto& block : schedule.blocks) {
+    json stages = json::array();
+    for (const ScheduledStage& s : block) {
+      json groups = json::array();
+      for (const auto& group : s.stage.groups) {
+        json names = json::array();
+        for (NodeId id : group) names.push_back(graph.node(id).name);
+        groups.push_back(std::move(names));
+      }
+      stages.push_back({{"strategy", ToString(s.stage.strategy)},
+                        {"groups", std::move(groups)},
+                        {"latency_ms", NumberOrNull(s.latency_ms)}});
+      ++stage_count;
+    }
+    blocks.push_back({{"stages", std::move(stages)}});
+  }
+  doc["stage_count"] = stage_count;
+  doc["blocks"] = std::move(blocks);
+  doc["graph"] = json::parse(ToIosJson(graph));
+  return doc.dump(2) + "\n";
+}
+
+namespace {
+
+// Every operator once, each after its producers' stages.
+void CheckCoverage(const Graph& graph, const std::vector<std::vector<Stage>>& blocks,
+                   const std::string& path) {
+  std::vector<int> stage_of(graph.nodes.size(), -1);
+  int stage_number = 0;
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    for (const Stage& stage : blocks[b]) {
+      for (const auto& group : stage.groups) {
+        for (NodeId id : group) {
+          if (stage_of[id] != -1) {
+            throw Error(path + ": block " + std::to_string(b) + ": node '" + graph.node(id).name +
+                        "' is scheduled twice");
+          }
+          stage_of[id] = stage_number;
+        }
+      }
+      ++stage_number;
+    }
+  }
+  for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes.size()); ++id) {
+    if (stage_of[id] == -1) {
+      throw Error(path + ": node '" + graph.node(id).name + "' is in no stage");
+    }
+    for (const Term& term : graph.node(id).inputs) {
+      for (const Slice& s : term) {
+        if (s.producer != 0 && stage_of[s.producer] > stage_of[id]) {
+          throw Error(path + ": node '" + graph.node(id).name + "' runs before its producer '" +
+                      graph.node(s.producer).name + "'");
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+LoadedSchedule LoadSchedule(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open schedule file");
+  std::stringstream text;
+  text << in.rdbuf();
+  json doc;
+  try {
+    doc = json::parse(text.str());
+  } catch (const json::parse_error& e) {
+    throw Error(path + ": not valid JSON (" + e.what() + ")");
+  }
+  LoadedSchedule loaded;
+  try {
+    std::vector<std::vector<std::vector<std::vector<std::string>>>> names;
+    std::vector<std::vector<Strategy>> strategies;
+    if (doc.is_object() && doc.value("format", "") == "ios-farm-schedule") {
+      loaded.origin = "ios-farm";
+      if (!doc.contains("graph")) throw Error(path + ": graph: missing field");
+      loaded.graph = ParseIosJson(doc["graph"].dump(), path + " (graph)").graph;
+      const json& blocks = doc.at("blocks");
+      for (const json& jb : blocks) {
+        names.emplace_back();
+        strategies.emplace_back();
+        for (const json& js : jb.at("stages")) {
+          const std::string strategy = js.at("strategy").get<std::string>();
+          if (strategy != "parallel" && strategy != "merge") {
+            throw Error(path + ": stages: unknown strategy '" + strategy + "'");
+          }
+          strategies.back().push_back(strategy == "merge" ? Strategy::kMerge : Strategy::kParallel);
+          names.back().push_back(js.at("groups").get<std::vector<std::vector<std::string>>>());
+        }
+      }
+    } else {
+      loaded.origin = "ios-reference";
+      IosModel model = ParseIosJson(text.str(), path);
+      if (!model.HasSchedule()) throw Error(path + ": the file has no stages to evaluate");
+      loaded.graph = std::move(model.graph);
+      names = std::move(model.stages);
+      for (const auto& block : names) strategies.emplace_back(block.size(), Strategy::kParallel);
+    }
+    if (names.size() != loaded.graph.blocks.size()) {
+      throw Error(path + ": " + std::to_string(names.size()) + " scheduled blocks for a graph of " +
+                  std::to_string(loaded.graph.blocks.size()));
+    }
+    for (size_t b = 0; b < names.size(); ++b) {
+      std::vector<Stage> stages;
+      for (size_t s = 0; s < names[b].size(); ++s) {
+        Stage stage{strategies[b][s], {}};
+        for (const auto& group : names[b][s]) {
+          std::vector<NodeId> ids;
+          for (const std::string& name : group) {
+            auto id = loaded.graph.Find(name);
+            if (!id || *id == 0) {
+              throw Error(path + ": block " + std::to_string(b) + " stage " + std::to_string(s) +
+                          ": unknown operator '" + name + "'");
+            }
+            ids.push_back(*id);
+          }
+          if (ids.empty()) throw Error(path + ": block " + std::to_string(b) + ": empty group");
+          stage.groups.push_back(std::move(ids));
+        }
+        if (stage.groups.empty()) {
+          throw Error(path + ": block " + std::to_string(b) + " stage " + std::to_string(s) +
+                      ": empty stage");
+        }
+        if (stage.strategy == Strategy::kMerge) {
+          std::vector<NodeId> all;
+          for (const auto& g : stage.groups) all.insert(all.end(), g.begin(), g.end());
+          if (!CanMerge(loaded.graph, all)) {
+            throw Error(path + ": block " + std::to_string(b) + " stage " + std::to_string(s) +
+                        ": these operators cannot be merged");
+          }
+        }
+        stages.push_back(std::move(stage));
+      }
+      loaded.blocks.push_back(std::move(stages));
+    }
+  } catch (const json::exception& e) {
+    throw Error(path + ": unexpected structure (" + e.what() + ")");
+  }
+  CheckCoverage(loaded.graph, loaded.blocks, path);
+  return loaded;
+}
+
+}  // namespace ios::coordinator

@@ -1,1 +1,418 @@
-int main() { return 0; }
+// ios-db: query the profiling DB (devices, stats, searches, measurements) and
+// export its measurements as CSV or JSON. Reads only: it never creates a DB.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "db/profile_store.h"
+
+namespace {
+
+// Keeps the columns in listing order in JSON output.
+using json = nlohmann::ordered_json;
+
+enum class Format { kTable, kCsv, kJson };
+enum class Command { kDevices, kStats, kSearches, kMeasurements, kExport };
+
+//! Everything main() parsed from the command line.
+struct Options {
+  std::string db_path;
+  std::string format_name = "table";
+  bool format_given = false;
+  Command command = Command::kStats;
+  std::string model;   // measurements --model; empty: all
+  int limit = 0;       // measurements --limit; 0: all
+  std::string output;  // export --output
+};
+
+Format ParseFormat(const std::string& name) {
+  if (name == "csv") return Format::kCsv;
+  if (name == "json") return Format::kJson;
+  return Format::kTable;
+}
+
+// ---------------------------------------------------------------------------
+// Listings: columns and rows of JSON values, printed as table, CSV or JSON.
+
+struct Column {
+  std::string name;
+  bool in_table = true;            // long fields are left to csv/json
+  std::string table_true = "yes";  // how a boolean reads in a table
+  std::string table_false = "no";
+};
+
+struct Listing {
+  std::vector<Column> columns;
+  std::vector<std::vector<json>> rows;
+  bool vertical_table = false;  // one row shown as "name  value" lines
+};
+
+constexpr size_t kMaxTableCell = 60;
+
+std::string FixedNumber(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.4f", value);
+  return buffer;
+}
+
+std::string CellText(const json& value, const Column& column, Format format) {
+  switch (value.type()) {
+    case json::value_t::null:
+      return format == Format::kTable ? "-" : "";
+    case json::value_t::string:
+      return value.get<std::string>();
+    case json::value_t::boolean:
+      if (format == Format::kTable)
+        return value.get<bool>() ? column.table_true : column.table_false;
+      return value.get<bool>() ? "true" : "false";
+    case json::value_t::number_float:
+      // Tables round; CSV keeps the shortest text that reads back exactly.
+      return format == Format::kTable ? FixedNumber(value.get<double>()) : value.dump();
+    default:
+      return value.dump();
+  }
+}
+
+std::string Abbreviate(const std::string& text) {
+  if (text.size() <= kMaxTableCell) return text;
+  return text.substr(0, kMaxTableCell - 3) + "...";
+}
+
+void PrintTable(const Listing& listing, std::ostream& out) {
+  std::vector<size_t> shown;
+  for (size_t c = 0; c < listing.columns.size(); ++c) {
+    if (listing.columns[c].in_table) shown.push_back(c);
+  }
+  if (listing.vertical_table && listing.rows.size() == 1) {
+    size_t width = 0;
+    for (size_t c : shown) width = std::max(width, listing.columns[c].name.size());
+    for (size_t c : shown) {
+      const std::string& name = listing.columns[c].name;
+      out << name << std::string(width - name.size() + 2, ' ')
+          << Abbreviate(CellText(listing.rows[0][c], listing.columns[c], Format::kTable)) << '\n';
+    }
+    return;
+  }
+  std::vector<std::vector<std::string>> cells;
+  std::vector<size_t> widths;
+  std::vector<bool> numeric(shown.size(), true);
+  for (size_t c : shown) widths.push_back(listing.columns[c].name.size());
+  for (const auto& row : listing.rows) {
+    auto& texts = cells.emplace_back();
+    for (size_t i = 0; i < shown.size(); ++i) {
+      const json& value = row[shown[i]];
+      texts.push_back(Abbreviate(CellText(value, listing.columns[shown[i]], Format::kTable)));
+      widths[i] = std::max(widths[i], texts.back().size());
+      if (!value.is_number() && !value.is_null()) numeric[i] = false;
+    }
+  }
+  auto print_line = [&](const std::vector<std::string>& texts) {
+    std::string line;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const std::string padding(widths[i] - texts[i].size(), ' ');
+      if (i > 0) line += "  ";
+      line += numeric[i] ? padding + texts[i] : texts[i] + padding;
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << '\n';
+  };
+  std::vector<std::string> header, rule;
+  for (size_t i = 0; i < shown.size(); ++i) {
+    header.push_back(listing.columns[shown[i]].name);
+    rule.push_back(std::string(widths[i], '-'));
+  }
+  print_line(header);
+  print_line(rule);
+  for (const auto& texts : cells) print_line(texts);
+  if (listing.rows.empty()) out << "(none)\n";
+}
+
+// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled.
+std::string CsvField(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos &&
+      (text.empty() || (text.front() != ' ' && text.back() != ' '))) {
+    return text;
+  }
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + '"';
+}
+
+void PrintCsv(const Listing& listing, std::ostream& out) {
+  for (size_t c = 0; c < listing.columns.size(); ++c) {
+    out << (c > 0 ? "," : "") << CsvField(listing.columns[c].name);
+  }
+  out << '\n';
+  for (const auto& row : listing.rows) {
+    for (size_t c = 0; c < listing.columns.size(); ++c) {
+      out << (c > 0 ? "," : "") << CsvField(CellText(row[c], listing.columns[c], Format::kCsv));
+    }
+    out << '\n';
+  }
+}
+
+void PrintJson(const Listing& listing, std::ostream& out) {
+  json array = json::array();
+  for (const auto& row : listing.rows) {
+    json object = json::object();
+    for (size_t c = 0; c < listing.columns.size(); ++c) object[listing.columns[c].name] = row[c];
+    array.push_back(std::move(object));
+  }
+  out << array.dump(2) << '\n';
+}
+
+void Print(const Listing& listing, Format format, std::ostream& out) {
+  switch (format) {
+    case Format::kTable:
+      PrintTable(listing, out);
+      break;
+    case Format::kCsv:
+      PrintCsv(listing, out);
+      break;
+    case Format::kJson:
+      PrintJson(listing, out);
+      break;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Commands: each builds a listing from the store.
+
+const Column kSimulatedColumn{"simulated", true, "simulated", "no"};
+
+std::string ErrorName(ios::MeasureError error) {
+  switch (error) {
+    case ios::MeasureError::kNone:
+      return "ok";
+    case ios::MeasureError::kOutOfMemory:
+      return "out_of_memory";
+    case ios::MeasureError::kUnsupported:
+      return "unsupported";
+    case ios::MeasureError::kBackendFailure:
+      return "backend_failure";
+    case ios::MeasureError::kTimeout:
+      return "timeout";
+  }
+  return "backend_failure";
+}
+
+// Settings and schedules are stored as JSON text: nest them in JSON output
+// when they parse, keep the text otherwise.
+json JsonOrText(const std::string& text, Format format) {
+  if (format != Format::kJson) return text;
+  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return parsed.is_discarded() ? json(text) : parsed;
+}
+
+// A failed measurement has no latency: shown as null / "-", never as 0.
+json OkOrNull(const ios::MeasureResult& result, double value) {
+  return result.ok() ? json(value) : json(nullptr);
+}
+
+Listing DevicesListing(ios::db::ProfileStore& store) {
+  Listing listing;
+  listing.columns = {{"name"}, {"backend"}, kSimulatedColumn, {"measurements"}, {"fingerprint"}};
+  for (const ios::db::DeviceRow& device : store.Devices()) {
+    listing.rows.push_back(
+        {device.name, device.backend, device.simulated, device.measurements, device.fingerprint});
+  }
+  return listing;
+}
+
+Listing StatsListing(ios::db::ProfileStore& store) {
+  const ios::db::Stats stats = store.GetStats();
+  int64_t simulated_devices = 0;
+  for (const ios::db::DeviceRow& device : store.Devices()) simulated_devices += device.simulated;
+  Listing listing;
+  listing.vertical_table = true;
+  listing.columns = {{"devices"},      {"simulated_devices"},   {"stages"},
+                     {"measurements"}, {"failed_measurements"}, {"searches"},
+                     {"models"}};
+  listing.rows.push_back({stats.devices, simulated_devices, stats.stages, stats.measurements,
+                          stats.failed_measurements, stats.searches, stats.models});
+  return listing;
+}
+
+Listing SearchesListing(ios::db::ProfileStore& store, Format format) {
+  std::map<std::string, ios::db::DeviceRow> devices;
+  for (ios::db::DeviceRow& device : store.Devices()) devices[device.fingerprint] = device;
+  Listing listing;
+  listing.columns = {{"started_at"},      {"model"},          {"device"},
+                     kSimulatedColumn,    {"batch_size"},     {"latency_ms"},
+                     {"stages_measured"}, {"stages_reused"},  {"enumerate_s"},
+                     {"measure_s"},       {"solve_s"},        {"device_fingerprint", false},
+                     {"settings", false}, {"schedule", false}};
+  for (const ios::db::SearchRecord& search : store.Searches()) {
+    const auto device = devices.find(search.device_fingerprint);
+    const bool known = device != devices.end();
+    listing.rows.push_back(
+        {search.started_at, search.model, known ? device->second.name : search.device_fingerprint,
+         known && device->second.simulated, search.batch_size, search.latency_ms,
+         search.stages_measured, search.stages_reused, search.enumerate_s, search.measure_s,
+         search.solve_s, search.device_fingerprint, JsonOrText(search.settings_json, format),
+         JsonOrText(search.schedule_json, format)});
+  }
+  return listing;
+}
+
+Listing MeasurementsListing(ios::db::ProfileStore& store, const std::string& model, size_t limit,
+                            size_t* total) {
+  // Rows carry the device name; a name is marked simulated when any device
+  // of that name is.
+  std::map<std::string, bool> simulated;
+  for (const ios::db::DeviceRow& device : store.Devices()) {
+    simulated[device.name] = simulated[device.name] || device.simulated;
+  }
+  std::vector<ios::db::MeasurementRow> rows = store.Measurements(model);
+  *total = rows.size();
+  if (limit > 0 && rows.size() > limit) rows.resize(limit);
+
+  Listing listing;
+  listing.columns = {{"device"},        kSimulatedColumn, {"batch_size"},  {"settings"},
+                     {"median_ms"},     {"spread_ms"},    {"samples"},     {"status"},
+                     {"error_message"}, {"stage"},        {"measured_at"}, {"stage_key", false}};
+  for (const ios::db::MeasurementRow& row : rows) {
+    const ios::MeasureResult& result = row.result;
+    listing.rows.push_back(
+        {row.device_name, simulated[row.device_name], row.batch_size, row.settings_key,
+         OkOrNull(result, result.median_ms), OkOrNull(result, result.spread_ms), result.samples,
+         ErrorName(result.error),
+         result.error_message.empty() ? json(nullptr) : json(result.error_message),
+         row.stage_description, row.measured_at, row.stage_key});
+  }
+  return listing;
+}
+
+// export: --format when given, else the output file's extension.
+Format ExportFormat(const Options& options) {
+  if (options.format_given) {
+    if (options.format_name == "table") {
+      throw ios::Error("export writes csv or json, not a table: use --format csv or --format json");
+    }
+    return ParseFormat(options.format_name);
+  }
+  const std::string extension = std::filesystem::path(options.output).extension().string();
+  if (extension == ".csv") return Format::kCsv;
+  if (extension == ".json") return Format::kJson;
+  throw ios::Error("cannot tell the export format of '" + options.output +
+                   "': name it .csv or .json, or pass --format csv|json");
+}
+
+// The DB must exist: querying never creates one.
+void RequireExistingDb(const std::string& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (!std::filesystem::exists(status)) throw ios::Error("no profiling DB at " + path);
+  if (std::filesystem::is_directory(status)) {
+    throw ios::Error(path + " is a directory, not a profiling DB");
+  }
+  if (std::filesystem::file_size(path, error) == 0 && !error) {
+    throw ios::Error("no profiling DB at " + path + " (the file is empty)");
+  }
+}
+
+void Run(const Options& options) {
+  const Format format = ParseFormat(options.format_name);
+  const Format export_format = options.command == Command::kExport ? ExportFormat(options) : format;
+  RequireExistingDb(options.db_path);
+  std::unique_ptr<ios::db::ProfileStore> store = ios::db::ProfileStore::Open(options.db_path);
+
+  switch (options.command) {
+    case Command::kDevices:
+      Print(DevicesListing(*store), format, std::cout);
+      break;
+    case Command::kStats:
+      Print(StatsListing(*store), format, std::cout);
+      break;
+    case Command::kSearches:
+      Print(SearchesListing(*store, format), format, std::cout);
+      break;
+    case Command::kMeasurements: {
+      size_t total = 0;
+      const Listing listing =
+          MeasurementsListing(*store, options.model, static_cast<size_t>(options.limit), &total);
+      Print(listing, format, std::cout);
+      if (listing.rows.size() < total) {
+        std::cerr << "(showing " << listing.rows.size() << " of " << total << " measurements)\n";
+      }
+      break;
+    }
+    case Command::kExport: {
+      size_t total = 0;
+      const Listing listing = MeasurementsListing(*store, "", 0, &total);
+      std::ofstream out(options.output, std::ios::binary | std::ios::trunc);
+      if (!out) throw ios::Error("cannot write " + options.output);
+      // The stage key is what makes a row reusable: always exported.
+      Print(listing, export_format, out);
+      out.close();
+      if (!out) throw ios::Error("failed writing " + options.output);
+      std::cout << "exported " << total << " measurements to " << options.output << '\n';
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  CLI::App app{
+      "Query the ios-farm profiling DB: devices, stats, searches, measurements,\n"
+      "and export of all measurements as CSV or JSON. Rows from simulated devices\n"
+      "are marked \"simulated\".",
+      "ios-db"};
+  app.fallthrough();  // --db/--format may also follow the command
+  app.require_subcommand(1);
+  app.add_option("--db", options.db_path, "Profiling DB file (must exist)")->required();
+  CLI::Option* format_option =
+      app.add_option("--format", options.format_name, "Output format: table (default), csv, json")
+          ->check(CLI::IsMember({"table", "csv", "json"}));
+
+  CLI::App* devices = app.add_subcommand("devices", "Devices and how many measurements each has");
+  CLI::App* stats =
+      app.add_subcommand("stats", "Counts of devices, stages, measurements, searches");
+  CLI::App* searches = app.add_subcommand("searches", "Finished searches, oldest first");
+  CLI::App* measurements =
+      app.add_subcommand("measurements", "Stored stage measurements, optionally of one model");
+  measurements->add_option("--model", options.model, "Only the stages this model uses");
+  measurements->add_option("--limit", options.limit, "Show at most N rows")
+      ->check(CLI::PositiveNumber);
+  CLI::App* export_command = app.add_subcommand(
+      "export", "Write all measurements to a file (csv or json: --format or the file's extension)");
+  export_command->add_option("--output,-o", options.output, "File to write")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::cerr << "ios-db: " << e.what() << " (see ios-db --help)\n";
+    return 1;
+  }
+  options.format_given = format_option->count() > 0;
+  if (devices->parsed()) options.command = Command::kDevices;
+  if (stats->parsed()) options.command = Command::kStats;
+  if (searches->parsed()) options.command = Command::kSearches;
+  if (measurements->parsed()) options.command = Command::kMeasurements;
+  if (export_command->parsed()) options.command = Command::kExport;
+
+  try {
+    Run(options);
+    return 0;
+  } catch (const ios::Error& e) {
+    std::cerr << "ios-db: " << e.what() << '\n';
+  } catch (const std::exception& e) {
+    std::cerr << "ios-db: unexpected error: " << e.what() << '\n';
+  }
+  return 1;
+}

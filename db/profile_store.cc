@@ -173,10 +173,9 @@ struct Statements {
                  "latency_ms, stages_measured, stages_reused, enumerate_s, measure_s, solve_s, "
                  "started_at FROM searches ORDER BY id"),
         all_measurements(db, MeasurementsSql("").c_str()),
-        model_measurements(db,
-                           MeasurementsSql("JOIN model_stages ms ON ms.stage_id = m.stage_id "
-                                           "WHERE ms.model = ?1 ")
-                               .c_str()) {}
+        model_measurements(db, MeasurementsSql("JOIN model_stages ms ON ms.stage_id = m.stage_id "
+                                               "WHERE ms.model = ?1 ")
+                                   .c_str()) {}
 
   static std::string MeasurementsSql(const std::string& filter) {
     return "SELECT s.stage_key, s.description, d.name, m.batch_size, m.settings_key, "
@@ -429,8 +428,7 @@ class SqliteProfileStore final : public ProfileStore {
     });
   }
 
-  int64_t IdOf(Statement& statement, const std::string& key, const char* what,
-               const char* upsert) {
+  int64_t IdOf(Statement& statement, const std::string& key, const char* what, const char* upsert) {
     Cursor cursor(statement);
     cursor.BindText(1, key);
     if (!cursor.Next()) {

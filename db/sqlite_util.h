@@ -41,9 +41,9 @@ int Check(int rc, sqlite3* db, const char* call, const char* file, int line,
 
 //! Checks one sqlite3_* call: IOS_SQLITE_CHECK(db, sqlite3_exec(...)).
 //! An optional third argument adds context to the message.
-#define IOS_SQLITE_CHECK(connection, call, ...)                                  \
-  ::ios::db::sqlite::Check((call), (connection), #call, __FILE__, __LINE__ __VA_OPT__(, ) \
-                               __VA_ARGS__)
+#define IOS_SQLITE_CHECK(connection, call, ...)                   \
+  ::ios::db::sqlite::Check((call), (connection), #call, __FILE__, \
+                           __LINE__ __VA_OPT__(, ) __VA_ARGS__)
 
 //! Opens (creating if needed) the SQLite file at `path`.
 DbHandle OpenDb(const std::string& path);

@@ -28,8 +28,8 @@ std::string ValidNames() {
 std::unique_ptr<Backend> CreateBackend(const std::string& name) {
   if (name.starts_with(kSimPrefix)) return CreateSimBackend(name.substr(kSimPrefix.size()));
   if (IsUnbuiltBackend(name)) {
-    throw Error("backend '" + name + "' is not available in this build; available: " +
-                ValidNames());
+    throw Error("backend '" + name +
+                "' is not available in this build; available: " + ValidNames());
   }
   throw Error("unknown backend '" + name + "'; valid names: " + ValidNames() +
               " (cuda and cpu are not available in this build)");

@@ -34,6 +34,7 @@ constexpr double kElementwiseEfficiency = 0.50;
 constexpr double kBandwidthEfficiency = 0.80;  // achievable share of DRAM peak
 constexpr double kThreadsPerBlock = 256;       // elementwise: one output per thread
 constexpr double kConvTile = 64;               // output pixels x channels per conv block
+constexpr double kSplitKChunk = 256;           // reduction length worth its own block
 constexpr double kPlanesPerBlock = 8;          // global pooling: one warp per plane
 constexpr double kBlocksPerSm = 2;             // resident blocks that fill one SM
 constexpr int kDepthwiseMaxChannels = 8;       // grouped convs this thin run as direct kernels
@@ -43,6 +44,9 @@ constexpr double kMaxWorkspaceBytes = 512.0 * (1 << 20);
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 double Elements(const Shape& s) { return static_cast<double>(s.c) * s.h * s.w; }
+
+//! Thread blocks the whole GPU holds at once: a kernel with fewer leaves SMs idle.
+double BlockCapacity(const SimGpuSpec& gpu) { return gpu.sm_count * kBlocksPerSm; }
 
 // ---- Inputs -----------------------------------------------------------------
 
@@ -57,18 +61,19 @@ struct OpInput {
 
 Shape SourceShape(const StageSpec& spec, const std::vector<StageOp>& group, size_t op_index,
                   const SliceRef& ref) {
+  const size_t index = static_cast<size_t>(ref.index);
   if (ref.external) {
-    if (ref.index < 0 || static_cast<size_t>(ref.index) >= spec.externals.size()) {
+    if (ref.index < 0 || index >= spec.externals.size()) {
       throw Error("sim: external input " + std::to_string(ref.index) + " does not exist");
     }
-    return spec.externals[ref.index];
+    return spec.externals[index];
   }
   // Only earlier ops of the group can be read: a group runs in order.
-  if (ref.index < 0 || static_cast<size_t>(ref.index) >= op_index) {
+  if (ref.index < 0 || index >= op_index) {
     throw Error("sim: op " + std::to_string(op_index) + " reads op " + std::to_string(ref.index) +
                 " which does not precede it in its group");
   }
-  return group[ref.index].output;
+  return group[index].output;
 }
 
 OpInput ResolveInputs(const StageSpec& spec, const std::vector<StageOp>& group, size_t op_index) {
@@ -121,7 +126,15 @@ double ElementwiseBlocks(double elements) {
   return std::max(1.0, std::ceil(elements / kThreadsPerBlock));
 }
 
-KernelWork ConvWork(const ConvParams& conv, const OpInput& in, const Shape& out, double batch) {
+//! What a work estimate needs besides the op itself.
+struct WorkContext {
+  double batch = 1;
+  double capacity = 1;  // thread blocks the whole GPU holds at once
+};
+
+KernelWork ConvWork(const ConvParams& conv, const OpInput& in, const Shape& out,
+                    const WorkContext& ctx) {
+  const double batch = ctx.batch;
   const Shape x = InputShape(in.terms, "sim conv");
   const int groups = std::max(1, conv.groups);
   const double cin_per_group = static_cast<double>(x.c) / groups;
@@ -129,8 +142,8 @@ KernelWork ConvWork(const ConvParams& conv, const OpInput& in, const Shape& out,
   const double out_elements = batch * Elements(out);
   const double epilogue = (conv.bias ? 1 : 0) + (conv.act != Activation::kNone ? 1 : 0);
   KernelWork work;
-  work.flops = 2 * out_elements * cin_per_group * taps + epilogue * out_elements +
-               batch * in.sum_flops;
+  work.flops =
+      2 * out_elements * cin_per_group * taps + epilogue * out_elements + batch * in.sum_flops;
   work.weight_bytes = kBytesPerValue * (out.c * cin_per_group * taps + (conv.bias ? out.c : 0));
   AddTraffic(work, in, out, batch);
   if (groups > 1 && cin_per_group < kDepthwiseMaxChannels) {
@@ -141,11 +154,16 @@ KernelWork ConvWork(const ConvParams& conv, const OpInput& in, const Shape& out,
     return work;
   }
   // Implicit GEMM: M = output pixels, N = output channels per group, one
-  // kConvTile x kConvTile output tile per block.
+  // kConvTile x kConvTile output tile per block. When the tiles cannot fill
+  // the GPU, libraries split the reduction (split-K) to get more blocks, as
+  // far as the reduction is long enough.
   const double pixel_tiles = std::ceil(batch * out.h * out.w / kConvTile);
   const double channel_tiles = std::ceil(static_cast<double>(out.c) / groups / kConvTile);
+  const double tiles = std::max(1.0, pixel_tiles * channel_tiles * groups);
+  const double split_k = std::max(1.0, std::min(std::floor(cin_per_group * taps / kSplitKChunk),
+                                                std::ceil(ctx.capacity / tiles)));
   work.efficiency = kConvEfficiency;
-  work.blocks = std::max(1.0, pixel_tiles * channel_tiles * groups);
+  work.blocks = tiles * split_k;
   // An unrolled (im2col) input for kernels larger than 1x1, capped the way a
   // framework caps cuDNN's workspace.
   if (taps > 1) {
@@ -158,8 +176,8 @@ KernelWork ConvWork(const ConvParams& conv, const OpInput& in, const Shape& out,
 KernelWork PoolWork(const PoolParams& pool, const OpInput& in, const Shape& out, double batch) {
   const Shape x = InputShape(in.terms, "sim pool");
   const bool global = pool.type == PoolType::kGlobalMax || pool.type == PoolType::kGlobalAvg;
-  const double taps = global ? static_cast<double>(x.h) * x.w
-                             : static_cast<double>(pool.kernel.h) * pool.kernel.w;
+  const double taps =
+      global ? static_cast<double>(x.h) * x.w : static_cast<double>(pool.kernel.h) * pool.kernel.w;
   const double out_elements = batch * Elements(out);
   KernelWork work;
   work.flops = out_elements * taps + batch * in.sum_flops;
@@ -188,11 +206,12 @@ KernelWork IdentityWork(const OpInput& in, const Shape& out, double batch) {
 }
 
 //! Appends the kernels of `op` (reading `in`, producing `out`) to `kernels`.
-void AppendOpWork(const OpParams& op, const OpInput& in, const Shape& out, double batch,
+void AppendOpWork(const OpParams& op, const OpInput& in, const Shape& out, const WorkContext& ctx,
                   std::vector<KernelWork>& kernels) {
+  const double batch = ctx.batch;
   switch (op.kind) {
     case OpKind::kConv:
-      kernels.push_back(ConvWork(op.conv, in, out, batch));
+      kernels.push_back(ConvWork(op.conv, in, out, ctx));
       return;
     case OpKind::kPool:
       kernels.push_back(PoolWork(op.pool, in, out, batch));
@@ -201,8 +220,7 @@ void AppendOpWork(const OpParams& op, const OpInput& in, const Shape& out, doubl
       kernels.push_back(ElementwiseWork(1, in, out, batch));
       return;
     case OpKind::kEltwise:
-      kernels.push_back(
-          ElementwiseWork(static_cast<double>(in.terms.size()) - 1, in, out, batch));
+      kernels.push_back(ElementwiseWork(static_cast<double>(in.terms.size()) - 1, in, out, batch));
       return;
     case OpKind::kIdentity:
       kernels.push_back(IdentityWork(in, out, batch));
@@ -212,10 +230,9 @@ void AppendOpWork(const OpParams& op, const OpInput& in, const Shape& out, doubl
       // previous output. The last element produces the op's declared output.
       OpInput step_in = in;
       for (size_t k = 0; k < op.chain.size(); ++k) {
-        const Shape step_out = k + 1 == op.chain.size()
-                                   ? out
-                                   : InferOpOutput(op.chain[k], step_in.terms, "sim chain");
-        AppendOpWork(op.chain[k], step_in, step_out, batch, kernels);
+        const Shape step_out =
+            k + 1 == op.chain.size() ? out : InferOpOutput(op.chain[k], step_in.terms, "sim chain");
+        AppendOpWork(op.chain[k], step_in, step_out, ctx, kernels);
         step_in = PlainInput(step_out);
       }
       return;
@@ -248,39 +265,39 @@ double MemoryBytes(const StageSpec& spec, const StagePlan& plan, double batch) {
   return bytes;
 }
 
-//! kMerge: one convolution with the group convs stacked along output
-//! channels, reading the first op's input.
-std::vector<KernelWork> MergedWork(const StageSpec& spec, double batch) {
+//! kMerge: one convolution with all the stage's convs stacked along output
+//! channels (however they are grouped), reading the first op's input; the
+//! split of its output into the ops' outputs is free.
+std::vector<KernelWork> MergedWork(const StageSpec& spec, const WorkContext& ctx) {
   std::vector<ConvParams> convs;
   int out_channels = 0;
   for (const std::vector<StageOp>& group : spec.groups) {
-    if (group.size() != 1 || group[0].op.kind != OpKind::kConv) {
-      throw Error("sim: a merge stage needs exactly one convolution per group");
+    for (const StageOp& op : group) {
+      if (op.op.kind != OpKind::kConv) throw Error("sim: a merge stage holds convolutions only");
+      convs.push_back(op.op.conv);
+      out_channels += op.output.c;
     }
-    convs.push_back(group[0].op.conv);
-    out_channels += group[0].output.c;
   }
   const StageOp& first = spec.groups.front().front();
   const Shape out{out_channels, first.output.h, first.output.w};
   const OpInput in = ResolveInputs(spec, spec.groups.front(), 0);
-  return {ConvWork(MergedConv(convs), in, out, batch)};
+  return {ConvWork(MergedConv(convs), in, out, ctx)};
 }
 
-StagePlan PlanStage(const StageSpec& spec, int batch_size) {
+StagePlan PlanStage(const StageSpec& spec, const WorkContext& ctx) {
   if (spec.groups.empty()) throw Error("sim: the stage has no operators");
-  const double batch = batch_size;
   StagePlan plan;
   if (spec.strategy == Strategy::kMerge) {
-    plan.streams.push_back(MergedWork(spec, batch));
+    plan.streams.push_back(MergedWork(spec, ctx));
   } else {
     for (const std::vector<StageOp>& group : spec.groups) {
       std::vector<KernelWork>& stream = plan.streams.emplace_back();
       for (size_t i = 0; i < group.size(); ++i) {
-        AppendOpWork(group[i].op, ResolveInputs(spec, group, i), group[i].output, batch, stream);
+        AppendOpWork(group[i].op, ResolveInputs(spec, group, i), group[i].output, ctx, stream);
       }
     }
   }
-  plan.memory_bytes = MemoryBytes(spec, plan, batch);
+  plan.memory_bytes = MemoryBytes(spec, plan, ctx.batch);
   return plan;
 }
 
@@ -293,9 +310,9 @@ struct Kernel {
 };
 
 Kernel TimeKernel(const KernelWork& work, const SimGpuSpec& gpu) {
-  if (work.no_op) return Kernel{0, 1.0 / (gpu.sm_count * kBlocksPerSm)};
+  const double capacity = BlockCapacity(gpu);
+  if (work.no_op) return Kernel{0, 1 / capacity};
   // Fewer blocks than the SMs hold leave SMs idle: throughput scales down.
-  const double capacity = gpu.sm_count * kBlocksPerSm;
   const double demand = std::min(1.0, std::max(1.0, work.blocks) / capacity);
   const double flops_per_us = gpu.peak_tflops * 1e6 * work.efficiency;
   const double bytes_per_us = gpu.bandwidth_gbs * 1e3 * kBandwidthEfficiency;
@@ -313,8 +330,7 @@ Kernel TimeKernel(const KernelWork& work, const SimGpuSpec& gpu) {
 std::vector<double> Rates(const std::vector<double>& demands) {
   double total = 0;
   for (double d : demands) total += d;
-  const double slowdown =
-      total <= 1 ? 1 : total * (1 + kInterference * std::min(1.0, total - 1));
+  const double slowdown = total <= 1 ? 1 : total * (1 + kInterference * std::min(1.0, total - 1));
   std::vector<double> rates;
   rates.reserve(demands.size());
   for (double d : demands) rates.push_back(d / slowdown);
@@ -328,7 +344,9 @@ std::vector<double> Rates(const std::vector<double>& demands) {
 class StreamSimulator {
  public:
   StreamSimulator(const std::vector<std::vector<Kernel>>& streams, double launch_us)
-      : streams_(streams), launch_us_(launch_us), next_(streams.size(), 0),
+      : streams_(streams),
+        launch_us_(launch_us),
+        next_(streams.size(), 0),
         busy_(streams.size(), false) {}
 
   double Run() {
@@ -399,7 +417,7 @@ class StreamSimulator {
   std::vector<size_t> next_;  // next kernel to launch, per stream
   std::vector<bool> busy_;    // a kernel of this stream is launching or running
   std::vector<Running> running_;
-  int launching_ = -1;        // stream whose kernel the host is launching
+  int launching_ = -1;  // stream whose kernel the host is launching
   double launch_end_ = 0;
   double now_ = 0;
 };
@@ -425,7 +443,7 @@ uint64_t SplitMix64(uint64_t x) {
 //! FNV-1a: stable across compilers and runs, unlike std::hash.
 uint64_t StableHash(const std::string& text) {
   uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
+  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
   return h;
 }
 
@@ -474,11 +492,12 @@ class SimBackend final : public Backend {
                      "sim: batch size, number and repeat must be at least 1");
     }
     if (settings.dtype != "float32") {
-      return Failure(MeasureError::kUnsupported,
-                     "sim: models float32 only, not " + settings.dtype);
+      return Failure(MeasureError::kUnsupported, "sim: models float32 only, not " + settings.dtype);
     }
     try {
-      const StagePlan plan = PlanStage(stage, batch_size);
+      const WorkContext ctx{.batch = static_cast<double>(batch_size),
+                            .capacity = BlockCapacity(gpu_)};
+      const StagePlan plan = PlanStage(stage, ctx);
       if (plan.memory_bytes > gpu_.memory_gib * kGiB) {
         return Failure(MeasureError::kOutOfMemory,
                        "sim: the stage needs " + FormatGiB(plan.memory_bytes) + ", " +
@@ -494,22 +513,23 @@ class SimBackend final : public Backend {
  private:
   static DeviceInfo MakeDevice(const SimGpuSpec& gpu, const SimOptions& options) {
     std::ostringstream fp;
+    fp.precision(12);  // enough digits that any change of a figure shows
     fp << "sim-model-v" << kModelVersion << "|gpu=" << gpu.name << "|sm=" << gpu.sm_count
        << "|fp32_tflops=" << gpu.peak_tflops << "|dram_gbs=" << gpu.bandwidth_gbs
        << "|launch_us=" << gpu.launch_us << "|memory_gib=" << gpu.memory_gib
-       << "|conv_eff=" << kConvEfficiency << "|dw_eff=" << kDepthwiseEfficiency
-       << "|elt_eff=" << kElementwiseEfficiency << "|bw_eff=" << kBandwidthEfficiency
-       << "|threads_per_block=" << kThreadsPerBlock << "|conv_tile=" << kConvTile
+       << "|bytes_per_value=" << kBytesPerValue << "|conv_eff=" << kConvEfficiency
+       << "|dw_eff=" << kDepthwiseEfficiency << "|elt_eff=" << kElementwiseEfficiency
+       << "|bw_eff=" << kBandwidthEfficiency << "|threads_per_block=" << kThreadsPerBlock
+       << "|conv_tile=" << kConvTile << "|split_k_chunk=" << kSplitKChunk
        << "|planes_per_block=" << kPlanesPerBlock << "|blocks_per_sm=" << kBlocksPerSm
        << "|dw_max_channels=" << kDepthwiseMaxChannels << "|interference=" << kInterference
-       << "|stage_sync_us=" << kStageSyncUs << "|max_workspace_bytes=" << kMaxWorkspaceBytes;
+       << "|stage_sync_us=" << kStageSyncUs
+       << "|max_workspace_mib=" << kMaxWorkspaceBytes / (1 << 20);
     // Noisy figures are not comparable with exact ones (delay_ms changes
     // nothing measured, so it is not part of the fingerprint).
     if (options.noise > 0) fp << "|noise=" << options.noise << "|noise_seed=" << options.noise_seed;
-    return DeviceInfo{.backend = "sim",
-                      .name = "sim:" + gpu.name,
-                      .fingerprint = fp.str(),
-                      .simulated = true};
+    return DeviceInfo{
+        .backend = "sim", .name = "sim:" + gpu.name, .fingerprint = fp.str(), .simulated = true};
   }
 
   //! The IOS protocol on a model: `repeat` means of `number` runs each. With
@@ -523,8 +543,8 @@ class SimBackend final : public Backend {
       result.median_ms = model_ms;
       return result;
     }
-    std::mt19937_64 rng(SplitMix64(SplitMix64(options_.noise_seed) ^ StableHash(stage.Key())) ^
-                        static_cast<uint64_t>(batch_size));
+    const uint64_t stage_seed = SplitMix64(options_.noise_seed) ^ StableHash(stage.Key());
+    std::mt19937_64 rng(SplitMix64(SplitMix64(stage_seed) ^ static_cast<uint64_t>(batch_size)));
     std::vector<double> means;
     for (int r = 0; r < settings.repeat; ++r) {
       double sum = 0;
@@ -550,19 +570,16 @@ const std::vector<SimGpuSpec>& SimGpuSpecs() {
   // Vendor spec-sheet figures (FP32 without tensor cores); launch overheads
   // are typical measured cudaLaunchKernel-to-start latencies, older parts
   // slower. Sources are listed in docs/simulator.md.
+  // clang-format off
   static const std::vector<SimGpuSpec> kSpecs = {
-      {.name = "v100", .sm_count = 80, .peak_tflops = 15.7, .bandwidth_gbs = 900,
-       .launch_us = 5, .memory_gib = 16},
-      // One GK210 of the dual-GPU K80 board: a worker drives one of them.
-      {.name = "k80", .sm_count = 13, .peak_tflops = 4.37, .bandwidth_gbs = 240,
-       .launch_us = 8, .memory_gib = 12},
-      {.name = "2080ti", .sm_count = 68, .peak_tflops = 13.45, .bandwidth_gbs = 616,
-       .launch_us = 4, .memory_gib = 11},
-      {.name = "a100", .sm_count = 108, .peak_tflops = 19.5, .bandwidth_gbs = 1555,
-       .launch_us = 4, .memory_gib = 40},
-      {.name = "h100", .sm_count = 132, .peak_tflops = 67, .bandwidth_gbs = 3350,
-       .launch_us = 3, .memory_gib = 80},
+      // name     SMs  FP32 TFLOP/s  DRAM GB/s  launch us  GiB
+      {"v100",    80,  15.7,         900,       5,         16},  // Tesla V100 SXM2 16 GB
+      {"k80",     13,  4.37,         240,       8,         12},  // one GK210 of a K80 board
+      {"2080ti",  68,  13.45,        616,       4,         11},  // GeForce RTX 2080 Ti
+      {"a100",    108, 19.5,         1555,      4,         40},  // A100 SXM4 40 GB
+      {"h100",    132, 67.0,         3350,      3,         80},  // H100 SXM5 80 GB
   };
+  // clang-format on
   return kSpecs;
 }
 

@@ -114,8 +114,8 @@ INSTANTIATE_TEST_SUITE_P(
                     R"("name": "out", "output_shape": [6, 4, 4],)", "output_shape"},
         BadJsonCase{"groups do not divide", R"("groups": 1, "act": "relu")",
                     R"("groups": 2, "act": "relu")", "groups"}),
-    [](const auto& info) {
-      std::string name = info.param.label;
+    [](const auto& param_info) {
+      std::string name = param_info.param.label;
       for (char& ch : name) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
       return name;
     });

@@ -136,7 +136,10 @@ TEST(ZooTest, NasNetWidestPartsMatchTheIosPapersTableOne) {
   for (const auto& part : graph.blocks.at(0).parts) {
     const int width = Width(graph, part);
     const int n = static_cast<int>(part.size());
-    if (width > max_width) max_width = width, max_n_at_max_width = 0;
+    if (width > max_width) {
+      max_width = width;
+      max_n_at_max_width = 0;
+    }
     if (width == max_width) max_n_at_max_width = std::max(max_n_at_max_width, n);
   }
   EXPECT_EQ(max_width, 8);

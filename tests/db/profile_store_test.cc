@@ -45,7 +45,9 @@ void WriteHeaderField(const fs::path& file, std::streamoff offset, uint32_t valu
 }
 
 DeviceInfo SimV100() { return {"sim", "sim:v100", "sim:v100|sm80|peak15.7", true}; }
-DeviceInfo RealH100() { return {"cuda", "NVIDIA H100 80GB HBM3", "cuda|H100|sm90|132|cudnn9", false}; }
+DeviceInfo RealH100() {
+  return {"cuda", "NVIDIA H100 80GB HBM3", "cuda|H100|sm90|132|cudnn9", false};
+}
 
 MeasureResult Ok(double median_ms) {
   MeasureResult result;
@@ -401,8 +403,8 @@ TEST_F(ProfileStoreTest, RecordsSearchesAndListsThemInOrder) {
   EXPECT_DOUBLE_EQ(searches[0].enumerate_s, 0.1);
   EXPECT_DOUBLE_EQ(searches[0].measure_s, 12.5);
   EXPECT_DOUBLE_EQ(searches[0].solve_s, 0.02);
-  EXPECT_THAT(searches[0].started_at, ::testing::MatchesRegex(
-                                          "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z"));
+  EXPECT_THAT(searches[0].started_at,
+              ::testing::MatchesRegex("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z"));
   EXPECT_EQ(searches[1].model, "squeezenet");
   EXPECT_EQ(searches[1].batch_size, 16);
   EXPECT_EQ(searches[1].started_at, "2024-01-02T03:04:05Z");

@@ -174,7 +174,7 @@ TEST(SimBackendTest, TwoLargeConvsRunConcurrentlyTakeAtLeastTheirSequentialSum) 
 }
 
 TEST(SimBackendTest, TwoSmallConvsRunConcurrentlyTakeClearlyLessThanTheirSum) {
-  const StageOp conv = ConvOnInput(kSmallInput, 64, 1);
+  const StageOp conv = ConvOnInput(kSmallInput, 64, 3);
   for (const std::string& model : kModels) {
     SCOPED_TRACE(model);
     const std::unique_ptr<Backend> backend = CreateSimBackend(model);
@@ -190,7 +190,8 @@ TEST(SimBackendTest, MergingTwoPointwiseConvsOnOneInputBeatsRunningThemSequentia
   for (const std::string& model : kModels) {
     SCOPED_TRACE(model);
     const std::unique_ptr<Backend> backend = CreateSimBackend(model);
-    const double sequential = LatencyMs(*backend, Single(in, a)) + LatencyMs(*backend, Single(in, b));
+    const double sequential =
+        LatencyMs(*backend, Single(in, a)) + LatencyMs(*backend, Single(in, b));
     EXPECT_LT(LatencyMs(*backend, Merged(in, {a, b})), sequential);
   }
 }
@@ -295,8 +296,8 @@ TEST(SimBackendTest, MoreGroupsOfTinyOpsPayMoreSerializedLaunches) {
   const StageOp conv = ConvOnInput(kSmallInput, 16, 1);
   const std::unique_ptr<Backend> backend = CreateSimBackend("v100");
   const double two = LatencyMs(*backend, Concurrent(kSmallInput, {conv, conv}));
-  const double eight =
-      LatencyMs(*backend, Concurrent(kSmallInput, {conv, conv, conv, conv, conv, conv, conv, conv}));
+  const double eight = LatencyMs(
+      *backend, Concurrent(kSmallInput, {conv, conv, conv, conv, conv, conv, conv, conv}));
   EXPECT_GT(eight, two);
 }
 

@@ -1,0 +1,17 @@
+// The readable summary ios-coordinator prints after a search.
+#pragma once
+
+#include <string>
+
+#include "common/graph.h"
+#include "coordinator/search.h"
+
+namespace ios::coordinator {
+
+
+//! Per part: operators, width, states, transitions, schedules, candidate
+//! stages, measured now vs reused; then the three latencies and speedups.
+//! Says "simulated" when the device is simulated.
+std::string FormatReport(const Graph& graph, const SearchOutcome& outcome);
+
+}  // namespace ios::coordinator
