@@ -191,20 +191,9 @@ void Print(const Listing& listing, Format format, std::ostream& out) {
 
 const Column kSimulatedColumn{"simulated", true, "simulated", "no"};
 
-std::string ErrorName(ios::MeasureError error) {
-  switch (error) {
-    case ios::MeasureError::kNone:
-      return "ok";
-    case ios::MeasureError::kOutOfMemory:
-      return "out_of_memory";
-    case ios::MeasureError::kUnsupported:
-      return "unsupported";
-    case ios::MeasureError::kBackendFailure:
-      return "backend_failure";
-    case ios::MeasureError::kTimeout:
-      return "timeout";
-  }
-  return "backend_failure";
+// "ok", or the stored error's name (out_of_memory, timeout, ...).
+std::string StatusText(const ios::MeasureResult& result) {
+  return result.ok() ? "ok" : ios::ToString(result.error);
 }
 
 // Settings and schedules are stored as JSON text: nest them in JSON output
@@ -287,7 +276,7 @@ Listing MeasurementsListing(ios::db::ProfileStore& store, const std::string& mod
     listing.rows.push_back(
         {row.device_name, simulated[row.device_name], row.batch_size, row.settings_key,
          OkOrNull(result, result.median_ms), OkOrNull(result, result.spread_ms), result.samples,
-         ErrorName(result.error),
+         StatusText(result),
          result.error_message.empty() ? json(nullptr) : json(result.error_message),
          row.stage_description, row.measured_at, row.stage_key});
   }

@@ -68,27 +68,9 @@ CREATE TABLE searches(
 );
 )sql";
 
-// The text stored in measurements.error (NULL when the measurement is ok).
-// Kept here rather than relying on ios::ToString so the DB format is fixed by
-// this file; docs/profiling-db.md lists the values.
-const char* ErrorText(MeasureError error) {
-  switch (error) {
-    case MeasureError::kNone:
-      return "none";
-    case MeasureError::kOutOfMemory:
-      return "out_of_memory";
-    case MeasureError::kUnsupported:
-      return "unsupported";
-    case MeasureError::kBackendFailure:
-      return "backend_failure";
-    case MeasureError::kTimeout:
-      return "timeout";
-  }
-  return "backend_failure";
-}
-
-// Inverse of ErrorText; tolerant of case, spaces and dashes. Unknown text
-// (e.g. written by a newer build) still reads as a failure.
+// measurements.error holds ToString(error) for a failed measurement and NULL
+// for a good one. This is its inverse; tolerant of case, spaces and dashes.
+// Unknown text (e.g. written by a newer build) still reads as a failure.
 MeasureError ErrorFromText(std::string_view text) {
   std::string normalized;
   for (char c : text) {
@@ -97,9 +79,8 @@ MeasureError ErrorFromText(std::string_view text) {
   }
   for (MeasureError error : {MeasureError::kOutOfMemory, MeasureError::kUnsupported,
                              MeasureError::kBackendFailure, MeasureError::kTimeout}) {
-    if (normalized == ErrorText(error)) return error;
+    if (normalized == ToString(error)) return error;
   }
-  if (normalized == "oom") return MeasureError::kOutOfMemory;
   return MeasureError::kBackendFailure;
 }
 
@@ -275,7 +256,7 @@ class SqliteProfileStore final : public ProfileStore {
     if (result.ok()) {
       cursor.BindNull(8);
     } else {
-      cursor.BindText(8, ErrorText(result.error));
+      cursor.BindText(8, ToString(result.error));
     }
     cursor.Run();  // autocommit, or the caller's RunInTransaction
   }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <tuple>
 
 #include "common/zoo.h"
 #include "coordinator/dp.h"
@@ -21,23 +22,21 @@ struct Table1Row {
   double schedules;
 };
 
-// The largest part of the model (explicit parts where the model has them,
-// otherwise whole blocks); among equally large ones, the one with the most
-// transitions, as the paper reports the hardest block.
-PartSpace LargestPart(const Graph& g, const DpOptions& options) {
-  size_t largest = 0;
-  std::vector<std::vector<NodeId>> parts;
+// The part the paper reports: the widest one (explicit parts where the
+// model has them, otherwise whole blocks), then the largest, then the one
+// with the most transitions. NASNet's stem cell has more operators (21) but
+// is narrower (d=7) than the first cell of a stack (n=18, d=8).
+PartSpace HardestPart(const Graph& g, const DpOptions& options) {
+  std::optional<PartSpace> best;
+  auto rank = [](const PartSpace& s) {
+    return std::tuple(s.width(), s.operator_count(), s.transition_count());
+  };
   for (const Block& b : g.blocks) {
     for (auto& p : b.parts.empty() ? std::vector<std::vector<NodeId>>{b.Operators()} : b.parts) {
-      largest = std::max(largest, p.size());
-      parts.push_back(p);
+      if (p.size() < 6) continue;  // cannot be the hardest; keeps the test fast
+      PartSpace space = PartSpace::Enumerate(g, p, options);
+      if (!best || rank(space) > rank(*best)) best = std::move(space);
     }
-  }
-  std::optional<PartSpace> best;
-  for (const auto& p : parts) {
-    if (p.size() != largest) continue;
-    PartSpace space = PartSpace::Enumerate(g, p, options);
-    if (!best || space.transition_count() > best->transition_count()) best = std::move(space);
   }
   return std::move(*best);
 }
@@ -51,7 +50,7 @@ TEST_P(Table1Test, LargestBlockCountsMatchThePaper) {
   unpruned.max_group_size = DpOptions::kMaxPartSize;
   unpruned.max_groups = DpOptions::kMaxPartSize;
   unpruned.strategies = StrategySet::kParallel;
-  const PartSpace space = LargestPart(g, unpruned);
+  const PartSpace space = HardestPart(g, unpruned);
   EXPECT_EQ(space.operator_count(), row.operators);
   EXPECT_EQ(space.width(), row.width);
   EXPECT_EQ(space.transition_count(), row.transitions);

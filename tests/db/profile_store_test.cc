@@ -272,6 +272,21 @@ TEST_F(ProfileStoreTest, StoreIsVisibleToAnotherConnectionAtOnce) {
   EXPECT_DOUBLE_EQ(found->median_ms, 0.75);
 }
 
+TEST_F(ProfileStoreTest, AReaderCanOpenAndReadWhileTheWriterIsInATransaction) {
+  auto writer = ProfileStore::Open(DbPath().string());
+  writer->UpsertDevice(SimV100());
+  writer->UpsertStage("conv3x3", "conv 3x3");
+  writer->Store(Key("conv3x3", SimV100()), Ok(1.0));
+  writer->RunInTransaction([&] {
+    writer->Store(Key("conv3x3", SimV100()), Ok(2.0));  // not committed yet
+    auto reader = ProfileStore::Open(DbPath().string());
+    EXPECT_DOUBLE_EQ(reader->Lookup(Key("conv3x3", SimV100()))->median_ms, 1.0);
+    EXPECT_EQ(reader->Devices().size(), 1u);
+  });
+  auto reader = ProfileStore::Open(DbPath().string());
+  EXPECT_DOUBLE_EQ(reader->Lookup(Key("conv3x3", SimV100()))->median_ms, 2.0);
+}
+
 TEST_F(ProfileStoreTest, UsesWriteAheadLoggingForFiles) {
   auto store = ProfileStore::Open(DbPath().string());
   store->UpsertDevice(SimV100());
