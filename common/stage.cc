@@ -1,6 +1,7 @@
 #include "common/stage.h"
 
 #include <algorithm>
+#include <charconv>
 #include <numeric>
 #include <string>
 #include <unordered_map>
@@ -100,50 +101,83 @@ void AppendOpKey(std::string& out, const OpParams& op) {
   }
 }
 
+void AppendInt(std::string& out, int value) {
+  char buffer[16];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  out.append(buffer, end);
+}
+
+void AppendRange(std::string& out, int begin, int end) {
+  out += '[';
+  AppendInt(out, begin);
+  out += ':';
+  AppendInt(out, end);
+  out += "]+";
+}
+
 // A group described without reference to other groups: externals are named
 // by their shape and by first use inside the group. Sorting groups by this
 // text gives an order that does not depend on node names or positions.
-struct LocalGroup {
-  std::vector<NodeId> nodes;
-  std::string signature;
-};
-
-LocalGroup DescribeGroupLocally(const Graph& graph, const std::vector<NodeId>& nodes) {
-  LocalGroup local{nodes, {}};
-  std::sort(local.nodes.begin(), local.nodes.end());  // graph order is topological
-  std::unordered_map<NodeId, int> position, external_index;
-  for (size_t i = 0; i < local.nodes.size(); ++i) position[local.nodes[i]] = static_cast<int>(i);
-  std::string& sig = local.signature;
-  for (NodeId id : local.nodes) {
-    const Node& node = graph.node(id);
-    AppendOpKey(sig, node.op);
+// `nodes` must be sorted (graph order is topological).
+void DescribeGroupLocally(const Graph& graph, const std::vector<NodeId>& nodes,
+                          const std::vector<std::string>& op_text,
+                          const std::vector<std::string>& shape_text, std::string& sig) {
+  sig.clear();
+  std::vector<NodeId> externals;  // a group has a handful of inputs: linear search wins
+  for (NodeId id : nodes) {
+    sig += op_text[id];
     sig += '<';
-    for (const Term& term : node.inputs) {
+    for (const Term& term : graph.node(id).inputs) {
       for (const Slice& s : term) {
-        auto it = position.find(s.producer);
-        if (it != position.end()) {
+        const auto local = std::find(nodes.begin(), nodes.end(), s.producer);
+        if (local != nodes.end()) {
           sig += 'L';
-          sig += std::to_string(it->second);
+          AppendInt(sig, static_cast<int>(local - nodes.begin()));
         } else {
-          auto [ext, inserted] =
-              external_index.emplace(s.producer, static_cast<int>(external_index.size()));
+          auto ext = std::find(externals.begin(), externals.end(), s.producer);
+          if (ext == externals.end()) ext = externals.insert(externals.end(), s.producer);
           sig += 'X';
-          sig += std::to_string(ext->second);
+          AppendInt(sig, static_cast<int>(ext - externals.begin()));
           sig += ':';
-          AppendShape(sig, graph.node(s.producer).output);
+          sig += shape_text[s.producer];
         }
-        sig += '[';
-        sig += std::to_string(s.begin);
-        sig += ':';
-        sig += std::to_string(s.end);
-        sig += ']';
-        sig += '+';
+        AppendRange(sig, s.begin, s.end);
       }
       sig += '|';
     }
     sig += '>';
   }
-  return local;
+}
+
+std::vector<std::string> OpTexts(const Graph& graph) {
+  std::vector<std::string> texts(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i) AppendOpKey(texts[i], graph.nodes[i].op);
+  return texts;
+}
+
+std::vector<std::string> ShapeTexts(const Graph& graph) {
+  std::vector<std::string> texts(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i) AppendShape(texts[i], graph.nodes[i].output);
+  return texts;
+}
+
+// Groups sorted by their local description: the canonical group order.
+void CanonicalGroups(const Graph& graph, const Stage& stage, const std::vector<std::string>& op_text,
+                     const std::vector<std::string>& shape_text,
+                     std::vector<std::pair<std::string, std::vector<NodeId>>>& groups) {
+  groups.resize(stage.groups.size());
+  for (size_t g = 0; g < stage.groups.size(); ++g) {
+    if (stage.groups[g].empty()) throw Error("stage has an empty group");
+    groups[g].second = stage.groups[g];
+    std::sort(groups[g].second.begin(), groups[g].second.end());
+    DescribeGroupLocally(graph, groups[g].second, op_text, shape_text, groups[g].first);
+  }
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+
+Strategy EffectiveStrategy(const Stage& stage) {
+  return stage.OperatorCount() == 1 ? Strategy::kParallel : stage.strategy;
 }
 
 }  // namespace
@@ -182,7 +216,7 @@ ConvParams MergedConv(const std::vector<ConvParams>& convs) {
 
 StageSpec MakeStageSpec(const Graph& graph, const Stage& stage) {
   StageSpec spec;
-  spec.strategy = stage.OperatorCount() == 1 ? Strategy::kParallel : stage.strategy;
+  spec.strategy = EffectiveStrategy(stage);
   if (spec.strategy == Strategy::kMerge) {
     std::vector<NodeId> all;
     for (const auto& g : stage.groups) all.insert(all.end(), g.begin(), g.end());
@@ -190,29 +224,20 @@ StageSpec MakeStageSpec(const Graph& graph, const Stage& stage) {
       throw Error("stage is not mergeable: its operators must be convolutions of one input");
     }
   }
-  std::vector<LocalGroup> locals;
-  locals.reserve(stage.groups.size());
-  for (const auto& g : stage.groups) {
-    if (g.empty()) throw Error("stage has an empty group");
-    locals.push_back(DescribeGroupLocally(graph, g));
-  }
-  std::stable_sort(locals.begin(), locals.end(), [](const LocalGroup& a, const LocalGroup& b) {
-    return a.signature < b.signature;
-  });
+  std::vector<std::pair<std::string, std::vector<NodeId>>> groups;
+  CanonicalGroups(graph, stage, OpTexts(graph), ShapeTexts(graph), groups);
   std::unordered_map<NodeId, int> external_index;
-  for (const LocalGroup& local : locals) {
-    std::unordered_map<NodeId, int> position;
-    for (size_t i = 0; i < local.nodes.size(); ++i) position[local.nodes[i]] = static_cast<int>(i);
+  for (const auto& [signature, nodes] : groups) {
     std::vector<StageOp> ops;
-    for (NodeId id : local.nodes) {
+    for (NodeId id : nodes) {
       const Node& node = graph.node(id);
       StageOp op{node.op, {}, node.output};
       for (const Term& term : node.inputs) {
         std::vector<SliceRef> refs;
         for (const Slice& s : term) {
-          auto it = position.find(s.producer);
-          if (it != position.end()) {
-            refs.push_back({false, it->second, s.begin, s.end});
+          const auto local = std::find(nodes.begin(), nodes.end(), s.producer);
+          if (local != nodes.end()) {
+            refs.push_back({false, static_cast<int>(local - nodes.begin()), s.begin, s.end});
             continue;
           }
           auto [ext, inserted] =
@@ -227,6 +252,59 @@ StageSpec MakeStageSpec(const Graph& graph, const Stage& stage) {
     spec.groups.push_back(std::move(ops));
   }
   return spec;
+}
+
+StageKeyer::StageKeyer(const Graph& graph)
+    : graph_(graph), op_text_(OpTexts(graph)), shape_text_(ShapeTexts(graph)) {}
+
+// Must produce exactly StageSpec::Key() of MakeStageSpec(graph, stage).
+std::string StageKeyer::Key(const Stage& stage) {
+  CanonicalGroups(graph_, stage, op_text_, shape_text_, scratch_);
+  std::vector<NodeId> externals;
+  for (const auto& [signature, nodes] : scratch_) {
+    for (NodeId id : nodes) {
+      for (const Term& term : graph_.node(id).inputs) {
+        for (const Slice& s : term) {
+          if (std::find(nodes.begin(), nodes.end(), s.producer) == nodes.end() &&
+              std::find(externals.begin(), externals.end(), s.producer) == externals.end()) {
+            externals.push_back(s.producer);
+          }
+        }
+      }
+    }
+  }
+  std::string key = "v1;";
+  key += ToString(EffectiveStrategy(stage));
+  key += ";in=";
+  for (NodeId e : externals) {
+    key += shape_text_[e];
+    key += ',';
+  }
+  for (const auto& [signature, nodes] : scratch_) {
+    key += ";g=";
+    for (NodeId id : nodes) {
+      key += op_text_[id];
+      key += '<';
+      for (const Term& term : graph_.node(id).inputs) {
+        for (const Slice& s : term) {
+          const auto local = std::find(nodes.begin(), nodes.end(), s.producer);
+          if (local != nodes.end()) {
+            key += 'L';
+            AppendInt(key, static_cast<int>(local - nodes.begin()));
+          } else {
+            key += 'X';
+            AppendInt(key, static_cast<int>(std::find(externals.begin(), externals.end(),
+                                                      s.producer) -
+                                            externals.begin()));
+          }
+          AppendRange(key, s.begin, s.end);
+        }
+        key += '|';
+      }
+      key += '>';
+    }
+  }
+  return key;
 }
 
 std::string StageSpec::Key() const {
@@ -245,12 +323,8 @@ std::string StageSpec::Key() const {
       for (const auto& term : op.inputs) {
         for (const SliceRef& r : term) {
           key += r.external ? 'X' : 'L';
-          key += std::to_string(r.index);
-          key += '[';
-          key += std::to_string(r.begin);
-          key += ':';
-          key += std::to_string(r.end);
-          key += "]+";
+          AppendInt(key, r.index);
+          AppendRange(key, r.begin, r.end);
         }
         key += '|';
       }

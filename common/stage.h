@@ -59,6 +59,20 @@ struct StageSpec {
 //! share one key. Throws ios::Error if a merge stage is not mergeable.
 StageSpec MakeStageSpec(const Graph& graph, const Stage& stage);
 
+//! Computes canonical keys of many stages of one graph quickly: per-node
+//! text is prepared once, and no StageSpec is built. Key(stage) always equals
+//! MakeStageSpec(graph, stage).Key(). Borrows `graph`, which must outlive it.
+class StageKeyer {
+ public:
+  explicit StageKeyer(const Graph& graph);
+  std::string Key(const Stage& stage);
+
+ private:
+  const Graph& graph_;
+  std::vector<std::string> op_text_, shape_text_;
+  std::vector<std::pair<std::string, std::vector<NodeId>>> scratch_;
+};
+
 //! The merge rule: every node a convolution with groups = 1, all reading the
 //! same single-slice input, with equal input and output resolution, stride
 //! and activation. A single operator is always mergeable.

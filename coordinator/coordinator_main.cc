@@ -173,19 +173,21 @@ int Evaluate(const CliOptions& cli) {
   auto store = db::ProfileStore::Open(cli.db);
   auto measurer = MakeLocalMeasurer(worker::CreateBackend(cli.device));
   SearchPlan plan;
+  StageKeyer keyer(loaded.graph);
   std::vector<BlockSchedule> blocks;
   for (const auto& stages : loaded.blocks) {
     BlockSchedule block;
-    for (const Stage& s : stages) block.emplace_back(s, plan.Intern(loaded.graph, s));
+    for (const Stage& s : stages) block.emplace_back(s, plan.Intern(keyer, s));
     blocks.push_back(std::move(block));
   }
   ProgressPrinter progress(cli.quiet);
   LatencyTable table =
-      MeasureStages(plan.specs, plan.keys, *store, *measurer, cli.search, std::ref(progress));
+      MeasureStages(loaded.graph, plan.stages, plan.keys, *store, *measurer, cli.search,
+                    std::ref(progress));
   const Schedule priced = PriceSchedule(blocks, table.latency_ms);
   const DeviceInfo& device = measurer->Device();
   std::printf("schedule %s (%s format, %zu distinct stages)\n", cli.evaluate.c_str(),
-              loaded.origin.c_str(), plan.specs.size());
+              loaded.origin.c_str(), plan.stages.size());
   std::printf("device %s%s, batch %d: %.3f ms%s\n", device.name.c_str(),
               device.simulated ? " (SIMULATED)" : "", cli.search.batch_size, priced.latency_ms,
               device.simulated ? " (simulated)" : "");

@@ -26,37 +26,20 @@ class LocalMeasurer final : public Measurer {
   std::unique_ptr<worker::Backend> backend_;
 };
 
-// Canonical keys of a plan's stages; shared by all parts so identical stages
-// in different blocks are measured once.
-class StageInterner {
- public:
-  explicit StageInterner(SearchPlan& plan) : plan_(plan) {
-    for (size_t i = 0; i < plan.keys.size(); ++i) index_.emplace(plan.keys[i], static_cast<int>(i));
-  }
-  int Intern(const Graph& graph, const Stage& stage) {
-    StageSpec spec = MakeStageSpec(graph, stage);
-    std::string key = spec.Key();
-    auto [it, inserted] = index_.emplace(key, static_cast<int>(plan_.specs.size()));
-    if (inserted) {
-      plan_.specs.push_back(std::move(spec));
-      plan_.keys.push_back(std::move(key));
-    }
-    return it->second;
-  }
-
- private:
-  SearchPlan& plan_;
-  std::unordered_map<std::string, int> index_;
-};
-
 }  // namespace
 
 std::unique_ptr<Measurer> MakeLocalMeasurer(std::unique_ptr<worker::Backend> backend) {
   return std::make_unique<LocalMeasurer>(std::move(backend));
 }
 
-int SearchPlan::Intern(const Graph& graph, const Stage& stage) {
-  return StageInterner(*this).Intern(graph, stage);
+int SearchPlan::Intern(StageKeyer& keyer, const Stage& stage) {
+  std::string key = keyer.Key(stage);
+  auto [it, inserted] = index_.emplace(key, static_cast<int>(stages.size()));
+  if (inserted) {
+    stages.push_back(stage);
+    keys.push_back(std::move(key));
+  }
+  return it->second;
 }
 
 std::vector<std::vector<NodeId>> PartsOf(const Block& block, int max_part_size) {
@@ -76,7 +59,7 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options) {
   }
   if (options.batch_size < 1) throw Error("batch size must be >= 1");
   SearchPlan plan;
-  StageInterner interner(plan);
+  StageKeyer keyer(graph);
   for (size_t b = 0; b < graph.blocks.size(); ++b) {
     const Block& block = graph.blocks[b];
     const auto parts = PartsOf(block, options.max_part_size);
@@ -85,17 +68,17 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options) {
                     PartSpace::Enumerate(graph, parts[p], options.dp), {}};
       part.stage_ids.reserve(part.space.stages().size());
       for (const Stage& stage : part.space.stages()) {
-        part.stage_ids.push_back(interner.Intern(graph, stage));
+        part.stage_ids.push_back(plan.Intern(keyer, stage));
       }
       plan.stage_occurrences += static_cast<int64_t>(part.space.stages().size());
       plan.parts.push_back(std::move(part));
     }
     BlockSchedule sequential, greedy;
     for (const Stage& s : SequentialSchedule(block.Operators())) {
-      sequential.emplace_back(s, interner.Intern(graph, s));
+      sequential.emplace_back(s, plan.Intern(keyer, s));
     }
     for (const Stage& s : GreedySchedule(graph, block.Operators())) {
-      greedy.emplace_back(s, interner.Intern(graph, s));
+      greedy.emplace_back(s, plan.Intern(keyer, s));
     }
     plan.sequential.push_back(std::move(sequential));
     plan.greedy.push_back(std::move(greedy));
@@ -103,7 +86,7 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options) {
   return plan;
 }
 
-LatencyTable MeasureStages(const std::vector<StageSpec>& specs,
+LatencyTable MeasureStages(const Graph& graph, const std::vector<Stage>& stages,
                            const std::vector<std::string>& keys, db::ProfileStore& store,
                            Measurer& measurer, const SearchOptions& options,
                            const std::function<void(const MeasureProgress&)>& progress) {
@@ -115,14 +98,16 @@ LatencyTable MeasureStages(const std::vector<StageSpec>& specs,
   const DeviceInfo& device = measurer.Device();
   const std::string settings_key = options.settings.Key();
   store.UpsertDevice(device);
-  LatencyTable table{std::vector<double>(specs.size(), kInf),
-                     std::vector<bool>(specs.size(), false),
-                     {static_cast<int64_t>(specs.size()), 0, 0, 0, 0}};
+  LatencyTable table{std::vector<double>(stages.size(), kInf),
+                     std::vector<bool>(stages.size(), false),
+                     {static_cast<int64_t>(stages.size()), 0, 0, 0, 0}};
+  // Specs only for the stages to measure: a search may have 10^5 candidates.
+  std::vector<StageSpec> specs;
   std::vector<double>& latency = table.latency_ms;
   MeasureProgress& stats = table.stats;
   std::vector<size_t> missing;
   store.RunInTransaction([&] {
-    for (size_t i = 0; i < specs.size(); ++i) {
+    for (size_t i = 0; i < stages.size(); ++i) {
       const db::MeasurementKey key{keys[i], device.fingerprint, options.batch_size, settings_key};
       if (auto stored = store.Lookup(key)) {
         ++stats.reused;
@@ -132,7 +117,8 @@ LatencyTable MeasureStages(const std::vector<StageSpec>& specs,
           ++stats.failed;
         }
       } else {
-        store.UpsertStage(keys[i], specs[i].Describe());
+        specs.push_back(MakeStageSpec(graph, stages[i]));
+        store.UpsertStage(keys[i], specs.back().Describe());
         missing.push_back(i);
         table.measured_now[i] = true;
       }
@@ -141,7 +127,7 @@ LatencyTable MeasureStages(const std::vector<StageSpec>& specs,
   if (progress) progress(stats);
   std::vector<const StageSpec*> queries;
   queries.reserve(missing.size());
-  for (size_t i : missing) queries.push_back(&specs[i]);
+  for (const StageSpec& spec : specs) queries.push_back(&spec);
   auto last_report = std::chrono::steady_clock::now();
   measurer.MeasureAll(queries, options.batch_size, options.settings,
                       [&](size_t q, const MeasureResult& result) {
@@ -216,7 +202,8 @@ SearchOutcome RunSearch(const Graph& graph, const std::string& model, const Sear
   outcome.enumerate_s = seconds_since(t);
   t = Clock::now();
   outcome.table =
-      MeasureStages(outcome.plan.specs, outcome.plan.keys, store, measurer, options, progress);
+      MeasureStages(graph, outcome.plan.stages, outcome.plan.keys, store, measurer, options,
+                    progress);
   store.LinkModelStages(model, outcome.plan.keys);
   outcome.measure_s = seconds_since(t);
   t = Clock::now();

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/graph.h"
@@ -30,7 +31,7 @@ struct PartPlan {
   int block = 0, part = 0;
   std::vector<NodeId> ops;
   PartSpace space;
-  std::vector<int> stage_ids;  // per space.stages(): index into SearchPlan::specs
+  std::vector<int> stage_ids;  // per space.stages(): index into SearchPlan::stages
 };
 
 //! A schedule of one block: stages in execution order, by distinct-stage id.
@@ -39,13 +40,16 @@ using BlockSchedule = std::vector<std::pair<Stage, int>>;
 //! Output of the enumerate phase: everything that must be measured.
 struct SearchPlan {
   std::vector<PartPlan> parts;
-  std::vector<StageSpec> specs;    // distinct stages, by canonical key
-  std::vector<std::string> keys;   // specs[i].Key()
+  std::vector<Stage> stages;       // distinct stages (one representative each)
+  std::vector<std::string> keys;   // their canonical keys
   int64_t stage_occurrences = 0;   // candidate stages counted per part, before dedupe
   std::vector<BlockSchedule> sequential, greedy;  // baselines, per block
 
-  //! Id of `stage`, adding it to specs if new.
-  int Intern(const Graph& graph, const Stage& stage);
+  //! Id of `stage`, adding it to stages if new. `keyer` is of the same graph.
+  int Intern(StageKeyer& keyer, const Stage& stage);
+
+ private:
+  std::unordered_map<std::string, int> index_;
 };
 
 //! Splits `block` into the parts the DP schedules one after another.
@@ -68,7 +72,7 @@ struct LatencyTable {
 //! Phase 2. Looks every stage up in `store` for the measurer's device;
 //! measures only the misses and commits each result as it arrives.
 //! `progress` is called now and then with the running counts.
-LatencyTable MeasureStages(const std::vector<StageSpec>& specs,
+LatencyTable MeasureStages(const Graph& graph, const std::vector<Stage>& stages,
                            const std::vector<std::string>& keys, db::ProfileStore& store,
                            Measurer& measurer, const SearchOptions& options,
                            const std::function<void(const MeasureProgress&)>& progress = {});
