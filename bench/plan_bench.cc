@@ -50,14 +50,14 @@ int main(int argc, char** argv) {
         const SearchPlan plan = PlanSearch(graph, options);
         enumerate_s.push_back(Seconds(t));
         // Any latency table will do for timing the DP; make one up.
-        std::vector<double> latency(plan.stages.size());
+        std::vector<double> latency(plan.stage_count());
         for (size_t i = 0; i < latency.size(); ++i) latency[i] = 0.01 + (i * 7919 % 1000) * 1e-3;
         t = Clock::now();
         const Schedule schedule = SolveSchedule(plan, latency, graph.blocks.size());
         solve_s.push_back(Seconds(t));
         total_s.push_back(enumerate_s.back() + solve_s.back());
         occurrences = plan.stage_occurrences;
-        distinct = plan.stages.size();
+        distinct = plan.stage_count();
         if (!(schedule.latency_ms > 0)) return 1;
       }
       std::printf("%-13s %-8s %9.3fs %9.3fs %9.3fs %12lld %10zu\n", model.name.c_str(),

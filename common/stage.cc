@@ -258,9 +258,10 @@ StageKeyer::StageKeyer(const Graph& graph)
     : graph_(graph), op_text_(OpTexts(graph)), shape_text_(ShapeTexts(graph)) {}
 
 // Must produce exactly StageSpec::Key() of MakeStageSpec(graph, stage).
-std::string StageKeyer::Key(const Stage& stage) {
+const std::string& StageKeyer::Key(const Stage& stage) {
   CanonicalGroups(graph_, stage, op_text_, shape_text_, scratch_);
-  std::vector<NodeId> externals;
+  std::vector<NodeId>& externals = externals_;
+  externals.clear();
   for (const auto& [signature, nodes] : scratch_) {
     for (NodeId id : nodes) {
       for (const Term& term : graph_.node(id).inputs) {
@@ -273,7 +274,8 @@ std::string StageKeyer::Key(const Stage& stage) {
       }
     }
   }
-  std::string key = "v1;";
+  std::string& key = key_;
+  key = "v1;";
   key += ToString(EffectiveStrategy(stage));
   key += ";in=";
   for (NodeId e : externals) {

@@ -65,12 +65,15 @@ StageSpec MakeStageSpec(const Graph& graph, const Stage& stage);
 class StageKeyer {
  public:
   explicit StageKeyer(const Graph& graph);
-  std::string Key(const Stage& stage);
+  //! The key of `stage`; the reference stays valid until the next call.
+  const std::string& Key(const Stage& stage);
 
  private:
   const Graph& graph_;
   std::vector<std::string> op_text_, shape_text_;
   std::vector<std::pair<std::string, std::vector<NodeId>>> scratch_;
+  std::vector<NodeId> externals_;
+  std::string key_;
 };
 
 //! The merge rule: every node a convolution with groups = 1, all reading the

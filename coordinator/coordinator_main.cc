@@ -182,12 +182,11 @@ int Evaluate(const CliOptions& cli) {
   }
   ProgressPrinter progress(cli.quiet);
   LatencyTable table =
-      MeasureStages(loaded.graph, plan.stages, plan.keys, *store, *measurer, cli.search,
-                    std::ref(progress));
+      MeasureStages(loaded.graph, plan, *store, *measurer, cli.search, std::ref(progress));
   const Schedule priced = PriceSchedule(blocks, table.latency_ms);
   const DeviceInfo& device = measurer->Device();
   std::printf("schedule %s (%s format, %zu distinct stages)\n", cli.evaluate.c_str(),
-              loaded.origin.c_str(), plan.stages.size());
+              loaded.origin.c_str(), plan.stage_count());
   std::printf("device %s%s, batch %d: %.3f ms%s\n", device.name.c_str(),
               device.simulated ? " (SIMULATED)" : "", cli.search.batch_size, priced.latency_ms,
               device.simulated ? " (simulated)" : "");

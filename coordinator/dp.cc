@@ -77,11 +77,12 @@ class PartSpace::Builder {
         }
       }
     }
-    closure_.assign(n_, 0);  // descendants, self included
+    std::vector<uint64_t>& closure = out_.closure_;
+    closure.assign(n_, 0);
     for (int u = n_ - 1; u >= 0; --u) {
-      closure_[u] = Bit(u);
+      closure[u] = Bit(u);
       for (uint64_t rest = successors_[u]; rest; rest &= rest - 1) {
-        closure_[u] |= closure_[std::countr_zero(rest)];
+        closure[u] |= closure[std::countr_zero(rest)];
       }
     }
   }
@@ -95,7 +96,7 @@ class PartSpace::Builder {
       for (int u = n_ - 1; u >= 0; --u) {
         if (!(remaining & Bit(u))) continue;
         depth[u] = 1;
-        for (uint64_t rest = closure_[u] & remaining & ~Bit(u); rest; rest &= rest - 1) {
+        for (uint64_t rest = out_.closure_[u] & remaining & ~Bit(u); rest; rest &= rest - 1) {
           const int v = std::countr_zero(rest);
           if (depth[v] + 1 > depth[u]) {
             depth[u] = depth[v] + 1;
@@ -143,38 +144,8 @@ class PartSpace::Builder {
     const uint64_t key_high = strategy == Strategy::kMerge ? 1 : 0;
     auto& index = key_high ? merge_stage_index_ : parallel_stage_index_;
     auto [it, inserted] = index.emplace(ending, static_cast<uint32_t>(out_.stages_.size()));
-    if (inserted) out_.stages_.push_back(MakeStage(strategy, ending));
+    if (inserted) out_.stages_.push_back({ending, strategy});
     return it->second;
-  }
-
-  Stage MakeStage(Strategy strategy, uint64_t ending) const {
-    Stage stage;
-    stage.strategy = strategy;
-    if (strategy == Strategy::kMerge) {
-      for (uint64_t rest = ending; rest; rest &= rest - 1) {
-        stage.groups.push_back({out_.part_[std::countr_zero(rest)]});
-      }
-      return stage;
-    }
-    // Heads are the ops of the ending no other op of it reaches; each head's
-    // group is its descendants inside the ending.
-    for (uint64_t rest = ending; rest; rest &= rest - 1) {
-      const int u = std::countr_zero(rest);
-      bool head = true;
-      for (uint64_t others = ending & ~Bit(u); others; others &= others - 1) {
-        if (closure_[std::countr_zero(others)] & Bit(u)) {
-          head = false;
-          break;
-        }
-      }
-      if (!head) continue;
-      std::vector<NodeId> group;
-      for (uint64_t g = closure_[u] & ending; g; g &= g - 1) {
-        group.push_back(out_.part_[std::countr_zero(g)]);
-      }
-      stage.groups.push_back(std::move(group));
-    }
-    return stage;
   }
 
   struct Ending {
@@ -218,7 +189,7 @@ class PartSpace::Builder {
       const int begin = std::max(0, end - options_.max_group_size);
       candidates_[c].clear();
       for (int i = begin; i < end; ++i) {
-        const uint64_t group = closure_[chains_[c][i]] & state;
+        const uint64_t group = out_.closure_[chains_[c][i]] & state;
         if (std::popcount(group) <= options_.max_group_size) candidates_[c].push_back(group);
       }
     }
@@ -264,7 +235,7 @@ class PartSpace::Builder {
   const DpOptions& options_;
   PartSpace& out_;
   const int n_;
-  std::vector<uint64_t> successors_, closure_, chain_masks_;
+  std::vector<uint64_t> successors_, chain_masks_;
   std::vector<std::vector<int>> chains_;
   std::vector<int> merge_class_;
   std::vector<std::vector<uint64_t>> candidates_;
@@ -287,6 +258,48 @@ PartSpace PartSpace::Enumerate(const Graph& graph, const std::vector<NodeId>& pa
   Builder builder(graph, options, space);
   builder.Run();
   return space;
+}
+
+Stage PartSpace::stage(int id) const {
+  Stage out;
+  FillStage(id, out);
+  return out;
+}
+
+void PartSpace::FillStage(int id, Stage& out) const {
+  const CompactStage& compact = stages_.at(id);
+  out.strategy = compact.strategy;
+  size_t groups = 0;
+  auto next_group = [&]() -> std::vector<NodeId>& {
+    if (out.groups.size() <= groups) out.groups.emplace_back();
+    out.groups[groups].clear();
+    return out.groups[groups++];
+  };
+  const uint64_t ending = compact.ops;
+  if (compact.strategy == Strategy::kMerge) {
+    for (uint64_t rest = ending; rest; rest &= rest - 1) {
+      next_group().push_back(part_[std::countr_zero(rest)]);
+    }
+  } else {
+    // Heads are the ops of the ending that no other op of it reaches; each
+    // head's group is its descendants inside the ending.
+    for (uint64_t rest = ending; rest; rest &= rest - 1) {
+      const int u = std::countr_zero(rest);
+      bool head = true;
+      for (uint64_t others = ending & ~Bit(u); others; others &= others - 1) {
+        if (closure_[std::countr_zero(others)] & Bit(u)) {
+          head = false;
+          break;
+        }
+      }
+      if (!head) continue;
+      std::vector<NodeId>& group = next_group();
+      for (uint64_t g = closure_[u] & ending; g; g &= g - 1) {
+        group.push_back(part_[std::countr_zero(g)]);
+      }
+    }
+  }
+  out.groups.resize(groups);
 }
 
 PartSpace::Solution PartSpace::Solve(const std::vector<double>& stage_latency_ms) const {

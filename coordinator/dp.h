@@ -38,8 +38,13 @@ class PartSpace {
   static PartSpace Enumerate(const Graph& graph, const std::vector<NodeId>& part,
                              const DpOptions& options);
 
-  //! Distinct candidate stages, by strategy and operator set.
-  const std::vector<Stage>& stages() const { return stages_; }
+  //! Number of distinct candidate stages (by strategy and operator set);
+  //! stage ids are 0..stage_count()-1.
+  int stage_count() const { return static_cast<int>(stages_.size()); }
+  //! Candidate stage `id` in terms of the graph's node ids.
+  Stage stage(int id) const;
+  //! Same, reusing `out`'s storage (for hot loops over every stage).
+  void FillStage(int id, Stage& out) const;
   int64_t state_count() const { return static_cast<int64_t>(states_.size()) - 1; }  // non-empty
   int64_t transition_count() const { return static_cast<int64_t>(transitions_.size()); }
   //! Number of distinct schedules (paths from the full part to the empty set).
@@ -51,7 +56,7 @@ class PartSpace {
 
   struct Solution {
     double latency_ms = std::numeric_limits<double>::infinity();
-    std::vector<int> stage_sequence;  // indices into stages(), in execution order
+    std::vector<int> stage_sequence;  // stage ids, in execution order
   };
   //! Runs the DP on a latency per stage (infinity: failed or unusable).
   Solution Solve(const std::vector<double>& stage_latency_ms) const;
@@ -65,10 +70,16 @@ class PartSpace {
     uint32_t stage = 0;
     uint32_t next_state = 0;
   };
+  // A stage kept as its operator set: the grouping follows from the graph.
+  struct CompactStage {
+    uint64_t ops = 0;
+    Strategy strategy = Strategy::kParallel;
+  };
   class Builder;
 
   std::vector<NodeId> part_;
-  std::vector<Stage> stages_;
+  std::vector<uint64_t> closure_;  // per local op: its descendants in the part, itself included
+  std::vector<CompactStage> stages_;
   std::vector<State> states_;             // [0] is the empty state
   std::vector<Transition> transitions_;
   std::vector<uint32_t> solve_order_;     // every state after all its successors

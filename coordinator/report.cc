@@ -39,7 +39,7 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
                   ids.size(), measured, ids.size() - measured);
   }
   const MeasureProgress& s = o.table.stats;
-  out << "\ndistinct stages " << o.plan.stages.size() << " (" << o.plan.stage_occurrences
+  out << "\ndistinct stages " << o.plan.stage_count() << " (" << o.plan.stage_occurrences
       << " counted per part); measured " << s.measured << ", reused from DB " << s.reused
       << ", failed " << s.failed << "\n";
   if (s.measured == 0) out << "nothing measured: every stage came from the profiling DB\n";

@@ -32,14 +32,24 @@ std::unique_ptr<Measurer> MakeLocalMeasurer(std::unique_ptr<worker::Backend> bac
   return std::make_unique<LocalMeasurer>(std::move(backend));
 }
 
-int SearchPlan::Intern(StageKeyer& keyer, const Stage& stage) {
-  std::string key = keyer.Key(stage);
-  auto [it, inserted] = index_.emplace(key, static_cast<int>(stages.size()));
-  if (inserted) {
-    stages.push_back(stage);
-    keys.push_back(std::move(key));
+int SearchPlan::Intern(StageKeyer& keyer, const Stage& stage, int part, int local) {
+  const std::string& key = keyer.Key(stage);
+  if (auto it = index_.find(std::string_view(key)); it != index_.end()) return it->second;
+  const int id = static_cast<int>(keys.size());
+  index_.emplace(key, id);
+  keys.push_back(key);
+  if (part < 0) {
+    refs_.push_back({-1, static_cast<int>(loose_stages_.size())});
+    loose_stages_.push_back(stage);
+  } else {
+    refs_.push_back({part, local});
   }
-  return it->second;
+  return id;
+}
+
+Stage SearchPlan::StageOf(int id) const {
+  const StageRef& ref = refs_.at(id);
+  return ref.part < 0 ? loose_stages_.at(ref.local) : parts.at(ref.part).space.stage(ref.local);
 }
 
 std::vector<std::vector<NodeId>> PartsOf(const Block& block, int max_part_size) {
@@ -66,11 +76,14 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options) {
     for (size_t p = 0; p < parts.size(); ++p) {
       PartPlan part{static_cast<int>(b), static_cast<int>(p), parts[p],
                     PartSpace::Enumerate(graph, parts[p], options.dp), {}};
-      part.stage_ids.reserve(part.space.stages().size());
-      for (const Stage& stage : part.space.stages()) {
-        part.stage_ids.push_back(plan.Intern(keyer, stage));
+      const int part_index = static_cast<int>(plan.parts.size());
+      part.stage_ids.reserve(part.space.stage_count());
+      Stage stage;
+      for (int local = 0; local < part.space.stage_count(); ++local) {
+        part.space.FillStage(local, stage);
+        part.stage_ids.push_back(plan.Intern(keyer, stage, part_index, local));
       }
-      plan.stage_occurrences += static_cast<int64_t>(part.space.stages().size());
+      plan.stage_occurrences += part.space.stage_count();
       plan.parts.push_back(std::move(part));
     }
     BlockSchedule sequential, greedy;
@@ -86,8 +99,7 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options) {
   return plan;
 }
 
-LatencyTable MeasureStages(const Graph& graph, const std::vector<Stage>& stages,
-                           const std::vector<std::string>& keys, db::ProfileStore& store,
+LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::ProfileStore& store,
                            Measurer& measurer, const SearchOptions& options,
                            const std::function<void(const MeasureProgress&)>& progress) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -98,16 +110,16 @@ LatencyTable MeasureStages(const Graph& graph, const std::vector<Stage>& stages,
   const DeviceInfo& device = measurer.Device();
   const std::string settings_key = options.settings.Key();
   store.UpsertDevice(device);
-  LatencyTable table{std::vector<double>(stages.size(), kInf),
-                     std::vector<bool>(stages.size(), false),
-                     {static_cast<int64_t>(stages.size()), 0, 0, 0, 0}};
+  const std::vector<std::string>& keys = plan.keys;
+  LatencyTable table{std::vector<double>(keys.size(), kInf), std::vector<bool>(keys.size(), false),
+                     {static_cast<int64_t>(keys.size()), 0, 0, 0, 0}};
   // Specs only for the stages to measure: a search may have 10^5 candidates.
   std::vector<StageSpec> specs;
   std::vector<double>& latency = table.latency_ms;
   MeasureProgress& stats = table.stats;
   std::vector<size_t> missing;
   store.RunInTransaction([&] {
-    for (size_t i = 0; i < stages.size(); ++i) {
+    for (size_t i = 0; i < keys.size(); ++i) {
       const db::MeasurementKey key{keys[i], device.fingerprint, options.batch_size, settings_key};
       if (auto stored = store.Lookup(key)) {
         ++stats.reused;
@@ -117,7 +129,7 @@ LatencyTable MeasureStages(const Graph& graph, const std::vector<Stage>& stages,
           ++stats.failed;
         }
       } else {
-        specs.push_back(MakeStageSpec(graph, stages[i]));
+        specs.push_back(MakeStageSpec(graph, plan.StageOf(static_cast<int>(i))));
         store.UpsertStage(keys[i], specs.back().Describe());
         missing.push_back(i);
         table.measured_now[i] = true;
@@ -166,7 +178,7 @@ Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latenc
     }
     for (int s : solution.stage_sequence) {
       const int id = part.stage_ids[s];
-      schedule.blocks.at(part.block).push_back({part.space.stages()[s], id, latency[id]});
+      schedule.blocks.at(part.block).push_back({part.space.stage(s), id, latency[id]});
     }
     schedule.latency_ms += solution.latency_ms;
   }
@@ -202,8 +214,7 @@ SearchOutcome RunSearch(const Graph& graph, const std::string& model, const Sear
   outcome.enumerate_s = seconds_since(t);
   t = Clock::now();
   outcome.table =
-      MeasureStages(graph, outcome.plan.stages, outcome.plan.keys, store, measurer, options,
-                    progress);
+      MeasureStages(graph, outcome.plan, store, measurer, options, progress);
   store.LinkModelStages(model, outcome.plan.keys);
   outcome.measure_s = seconds_since(t);
   t = Clock::now();

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -40,16 +41,30 @@ using BlockSchedule = std::vector<std::pair<Stage, int>>;
 //! Output of the enumerate phase: everything that must be measured.
 struct SearchPlan {
   std::vector<PartPlan> parts;
-  std::vector<Stage> stages;       // distinct stages (one representative each)
-  std::vector<std::string> keys;   // their canonical keys
+  std::vector<std::string> keys;   // canonical key of each distinct stage, by stage id
   int64_t stage_occurrences = 0;   // candidate stages counted per part, before dedupe
   std::vector<BlockSchedule> sequential, greedy;  // baselines, per block
 
-  //! Id of `stage`, adding it to stages if new. `keyer` is of the same graph.
-  int Intern(StageKeyer& keyer, const Stage& stage);
+  size_t stage_count() const { return keys.size(); }
+  //! Distinct stage `id` (one representative of its key).
+  Stage StageOf(int id) const;
+  //! Id of `stage`, registering it if its key is new. `keyer` is of the
+  //! plan's graph. `part` / `local`: where the stage lives in parts (so it
+  //! need not be copied); part -1 keeps a copy.
+  int Intern(StageKeyer& keyer, const Stage& stage, int part = -1, int local = 0);
 
  private:
-  std::unordered_map<std::string, int> index_;
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  struct StageRef {
+    int part = -1;  // -1: loose_stages_[local]
+    int local = 0;
+  };
+  std::vector<StageRef> refs_;
+  std::vector<Stage> loose_stages_;  // baselines, evaluated schedules
+  std::unordered_map<std::string, int, StringHash, std::equal_to<>> index_;
 };
 
 //! Splits `block` into the parts the DP schedules one after another.
@@ -72,8 +87,7 @@ struct LatencyTable {
 //! Phase 2. Looks every stage up in `store` for the measurer's device;
 //! measures only the misses and commits each result as it arrives.
 //! `progress` is called now and then with the running counts.
-LatencyTable MeasureStages(const Graph& graph, const std::vector<Stage>& stages,
-                           const std::vector<std::string>& keys, db::ProfileStore& store,
+LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::ProfileStore& store,
                            Measurer& measurer, const SearchOptions& options,
                            const std::function<void(const MeasureProgress&)>& progress = {});
 

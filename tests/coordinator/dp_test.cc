@@ -179,7 +179,9 @@ TEST_P(DpBruteForceTest, MatchesBruteForceOnRandomSmallGraphs) {
     const Graph g = MakeDag(n, RandomDagEdges(n, rng, trial % 3 == 0 ? 0.2 : 0.45));
     const PartSpace space = PartSpace::Enumerate(g, AllOps(g), options);
     std::vector<double> latency;
-    for (const Stage& stage : space.stages()) latency.push_back(FakeLatency(stage, trial));
+    for (int i = 0; i < space.stage_count(); ++i) {
+      latency.push_back(FakeLatency(space.stage(i), trial));
+    }
     const auto solution = space.Solve(latency);
     BruteForce brute(g, options, trial);
     const auto [best, count] = brute.Walk((uint64_t{1} << n) - 1);
@@ -190,12 +192,13 @@ TEST_P(DpBruteForceTest, MatchesBruteForceOnRandomSmallGraphs) {
     std::vector<bool> done(n + 1, false);
     for (int s : solution.stage_sequence) {
       total += latency[s];
-      for (const auto& group : space.stages()[s].groups) {
+      const Stage stage = space.stage(s);
+      for (const auto& group : stage.groups) {
         for (NodeId id : group) {
           for (const Term& t : g.node(id).inputs) {
             for (const Slice& sl : t) {
               bool same_stage = false;
-              for (const auto& gg : space.stages()[s].groups) {
+              for (const auto& gg : stage.groups) {
                 same_stage |= std::find(gg.begin(), gg.end(), sl.producer) != gg.end();
               }
               EXPECT_TRUE(sl.producer == 0 || done[sl.producer] || same_stage);
@@ -203,7 +206,7 @@ TEST_P(DpBruteForceTest, MatchesBruteForceOnRandomSmallGraphs) {
           }
         }
       }
-      for (const auto& group : space.stages()[s].groups) {
+      for (const auto& group : stage.groups) {
         for (NodeId id : group) done[id] = true;
       }
     }
@@ -272,10 +275,12 @@ TEST(MergeRuleTest, MergeStrategyEnumeratesEverySinkSubset) {
   // From {1,2,3}: 7 subsets; from each pair: 3; from singletons: 1.
   EXPECT_EQ(space.transition_count(), 7 + 3 * 3 + 3 * 1);
   std::vector<double> latency;
-  for (const Stage& s : space.stages()) latency.push_back(s.groups.size() == 3 ? 1.0 : 5.0);
+  for (int i = 0; i < space.stage_count(); ++i) {
+    latency.push_back(space.stage(i).groups.size() == 3 ? 1.0 : 5.0);
+  }
   const auto best = space.Solve(latency);
   ASSERT_EQ(best.stage_sequence.size(), 1u);
-  EXPECT_EQ(space.stages()[best.stage_sequence[0]].strategy, Strategy::kMerge);
+  EXPECT_EQ(space.stage(best.stage_sequence[0]).strategy, Strategy::kMerge);
 }
 
 TEST(BaselineTest, SequentialAndGreedyCoverEveryOperatorInOrder) {
@@ -299,8 +304,8 @@ TEST(PartSpaceTest, FailedStagesAreAvoided) {
   const Graph g = MakeDag(2, {});
   const PartSpace space = PartSpace::Enumerate(g, AllOps(g), {3, 8, StrategySet::kParallel});
   std::vector<double> latency;
-  for (const Stage& s : space.stages()) {
-    latency.push_back(s.groups.size() == 2 ? INFINITY : 1.0);
+  for (int i = 0; i < space.stage_count(); ++i) {
+    latency.push_back(space.stage(i).groups.size() == 2 ? INFINITY : 1.0);
   }
   const auto best = space.Solve(latency);
   EXPECT_DOUBLE_EQ(best.latency_ms, 2.0);
