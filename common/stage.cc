@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <numeric>
+#include <numeric>
 #include <string>
 #include <unordered_map>
 
@@ -115,38 +116,88 @@ void AppendRange(std::string& out, int begin, int end) {
   out += "]+";
 }
 
-// A group described without reference to other groups: externals are named
-// by their shape and by first use inside the group. Sorting groups by this
-// text gives an order that does not depend on node names or positions.
-// `nodes` must be sorted (graph order is topological).
-void DescribeGroupLocally(const Graph& graph, const std::vector<NodeId>& nodes,
-                          const std::vector<std::string>& op_text,
-                          const std::vector<std::string>& shape_text, std::string& sig) {
-  sig.clear();
-  std::vector<NodeId> externals;  // a group has a handful of inputs: linear search wins
-  for (NodeId id : nodes) {
-    sig += op_text[id];
-    sig += '<';
-    for (const Term& term : graph.node(id).inputs) {
-      for (const Slice& s : term) {
-        const auto local = std::find(nodes.begin(), nodes.end(), s.producer);
-        if (local != nodes.end()) {
-          sig += 'L';
-          AppendInt(sig, static_cast<int>(local - nodes.begin()));
+// One op in a group's local description: internal inputs by position among
+// the ops placed so far, external ones by first use inside the group (new
+// ones numbered from externals.size(), in order) plus their shape.
+void DescribeOpLocally(const Graph& graph, NodeId id, const std::vector<NodeId>& placed,
+                       const std::vector<NodeId>& externals, const std::vector<std::string>& op_text,
+                       const std::vector<std::string>& shape_text, std::string& out,
+                       std::vector<NodeId>* new_externals) {
+  out += op_text[id];
+  out += '<';
+  std::vector<NodeId> fresh;
+  for (const Term& term : graph.node(id).inputs) {
+    for (const Slice& s : term) {
+      const auto local = std::find(placed.begin(), placed.end(), s.producer);
+      if (local != placed.end()) {
+        out += 'L';
+        AppendInt(out, static_cast<int>(local - placed.begin()));
+      } else {
+        int index;
+        if (auto ext = std::find(externals.begin(), externals.end(), s.producer);
+            ext != externals.end()) {
+          index = static_cast<int>(ext - externals.begin());
         } else {
-          auto ext = std::find(externals.begin(), externals.end(), s.producer);
-          if (ext == externals.end()) ext = externals.insert(externals.end(), s.producer);
-          sig += 'X';
-          AppendInt(sig, static_cast<int>(ext - externals.begin()));
-          sig += ':';
-          sig += shape_text[s.producer];
+          auto f = std::find(fresh.begin(), fresh.end(), s.producer);
+          if (f == fresh.end()) f = fresh.insert(fresh.end(), s.producer);
+          index = static_cast<int>(externals.size() + (f - fresh.begin()));
         }
-        AppendRange(sig, s.begin, s.end);
+        out += 'X';
+        AppendInt(out, index);
+        out += ':';
+        out += shape_text[s.producer];
       }
-      sig += '|';
+      AppendRange(out, s.begin, s.end);
     }
-    sig += '>';
+    out += '|';
   }
+  out += '>';
+  if (new_externals) *new_externals = std::move(fresh);
+}
+
+// Puts a group's ops in canonical order and describes the group without
+// reference to other groups. The order is topological; among ops ready at
+// the same time the one with the smallest description goes first, so the
+// order does not depend on node numbering. `externals` receives the group's
+// outside inputs in order of first use.
+void CanonicalizeGroup(const Graph& graph, std::vector<NodeId>& nodes,
+                       const std::vector<std::string>& op_text,
+                       const std::vector<std::string>& shape_text, std::string& sig,
+                       std::vector<NodeId>& externals) {
+  sig.clear();
+  externals.clear();
+  std::sort(nodes.begin(), nodes.end());  // graph order is topological
+  std::vector<NodeId> placed, fresh;
+  placed.reserve(nodes.size());
+  std::string best, candidate;
+  while (placed.size() < nodes.size()) {
+    NodeId chosen = -1;
+    std::vector<NodeId> chosen_fresh;
+    for (NodeId id : nodes) {
+      if (std::find(placed.begin(), placed.end(), id) != placed.end()) continue;
+      bool ready = true;
+      for (const Term& term : graph.node(id).inputs) {
+        for (const Slice& s : term) {
+          if (std::find(nodes.begin(), nodes.end(), s.producer) != nodes.end() &&
+              std::find(placed.begin(), placed.end(), s.producer) == placed.end()) {
+            ready = false;
+          }
+        }
+      }
+      if (!ready) continue;
+      candidate.clear();
+      DescribeOpLocally(graph, id, placed, externals, op_text, shape_text, candidate, &fresh);
+      if (chosen < 0 || candidate < best) {
+        chosen = id;
+        best.swap(candidate);
+        chosen_fresh.swap(fresh);
+      }
+    }
+    sig += best;
+    placed.push_back(chosen);
+    externals.insert(externals.end(), chosen_fresh.begin(), chosen_fresh.end());
+  }
+  nodes = std::move(placed);
 }
 
 std::vector<std::string> OpTexts(const Graph& graph) {
@@ -161,19 +212,54 @@ std::vector<std::string> ShapeTexts(const Graph& graph) {
   return texts;
 }
 
-// Groups sorted by their local description: the canonical group order.
+using detail::CanonicalGroup;
+
+// Groups sorted by their local description: the canonical group order. When
+// two groups look alike on their own, what their outside inputs are shared
+// with decides (each input is coloured by its shape and by which groups read
+// it, at which local position), so the order does not depend on names.
 void CanonicalGroups(const Graph& graph, const Stage& stage, const std::vector<std::string>& op_text,
                      const std::vector<std::string>& shape_text,
-                     std::vector<std::pair<std::string, std::vector<NodeId>>>& groups) {
+                     std::vector<CanonicalGroup>& groups) {
   groups.resize(stage.groups.size());
   for (size_t g = 0; g < stage.groups.size(); ++g) {
     if (stage.groups[g].empty()) throw Error("stage has an empty group");
-    groups[g].second = stage.groups[g];
-    std::sort(groups[g].second.begin(), groups[g].second.end());
-    DescribeGroupLocally(graph, groups[g].second, op_text, shape_text, groups[g].first);
+    groups[g].nodes = stage.groups[g];
+    CanonicalizeGroup(graph, groups[g].nodes, op_text, shape_text, groups[g].signature,
+                      groups[g].externals);
   }
-  std::stable_sort(groups.begin(), groups.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  auto by_signature = [](const CanonicalGroup& a, const CanonicalGroup& b) {
+    return a.signature < b.signature;
+  };
+  std::sort(groups.begin(), groups.end(), by_signature);
+  bool tied = false;
+  for (size_t g = 1; g < groups.size(); ++g) tied |= groups[g].signature == groups[g - 1].signature;
+  if (!tied) return;
+  std::unordered_map<NodeId, std::vector<std::string>> uses;
+  for (const CanonicalGroup& group : groups) {
+    for (size_t j = 0; j < group.externals.size(); ++j) {
+      uses[group.externals[j]].push_back(group.signature + "#" + std::to_string(j));
+    }
+  }
+  std::vector<std::string> refined(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    refined[g] = groups[g].signature;
+    for (NodeId e : groups[g].externals) {
+      std::vector<std::string>& u = uses[e];
+      std::sort(u.begin(), u.end());
+      refined[g] += "{";
+      for (const std::string& x : u) refined[g] += x + ";";
+      refined[g] += "}";
+    }
+  }
+  std::vector<size_t> order(groups.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return refined[a] < refined[b]; });
+  std::vector<CanonicalGroup> sorted;
+  sorted.reserve(groups.size());
+  for (size_t i : order) sorted.push_back(std::move(groups[i]));
+  groups = std::move(sorted);
 }
 
 Strategy EffectiveStrategy(const Stage& stage) {
@@ -224,10 +310,11 @@ StageSpec MakeStageSpec(const Graph& graph, const Stage& stage) {
       throw Error("stage is not mergeable: its operators must be convolutions of one input");
     }
   }
-  std::vector<std::pair<std::string, std::vector<NodeId>>> groups;
+  std::vector<CanonicalGroup> groups;
   CanonicalGroups(graph, stage, OpTexts(graph), ShapeTexts(graph), groups);
   std::unordered_map<NodeId, int> external_index;
-  for (const auto& [signature, nodes] : groups) {
+  for (const CanonicalGroup& group : groups) {
+    const std::vector<NodeId>& nodes = group.nodes;
     std::vector<StageOp> ops;
     for (NodeId id : nodes) {
       const Node& node = graph.node(id);
@@ -262,16 +349,9 @@ const std::string& StageKeyer::Key(const Stage& stage) {
   CanonicalGroups(graph_, stage, op_text_, shape_text_, scratch_);
   std::vector<NodeId>& externals = externals_;
   externals.clear();
-  for (const auto& [signature, nodes] : scratch_) {
-    for (NodeId id : nodes) {
-      for (const Term& term : graph_.node(id).inputs) {
-        for (const Slice& s : term) {
-          if (std::find(nodes.begin(), nodes.end(), s.producer) == nodes.end() &&
-              std::find(externals.begin(), externals.end(), s.producer) == externals.end()) {
-            externals.push_back(s.producer);
-          }
-        }
-      }
+  for (const CanonicalGroup& group : scratch_) {
+    for (NodeId e : group.externals) {
+      if (std::find(externals.begin(), externals.end(), e) == externals.end()) externals.push_back(e);
     }
   }
   std::string& key = key_;
@@ -282,7 +362,8 @@ const std::string& StageKeyer::Key(const Stage& stage) {
     key += shape_text_[e];
     key += ',';
   }
-  for (const auto& [signature, nodes] : scratch_) {
+  for (const CanonicalGroup& group : scratch_) {
+    const std::vector<NodeId>& nodes = group.nodes;
     key += ";g=";
     for (NodeId id : nodes) {
       key += op_text_[id];

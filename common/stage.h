@@ -59,6 +59,15 @@ struct StageSpec {
 //! share one key. Throws ios::Error if a merge stage is not mergeable.
 StageSpec MakeStageSpec(const Graph& graph, const Stage& stage);
 
+namespace detail {
+//! A group in canonical form (used by StageKeyer's scratch space).
+struct CanonicalGroup {
+  std::string signature;          // the group described on its own
+  std::vector<NodeId> nodes;      // canonical order
+  std::vector<NodeId> externals;  // outside inputs, in order of first use
+};
+}  // namespace detail
+
 //! Computes canonical keys of many stages of one graph quickly: per-node
 //! text is prepared once, and no StageSpec is built. Key(stage) always equals
 //! MakeStageSpec(graph, stage).Key(). Borrows `graph`, which must outlive it.
@@ -71,7 +80,7 @@ class StageKeyer {
  private:
   const Graph& graph_;
   std::vector<std::string> op_text_, shape_text_;
-  std::vector<std::pair<std::string, std::vector<NodeId>>> scratch_;
+  std::vector<detail::CanonicalGroup> scratch_;
   std::vector<NodeId> externals_;
   std::string key_;
 };

@@ -1,1 +1,734 @@
+// The three search phases end to end: enumerate, measure (on the simulated
+// V100, into a real SQLite profile store), solve; and the schedule file.
+#include "coordinator/search.h"
+
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/ios_json.h"
+#include "common/zoo.h"
+#include "coordinator/measurer.h"
+#include "coordinator/schedule_json.h"
+#include "db/profile_store.h"
+#include "tests/common/test_paths.h"
+#include "worker/sim_backend.h"
+
+namespace ios::coordinator {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// ------------------------------------------------------------ test doubles
+
+// Measures on the simulated V100 and counts what it was asked to measure.
+// With `fail_merges`, every merge stage fails with out-of-memory instead.
+class CountingMeasurer final : public Measurer {
+ public:
+  explicit CountingMeasurer(bool fail_merges = false)
+      : inner_(MakeLocalMeasurer(worker::CreateSimBackend("v100"))), fail_merges_(fail_merges) {}
+
+  const DeviceInfo& Device() const override { return inner_->Device(); }
+
+  void MeasureAll(const std::vector<const StageSpec*>& specs, int batch_size,
+                  const MeasureSettings& settings,
+                  const std::function<void(size_t, const MeasureResult&)>& on_result) override {
+    ++calls;
+    asked += static_cast<int64_t>(specs.size());
+    std::vector<const StageSpec*> pass;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (fail_merges_ && specs[i]->strategy == Strategy::kMerge) {
+        MeasureResult oom;
+        oom.error = MeasureError::kOutOfMemory;
+        oom.error_message = "test double: merge stages run out of memory";
+        ++failed_merges;
+        on_result(i, oom);
+      } else {
+        pass.push_back(specs[i]);
+        index.push_back(i);
+      }
+    }
+    inner_->MeasureAll(pass, batch_size, settings,
+                       [&](size_t j, const MeasureResult& r) { on_result(index.at(j), r); });
+  }
+
+  int calls = 0;
+  int64_t asked = 0, failed_merges = 0;
+
+ private:
+  std::unique_ptr<Measurer> inner_;
+  bool fail_merges_;
+};
+
+// ----------------------------------------------------------------- helpers
+
+SearchOptions DefaultOptions(int batch = 1) {
+  SearchOptions options;
+  options.dp.max_group_size = 3;
+  options.dp.max_groups = 8;
+  options.dp.strategies = StrategySet::kBoth;
+  options.batch_size = batch;
+  return options;
+}
+
+// A fresh directory per test, removed afterwards.
+class TempDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "ios_search_test.XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string PathIn(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+// Where every node of `graph` runs: {block, stage index in block, group}.
+struct Placement {
+  int block = -1, stage = -1, group = -1, position = -1;
+};
+
+std::string NodeName(const Graph& g, NodeId id) { return g.node(id).name; }
+
+// Checks that `schedule` runs every operator exactly once, in the block it
+// belongs to, after its producers (earlier stage, or earlier in its group).
+void ExpectValidSchedule(const Graph& g, const Schedule& schedule) {
+  ASSERT_EQ(schedule.blocks.size(), g.blocks.size());
+  std::vector<Placement> where(g.nodes.size());
+  int seen = 0;
+  for (size_t b = 0; b < schedule.blocks.size(); ++b) {
+    const std::vector<NodeId> ops = g.blocks[b].Operators();
+    const std::set<NodeId> in_block(ops.begin(), ops.end());
+    for (size_t s = 0; s < schedule.blocks[b].size(); ++s) {
+      const Stage& stage = schedule.blocks[b][s].stage;
+      for (size_t gi = 0; gi < stage.groups.size(); ++gi) {
+        for (size_t p = 0; p < stage.groups[gi].size(); ++p) {
+          const NodeId id = stage.groups[gi][p];
+          EXPECT_EQ(where[id].block, -1) << NodeName(g, id) << " scheduled twice";
+          EXPECT_TRUE(in_block.count(id)) << NodeName(g, id) << " scheduled in block " << b;
+          where[id] = {static_cast<int>(b), static_cast<int>(s), static_cast<int>(gi),
+                       static_cast<int>(p)};
+          ++seen;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(seen, g.OperatorCount());
+  for (NodeId id = 1; id < static_cast<NodeId>(g.nodes.size()); ++id) {
+    const Placement& me = where[id];
+    EXPECT_NE(me.block, -1) << NodeName(g, id) << " is in no stage";
+    for (const Term& term : g.node(id).inputs) {
+      for (const Slice& s : term) {
+        if (s.producer == 0) continue;
+        const Placement& producer = where[s.producer];
+        const bool earlier = std::make_pair(producer.block, producer.stage) <
+                             std::make_pair(me.block, me.stage);
+        const bool same_group_before = producer.block == me.block && producer.stage == me.stage &&
+                                       producer.group == me.group && producer.position < me.position;
+        EXPECT_TRUE(earlier || same_group_before)
+            << NodeName(g, id) << " does not run after its producer " << NodeName(g, s.producer);
+      }
+    }
+  }
+}
+
+double SumOfStageLatencies(const Schedule& schedule) {
+  double sum = 0;
+  for (const auto& block : schedule.blocks) {
+    for (const ScheduledStage& s : block) sum += s.latency_ms;
+  }
+  return sum;
+}
+
+// The stages of a schedule as comparable values.
+std::vector<std::vector<std::pair<Strategy, std::vector<std::vector<NodeId>>>>> StagesOf(
+    const Schedule& schedule) {
+  std::vector<std::vector<std::pair<Strategy, std::vector<std::vector<NodeId>>>>> out;
+  for (const auto& block : schedule.blocks) {
+    out.emplace_back();
+    for (const ScheduledStage& s : block) out.back().emplace_back(s.stage.strategy, s.stage.groups);
+  }
+  return out;
+}
+
+int CountMergeStages(const Schedule& schedule) {
+  int merges = 0;
+  for (const auto& block : schedule.blocks) {
+    for (const ScheduledStage& s : block) {
+      merges += s.stage.strategy == Strategy::kMerge && s.stage.OperatorCount() > 1;
+    }
+  }
+  return merges;
+}
+
+db::MeasurementKey KeyFor(const std::string& stage_key, const Measurer& measurer, int batch,
+                          const SearchOptions& options) {
+  return {stage_key, measurer.Device().fingerprint, batch, options.settings.Key()};
+}
+
+// ----------------------------------------------------- search of squeezenet
+
+TEST(SearchTest, SqueezenetScheduleCoversEveryOperatorOnceAndIsNoSlowerThanSequential) {
+  const Graph g = BuildZooModel("squeezenet");
+  auto store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer measurer;
+  const SearchOutcome outcome = RunSearch(g, "squeezenet", DefaultOptions(), *store, measurer);
+
+  ExpectValidSchedule(g, outcome.ios);
+  ExpectValidSchedule(g, outcome.sequential);
+  ExpectValidSchedule(g, outcome.greedy);
+  EXPECT_TRUE(outcome.device.simulated);
+  EXPECT_TRUE(std::isfinite(outcome.ios.latency_ms));
+  EXPECT_GT(outcome.ios.latency_ms, 0);
+  EXPECT_LE(outcome.ios.latency_ms, outcome.sequential.latency_ms * (1 + 1e-12));
+  EXPECT_LT(outcome.ios.latency_ms, outcome.sequential.latency_ms)
+      << "squeezenet's fire modules leave room for concurrency";
+  // Greedy stages may be wider than s, so IOS need not beat it; report it.
+  RecordProperty("ios_ms", std::to_string(outcome.ios.latency_ms));
+  RecordProperty("greedy_ms", std::to_string(outcome.greedy.latency_ms));
+  RecordProperty("sequential_ms", std::to_string(outcome.sequential.latency_ms));
+  // First search on an empty store: everything measured, once.
+  EXPECT_EQ(outcome.table.stats.total, static_cast<int64_t>(outcome.plan.stage_count()));
+  EXPECT_EQ(outcome.table.stats.measured, outcome.table.stats.total);
+  EXPECT_EQ(outcome.table.stats.reused, 0);
+  EXPECT_EQ(outcome.table.stats.failed, 0);
+  EXPECT_EQ(measurer.asked, outcome.table.stats.total);
+}
+
+TEST_F(TempDirTest, RerunOnTheSameDbMeasuresNothingAndFindsTheSameSchedule) {
+  const Graph g = BuildZooModel("squeezenet");
+  const std::string db = PathIn("profile.db");
+  SearchOutcome first, second;
+  {
+    auto store = db::ProfileStore::Open(db);
+    CountingMeasurer measurer;
+    first = RunSearch(g, "squeezenet", DefaultOptions(), *store, measurer);
+  }
+  CountingMeasurer measurer;
+  {
+    auto store = db::ProfileStore::Open(db);  // reopened: results survive on disk
+    second = RunSearch(g, "squeezenet", DefaultOptions(), *store, measurer);
+  }
+  EXPECT_GT(first.table.stats.measured, 0);
+  EXPECT_EQ(second.table.stats.measured, 0);
+  EXPECT_EQ(second.table.stats.reused, second.table.stats.total);
+  EXPECT_EQ(second.table.stats.total, first.table.stats.total);
+  EXPECT_EQ(measurer.asked, 0);
+  EXPECT_EQ(second.table.latency_ms, first.table.latency_ms);
+  EXPECT_EQ(StagesOf(second.ios), StagesOf(first.ios));
+  EXPECT_DOUBLE_EQ(second.ios.latency_ms, first.ios.latency_ms);
+  EXPECT_DOUBLE_EQ(second.sequential.latency_ms, first.sequential.latency_ms);
+  EXPECT_DOUBLE_EQ(second.greedy.latency_ms, first.greedy.latency_ms);
+}
+
+TEST(SearchTest, AnotherBatchSizeMeasuresItsOwnStagesAndLeavesBatchOneUntouched) {
+  const Graph g = BuildZooModel("squeezenet");
+  auto store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer measurer;
+  const SearchOptions b1 = DefaultOptions(1), b2 = DefaultOptions(2);
+  const SearchOutcome one = RunSearch(g, "squeezenet", b1, *store, measurer);
+  std::vector<double> batch_one;
+  for (const std::string& key : one.plan.keys) {
+    const auto stored = store->Lookup(KeyFor(key, measurer, 1, b1));
+    ASSERT_TRUE(stored.has_value());
+    batch_one.push_back(stored->median_ms);
+  }
+
+  const SearchOutcome two = RunSearch(g, "squeezenet", b2, *store, measurer);
+  EXPECT_EQ(two.table.stats.measured, two.table.stats.total);
+  EXPECT_EQ(two.table.stats.reused, 0);
+  EXPECT_GT(two.ios.latency_ms, one.ios.latency_ms) << "twice the work takes longer";
+
+  int differ = 0;
+  for (size_t i = 0; i < one.plan.keys.size(); ++i) {
+    const auto at_one = store->Lookup(KeyFor(one.plan.keys[i], measurer, 1, b1));
+    const auto at_two = store->Lookup(KeyFor(one.plan.keys[i], measurer, 2, b2));
+    ASSERT_TRUE(at_one.has_value());
+    ASSERT_TRUE(at_two.has_value());
+    EXPECT_EQ(at_one->median_ms, batch_one[i]) << "batch-1 entry changed: " << one.plan.keys[i];
+    differ += at_one->median_ms != at_two->median_ms;
+  }
+  EXPECT_GT(differ, 0);
+
+  // And batch 1 again is still all reuse, with the batch-1 answer.
+  CountingMeasurer again;
+  const SearchOutcome three = RunSearch(g, "squeezenet", b1, *store, again);
+  EXPECT_EQ(three.table.stats.measured, 0);
+  EXPECT_DOUBLE_EQ(three.ios.latency_ms, one.ios.latency_ms);
+}
+
+// Renames every node (so no name is shared) and round-trips through IOS JSON.
+Graph RenamedCopy(const Graph& g, const std::string& prefix) {
+  Graph copy = g;
+  copy.name = prefix + g.name;
+  for (Node& node : copy.nodes) node.name = prefix + node.name;
+  return ParseIosJson(ToIosJson(copy), "renamed copy").graph;
+}
+
+TEST(SearchTest, RenamedCopyOfAModelReusesEveryStage) {
+  const Graph g = BuildZooModel("squeezenet");
+  const Graph renamed = RenamedCopy(g, "copy/");
+  ASSERT_NE(renamed.node(1).name, g.node(1).name);
+  auto store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer first_measurer, second_measurer;
+  const SearchOutcome first = RunSearch(g, "squeezenet", DefaultOptions(), *store, first_measurer);
+  const SearchOutcome second =
+      RunSearch(renamed, "squeezenet-renamed", DefaultOptions(), *store, second_measurer);
+  EXPECT_EQ(second.table.stats.measured, 0);
+  EXPECT_EQ(second.table.stats.reused, first.table.stats.total);
+  EXPECT_EQ(second_measurer.asked, 0);
+  EXPECT_EQ(second.plan.keys, first.plan.keys);
+  EXPECT_DOUBLE_EQ(second.ios.latency_ms, first.ios.latency_ms);
+}
+
+// The first blocks of squeezenet as a model of their own.
+Graph FirstBlocks(const Graph& g, size_t block_count) {
+  Graph head;
+  head.name = g.name + "-head";
+  const NodeId last = g.blocks.at(block_count - 1).exit;
+  head.nodes.assign(g.nodes.begin(), g.nodes.begin() + last + 1);
+  head.blocks.assign(g.blocks.begin(), g.blocks.begin() + block_count);
+  InferShapes(head);
+  return head;
+}
+
+TEST(SearchTest, ModelThatSharesBlocksWithAnEarlierOneReusesTheirStages) {
+  const Graph full = BuildZooModel("squeezenet");
+  const Graph head = FirstBlocks(full, 4);
+  ASSERT_LT(head.OperatorCount(), full.OperatorCount());
+  auto store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer measurer;
+  RunSearch(full, "squeezenet", DefaultOptions(), *store, measurer);
+  CountingMeasurer head_measurer;
+  const SearchOutcome outcome = RunSearch(head, "squeezenet-head", DefaultOptions(), *store, head_measurer);
+  EXPECT_GT(outcome.table.stats.total, 0);
+  EXPECT_EQ(outcome.table.stats.measured, 0);
+  EXPECT_EQ(head_measurer.asked, 0);
+  ExpectValidSchedule(head, outcome.ios);
+}
+
+// ------------------------------------------------------------- plan sizes
+
+TEST(SearchPlanTest, InceptionV3RepeatsStagesAcrossBlocksAndMatchesTheReferenceCount) {
+  const Graph g = BuildZooModel("inception_v3");
+  const SearchPlan plan = PlanSearch(g, DefaultOptions());
+  // IOS profiles 5,479 stages for Inception V3 at r=3 s=8 (both strategies),
+  // counting 119 one-operator stages twice (as merge and as parallel).
+  EXPECT_EQ(plan.stage_occurrences, 5479 - 119);
+  EXPECT_LT(static_cast<int64_t>(plan.stage_count()), plan.stage_occurrences)
+      << "Inception V3 repeats blocks, so some stages are shared";
+  std::set<std::string> distinct(plan.keys.begin(), plan.keys.end());
+  EXPECT_EQ(distinct.size(), plan.stage_count());
+  int64_t per_part = 0;
+  for (const PartPlan& part : plan.parts) per_part += part.space.stage_count();
+  EXPECT_EQ(per_part, plan.stage_occurrences);
+}
+
+// ---------------------------------------------------------- failed stages
+
+TEST(SearchTest, FailedMeasurementsAreStoredAvoidedAndNotRetried) {
+  const Graph g = BuildZooModel("squeezenet");
+  auto store = db::ProfileStore::Open(":memory:");
+  const SearchOptions options = DefaultOptions();
+
+  CountingMeasurer healthy;
+  {
+    auto scratch = db::ProfileStore::Open(":memory:");
+    const SearchOutcome normal = RunSearch(g, "squeezenet", options, *scratch, healthy);
+    ASSERT_GT(CountMergeStages(normal.ios), 0) << "precondition: merges win on the sim V100";
+  }
+
+  CountingMeasurer failing(/*fail_merges=*/true);
+  const SearchOutcome first = RunSearch(g, "squeezenet", options, *store, failing);
+  ASSERT_GT(failing.failed_merges, 0);
+  EXPECT_EQ(first.table.stats.failed, failing.failed_merges);
+  EXPECT_EQ(CountMergeStages(first.ios), 0);
+  EXPECT_TRUE(std::isfinite(first.ios.latency_ms));
+  ExpectValidSchedule(g, first.ios);
+
+  int stored_errors = 0;
+  for (size_t i = 0; i < first.plan.keys.size(); ++i) {
+    const auto stored = store->Lookup(KeyFor(first.plan.keys[i], failing, 1, options));
+    ASSERT_TRUE(stored.has_value()) << first.plan.keys[i];
+    if (!stored->ok()) {
+      ++stored_errors;
+      EXPECT_EQ(stored->error, MeasureError::kOutOfMemory);
+      EXPECT_TRUE(std::isinf(first.table.latency_ms[i]));
+    }
+  }
+  EXPECT_EQ(stored_errors, failing.failed_merges);
+  EXPECT_EQ(store->GetStats().failed_measurements, failing.failed_merges);
+
+  // A rerun with a healthy device of the same class reuses the stored errors.
+  CountingMeasurer rerun_measurer;
+  const SearchOutcome rerun = RunSearch(g, "squeezenet", options, *store, rerun_measurer);
+  EXPECT_EQ(rerun_measurer.asked, 0);
+  EXPECT_EQ(rerun.table.stats.measured, 0);
+  EXPECT_EQ(rerun.table.stats.failed, failing.failed_merges);
+  EXPECT_EQ(CountMergeStages(rerun.ios), 0);
+  EXPECT_EQ(StagesOf(rerun.ios), StagesOf(first.ios));
+}
+
+// ------------------------------------------------------------------ totals
+
+TEST(SearchTest, ScheduleTotalsAreTheSumsOfTheirStageLatencies) {
+  const Graph g = BuildZooModel("squeezenet");
+  auto store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer measurer;
+  const SearchOutcome outcome = RunSearch(g, "squeezenet", DefaultOptions(), *store, measurer);
+  for (const Schedule* schedule : {&outcome.ios, &outcome.sequential, &outcome.greedy}) {
+    EXPECT_NEAR(schedule->latency_ms, SumOfStageLatencies(*schedule), 1e-9 * schedule->latency_ms);
+    for (const auto& block : schedule->blocks) {
+      for (const ScheduledStage& s : block) {
+        EXPECT_EQ(s.latency_ms, outcome.table.latency_ms.at(s.stage_id));
+        EXPECT_EQ(outcome.plan.keys.at(s.stage_id), MakeStageSpec(g, s.stage).Key());
+      }
+    }
+  }
+  // Solving and pricing again from the table gives the same totals.
+  const Schedule solved = SolveSchedule(outcome.plan, outcome.table.latency_ms, g.blocks.size());
+  EXPECT_DOUBLE_EQ(solved.latency_ms, outcome.ios.latency_ms);
+  const Schedule priced = PriceSchedule(outcome.plan.sequential, outcome.table.latency_ms);
+  double expected = 0;
+  for (const BlockSchedule& block : outcome.plan.sequential) {
+    for (const auto& entry : block) expected += outcome.table.latency_ms.at(entry.second);
+  }
+  EXPECT_NEAR(priced.latency_ms, expected, 1e-9 * expected);
+  EXPECT_EQ(priced.blocks.size(), g.blocks.size());
+  // Re-pricing the IOS schedule itself reproduces its latency.
+  std::vector<BlockSchedule> ios_blocks;
+  for (const auto& block : outcome.ios.blocks) {
+    ios_blocks.emplace_back();
+    for (const ScheduledStage& s : block) ios_blocks.back().emplace_back(s.stage, s.stage_id);
+  }
+  EXPECT_NEAR(PriceSchedule(ios_blocks, outcome.table.latency_ms).latency_ms,
+              outcome.ios.latency_ms, 1e-9 * outcome.ios.latency_ms);
+}
+
+// ------------------------------------------------------ keyer vs full spec
+
+class PlanKeysTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PlanKeysTest, EveryCandidateStageKeyEqualsItsFullSpecKey) {
+  const Graph g = BuildZooModel(GetParam());
+  const SearchPlan plan = PlanSearch(g, DefaultOptions());
+  ASSERT_GT(plan.stage_count(), 0u);
+  StageKeyer keyer(g);
+  int64_t mismatches = 0, checked = 0;
+  for (const PartPlan& part : plan.parts) {
+    ASSERT_EQ(part.stage_ids.size(), static_cast<size_t>(part.space.stage_count()));
+    for (int local = 0; local < part.space.stage_count(); ++local) {
+      const Stage stage = part.space.stage(local);
+      const std::string spec_key = MakeStageSpec(g, stage).Key();
+      const std::string keyer_key = keyer.Key(stage);
+      const std::string& plan_key = plan.keys.at(part.stage_ids[local]);
+      if (spec_key != keyer_key || spec_key != plan_key) {
+        if (++mismatches <= 3) {
+          ADD_FAILURE() << "block " << part.block << " part " << part.part << " stage " << local
+                        << "\n spec:  " << spec_key << "\n keyer: " << keyer_key
+                        << "\n plan:  " << plan_key;
+        }
+      }
+      ++checked;
+    }
+  }
+  for (size_t id = 0; id < plan.stage_count(); ++id) {
+    const Stage stage = plan.StageOf(static_cast<int>(id));
+    EXPECT_EQ(MakeStageSpec(g, stage).Key(), plan.keys[id]) << "stage id " << id;
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << checked;
+  EXPECT_EQ(checked, plan.stage_occurrences);
+}
+
+// Reordering the groups of a stage does not make it another stage.
+TEST_P(PlanKeysTest, ReversingTheGroupsOfAnyCandidateStageKeepsItsKey) {
+  const Graph g = BuildZooModel(GetParam());
+  const SearchPlan plan = PlanSearch(g, DefaultOptions());
+  StageKeyer keyer(g);
+  int64_t mismatches = 0, multi_group = 0;
+  for (size_t id = 0; id < plan.stage_count(); ++id) {
+    Stage stage = plan.StageOf(static_cast<int>(id));
+    if (stage.groups.size() < 2) continue;
+    ++multi_group;
+    std::reverse(stage.groups.begin(), stage.groups.end());
+    const std::string reversed = keyer.Key(stage);
+    if (reversed != plan.keys[id] && ++mismatches <= 3) {
+      ADD_FAILURE() << "stage id " << id << "\n plan:     " << plan.keys[id]
+                    << "\n reversed: " << reversed;
+    }
+  }
+  EXPECT_GT(multi_group, 0);
+  EXPECT_EQ(mismatches, 0) << "of " << multi_group << " multi-group stages";
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, PlanKeysTest,
+                         ::testing::Values("inception_v3", "squeezenet", "nasnet"));
+
+// ---------------------------------------------------------- schedule files
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+std::vector<std::vector<std::pair<Strategy, std::vector<std::vector<NodeId>>>>> StagesOf(
+    const std::vector<std::vector<Stage>>& blocks) {
+  std::vector<std::vector<std::pair<Strategy, std::vector<std::vector<NodeId>>>>> out;
+  for (const auto& block : blocks) {
+    out.emplace_back();
+    for (const Stage& s : block) out.back().emplace_back(s.strategy, s.groups);
+  }
+  return out;
+}
+
+ScheduleInfo InfoFor(const SearchOutcome& outcome) {
+  return {outcome.model, outcome.device, outcome.options.batch_size, outcome.options,
+          outcome.sequential.latency_ms, outcome.greedy.latency_ms};
+}
+
+TEST_F(TempDirTest, ScheduleFileRoundTripsStagesAndGraph) {
+  const Graph g = BuildZooModel("squeezenet");
+  auto store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer measurer;
+  const SearchOutcome outcome = RunSearch(g, "squeezenet", DefaultOptions(), *store, measurer);
+  const std::string path = PathIn("schedule.json");
+  WriteFile(path, ScheduleToJson(g, outcome.ios, InfoFor(outcome)));
+
+  const json doc = json::parse(ReadFile(path));
+  EXPECT_EQ(doc.at("format"), "ios-farm-schedule");
+  EXPECT_EQ(doc.at("model"), "squeezenet");
+  EXPECT_EQ(doc.at("batch_size"), 1);
+  EXPECT_NEAR(doc.at("latency_ms").get<double>(), outcome.ios.latency_ms, 1e-9);
+
+  const LoadedSchedule loaded = LoadSchedule(path);
+  EXPECT_EQ(loaded.origin, "ios-farm");
+  std::string difference;
+  EXPECT_TRUE(StructurallyEqual(loaded.graph, g, &difference)) << difference;
+  ASSERT_EQ(loaded.graph.nodes.size(), g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) EXPECT_EQ(loaded.graph.nodes[i].name, g.nodes[i].name);
+  EXPECT_EQ(StagesOf(loaded.blocks), StagesOf(outcome.ios));
+}
+
+TEST(ScheduleFileTest, LoadsTheIosReferenceScheduleOfInceptionV3) {
+  const std::string path =
+      IOS_SHARED_DIR "/fixtures/ios-reference/schedules/inception_v3_bs1.json";
+  IOS_REQUIRE_FIXTURE(path);
+  const LoadedSchedule loaded = LoadSchedule(path);
+  EXPECT_EQ(loaded.origin, "ios-reference");
+  ASSERT_EQ(loaded.blocks.size(), loaded.graph.blocks.size());
+  std::vector<int> count(loaded.graph.nodes.size(), 0);
+  for (size_t b = 0; b < loaded.blocks.size(); ++b) {
+    const std::vector<NodeId> ops = loaded.graph.blocks[b].Operators();
+    for (const Stage& stage : loaded.blocks[b]) {
+      for (const auto& group : stage.groups) {
+        for (NodeId id : group) {
+          ++count.at(id);
+          EXPECT_NE(std::find(ops.begin(), ops.end(), id), ops.end())
+              << loaded.graph.node(id).name << " outside block " << b;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(count[0], 0);
+  for (size_t id = 1; id < count.size(); ++id) {
+    EXPECT_EQ(count[id], 1) << loaded.graph.node(static_cast<NodeId>(id)).name;
+  }
+  // Every stage of the reference schedule can be keyed.
+  StageKeyer keyer(loaded.graph);
+  for (const auto& block : loaded.blocks) {
+    for (const Stage& stage : block) EXPECT_EQ(keyer.Key(stage), MakeStageSpec(loaded.graph, stage).Key());
+  }
+}
+
+// A sequential schedule of squeezenet on disk, edited one way per case.
+struct BadScheduleCase {
+  std::string label;
+  std::function<void(json&)> edit;
+  std::string message;  // fragment the error must contain
+};
+void PrintTo(const BadScheduleCase& c, std::ostream* os) { *os << c.label; }
+
+// Index of the block and stage that hold operator `name`.
+std::pair<size_t, size_t> FindStage(const json& doc, const std::string& name) {
+  const json& blocks = doc.at("blocks");
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const json& stages = blocks[b].at("stages");
+    for (size_t s = 0; s < stages.size(); ++s) {
+      for (const json& group : stages[s].at("groups")) {
+        for (const json& n : group) {
+          if (n == name) return {b, s};
+        }
+      }
+    }
+  }
+  throw Error("test: no stage holds " + name);
+}
+
+json& StageHolding(json& doc, const std::string& name) {
+  const auto [b, s] = FindStage(doc, name);
+  return doc["blocks"][b]["stages"][s];
+}
+
+void EraseStageOf(json& doc, const std::string& name) {
+  const auto [b, s] = FindStage(doc, name);
+  doc["blocks"][b]["stages"].erase(s);
+}
+
+class BadScheduleTest : public ::testing::TestWithParam<BadScheduleCase> {
+ protected:
+  static void SetUpTestSuite() {
+    const Graph g = BuildZooModel("squeezenet");
+    auto store = db::ProfileStore::Open(":memory:");
+    CountingMeasurer measurer;
+    const SearchOutcome outcome = RunSearch(g, "squeezenet", DefaultOptions(), *store, measurer);
+    sequential_json_ = ScheduleToJson(g, outcome.sequential, InfoFor(outcome));
+  }
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "ios_bad_schedule.XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static inline std::string sequential_json_;
+  fs::path dir_;
+};
+
+TEST_P(BadScheduleTest, LoadScheduleRejectsItNamingFileAndProblem) {
+  const BadScheduleCase& c = GetParam();
+  json doc = json::parse(sequential_json_);
+  c.edit(doc);
+  const std::string path = (dir_ / "bad_schedule.json").string();
+  WriteFile(path, doc.dump(1));
+  try {
+    LoadSchedule(path);
+    FAIL() << c.label << ": expected an ios::Error containing '" << c.message << "'";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    EXPECT_NE(what.find(c.message), std::string::npos) << c.label << ": " << what;
+  }
+}
+
+TEST_P(BadScheduleTest, UneditedScheduleLoads) {
+  // The base of every case is valid: only the edit makes it bad.
+  const std::string path = (dir_ / "good_schedule.json").string();
+  WriteFile(path, sequential_json_);
+  EXPECT_NO_THROW(LoadSchedule(path));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Edits, BadScheduleTest,
+    ::testing::Values(
+        BadScheduleCase{"missing_operator", [](json& d) { EraseStageOf(d, "fire3.squeeze"); },
+                        "'fire3.squeeze' is in no stage"},
+        BadScheduleCase{"duplicated_operator",
+                        [](json& d) {
+                          const json copy = StageHolding(d, "fire3.squeeze");
+                          d["blocks"][FindStage(d, "fire3.squeeze").first]["stages"].push_back(copy);
+                        },
+                        "'fire3.squeeze' is scheduled twice"},
+        BadScheduleCase{"operator_twice_in_one_group",
+                        [](json& d) { StageHolding(d, "fire3.squeeze")["groups"][0].push_back("fire3.squeeze"); },
+                        "'fire3.squeeze' is scheduled twice"},
+        BadScheduleCase{"unknown_operator",
+                        [](json& d) { StageHolding(d, "fire3.squeeze")["groups"][0][0] = "no_such_op"; },
+                        "unknown operator 'no_such_op'"},
+        BadScheduleCase{"the_input_is_not_an_operator",
+                        [](json& d) {
+                          const std::string input = d["graph"]["input"]["name"];
+                          StageHolding(d, "fire3.squeeze")["groups"][0].push_back(input);
+                        },
+                        "unknown operator"},
+        BadScheduleCase{"consumer_before_producer",
+                        [](json& d) {
+                          const auto [b, s] = FindStage(d, "fire3.squeeze");
+                          const json stage = d["blocks"][b]["stages"][s];
+                          d["blocks"][b]["stages"].erase(s);
+                          d["blocks"][b]["stages"].push_back(stage);
+                        },
+                        "runs before its producer 'fire3.squeeze'"},
+        BadScheduleCase{"consumer_concurrent_with_producer",
+                        [](json& d) {
+                          EraseStageOf(d, "fire3.expand3x3");
+                          StageHolding(d, "fire3.squeeze")["groups"].push_back({"fire3.expand3x3"});
+                        },
+                        "fire3.expand3x3"},
+        BadScheduleCase{"operator_in_another_block",
+                        [](json& d) {
+                          const size_t b = FindStage(d, "fire3.squeeze").first;
+                          const json stage = d["blocks"][b - 1]["stages"].back();
+                          d["blocks"][b - 1]["stages"].erase(d["blocks"][b - 1]["stages"].size() - 1);
+                          d["blocks"][b]["stages"].insert(d["blocks"][b]["stages"].begin(), stage);
+                        },
+                        "'fire2'"},
+        BadScheduleCase{"unknown_strategy",
+                        [](json& d) { StageHolding(d, "fire3.squeeze")["strategy"] = "fancy"; },
+                        "unknown strategy 'fancy'"},
+        BadScheduleCase{"unmergeable_merge",
+                        [](json& d) {
+                          EraseStageOf(d, "fire3.expand3x3");
+                          json& stage = StageHolding(d, "fire3.squeeze");
+                          stage["strategy"] = "merge";
+                          stage["groups"].push_back({"fire3.expand3x3"});
+                        },
+                        "cannot be merged"},
+        BadScheduleCase{"empty_group",
+                        [](json& d) { StageHolding(d, "fire3.squeeze")["groups"].push_back(json::array()); },
+                        "empty group"},
+        BadScheduleCase{"block_missing", [](json& d) { d["blocks"].erase(d["blocks"].size() - 1); },
+                        "scheduled blocks for a graph of"},
+        BadScheduleCase{"graph_missing", [](json& d) { d.erase("graph"); }, "graph: missing field"},
+        BadScheduleCase{"groups_not_a_list",
+                        [](json& d) { StageHolding(d, "fire3.squeeze")["groups"] = 7; },
+                        "unexpected structure"}),
+    [](const auto& param_info) { return param_info.param.label; });
+
+TEST_F(TempDirTest, LoadScheduleRejectsFilesThatAreNoSchedule) {
+  const std::string model = PathIn("model.json");
+  WriteFile(model, ToIosJson(BuildZooModel("squeezenet")));
+  const std::string garbage = PathIn("garbage.json");
+  WriteFile(garbage, "{\"format\": \"ios-farm-schedule\", \"blocks\": [");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {model, "no stages to evaluate"},
+      {garbage, "not valid JSON"},
+      {PathIn("absent.json"), "cannot open"},
+  };
+  for (const auto& [path, fragment] : cases) {
+    try {
+      LoadSchedule(path);
+      ADD_FAILURE() << path << ": expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ios::coordinator
