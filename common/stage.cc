@@ -122,10 +122,10 @@ void AppendRange(std::string& out, int begin, int end) {
 void DescribeOpLocally(const Graph& graph, NodeId id, const std::vector<NodeId>& placed,
                        const std::vector<NodeId>& externals, const std::vector<std::string>& op_text,
                        const std::vector<std::string>& shape_text, std::string& out,
-                       std::vector<NodeId>* new_externals) {
+                       std::vector<NodeId>& fresh) {
   out += op_text[id];
   out += '<';
-  std::vector<NodeId> fresh;
+  fresh.clear();
   for (const Term& term : graph.node(id).inputs) {
     for (const Slice& s : term) {
       const auto local = std::find(placed.begin(), placed.end(), s.producer);
@@ -152,7 +152,6 @@ void DescribeOpLocally(const Graph& graph, NodeId id, const std::vector<NodeId>&
     out += '|';
   }
   out += '>';
-  if (new_externals) *new_externals = std::move(fresh);
 }
 
 // Puts a group's ops in canonical order and describes the group without
@@ -163,16 +162,23 @@ void DescribeOpLocally(const Graph& graph, NodeId id, const std::vector<NodeId>&
 void CanonicalizeGroup(const Graph& graph, std::vector<NodeId>& nodes,
                        const std::vector<std::string>& op_text,
                        const std::vector<std::string>& shape_text, std::string& sig,
-                       std::vector<NodeId>& externals) {
+                       std::vector<NodeId>& externals, detail::KeyScratch& scratch) {
   sig.clear();
   externals.clear();
+  if (nodes.size() == 1) {  // the common case: nothing to order
+    DescribeOpLocally(graph, nodes[0], {}, externals, op_text, shape_text, sig, scratch.fresh);
+    externals.swap(scratch.fresh);
+    return;
+  }
   std::sort(nodes.begin(), nodes.end());  // graph order is topological
-  std::vector<NodeId> placed, fresh;
-  placed.reserve(nodes.size());
-  std::string best, candidate;
+  std::vector<NodeId>& placed = scratch.placed;
+  std::vector<NodeId>& fresh = scratch.fresh;
+  std::vector<NodeId>& chosen_fresh = scratch.chosen_fresh;
+  std::string& best = scratch.best;
+  std::string& candidate = scratch.candidate;
+  placed.clear();
   while (placed.size() < nodes.size()) {
     NodeId chosen = -1;
-    std::vector<NodeId> chosen_fresh;
     for (NodeId id : nodes) {
       if (std::find(placed.begin(), placed.end(), id) != placed.end()) continue;
       bool ready = true;
@@ -186,7 +192,7 @@ void CanonicalizeGroup(const Graph& graph, std::vector<NodeId>& nodes,
       }
       if (!ready) continue;
       candidate.clear();
-      DescribeOpLocally(graph, id, placed, externals, op_text, shape_text, candidate, &fresh);
+      DescribeOpLocally(graph, id, placed, externals, op_text, shape_text, candidate, fresh);
       if (chosen < 0 || candidate < best) {
         chosen = id;
         best.swap(candidate);
@@ -197,7 +203,7 @@ void CanonicalizeGroup(const Graph& graph, std::vector<NodeId>& nodes,
     placed.push_back(chosen);
     externals.insert(externals.end(), chosen_fresh.begin(), chosen_fresh.end());
   }
-  nodes = std::move(placed);
+  nodes.swap(placed);
 }
 
 std::vector<std::string> OpTexts(const Graph& graph) {
@@ -220,13 +226,13 @@ using detail::CanonicalGroup;
 // it, at which local position), so the order does not depend on names.
 void CanonicalGroups(const Graph& graph, const Stage& stage, const std::vector<std::string>& op_text,
                      const std::vector<std::string>& shape_text,
-                     std::vector<CanonicalGroup>& groups) {
+                     std::vector<CanonicalGroup>& groups, detail::KeyScratch& scratch) {
   groups.resize(stage.groups.size());
   for (size_t g = 0; g < stage.groups.size(); ++g) {
     if (stage.groups[g].empty()) throw Error("stage has an empty group");
     groups[g].nodes = stage.groups[g];
     CanonicalizeGroup(graph, groups[g].nodes, op_text, shape_text, groups[g].signature,
-                      groups[g].externals);
+                      groups[g].externals, scratch);
   }
   auto by_signature = [](const CanonicalGroup& a, const CanonicalGroup& b) {
     return a.signature < b.signature;
@@ -311,7 +317,8 @@ StageSpec MakeStageSpec(const Graph& graph, const Stage& stage) {
     }
   }
   std::vector<CanonicalGroup> groups;
-  CanonicalGroups(graph, stage, OpTexts(graph), ShapeTexts(graph), groups);
+  detail::KeyScratch scratch;
+  CanonicalGroups(graph, stage, OpTexts(graph), ShapeTexts(graph), groups, scratch);
   std::unordered_map<NodeId, int> external_index;
   for (const CanonicalGroup& group : groups) {
     const std::vector<NodeId>& nodes = group.nodes;
@@ -346,7 +353,7 @@ StageKeyer::StageKeyer(const Graph& graph)
 
 // Must produce exactly StageSpec::Key() of MakeStageSpec(graph, stage).
 const std::string& StageKeyer::Key(const Stage& stage) {
-  CanonicalGroups(graph_, stage, op_text_, shape_text_, scratch_);
+  CanonicalGroups(graph_, stage, op_text_, shape_text_, scratch_, buffers_);
   std::vector<NodeId>& externals = externals_;
   externals.clear();
   for (const CanonicalGroup& group : scratch_) {

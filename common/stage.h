@@ -66,6 +66,11 @@ struct CanonicalGroup {
   std::vector<NodeId> nodes;      // canonical order
   std::vector<NodeId> externals;  // outside inputs, in order of first use
 };
+//! Reused buffers, so keying a stage allocates nothing in the common case.
+struct KeyScratch {
+  std::vector<NodeId> placed, fresh, chosen_fresh;
+  std::string best, candidate;
+};
 }  // namespace detail
 
 //! Computes canonical keys of many stages of one graph quickly: per-node
@@ -81,6 +86,7 @@ class StageKeyer {
   const Graph& graph_;
   std::vector<std::string> op_text_, shape_text_;
   std::vector<detail::CanonicalGroup> scratch_;
+  detail::KeyScratch buffers_;
   std::vector<NodeId> externals_;
   std::string key_;
 };
