@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 #include <sstream>
+#include <vector>
 
 namespace ios::coordinator {
 
@@ -26,17 +27,29 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
       << graph.blocks.size() << " blocks; device " << o.device.name << label << "; batch "
       << o.options.batch_size << "; strategy " << ToString(o.options.dp.strategies) << ", r="
       << o.options.dp.max_group_size << " s=" << o.options.dp.max_groups << "\n\n";
-  out << Format("%5s %4s %4s %3s %9s %12s %10s %7s %8s %7s\n", "block", "part", "n", "d",
-                "states", "transitions", "schedules", "stages", "measured", "reused");
+  // A stage shared by several parts is counted where it first appears;
+  // later parts list it under "earlier".
+  out << Format("%5s %4s %4s %3s %9s %12s %10s %7s %8s %7s %7s\n", "block", "part", "n", "d",
+                "states", "transitions", "schedules", "stages", "measured", "from-db", "earlier");
+  std::vector<bool> seen(o.plan.stage_count(), false);
   for (const PartPlan& p : o.plan.parts) {
     const std::set<int> ids(p.stage_ids.begin(), p.stage_ids.end());
-    int measured = 0;
-    for (int id : ids) measured += o.table.measured_now[id] ? 1 : 0;
-    out << Format("%5d %4d %4d %3d %9lld %12lld %10.3g %7zu %8d %7zu\n", p.block, p.part,
+    int measured = 0, from_db = 0, earlier = 0;
+    for (int id : ids) {
+      if (seen[id]) {
+        ++earlier;
+      } else if (o.table.measured_now[id]) {
+        ++measured;
+      } else {
+        ++from_db;
+      }
+      seen[id] = true;
+    }
+    out << Format("%5d %4d %4d %3d %9lld %12lld %10.3g %7zu %8d %7d %7d\n", p.block, p.part,
                   p.space.operator_count(), p.space.width(),
                   static_cast<long long>(p.space.state_count()),
                   static_cast<long long>(p.space.transition_count()), p.space.schedule_count(),
-                  ids.size(), measured, ids.size() - measured);
+                  ids.size(), measured, from_db, earlier);
   }
   const MeasureProgress& s = o.table.stats;
   out << "\ndistinct stages " << o.plan.stage_count() << " (" << o.plan.stage_occurrences
