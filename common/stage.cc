@@ -154,6 +154,33 @@ void DescribeOpLocally(const Graph& graph, NodeId id, const std::vector<NodeId>&
   out += '>';
 }
 
+// What `id` feeds inside the group: each consumer's op and the input slot
+// it reads `id` in, sorted.
+std::string ForwardSignature(const Graph& graph, const std::vector<NodeId>& nodes, NodeId id,
+                             const std::vector<std::string>& op_text) {
+  std::vector<std::string> uses;
+  for (NodeId c : nodes) {
+    const Inputs& inputs = graph.node(c).inputs;
+    for (size_t t = 0; t < inputs.size(); ++t) {
+      for (size_t k = 0; k < inputs[t].size(); ++k) {
+        const Slice& s = inputs[t][k];
+        if (s.producer != id) continue;
+        std::string use = op_text[c];
+        use += '@';
+        AppendInt(use, static_cast<int>(t));
+        use += '.';
+        AppendInt(use, static_cast<int>(k));
+        AppendRange(use, s.begin, s.end);
+        uses.push_back(std::move(use));
+      }
+    }
+  }
+  std::sort(uses.begin(), uses.end());
+  std::string out;
+  for (const std::string& u : uses) out += u + ';';
+  return out;
+}
+
 // Puts a group's ops in canonical order and describes the group without
 // reference to other groups. The order is topological; among ops ready at
 // the same time the one with the smallest description goes first, so the
@@ -193,7 +220,12 @@ void CanonicalizeGroup(const Graph& graph, std::vector<NodeId>& nodes,
       if (!ready) continue;
       candidate.clear();
       DescribeOpLocally(graph, id, placed, externals, op_text, shape_text, candidate, fresh);
-      if (chosen < 0 || candidate < best) {
+      // Identical ready ops differ only in what they feed: look one step on.
+      const bool better =
+          chosen < 0 || candidate < best ||
+          (candidate == best && ForwardSignature(graph, nodes, id, op_text) <
+                                    ForwardSignature(graph, nodes, chosen, op_text));
+      if (better) {
         chosen = id;
         best.swap(candidate);
         chosen_fresh.swap(fresh);
@@ -258,13 +290,41 @@ void CanonicalGroups(const Graph& graph, const Stage& stage, const std::vector<s
       refined[g] += "}";
     }
   }
-  std::vector<size_t> order(groups.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
+  // Groups still alike after refinement are symmetric up to which outside
+  // tensor is which: place them one at a time, each time taking the one
+  // whose description with the input numbering so far is smallest.
+  std::vector<size_t> remaining(groups.size());
+  std::iota(remaining.begin(), remaining.end(), 0);
+  std::stable_sort(remaining.begin(), remaining.end(),
                    [&](size_t a, size_t b) { return refined[a] < refined[b]; });
+  std::vector<NodeId> numbering;  // outside tensors in order of first use so far
   std::vector<CanonicalGroup> sorted;
   sorted.reserve(groups.size());
-  for (size_t i : order) sorted.push_back(std::move(groups[i]));
+  while (!remaining.empty()) {
+    size_t pick = 0;
+    if (remaining.size() > 1 && refined[remaining[0]] == refined[remaining[1]]) {
+      std::string best;
+      for (size_t i = 0; i < remaining.size() && refined[remaining[i]] == refined[remaining[0]];
+           ++i) {
+        std::string text;
+        for (NodeId e : groups[remaining[i]].externals) {
+          const auto at = std::find(numbering.begin(), numbering.end(), e);
+          AppendInt(text, at == numbering.end() ? -1 : static_cast<int>(at - numbering.begin()));
+          text += ',';
+        }
+        if (i == 0 || text < best) {
+          best = text;
+          pick = i;
+        }
+      }
+    }
+    CanonicalGroup& chosen = groups[remaining[pick]];
+    for (NodeId e : chosen.externals) {
+      if (std::find(numbering.begin(), numbering.end(), e) == numbering.end()) numbering.push_back(e);
+    }
+    sorted.push_back(std::move(chosen));
+    remaining.erase(remaining.begin() + static_cast<std::ptrdiff_t>(pick));
+  }
   groups = std::move(sorted);
 }
 
@@ -307,6 +367,11 @@ ConvParams MergedConv(const std::vector<ConvParams>& convs) {
 }
 
 StageSpec MakeStageSpec(const Graph& graph, const Stage& stage) {
+  return StageKeyer(graph).Spec(stage);
+}
+
+StageSpec StageKeyer::Spec(const Stage& stage) {
+  const Graph& graph = graph_;
   StageSpec spec;
   spec.strategy = EffectiveStrategy(stage);
   if (spec.strategy == Strategy::kMerge) {
@@ -317,8 +382,7 @@ StageSpec MakeStageSpec(const Graph& graph, const Stage& stage) {
     }
   }
   std::vector<CanonicalGroup> groups;
-  detail::KeyScratch scratch;
-  CanonicalGroups(graph, stage, OpTexts(graph), ShapeTexts(graph), groups, scratch);
+  CanonicalGroups(graph, stage, op_text_, shape_text_, groups, buffers_);
   std::unordered_map<NodeId, int> external_index;
   for (const CanonicalGroup& group : groups) {
     const std::vector<NodeId>& nodes = group.nodes;

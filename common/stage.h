@@ -81,6 +81,8 @@ class StageKeyer {
   explicit StageKeyer(const Graph& graph);
   //! The key of `stage`; the reference stays valid until the next call.
   const std::string& Key(const Stage& stage);
+  //! Same as MakeStageSpec(graph, stage), without re-deriving per-node text.
+  StageSpec Spec(const Stage& stage);
 
  private:
   const Graph& graph_;

@@ -66,7 +66,9 @@ class ProgressPrinter {
     if (quiet_) return;
     const auto now = std::chrono::steady_clock::now();
     const bool done = p.reused + p.measured >= p.total;
+    if (done && printed_done_) return;
     if (!tty_ && !done && now - last_ < std::chrono::seconds(5)) return;
+    printed_done_ = done;
     last_ = now;
     const int64_t remaining = p.total - p.reused - p.measured;
     const double rate = p.elapsed_s > 0 ? p.measured / p.elapsed_s : 0;
@@ -83,6 +85,7 @@ class ProgressPrinter {
 
  private:
   bool quiet_, tty_;
+  bool printed_done_ = false;
   std::chrono::steady_clock::time_point last_{};
 };
 
@@ -152,8 +155,8 @@ int Search(const CliOptions& cli) {
   record.measure_s = outcome.measure_s;
   record.solve_s = outcome.solve_s;
   record.started_at = NowUtc();
+  if (!cli.out.empty()) WriteOutput(cli.out, schedule_json);  // fails before anything is recorded
   store->RecordSearch(record);
-  if (!cli.out.empty()) WriteOutput(cli.out, schedule_json);
   if (cli.out != "-") {
     std::cout << "IOS schedule" << (outcome.device.simulated ? " (simulated latencies)" : "")
               << ":\n"

@@ -1,5 +1,6 @@
 #include "coordinator/schedule_json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -73,34 +74,49 @@ std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const S
 
 namespace {
 
-// Every operator once, each after its producers' stages.
+// Every operator of each block once, in its own block, and after its
+// producers: in an earlier stage, or earlier in the same group (a producer
+// in another group of the same stage would run concurrently with it).
 void CheckCoverage(const Graph& graph, const std::vector<std::vector<Stage>>& blocks,
                    const std::string& path) {
-  std::vector<int> stage_of(graph.nodes.size(), -1);
+  struct Place {
+    int stage = -1, group = -1, position = -1;
+  };
+  std::vector<Place> place(graph.nodes.size());
   int stage_number = 0;
   for (size_t b = 0; b < blocks.size(); ++b) {
+    const std::vector<NodeId> ops = graph.blocks.at(b).Operators();
     for (const Stage& stage : blocks[b]) {
-      for (const auto& group : stage.groups) {
-        for (NodeId id : group) {
-          if (stage_of[id] != -1) {
-            throw Error(path + ": block " + std::to_string(b) + ": node '" + graph.node(id).name +
-                        "' is scheduled twice");
+      for (size_t g = 0; g < stage.groups.size(); ++g) {
+        for (size_t i = 0; i < stage.groups[g].size(); ++i) {
+          const NodeId id = stage.groups[g][i];
+          const std::string at = path + ": block " + std::to_string(b) + ": node '" +
+                                 graph.node(id).name + "'";
+          if (place[id].stage != -1) throw Error(at + " is scheduled twice");
+          if (std::find(ops.begin(), ops.end(), id) == ops.end()) {
+            throw Error(at + " belongs to another block");
           }
-          stage_of[id] = stage_number;
+          place[id] = {stage_number, static_cast<int>(g), static_cast<int>(i)};
         }
       }
       ++stage_number;
     }
   }
   for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes.size()); ++id) {
-    if (stage_of[id] == -1) {
+    if (place[id].stage == -1) {
       throw Error(path + ": node '" + graph.node(id).name + "' is in no stage");
     }
     for (const Term& term : graph.node(id).inputs) {
       for (const Slice& s : term) {
-        if (s.producer != 0 && stage_of[s.producer] > stage_of[id]) {
-          throw Error(path + ": node '" + graph.node(id).name + "' runs before its producer '" +
-                      graph.node(s.producer).name + "'");
+        if (s.producer == 0) continue;
+        const Place& p = place[s.producer];
+        const Place& c = place[id];
+        const bool before = p.stage < c.stage ||
+                            (p.stage == c.stage && p.group == c.group && p.position < c.position);
+        if (!before) {
+          throw Error(path + ": node '" + graph.node(id).name +
+                      "' does not run after its producer '" + graph.node(s.producer).name +
+                      "' (same stage, different group, or later)");
         }
       }
     }

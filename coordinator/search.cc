@@ -115,6 +115,7 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
                      {static_cast<int64_t>(keys.size()), 0, 0, 0, 0}};
   // Specs only for the stages to measure: a search may have 10^5 candidates.
   std::vector<StageSpec> specs;
+  StageKeyer keyer(graph);
   std::vector<double>& latency = table.latency_ms;
   MeasureProgress& stats = table.stats;
   std::vector<size_t> missing;
@@ -129,7 +130,7 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
           ++stats.failed;
         }
       } else {
-        specs.push_back(MakeStageSpec(graph, plan.StageOf(static_cast<int>(i))));
+        specs.push_back(keyer.Spec(plan.StageOf(static_cast<int>(i))));
         store.UpsertStage(keys[i], specs.back().Describe());
         missing.push_back(i);
         table.measured_now[i] = true;

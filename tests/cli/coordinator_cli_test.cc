@@ -1,1 +1,314 @@
+// Runs the built ios-coordinator (and ios-db) binaries the way a user does,
+// in a fresh directory per test, and checks what they print and return.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace ios {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr const char* kCoordinator = IOS_BINARY_DIR "/coordinator/ios-coordinator";
+constexpr const char* kIosDb = IOS_BINARY_DIR "/db/ios-db";
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string ShellQuote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void WriteFile(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+std::vector<std::string> NonEmptyLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
+  }
+  return lines;
+}
+
+// A file under tests/data.
+std::string DataFile(const std::string& name) {
+  return (fs::path(IOS_TEST_DATA_DIR) / name).string();
+}
+
+// First integer captured by `pattern` in `text`, or -1.
+long long Number(const std::string& text, const std::string& pattern) {
+  std::smatch match;
+  if (!std::regex_search(text, match, std::regex(pattern))) return -1;
+  return std::stoll(match[1].str());
+}
+
+class CoordinatorCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "ios_coordinator_cli.XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs `binary args` in the test's directory; stdout and stderr apart.
+  CliResult Run(const std::string& binary, const std::string& args) const {
+    const fs::path err = dir_ / "stderr.txt";
+    const std::string command = "cd " + ShellQuote(dir_.string()) + " && timeout 120 " +
+                                ShellQuote(binary) + " " + args + " 2>" + ShellQuote(err.string());
+    CliResult result;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) {
+      ADD_FAILURE() << "popen failed: " << command;
+      return result;
+    }
+    char buffer[4096];
+    for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) result.out.append(buffer, n);
+    const int status = pclose(pipe);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.err = ReadFile(err);
+    fs::remove(err);
+    EXPECT_NE(result.exit_code, 124) << "timed out: " << command;
+    return result;
+  }
+  CliResult Coordinator(const std::string& args) const { return Run(kCoordinator, args); }
+
+  fs::path Path(const std::string& name) const { return dir_ / name; }
+  std::string Quoted(const std::string& name) const { return ShellQuote(Path(name).string()); }
+
+  fs::path dir_;
+};
+
+// ------------------------------------------------------------------ search
+
+TEST_F(CoordinatorCliTest, SearchOfSqueezenetReportsSimulatedSequentialGreedyAndIosLatencies) {
+  const CliResult r = Coordinator("--model squeezenet --db profile.db -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("simulated"));
+  for (const char* schedule : {"sequential", "greedy", "ios"}) {
+    EXPECT_TRUE(std::regex_search(r.out, std::regex(std::string("(^|\n)") + schedule +
+                                                    " +[0-9]+\\.[0-9]+ ms")))
+        << "no latency line for " << schedule << " in:\n"
+        << r.out;
+  }
+  EXPECT_THAT(r.out, Not(HasSubstr("nothing measured")));
+  EXPECT_GT(Number(r.out, "measured ([0-9]+), reused from DB"), 0) << r.out;
+  EXPECT_TRUE(fs::exists(Path("profile.db")));
+  EXPECT_THAT(r.err, Not(HasSubstr("error")));
+}
+
+TEST_F(CoordinatorCliTest, RerunOnTheSameDbMeasuresNothing) {
+  const CliResult first = Coordinator("--model squeezenet --db profile.db -q");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const CliResult second = Coordinator("--model squeezenet --db profile.db -q");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_THAT(second.out, HasSubstr("measured 0"));
+  EXPECT_THAT(second.out, HasSubstr("nothing measured"));
+  // Same answer from the DB as from the measurements.
+  const std::string latency = "(^|\n)ios +([0-9]+\\.[0-9]+) ms";
+  std::smatch a, b;
+  ASSERT_TRUE(std::regex_search(first.out, a, std::regex(latency)));
+  ASSERT_TRUE(std::regex_search(second.out, b, std::regex(latency)));
+  EXPECT_EQ(a[2].str(), b[2].str());
+}
+
+TEST_F(CoordinatorCliTest, SearchOfAnIosJsonModelFileWorks) {
+  const CliResult r = Coordinator("--model " + ShellQuote(DataFile("tiny_model.json")) +
+                                  " --db profile.db -q --out tiny_schedule.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("tiny"));
+  const json doc = json::parse(ReadFile(Path("tiny_schedule.json")));
+  EXPECT_EQ(doc.at("model"), "tiny");
+}
+
+TEST_F(CoordinatorCliTest, ParallelStrategyScheduleHasNoMergeStage) {
+  const CliResult r =
+      Coordinator("--model squeezenet --strategy parallel --db profile.db -q --out s.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(ReadFile(Path("s.json")));
+  EXPECT_EQ(doc.at("settings").at("strategy"), "parallel");
+  int stages = 0;
+  for (const json& block : doc.at("blocks")) {
+    for (const json& stage : block.at("stages")) {
+      EXPECT_EQ(stage.at("strategy"), "parallel");
+      ++stages;
+    }
+  }
+  EXPECT_GT(stages, 0);
+}
+
+// ---------------------------------------------------- schedule file, evaluate
+
+TEST_F(CoordinatorCliTest, OutWritesAScheduleThatEvaluateMeasuresOnlyWhereTheDbLacksIt) {
+  const CliResult search = Coordinator("--model squeezenet --db profile.db -q --out s.json");
+  ASSERT_EQ(search.exit_code, 0) << search.err;
+  EXPECT_THAT(search.out, HasSubstr("schedule written to s.json"));
+  const json doc = json::parse(ReadFile(Path("s.json")));
+  EXPECT_EQ(doc.at("format"), "ios-farm-schedule");
+  EXPECT_EQ(doc.at("batch_size"), 1);
+  EXPECT_TRUE(doc.at("device").at("simulated").get<bool>());
+
+  // Batch 4 is new to the DB: every distinct stage of the schedule is measured.
+  const CliResult batch4 = Coordinator("--evaluate s.json --batch 4 --db profile.db -q");
+  ASSERT_EQ(batch4.exit_code, 0) << batch4.err;
+  const long long distinct = Number(batch4.out, "([0-9]+) distinct stages");
+  EXPECT_GT(distinct, 0) << batch4.out;
+  EXPECT_EQ(Number(batch4.out, "stages measured ([0-9]+)"), distinct) << batch4.out;
+  EXPECT_THAT(batch4.out, HasSubstr("simulated"));
+
+  // Now both batch 4 and batch 1 (from the search) are in the DB.
+  const CliResult again = Coordinator("--evaluate s.json --batch 4 --db profile.db -q");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(Number(again.out, "stages measured ([0-9]+)"), 0) << again.out;
+  EXPECT_EQ(Number(again.out, "reused from DB ([0-9]+)"), distinct) << again.out;
+
+  const CliResult batch1 = Coordinator("--evaluate s.json --batch 1 --db profile.db -q");
+  ASSERT_EQ(batch1.exit_code, 0) << batch1.err;
+  EXPECT_EQ(Number(batch1.out, "stages measured ([0-9]+)"), 0) << batch1.out;
+  // The priced latency at batch 1 is the searched one.
+  std::smatch searched, priced;
+  ASSERT_TRUE(std::regex_search(search.out, searched, std::regex("(^|\n)ios +([0-9]+\\.[0-9]+) ms")));
+  ASSERT_TRUE(std::regex_search(batch1.out, priced, std::regex("batch 1: ([0-9]+\\.[0-9]+) ms")));
+  EXPECT_EQ(searched[2].str(), priced[1].str());
+}
+
+TEST_F(CoordinatorCliTest, OutDashWritesTheScheduleToStdout) {
+  const CliResult r = Coordinator("--model squeezenet --db profile.db -q --out -");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);  // nothing but the JSON on stdout
+  EXPECT_EQ(doc.at("format"), "ios-farm-schedule");
+}
+
+// ------------------------------------------------------------------ errors
+
+struct ErrorCase {
+  std::string label, args, fragment;
+};
+void PrintTo(const ErrorCase& c, std::ostream* os) { *os << c.label; }
+
+class CoordinatorCliErrorTest : public CoordinatorCliTest,
+                                public ::testing::WithParamInterface<ErrorCase> {};
+
+TEST_P(CoordinatorCliErrorTest, FailsWithOneClearMessageAndNoCrash) {
+  const ErrorCase& c = GetParam();
+  WriteFile(Path("junk.db"), "this is not an SQLite database\n");
+  const CliResult r = Coordinator(c.args);
+  EXPECT_NE(r.exit_code, 0) << c.args;
+  EXPECT_LT(r.exit_code, 128) << "killed by a signal: " << r.err;
+  EXPECT_THAT(r.err, HasSubstr(c.fragment));
+  // One message (CLI11 adds a "Run with --help" hint line), no crash.
+  const std::vector<std::string> lines = NonEmptyLines(r.err);
+  EXPECT_GE(lines.size(), 1u);
+  EXPECT_LE(lines.size(), 2u) << r.err;
+  for (const char* crash : {"terminate called", "what():", "Aborted", "Segmentation", "core dumped",
+                            "stack trace", "#0 "}) {
+    EXPECT_THAT(r.err, Not(HasSubstr(crash)));
+  }
+  EXPECT_THAT(r.out, Not(HasSubstr("IOS schedule")));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CoordinatorCliErrorTest,
+    ::testing::Values(
+        ErrorCase{"unknown_model", "--model no_such_model --db profile.db",
+                  "unknown model 'no_such_model'"},
+        ErrorCase{"nonexistent_json_file", "--model missing_model.json --db profile.db",
+                  "no such file"},
+        ErrorCase{"malformed_json", "--model " + ShellQuote(DataFile("malformed_model.json")) +
+                                        " --db profile.db",
+                  "not valid JSON"},
+        ErrorCase{"invalid_node",
+                  "--model " + ShellQuote(DataFile("unknown_producer_model.json")) +
+                      " --db profile.db",
+                  "unknown producer 'nonexistent_node'"},
+        ErrorCase{"r_zero", "--model squeezenet -r 0 --db profile.db", "-r: Value 0 not in range"},
+        ErrorCase{"s_zero", "--model squeezenet -s 0 --db profile.db", "-s: Value 0 not in range"},
+        ErrorCase{"batch_zero", "--model squeezenet --batch 0 --db profile.db",
+                  "--batch: Value 0 not in range"},
+        ErrorCase{"bogus_strategy", "--model squeezenet --strategy bogus --db profile.db",
+                  "--strategy: bogus not in"},
+        ErrorCase{"missing_model", "--db profile.db", "--model is required"},
+        ErrorCase{"evaluate_a_model_file",
+                  "--evaluate " + ShellQuote(DataFile("tiny_model.json")) + " --db profile.db",
+                  "no stages to evaluate"},
+        ErrorCase{"evaluate_a_missing_file", "--evaluate absent_schedule.json --db profile.db",
+                  "absent_schedule.json"},
+        ErrorCase{"unknown_device", "--model squeezenet --device sim:nope --db profile.db",
+                  "unknown simulated GPU 'nope'"},
+        ErrorCase{"db_is_not_a_db", "--model squeezenet --db junk.db",
+                  "is not an ios-farm profiling DB"}),
+    [](const auto& param_info) { return param_info.param.label; });
+
+TEST(CoordinatorCliDataTest, TestDataFilesArePresent) {
+  for (const char* name : {"tiny_model.json", "malformed_model.json", "unknown_producer_model.json"}) {
+    EXPECT_TRUE(fs::exists(DataFile(name))) << DataFile(name);
+  }
+}
+
+// --------------------------------------------------------- listing and help
+
+TEST_F(CoordinatorCliTest, ListModelsNamesTheFourZooModels) {
+  const CliResult r = Coordinator("--list-models");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* model : {"inception_v3", "squeezenet", "nasnet", "randwire"}) {
+    EXPECT_TRUE(std::regex_search(r.out, std::regex(std::string("(^|\n)") + model + " ")))
+        << model << " missing from:\n"
+        << r.out;
+  }
+  EXPECT_EQ(NonEmptyLines(r.out).size(), 4u) << r.out;
+  EXPECT_FALSE(fs::exists(Path("ios-farm.db"))) << "listing models must not create a DB";
+}
+
+TEST_F(CoordinatorCliTest, HelpExitsZeroAndDescribesEveryOption) {
+  const CliResult r = Coordinator("--help");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* option :
+       {"--model", "--batch", "--device", "--strategy", "--db", "--out", "--evaluate", "-r", "-s"}) {
+    EXPECT_THAT(r.out, HasSubstr(option));
+  }
+}
+
+// ------------------------------------------------------------------- ios-db
+
+TEST_F(CoordinatorCliTest, IosDbListsEverySearchTheCoordinatorRan) {
+  ASSERT_EQ(Coordinator("--model squeezenet --db profile.db -q").exit_code, 0);
+  ASSERT_EQ(Coordinator("--model squeezenet --batch 2 --db profile.db -q").exit_code, 0);
+  const CliResult r = Run(kIosDb, "--db profile.db searches");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int rows = 0;
+  for (const std::string& line : NonEmptyLines(r.out)) rows += line.find("squeezenet") != std::string::npos;
+  EXPECT_EQ(rows, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("sim:v100"));
+  EXPECT_THAT(r.out, HasSubstr("simulated"));
+}
+
+}  // namespace
+}  // namespace ios
