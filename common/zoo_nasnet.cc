@@ -63,18 +63,30 @@ class NasNetBuilder {
     NodeId r1 = Project(n + ".path_1", prev, filters / 2, 2);
     NodeId r2 = Project(n + ".path_2", prev, filters / 2, 2);
     NodeId right = Add(n + ".path", r1, r2);
-    NodeId c0l = Separable(n + ".comb0_left", left, filters, 5, 2);
-    NodeId c0r = Separable(n + ".comb0_right", right, filters, 7, 2);
+    const Reduction c = ReductionCombinations(n, left, right, filters);
+    // The reference's stem concatenates comb1 whole and lists comb3 first.
+    return b_.AddIdentity(n, b_.Concat({{c.c1}, {c.c2l, c.c2r}, {c.c3r, c.c1}, {c.c4l, c.c4r}}));
+  }
+
+  // The five combinations of a reduction cell, all with stride 2 but comb3.
+  // `a` feeds the pools and comb0's 5x5, `b` the 7x7s and comb2's 5x5.
+  struct Reduction {
+    NodeId c1l, c1r, c1, c2l, c2r, c3r, c4l, c4r;
+  };
+  Reduction ReductionCombinations(const std::string& n, NodeId a, NodeId b, int filters) {
+    Reduction r;
+    NodeId c0l = Separable(n + ".comb0_left", a, filters, 5, 2);
+    NodeId c0r = Separable(n + ".comb0_right", b, filters, 7, 2);
     NodeId c0 = Add(n + ".comb0", c0l, c0r);
-    NodeId c1l = Pool(n + ".comb1_left", left, PoolType::kMax, 2);
-    NodeId c1r = Separable(n + ".comb1_right", right, filters, 7, 2);
-    NodeId c1 = Add(n + ".comb1", c1l, c1r);
-    NodeId c2l = Pool(n + ".comb2_left", left, PoolType::kAvg, 2);
-    NodeId c2r = Separable(n + ".comb2_right", right, filters, 5, 2);
-    NodeId c3r = Pool(n + ".comb3_right", c0, PoolType::kAvg, 1);
-    NodeId c4l = Separable(n + ".comb4_left", c0, filters, 3, 1);
-    NodeId c4r = Pool(n + ".comb4_right", left, PoolType::kMax, 2);
-    return b_.AddIdentity(n, b_.Concat({{c1}, {c2l, c2r}, {c3r, c1}, {c4l, c4r}}));
+    r.c1l = Pool(n + ".comb1_left", a, PoolType::kMax, 2);
+    r.c1r = Separable(n + ".comb1_right", b, filters, 7, 2);
+    r.c1 = Add(n + ".comb1", r.c1l, r.c1r);
+    r.c2l = Pool(n + ".comb2_left", a, PoolType::kAvg, 2);
+    r.c2r = Separable(n + ".comb2_right", b, filters, 5, 2);
+    r.c3r = Pool(n + ".comb3_right", c0, PoolType::kAvg, 1);
+    r.c4l = Separable(n + ".comb4_left", c0, filters, 3, 1);
+    r.c4r = Pool(n + ".comb4_right", a, PoolType::kMax, 2);
+    return r;
   }
 
   // The first normal cell after a reduction: prev has twice x's spatial
@@ -99,18 +111,9 @@ class NasNetBuilder {
   NodeId ReductionCell(const std::string& n, NodeId x, NodeId prev, int filters) {
     NodeId left = Project(n + ".conv_prev_1x1", prev, filters);
     NodeId right = Project(n + ".conv1x1", x, filters);
-    NodeId c0l = Separable(n + ".comb0_left", right, filters, 5, 2);
-    NodeId c0r = Separable(n + ".comb0_right", left, filters, 7, 2);
-    NodeId c0 = Add(n + ".comb0", c0l, c0r);
-    NodeId c1l = Pool(n + ".comb1_left", right, PoolType::kMax, 2);
-    NodeId c1r = Separable(n + ".comb1_right", left, filters, 7, 2);
-    NodeId c1 = Add(n + ".comb1", c1l, c1r);
-    NodeId c2l = Pool(n + ".comb2_left", right, PoolType::kAvg, 2);
-    NodeId c2r = Separable(n + ".comb2_right", left, filters, 5, 2);
-    NodeId c3r = Pool(n + ".comb3_right", c0, PoolType::kAvg, 1);
-    NodeId c4l = Separable(n + ".comb4_left", c0, filters, 3, 1);
-    NodeId c4r = Pool(n + ".comb4_right", right, PoolType::kMax, 2);
-    return b_.AddIdentity(n, b_.Concat({{c1l, c1r}, {c2l, c2r}, {c1, c3r}, {c4l, c4r}}));
+    const Reduction c = ReductionCombinations(n, right, left, filters);
+    return b_.AddIdentity(n,
+                          b_.Concat({{c.c1l, c.c1r}, {c.c2l, c.c2r}, {c.c1, c.c3r}, {c.c4l, c.c4r}}));
   }
 
  private:

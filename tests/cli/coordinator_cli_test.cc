@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/testing/process.h"
+
 namespace ios {
 namespace {
 
@@ -26,28 +28,10 @@ using ::testing::Not;
 constexpr const char* kCoordinator = IOS_BINARY_DIR "/coordinator/ios-coordinator";
 constexpr const char* kIosDb = IOS_BINARY_DIR "/db/ios-db";
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string ShellQuote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-void WriteFile(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
+using ::ios::testing::CliResult;
+using ::ios::testing::ReadFile;
+using ::ios::testing::ShellQuote;
+using ::ios::testing::WriteFile;
 
 std::vector<std::string> NonEmptyLines(const std::string& text) {
   std::vector<std::string> lines;
@@ -81,22 +65,8 @@ class CoordinatorCliTest : public ::testing::Test {
 
   // Runs `binary args` in the test's directory; stdout and stderr apart.
   CliResult Run(const std::string& binary, const std::string& args) const {
-    const fs::path err = dir_ / "stderr.txt";
-    const std::string command = "cd " + ShellQuote(dir_.string()) + " && timeout 120 " +
-                                ShellQuote(binary) + " " + args + " 2>" + ShellQuote(err.string());
-    CliResult result;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) {
-      ADD_FAILURE() << "popen failed: " << command;
-      return result;
-    }
-    char buffer[4096];
-    for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) result.out.append(buffer, n);
-    const int status = pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    result.err = ReadFile(err);
-    fs::remove(err);
-    EXPECT_NE(result.exit_code, 124) << "timed out: " << command;
+    CliResult result = ::ios::testing::RunBinary(dir_, binary, args);
+    EXPECT_NE(result.exit_code, 124) << "timed out: " << binary << " " << args;
     return result;
   }
   CliResult Coordinator(const std::string& args) const { return Run(kCoordinator, args); }

@@ -3,20 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "tests/testing/ops.h"
 
 namespace ios {
 namespace {
 
-OpParams Conv(int out, int k, int stride = 1, int pad = 0, int groups = 1) {
-  OpParams op;
-  op.kind = OpKind::kConv;
-  op.conv.out_channels = out;
-  op.conv.kernel = {k, k};
-  op.conv.stride = {stride, stride};
-  op.conv.padding = {pad, pad};
-  op.conv.groups = groups;
-  return op;
-}
+using ::ios::testing::ConvOp;
 
 Graph TwoConvs() {
   Graph g;
@@ -24,8 +16,8 @@ Graph TwoConvs() {
   Node in{"in", "", {}, {}, {16, 32, 32}};
   in.op.kind = OpKind::kInput;
   g.nodes.push_back(in);
-  g.nodes.push_back({"a", "", Conv(8, 3, 2, 1), {{{0, 0, 16}}}, {}});
-  g.nodes.push_back({"dw", "", Conv(16, 3, 1, 1, 16), {{{0, 0, 16}}}, {}});
+  g.nodes.push_back({"a", "", ConvOp(8, 3, 2, 1), {{{0, 0, 16}}}, {}});
+  g.nodes.push_back({"dw", "", ConvOp(16, 3, 1, 1, Activation::kRelu, 16), {{{0, 0, 16}}}, {}});
   g.blocks.push_back({0, {1}, 2, {}});
   return g;
 }
@@ -39,7 +31,7 @@ TEST(ShapeInferenceTest, ComputesConvAndDepthwiseShapes) {
 
 TEST(ShapeInferenceTest, ConcatenatesTermsAndPoolsGlobally) {
   Graph g = TwoConvs();
-  g.nodes[2].op = Conv(8, 3, 2, 1);
+  g.nodes[2].op = ConvOp(8, 3, 2, 1);
   OpParams pool;
   pool.kind = OpKind::kPool;
   pool.pool.type = PoolType::kGlobalAvg;
@@ -98,7 +90,7 @@ TEST(ShapeInferenceTest, RejectsBadGraphsNamingNodeAndField) {
   ExpectError(spatial, "node 'dw': inputs: spatial mismatch");
 
   Graph empty = TwoConvs();
-  empty.nodes[1].op = Conv(8, 40, 1, 0);
+  empty.nodes[1].op = ConvOp(8, 40, 1, 0);
   ExpectError(empty, "node 'a': kernel 40 with stride 1 and padding 0 gives an empty height");
 
   Graph outside = TwoConvs();

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
-#include "tests/common/test_paths.h"
+#include "tests/testing/paths.h"
 
 namespace ios {
 namespace {

@@ -14,45 +14,18 @@
 #include "common/error.h"
 #include "common/graph.h"
 #include "common/zoo.h"
+#include "tests/testing/ops.h"
 
 namespace ios {
 namespace {
 
 // ---------------------------------------------------------------- builders
 
-OpParams ConvOp(int out, int k, int stride = 1, int pad = 0, Activation act = Activation::kRelu) {
-  OpParams op;
-  op.kind = OpKind::kConv;
-  op.conv.out_channels = out;
-  op.conv.kernel = {k, k};
-  op.conv.stride = {stride, stride};
-  op.conv.padding = {pad, pad};
-  op.conv.act = act;
-  return op;
-}
+using ::ios::testing::ConvOp;
+using ::ios::testing::PoolOp;
 
-OpParams PoolOp(PoolType type, int k, int stride, int pad) {
-  OpParams op;
-  op.kind = OpKind::kPool;
-  op.pool.type = type;
-  op.pool.kernel = {k, k};
-  op.pool.stride = {stride, stride};
-  op.pool.padding = {pad, pad};
-  return op;
-}
-
-OpParams AddOp() {
-  OpParams op;
-  op.kind = OpKind::kEltwise;
-  op.eltwise = EltwiseType::kAdd;
-  return op;
-}
-
-OpParams ConcatOp() {
-  OpParams op;
-  op.kind = OpKind::kIdentity;
-  return op;
-}
+OpParams AddOp() { return ::ios::testing::EltwiseOp(EltwiseType::kAdd); }
+OpParams ConcatOp() { return ::ios::testing::IdentityOp(); }
 
 // Builds a graph node by node; every input is a whole producer tensor.
 // Names get `prefix` so the same structure can be built under other names.

@@ -14,6 +14,8 @@
 
 #include "db/profile_store.h"
 
+#include "tests/testing/process.h"
+
 namespace ios::db {
 namespace {
 
@@ -26,29 +28,9 @@ using ::testing::StartsWith;
 constexpr size_t kMaxOutput = 16 << 20;  // bytes read from the binary at most
 constexpr const char* kBinary = IOS_BINARY_DIR "/db/ios-db";
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string ShellQuote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted += c;
-    }
-  }
-  return quoted + "'";
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using ::ios::testing::CliResult;
+using ::ios::testing::ReadFile;
+using ::ios::testing::ShellQuote;
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -111,23 +93,9 @@ class IosDbCliTest : public ::testing::Test {
 
   // Runs ios-db with `args` (each shell-quoted); stdout and stderr apart.
   static CliResult Run(const std::vector<std::string>& args) {
-    const fs::path err_path = Dir() / "stderr.txt";
-    std::string command = "timeout 60 " + ShellQuote(kBinary);
-    for (const std::string& arg : args) command += " " + ShellQuote(arg);
-    command += " 2>" + ShellQuote(err_path.string());
-
-    CliResult result;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) return result;
-    char buffer[4096];
-    size_t read = 0;
-    while ((read = fread(buffer, 1, sizeof buffer, pipe)) > 0) {
-      if (result.out.size() < kMaxOutput) result.out.append(buffer, read);
-    }
-    const int status = pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.err = ReadFile(err_path);
-    return result;
+    std::string quoted;
+    for (const std::string& arg : args) quoted += " " + ShellQuote(arg);
+    return ::ios::testing::RunBinary(Dir(), kBinary, quoted, 60, kMaxOutput);
   }
 
   static CliResult RunOnDb(const std::vector<std::string>& args) {
