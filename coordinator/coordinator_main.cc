@@ -10,10 +10,13 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "common/error.h"
 #include "common/ios_json.h"
 #include "common/zoo.h"
+#include "coordinator/farm.h"
 #include "coordinator/report.h"
 #include "coordinator/schedule_json.h"
 #include "coordinator/search.h"
@@ -36,8 +39,37 @@ struct CliOptions {
   std::string out;
   bool baselines = true;
   bool quiet = false;
+  std::string log_level = "info";
+  int local_workers = -1;  // -1: 1 without --bind, 0 with it
+  int wait_workers_s = 60, heartbeat_ms = 1000, query_timeout_s = 120;
   SearchOptions search;
+  FarmOptions farm;
 };
+
+std::unique_ptr<Farm> StartFarm(const CliOptions& cli) {
+  FarmOptions options = cli.farm;
+  options.device = cli.device;
+  options.local_backend = cli.device;
+  options.local_workers = cli.local_workers >= 0 ? cli.local_workers : options.bind.empty() ? 1 : 0;
+  options.wait_for_workers = std::chrono::seconds(cli.wait_workers_s);
+  options.heartbeat = std::chrono::milliseconds(cli.heartbeat_ms);
+  options.query_timeout = std::chrono::seconds(cli.query_timeout_s);
+  return Farm::Start(options);
+}
+
+void PrintWorkers(const Farm& farm) {
+  const std::vector<WorkerReport> workers = farm.Workers();
+  if (workers.empty()) return;
+  std::printf("\nworkers:\n  %-24s %-22s %-14s %9s %7s %9s %6s\n", "worker", "address", "device",
+              "answered", "failed", "requeued", "late");
+  for (const WorkerReport& w : workers) {
+    std::printf("  %-24s %-22s %-14s %9lld %7lld %9lld %6lld%s\n", w.worker_id.c_str(),
+                w.address.c_str(), w.device_name.c_str(), static_cast<long long>(w.answered),
+                static_cast<long long>(w.failed), static_cast<long long>(w.requeued),
+                static_cast<long long>(w.late),
+                !w.matches ? "  (other device: not used)" : w.connected ? "" : "  (left)");
+  }
+}
 
 // A zoo name, or else a path to an IOS JSON file.
 std::pair<Graph, std::string> ResolveModel(const std::string& model) {
@@ -75,11 +107,12 @@ class ProgressPrinter {
     const double eta = rate > 0 ? remaining / rate : 0;
     std::fprintf(stderr,
                  "%smeasure: %lld/%lld stages, measured %lld, reused %lld, failed %lld, "
-                 "remaining %lld, %.0f/s, ETA %.0f s%s",
+                 "remaining %lld, %.0f/s, ETA %.0f s, %d worker%s%s",
                  tty_ ? "\r" : "", static_cast<long long>(p.reused + p.measured),
                  static_cast<long long>(p.total), static_cast<long long>(p.measured),
                  static_cast<long long>(p.reused), static_cast<long long>(p.failed),
-                 static_cast<long long>(remaining), rate, eta, tty_ && !done ? "" : "\n");
+                 static_cast<long long>(remaining), rate, eta, p.workers, p.workers == 1 ? "" : "s",
+                 tty_ && !done ? "\x1b[K" : "\n");
     std::fflush(stderr);
   }
 
@@ -129,10 +162,10 @@ std::string DescribeSchedule(const Graph& graph, const Schedule& schedule) {
 int Search(const CliOptions& cli) {
   auto [graph, model_name] = ResolveModel(cli.model);
   auto store = db::ProfileStore::Open(cli.db);
-  auto measurer = MakeLocalMeasurer(worker::CreateBackend(cli.device));
+  auto farm = StartFarm(cli);
   ProgressPrinter progress(cli.quiet);
   SearchOutcome outcome =
-      RunSearch(graph, model_name, cli.search, *store, *measurer, std::ref(progress));
+      RunSearch(graph, model_name, cli.search, *store, *farm, std::ref(progress));
   ScheduleInfo info{model_name, outcome.device, cli.search.batch_size, cli.search, {}, {}};
   if (cli.baselines) {
     info.sequential_ms = outcome.sequential.latency_ms;
@@ -167,6 +200,8 @@ int Search(const CliOptions& cli) {
     }
     std::cout << FormatReport(graph, outcome);
     if (!cli.out.empty()) std::cout << "schedule written to " << cli.out << "\n";
+    std::cout.flush();
+    PrintWorkers(*farm);
   }
   return 0;
 }
@@ -174,7 +209,7 @@ int Search(const CliOptions& cli) {
 int Evaluate(const CliOptions& cli) {
   LoadedSchedule loaded = LoadSchedule(cli.evaluate);
   auto store = db::ProfileStore::Open(cli.db);
-  auto measurer = MakeLocalMeasurer(worker::CreateBackend(cli.device));
+  auto farm = StartFarm(cli);
   SearchPlan plan;
   StageKeyer keyer(loaded.graph);
   std::vector<BlockSchedule> blocks;
@@ -185,9 +220,9 @@ int Evaluate(const CliOptions& cli) {
   }
   ProgressPrinter progress(cli.quiet);
   LatencyTable table =
-      MeasureStages(loaded.graph, plan, *store, *measurer, cli.search, std::ref(progress));
+      MeasureStages(loaded.graph, plan, *store, *farm, cli.search, std::ref(progress));
   const Schedule priced = PriceSchedule(blocks, table.latency_ms);
-  const DeviceInfo& device = measurer->Device();
+  const DeviceInfo& device = farm->Device();
   std::printf("schedule %s (%s format, %zu distinct stages)\n", cli.evaluate.c_str(),
               loaded.origin.c_str(), plan.stage_count());
   std::printf("device %s%s, batch %d: %.3f ms%s\n", device.name.c_str(),
@@ -248,11 +283,56 @@ int main(int argc, char** argv) {
       ->default_val(6)
       ->check(CLI::Range(1, 1000));
   app.add_flag("--quiet,-q", cli.quiet, "no progress output");
+  app.add_option("--log-level", cli.log_level, "trace, debug, info, warn, error, off")
+      ->default_val(cli.log_level)
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  // The farm.
+  app.add_option("--bind", cli.farm.bind,
+                 "listen for ios-worker processes here, e.g. tcp://*:5555 (default: none, "
+                 "embedded workers only)");
+  app.add_option("--local-workers", cli.local_workers,
+                 "embedded worker threads on --device over inproc:// (default 1 without --bind, "
+                 "0 with it)")
+      ->check(CLI::Range(0, 256));
+  app.add_option("--min-workers", cli.farm.min_workers,
+                 "wait for this many workers serving --device before measuring")
+      ->default_val(1)
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--wait-workers-s", cli.wait_workers_s,
+                 "give up when workers do not come (or all leave) for this long")
+      ->default_val(cli.wait_workers_s)
+      ->check(CLI::Range(1, 86400));
+  app.add_option("--heartbeat-ms", cli.heartbeat_ms,
+                 "heartbeat period; a worker silent for 3 periods is lost and its queries "
+                 "re-queued")
+      ->default_val(cli.heartbeat_ms)
+      ->check(CLI::Range(10, 600000));
+  app.add_option("--query-timeout-s", cli.query_timeout_s,
+                 "a query unanswered this long is sent to another worker")
+      ->default_val(cli.query_timeout_s)
+      ->check(CLI::Range(1, 86400));
+  app.add_option("--max-attempts", cli.farm.max_attempts,
+                 "attempts per query before its result is stored as a timeout error")
+      ->default_val(cli.farm.max_attempts)
+      ->check(CLI::Range(1, 100));
+  app.add_option("--sim-delay-ms", cli.farm.local_backend_options.sim_delay_ms,
+                 "embedded sim workers sleep this long per measurement (benchmarks)")
+      ->default_val(0.0)
+      ->check(CLI::Range(0.0, 600000.0));
+  app.add_option("--curve-secret-key", cli.farm.curve_secret_key_file,
+                 "CURVE: this coordinator's key pair file (ios-keygen); needs --curve-allow")
+      ->check(CLI::ExistingFile);
+  app.add_option("--curve-allow", cli.farm.curve_allow_dir,
+                 "CURVE: directory of worker public keys (*.pub) allowed to connect")
+      ->check(CLI::ExistingDirectory);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  spdlog::set_default_logger(spdlog::stderr_color_mt("ios-coordinator"));
+  spdlog::set_level(spdlog::level::from_str(cli.log_level));
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e [%l] %v");
   try {
     if (cli.list_models) {
       for (const ZooEntry& entry : ZooModels()) {

@@ -16,9 +16,10 @@ class LocalMeasurer final : public Measurer {
   const DeviceInfo& Device() const override { return backend_->Device(); }
   void MeasureAll(const std::vector<const StageSpec*>& specs, int batch_size,
                   const MeasureSettings& settings,
-                  const std::function<void(size_t, const MeasureResult&)>& on_result) override {
+                  const std::function<void(std::span<const IndexedResult>)>& on_results) override {
     for (size_t i = 0; i < specs.size(); ++i) {
-      on_result(i, backend_->Measure(*specs[i], batch_size, settings));
+      const IndexedResult one{i, backend_->Measure(*specs[i], batch_size, settings)};
+      on_results({&one, 1});
     }
   }
 
@@ -142,21 +143,33 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
   queries.reserve(missing.size());
   for (const StageSpec& spec : specs) queries.push_back(&spec);
   auto last_report = std::chrono::steady_clock::now();
+  stats.workers = measurer.ActiveWorkers();
   measurer.MeasureAll(queries, options.batch_size, options.settings,
-                      [&](size_t q, const MeasureResult& result) {
-                        const size_t i = missing.at(q);
-                        store.Store({keys[i], device.fingerprint, options.batch_size, settings_key},
-                                    result);
-                        ++stats.measured;
-                        if (result.ok()) {
-                          latency[i] = result.median_ms;
-                        } else {
-                          ++stats.failed;
+                      [&](std::span<const IndexedResult> results) {
+                        // One transaction for whatever has arrived: each result is
+                        // committed as soon as the previous commit allows.
+                        store.RunInTransaction([&] {
+                          for (const IndexedResult& r : results) {
+                            const size_t i = missing.at(r.index);
+                            store.Store({keys[i], device.fingerprint, options.batch_size,
+                                         settings_key},
+                                        r.result);
+                          }
+                        });
+                        for (const IndexedResult& r : results) {
+                          const size_t i = missing.at(r.index);
+                          ++stats.measured;
+                          if (r.result.ok()) {
+                            latency[i] = r.result.median_ms;
+                          } else {
+                            ++stats.failed;
+                          }
                         }
                         const auto now = std::chrono::steady_clock::now();
                         if (progress && now - last_report > std::chrono::milliseconds(200)) {
                           last_report = now;
                           stats.elapsed_s = elapsed();
+                          stats.workers = measurer.ActiveWorkers();
                           progress(stats);
                         }
                       });

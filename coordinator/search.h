@@ -76,6 +76,7 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options);
 struct MeasureProgress {
   int64_t total = 0, reused = 0, measured = 0, failed = 0;
   double elapsed_s = 0;
+  int workers = 0;  // serving the search now
 };
 
 struct LatencyTable {

@@ -25,8 +25,13 @@ std::string ValidNames() {
 
 }  // namespace
 
-std::unique_ptr<Backend> CreateBackend(const std::string& name) {
-  if (name.starts_with(kSimPrefix)) return CreateSimBackend(name.substr(kSimPrefix.size()));
+std::unique_ptr<Backend> CreateBackend(const std::string& name, const BackendOptions& options) {
+  if (name.starts_with(kSimPrefix)) {
+    if (options.sim_delay_ms < 0) throw Error("sim delay must be >= 0 ms");
+    SimOptions sim;
+    sim.delay_ms = options.sim_delay_ms;
+    return CreateSimBackend(name.substr(kSimPrefix.size()), sim);
+  }
   if (IsUnbuiltBackend(name)) {
     throw Error("backend '" + name +
                 "' is not available in this build; available: " + ValidNames());

@@ -23,8 +23,16 @@ class Backend {
                                 const MeasureSettings& settings) = 0;
 };
 
+//! Settings a backend may take from the command line.
+struct BackendOptions {
+  int gpu = 0;  // device ordinal (cuda)
+  //! sim only: sleep this long per measurement, standing in for a real
+  //! device's cost in scaling benchmarks; reported latencies are unchanged.
+  double sim_delay_ms = 0;
+};
+
 //! Creates a backend from its command-line name ("sim:v100", ...).
 //! Throws ios::Error listing the valid names when `name` is unknown.
-std::unique_ptr<Backend> CreateBackend(const std::string& name);
+std::unique_ptr<Backend> CreateBackend(const std::string& name, const BackendOptions& options = {});
 
 }  // namespace ios::worker

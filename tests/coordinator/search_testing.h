@@ -28,7 +28,7 @@ class CountingMeasurer final : public Measurer {
 
   void MeasureAll(const std::vector<const StageSpec*>& specs, int batch_size,
                   const MeasureSettings& settings,
-                  const std::function<void(size_t, const MeasureResult&)>& on_result) override {
+                  const std::function<void(std::span<const IndexedResult>)>& on_results) override {
     ++calls;
     asked += static_cast<int64_t>(specs.size());
     std::vector<const StageSpec*> pass;
@@ -39,14 +39,19 @@ class CountingMeasurer final : public Measurer {
         oom.error = MeasureError::kOutOfMemory;
         oom.error_message = "test double: merge stages run out of memory";
         ++failed_merges;
-        on_result(i, oom);
+        const IndexedResult failed{i, oom};
+        on_results({&failed, 1});
       } else {
         pass.push_back(specs[i]);
         index.push_back(i);
       }
     }
-    inner_->MeasureAll(pass, batch_size, settings,
-                       [&](size_t j, const MeasureResult& r) { on_result(index.at(j), r); });
+    inner_->MeasureAll(pass, batch_size, settings, [&](std::span<const IndexedResult> results) {
+      for (IndexedResult r : results) {
+        r.index = index.at(r.index);
+        on_results({&r, 1});
+      }
+    });
   }
 
   int calls = 0;

@@ -1,0 +1,538 @@
+// Converts between the protocol's C++ values (protocol.h) and Cap'n Proto
+// flat messages (farm.capnp). Encoding writes every field as it is; decoding
+// reads under strict limits, then validate.cc checks the values' meaning.
+#include "schema/protocol.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "schema/farm.capnp.h"
+#include "schema/validate.h"
+
+namespace ios::schema {
+namespace {
+
+using detail::InvalidField;
+
+// ---------------------------------------------------------------------------
+// Enums: explicit pairs rather than casts, so the C++ enums may be reordered
+// freely while wire ordinals never change.
+
+template <typename Cpp, typename Wire, size_t N>
+using EnumPairs = std::array<std::pair<Cpp, Wire>, N>;
+
+constexpr EnumPairs<Strategy, wire::Strategy, 2> kStrategies{{
+    {Strategy::kParallel, wire::Strategy::PARALLEL},
+    {Strategy::kMerge, wire::Strategy::MERGE},
+}};
+constexpr EnumPairs<OpKind, wire::OpKind, 7> kOpKinds{{
+    {OpKind::kInput, wire::OpKind::INPUT},
+    {OpKind::kConv, wire::OpKind::CONV},
+    {OpKind::kPool, wire::OpKind::POOL},
+    {OpKind::kActivation, wire::OpKind::ACTIVATION},
+    {OpKind::kEltwise, wire::OpKind::ELTWISE},
+    {OpKind::kIdentity, wire::OpKind::IDENTITY},
+    {OpKind::kSequential, wire::OpKind::SEQUENTIAL},
+}};
+constexpr EnumPairs<Activation, wire::Activation, 4> kActivations{{
+    {Activation::kNone, wire::Activation::NONE},
+    {Activation::kRelu, wire::Activation::RELU},
+    {Activation::kSigmoid, wire::Activation::SIGMOID},
+    {Activation::kTanh, wire::Activation::TANH},
+}};
+constexpr EnumPairs<PoolType, wire::PoolType, 4> kPoolTypes{{
+    {PoolType::kMax, wire::PoolType::MAX},
+    {PoolType::kAvg, wire::PoolType::AVG},
+    {PoolType::kGlobalMax, wire::PoolType::GLOBAL_MAX},
+    {PoolType::kGlobalAvg, wire::PoolType::GLOBAL_AVG},
+}};
+constexpr EnumPairs<EltwiseType, wire::EltwiseType, 2> kEltwiseTypes{{
+    {EltwiseType::kAdd, wire::EltwiseType::ADD},
+    {EltwiseType::kMul, wire::EltwiseType::MUL},
+}};
+// MeasureError::kNone is not here: it is the `ok` branch of StageResult.
+constexpr EnumPairs<MeasureError, wire::ErrorKind, 4> kErrorKinds{{
+    {MeasureError::kOutOfMemory, wire::ErrorKind::OUT_OF_MEMORY},
+    {MeasureError::kUnsupported, wire::ErrorKind::UNSUPPORTED},
+    {MeasureError::kBackendFailure, wire::ErrorKind::BACKEND_FAILURE},
+    {MeasureError::kTimeout, wire::ErrorKind::TIMEOUT},
+}};
+constexpr EnumPairs<RejectReason, wire::RejectReason, 3> kRejectReasons{{
+    {RejectReason::kVersionMismatch, wire::RejectReason::VERSION_MISMATCH},
+    {RejectReason::kMalformed, wire::RejectReason::MALFORMED},
+    {RejectReason::kUnknownWorker, wire::RejectReason::UNKNOWN_WORKER},
+}};
+
+// Sent for a C++ value outside its enum (a cast gone wrong): no peer knows it
+// either, so the receiver refuses the message instead of guessing.
+constexpr uint16_t kUnknownEnumerant = 0xffff;
+
+template <typename Cpp, typename Wire, size_t N>
+Wire ToWire(const EnumPairs<Cpp, Wire, N>& pairs, Cpp value) {
+  for (const auto& [cpp, on_wire] : pairs) {
+    if (cpp == value) return on_wire;
+  }
+  return static_cast<Wire>(kUnknownEnumerant);
+}
+
+// A field path for error messages: a string literal, or a callable that
+// builds the path only when it is needed (decoding runs it per op).
+template <typename Where>
+std::string PathText(const Where& where) {
+  if constexpr (std::is_invocable_v<const Where&>) {
+    return where();
+  } else {
+    return std::string(where);
+  }
+}
+
+// Capnp hands back an unknown enumerant as its raw number.
+template <typename Cpp, typename Wire, size_t N, typename Where>
+Cpp FromWire(const EnumPairs<Cpp, Wire, N>& pairs, Wire value, const Where& where) {
+  for (const auto& [cpp, on_wire] : pairs) {
+    if (on_wire == value) return cpp;
+  }
+  throw InvalidField(PathText(where) + ": unknown value " +
+                     std::to_string(static_cast<uint16_t>(value)));
+}
+
+// ---------------------------------------------------------------------------
+// Encoding.
+
+// Free-form text for people (error messages, reasons) is cut to what the
+// receiver accepts, so a long exception text still yields a decodable answer.
+template <typename InitText>
+void SetProse(const std::string& text, InitText init) {
+  const size_t size = std::min(text.size(), detail::kMaxTextBytes);
+  capnp::Text::Builder out = init(static_cast<unsigned>(size));
+  std::memcpy(out.begin(), text.data(), size);
+}
+
+capnp::Text::Reader TextOf(const std::string& text) { return {text.c_str(), text.size()}; }
+
+void WriteShape(wire::Shape::Builder out, const Shape& shape) {
+  out.setC(shape.c);
+  out.setH(shape.h);
+  out.setW(shape.w);
+}
+
+void WriteOp(wire::Op::Builder out, const OpParams& op) {
+  out.setKind(ToWire(kOpKinds, op.kind));
+  wire::Conv::Builder conv = out.initConv();
+  conv.setOutChannels(op.conv.out_channels);
+  conv.setKernelH(op.conv.kernel.h);
+  conv.setKernelW(op.conv.kernel.w);
+  conv.setStrideH(op.conv.stride.h);
+  conv.setStrideW(op.conv.stride.w);
+  conv.setPadH(op.conv.padding.h);
+  conv.setPadW(op.conv.padding.w);
+  conv.setDilationH(op.conv.dilation.h);
+  conv.setDilationW(op.conv.dilation.w);
+  conv.setGroups(op.conv.groups);
+  conv.setBias(op.conv.bias);
+  conv.setActivation(ToWire(kActivations, op.conv.act));
+  wire::Pool::Builder pool = out.initPool();
+  pool.setType(ToWire(kPoolTypes, op.pool.type));
+  pool.setKernelH(op.pool.kernel.h);
+  pool.setKernelW(op.pool.kernel.w);
+  pool.setStrideH(op.pool.stride.h);
+  pool.setStrideW(op.pool.stride.w);
+  pool.setPadH(op.pool.padding.h);
+  pool.setPadW(op.pool.padding.w);
+  out.setActivation(ToWire(kActivations, op.act));
+  out.setEltwise(ToWire(kEltwiseTypes, op.eltwise));
+  if (op.chain.empty()) return;
+  auto chain = out.initChain(static_cast<unsigned>(op.chain.size()));
+  for (unsigned k = 0; k < chain.size(); ++k) WriteOp(chain[k], op.chain[k]);
+}
+
+void WriteStage(wire::Stage::Builder out, const StageSpec& spec) {
+  out.setStrategy(ToWire(kStrategies, spec.strategy));
+  auto externals = out.initExternals(static_cast<unsigned>(spec.externals.size()));
+  for (unsigned e = 0; e < externals.size(); ++e) WriteShape(externals[e], spec.externals[e]);
+  auto groups = out.initGroups(static_cast<unsigned>(spec.groups.size()));
+  for (unsigned g = 0; g < groups.size(); ++g) {
+    const std::vector<StageOp>& group = spec.groups[g];
+    auto ops = groups[g].initOps(static_cast<unsigned>(group.size()));
+    for (unsigned i = 0; i < ops.size(); ++i) {
+      const StageOp& op = group[i];
+      WriteOp(ops[i].initOp(), op.op);
+      auto inputs = ops[i].initInputs(static_cast<unsigned>(op.inputs.size()));
+      for (unsigned t = 0; t < inputs.size(); ++t) {
+        auto slices = inputs[t].initSlices(static_cast<unsigned>(op.inputs[t].size()));
+        for (unsigned s = 0; s < slices.size(); ++s) {
+          const SliceRef& ref = op.inputs[t][s];
+          slices[s].setExternal(ref.external);
+          slices[s].setIndex(ref.index);
+          slices[s].setBegin(ref.begin);
+          slices[s].setEnd(ref.end);
+        }
+      }
+      WriteShape(ops[i].initOutput(), op.output);
+    }
+  }
+}
+
+void WriteQuery(wire::StageQuery::Builder out, uint64_t query_id, const StageSpec& stage,
+                int batch_size, const MeasureSettings& settings) {
+  out.setQueryId(query_id);
+  out.setBatchSize(batch_size);
+  out.setDtype(TextOf(settings.dtype));
+  out.setWarmup(settings.warmup);
+  out.setNumber(settings.number);
+  out.setRepeat(settings.repeat);
+  WriteStage(out.initStage(), stage);
+}
+
+void WriteHello(wire::Hello::Builder out, const Hello& hello) {
+  out.setWorkerId(TextOf(hello.worker_id));
+  out.setBackend(TextOf(hello.device.backend));
+  out.setDeviceName(TextOf(hello.device.name));
+  out.setFingerprint(TextOf(hello.device.fingerprint));
+  out.setSimulated(hello.device.simulated);
+  auto properties = out.initProperties(static_cast<unsigned>(hello.properties.size()));
+  for (unsigned i = 0; i < properties.size(); ++i) {
+    properties[i].setKey(TextOf(hello.properties[i].first));
+    properties[i].setValue(TextOf(hello.properties[i].second));
+  }
+  out.setCapacity(hello.capacity);
+  out.setHeartbeatMs(hello.heartbeat_ms);
+  out.setSoftware(TextOf(hello.software));
+}
+
+void WriteResult(wire::StageResult::Builder out, const StageResult& result) {
+  out.setQueryId(result.query_id);
+  const MeasureResult& r = result.result;
+  if (r.ok()) {
+    auto ok = out.initOk();
+    ok.setMedianMs(r.median_ms);
+    ok.setSpreadMs(r.spread_ms);
+    ok.setSamples(r.samples);
+  } else {
+    auto error = out.initError();
+    error.setKind(ToWire(kErrorKinds, r.error));
+    SetProse(r.error_message, [&](unsigned size) { return error.initMessage(size); });
+  }
+}
+
+std::string ToBytes(capnp::MessageBuilder& builder) {
+  const kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
+  const kj::ArrayPtr<const kj::byte> bytes = words.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+// ---------------------------------------------------------------------------
+// Decoding: a mirror of the encoder that enforces the structural budgets
+// (list lengths, chain depth, known enumerants) before it allocates. Each
+// pointer is read once, since every read counts against the traversal limit.
+
+std::string ReadText(capnp::Text::Reader text) { return std::string(text.cStr(), text.size()); }
+
+Shape ReadShape(wire::Shape::Reader in) { return {in.getC(), in.getH(), in.getW()}; }
+
+template <typename Where>
+void CheckCount(size_t count, size_t max, const Where& where) {
+  if (count > max) {
+    throw InvalidField(PathText(where) + ": " + std::to_string(count) + " entries, at most " +
+                       std::to_string(max));
+  }
+}
+
+// Where an op sits, turned into text only for an error message.
+struct OpPath {
+  size_t group = 0, op = 0;
+  std::vector<size_t> chain;  // indices into nested chains, outermost first
+
+  std::string Text(const char* field) const {
+    std::string text =
+        "query.stage.groups[" + std::to_string(group) + "].ops[" + std::to_string(op) + "].op";
+    for (size_t k : chain) text += ".chain[" + std::to_string(k) + "]";
+    return text + "." + field;
+  }
+};
+
+void ReadOp(wire::Op::Reader in, OpParams& out, OpPath& path) {
+  const auto where = [&path](const char* field) {
+    return [&path, field] { return path.Text(field); };
+  };
+  out.kind = FromWire(kOpKinds, in.getKind(), where("kind"));
+  const wire::Conv::Reader conv = in.getConv();
+  out.conv.out_channels = conv.getOutChannels();
+  out.conv.kernel = {conv.getKernelH(), conv.getKernelW()};
+  out.conv.stride = {conv.getStrideH(), conv.getStrideW()};
+  out.conv.padding = {conv.getPadH(), conv.getPadW()};
+  out.conv.dilation = {conv.getDilationH(), conv.getDilationW()};
+  out.conv.groups = conv.getGroups();
+  out.conv.bias = conv.getBias();
+  out.conv.act = FromWire(kActivations, conv.getActivation(), where("conv.activation"));
+  const wire::Pool::Reader pool = in.getPool();
+  out.pool.type = FromWire(kPoolTypes, pool.getType(), where("pool.type"));
+  out.pool.kernel = {pool.getKernelH(), pool.getKernelW()};
+  out.pool.stride = {pool.getStrideH(), pool.getStrideW()};
+  out.pool.padding = {pool.getPadH(), pool.getPadW()};
+  out.act = FromWire(kActivations, in.getActivation(), where("activation"));
+  out.eltwise = FromWire(kEltwiseTypes, in.getEltwise(), where("eltwise"));
+  if (!in.hasChain()) return;
+  // Checked before descending, so the recursion depth is ours to bound, well
+  // inside capnp's nesting limit.
+  if (path.chain.size() >= detail::kMaxChainDepth) {
+    throw InvalidField(path.Text("chain") + ": nested deeper than " +
+                       std::to_string(detail::kMaxChainDepth) + " levels");
+  }
+  const auto chain = in.getChain();
+  CheckCount(chain.size(), detail::kMaxChainLength, where("chain"));
+  out.chain.resize(chain.size());
+  for (unsigned k = 0; k < chain.size(); ++k) {
+    path.chain.push_back(k);
+    ReadOp(chain[k], out.chain[k], path);
+    path.chain.pop_back();
+  }
+}
+
+void ReadStageOp(wire::StageOp::Reader in, StageOp& out, OpPath& path) {
+  ReadOp(in.getOp(), out.op, path);
+  const auto inputs = in.getInputs();
+  const auto op_where = [&path] {
+    return "query.stage.groups[" + std::to_string(path.group) + "].ops[" + std::to_string(path.op) +
+           "].inputs";
+  };
+  CheckCount(inputs.size(), detail::kMaxTerms, op_where);
+  out.inputs.resize(inputs.size());
+  for (unsigned t = 0; t < inputs.size(); ++t) {
+    const auto slices = inputs[t].getSlices();
+    CheckCount(slices.size(), detail::kMaxSlices,
+               [&] { return op_where() + "[" + std::to_string(t) + "]"; });
+    std::vector<SliceRef>& term = out.inputs[t];
+    term.reserve(slices.size());
+    for (const wire::SliceRef::Reader slice : slices) {
+      term.push_back({slice.getExternal(), slice.getIndex(), slice.getBegin(), slice.getEnd()});
+    }
+  }
+  out.output = ReadShape(in.getOutput());
+}
+
+void ReadStage(wire::Stage::Reader in, StageSpec& out) {
+  out.strategy = FromWire(kStrategies, in.getStrategy(), "query.stage.strategy");
+  const auto externals = in.getExternals();
+  CheckCount(externals.size(), detail::kMaxExternals, "query.stage.externals");
+  out.externals.reserve(externals.size());
+  for (const wire::Shape::Reader shape : externals) out.externals.push_back(ReadShape(shape));
+  const auto groups = in.getGroups();
+  CheckCount(groups.size(), detail::kMaxGroups, "query.stage.groups");
+  out.groups.resize(groups.size());
+  OpPath path;
+  for (unsigned g = 0; g < groups.size(); ++g) {
+    const auto ops = groups[g].getOps();
+    CheckCount(ops.size(), detail::kMaxOpsPerGroup,
+               [g] { return "query.stage.groups[" + std::to_string(g) + "].ops"; });
+    out.groups[g].resize(ops.size());
+    for (unsigned i = 0; i < ops.size(); ++i) {
+      path.group = g;
+      path.op = i;
+      ReadStageOp(ops[i], out.groups[g][i], path);
+    }
+  }
+}
+
+StageQuery ReadQuery(wire::StageQuery::Reader in) {
+  StageQuery query;
+  query.query_id = in.getQueryId();
+  query.batch_size = in.getBatchSize();
+  query.settings.dtype = ReadText(in.getDtype());
+  query.settings.warmup = in.getWarmup();
+  query.settings.number = in.getNumber();
+  query.settings.repeat = in.getRepeat();
+  ReadStage(in.getStage(), query.stage);
+  return query;
+}
+
+Hello ReadHello(wire::Hello::Reader in) {
+  Hello hello;
+  hello.worker_id = ReadText(in.getWorkerId());
+  hello.device.backend = ReadText(in.getBackend());
+  hello.device.name = ReadText(in.getDeviceName());
+  hello.device.fingerprint = ReadText(in.getFingerprint());
+  hello.device.simulated = in.getSimulated();
+  const auto properties = in.getProperties();
+  CheckCount(properties.size(), detail::kMaxProperties, "hello.properties");
+  hello.properties.reserve(properties.size());
+  for (const wire::Property::Reader property : properties) {
+    hello.properties.emplace_back(ReadText(property.getKey()), ReadText(property.getValue()));
+  }
+  hello.capacity = in.getCapacity();
+  hello.heartbeat_ms = in.getHeartbeatMs();
+  hello.software = ReadText(in.getSoftware());
+  return hello;
+}
+
+StageResult ReadResult(wire::StageResult::Reader in) {
+  StageResult result;
+  result.query_id = in.getQueryId();
+  MeasureResult& r = result.result;
+  switch (in.which()) {
+    case wire::StageResult::OK: {
+      const auto ok = in.getOk();
+      r.median_ms = ok.getMedianMs();
+      r.spread_ms = ok.getSpreadMs();
+      r.samples = ok.getSamples();
+      return result;
+    }
+    case wire::StageResult::ERROR: {
+      const auto error = in.getError();
+      r.error = FromWire(kErrorKinds, error.getKind(), "result.error.kind");
+      r.error_message = ReadText(error.getMessage());
+      return result;
+    }
+  }
+  throw InvalidField("result: unknown branch " + std::to_string(static_cast<uint16_t>(in.which())));
+}
+
+Message ReadBody(wire::Envelope::Reader in) {
+  switch (in.which()) {
+    case wire::Envelope::HELLO:
+      return ReadHello(in.getHello());
+    case wire::Envelope::HEARTBEAT:
+      return Heartbeat{in.getHeartbeat().getIntervalMs()};
+    case wire::Envelope::QUERY:
+      return ReadQuery(in.getQuery());
+    case wire::Envelope::RESULT:
+      return ReadResult(in.getResult());
+    case wire::Envelope::REJECT: {
+      const auto reject = in.getReject();
+      return Reject{FromWire(kRejectReasons, reject.getReason(), "reject.reason"),
+                    ReadText(reject.getMessage())};
+    }
+    case wire::Envelope::SHUTDOWN:
+      return Shutdown{ReadText(in.getShutdown().getReason())};
+  }
+  throw InvalidField("envelope: unknown message kind " +
+                     std::to_string(static_cast<uint16_t>(in.which())));
+}
+
+DecodeError Failure(DecodeError::Kind kind, std::string message) {
+  return DecodeError{kind, std::move(message), 0};
+}
+
+}  // namespace
+
+const char* ToString(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::kVersionMismatch:
+      return "version_mismatch";
+    case RejectReason::kMalformed:
+      return "malformed";
+    case RejectReason::kUnknownWorker:
+      return "unknown_worker";
+  }
+  return "?";
+}
+
+const char* ToString(DecodeError::Kind kind) {
+  switch (kind) {
+    case DecodeError::Kind::kOversized:
+      return "oversized";
+    case DecodeError::Kind::kMalformed:
+      return "malformed";
+    case DecodeError::Kind::kVersionMismatch:
+      return "version_mismatch";
+    case DecodeError::Kind::kInvalid:
+      return "invalid";
+  }
+  return "?";
+}
+
+std::string EncodeWithVersion(const Message& message, uint32_t version) {
+  capnp::MallocMessageBuilder builder;
+  wire::Envelope::Builder envelope = builder.initRoot<wire::Envelope>();
+  envelope.setVersion(version);
+  struct Writer {
+    wire::Envelope::Builder& out;
+    void operator()(const Hello& m) { WriteHello(out.initHello(), m); }
+    void operator()(const Heartbeat& m) { out.initHeartbeat().setIntervalMs(m.interval_ms); }
+    void operator()(const StageQuery& m) {
+      WriteQuery(out.initQuery(), m.query_id, m.stage, m.batch_size, m.settings);
+    }
+    void operator()(const StageResult& m) { WriteResult(out.initResult(), m); }
+    void operator()(const Reject& m) {
+      auto reject = out.initReject();
+      reject.setReason(ToWire(kRejectReasons, m.reason));
+      SetProse(m.message, [&](unsigned size) { return reject.initMessage(size); });
+    }
+    void operator()(const Shutdown& m) {
+      auto shutdown = out.initShutdown();
+      SetProse(m.reason, [&](unsigned size) { return shutdown.initReason(size); });
+    }
+  };
+  std::visit(Writer{envelope}, message);
+  return ToBytes(builder);
+}
+
+std::string Encode(const Message& message) { return EncodeWithVersion(message, kProtocolVersion); }
+
+std::string EncodeQuery(uint64_t query_id, const StageSpec& stage, int batch_size,
+                        const MeasureSettings& settings) {
+  capnp::MallocMessageBuilder builder;
+  wire::Envelope::Builder envelope = builder.initRoot<wire::Envelope>();
+  envelope.setVersion(kProtocolVersion);
+  WriteQuery(envelope.initQuery(), query_id, stage, batch_size, settings);
+  return ToBytes(builder);
+}
+
+std::variant<Message, DecodeError> Decode(std::string_view bytes) {
+  using Kind = DecodeError::Kind;
+  if (bytes.size() > kMaxMessageBytes) {
+    return Failure(Kind::kOversized, std::to_string(bytes.size()) + " bytes, at most " +
+                                         std::to_string(kMaxMessageBytes));
+  }
+  if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) {
+    return Failure(Kind::kMalformed,
+                   std::to_string(bytes.size()) + " bytes: not a whole number of 8-byte words");
+  }
+  try {
+    // ZeroMQ frames carry no alignment guarantee; capnp reads words in place.
+    kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+    std::memcpy(words.begin(), bytes.data(), bytes.size());
+    capnp::ReaderOptions options;
+    // A valid message reads each word about once; the slack refuses frames
+    // whose pointers make the reader visit the same bytes over and over.
+    options.traversalLimitInWords = 4 * words.size() + 64;
+    options.nestingLimit = 32;
+    capnp::FlatArrayMessageReader reader(words, options);
+    if (reader.getEnd() != words.end()) {
+      return Failure(Kind::kMalformed, "bytes after the end of the message");
+    }
+    const wire::Envelope::Reader envelope = reader.getRoot<wire::Envelope>();
+    const uint32_t version = envelope.getVersion();
+    // 0 is capnp's default: the field is unset (e.g. a null root), which is
+    // garbage rather than a peer of another version. Versions start at 1.
+    if (version == 0) return Failure(Kind::kMalformed, "no protocol version (field 0 unset)");
+    if (version != kProtocolVersion) {
+      return DecodeError{Kind::kVersionMismatch,
+                         "protocol version " + std::to_string(version) + ", expected " +
+                             std::to_string(kProtocolVersion),
+                         version};
+    }
+    Message message = ReadBody(envelope);
+    detail::Validate(message);
+    return message;
+  } catch (const InvalidField& e) {
+    return Failure(Kind::kInvalid, e.what());
+  } catch (const kj::Exception& e) {
+    return Failure(Kind::kMalformed, e.getDescription().cStr());
+  } catch (const std::exception& e) {
+    return Failure(Kind::kMalformed, e.what());
+  } catch (...) {
+    return Failure(Kind::kMalformed, "unreadable message");
+  }
+}
+
+}  // namespace ios::schema

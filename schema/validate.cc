@@ -1,0 +1,282 @@
+#include "schema/validate.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include "common/error.h"
+
+namespace ios::schema::detail {
+namespace {
+
+[[noreturn]] void Fail(const std::string& path, const std::string& what) {
+  throw InvalidField(path + ": " + what);
+}
+
+std::string Indexed(const std::string& base, size_t index) {
+  return base + "[" + std::to_string(index) + "]";
+}
+
+std::string ShapeText(const Shape& s) {
+  return std::to_string(s.c) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w);
+}
+
+template <typename T>
+void CheckRange(T value, T low, T high, const std::string& path) {
+  if (value < low || value > high) {
+    Fail(path, std::to_string(value) + " out of range [" + std::to_string(low) + ", " +
+                   std::to_string(high) + "]");
+  }
+}
+
+void CheckText(const std::string& text, const std::string& path, bool required = false) {
+  if (text.size() > kMaxTextBytes) {
+    Fail(path, std::to_string(text.size()) + " bytes, at most " + std::to_string(kMaxTextBytes));
+  }
+  if (required && text.empty()) Fail(path, "must not be empty");
+}
+
+void CheckShape(const Shape& shape, const std::string& path) {
+  CheckRange(shape.c, 1, kMaxExtent, path + ".c");
+  CheckRange(shape.h, 1, kMaxExtent, path + ".h");
+  CheckRange(shape.w, 1, kMaxExtent, path + ".w");
+}
+
+// Bounds a sliding window so that shape inference cannot overflow `int`:
+// the span dilation*(kernel-1)+1 is checked in 64 bits before InferOpOutput
+// computes it in 32.
+void CheckWindows(const Window& kernel, const Window& stride, const Window& padding,
+                  const Window& dilation, const std::string& path) {
+  CheckRange(kernel.h, 1, kMaxExtent, path + "kernelH");
+  CheckRange(kernel.w, 1, kMaxExtent, path + "kernelW");
+  CheckRange(stride.h, 1, kMaxExtent, path + "strideH");
+  CheckRange(stride.w, 1, kMaxExtent, path + "strideW");
+  CheckRange(padding.h, 0, kMaxExtent, path + "padH");
+  CheckRange(padding.w, 0, kMaxExtent, path + "padW");
+  CheckRange(dilation.h, 1, kMaxExtent, path + "dilationH");
+  CheckRange(dilation.w, 1, kMaxExtent, path + "dilationW");
+  const int64_t span_h = int64_t{dilation.h} * (kernel.h - 1) + 1;
+  const int64_t span_w = int64_t{dilation.w} * (kernel.w - 1) + 1;
+  if (span_h > kMaxExtent) {
+    Fail(path + "kernelH", "dilated span " + std::to_string(span_h) + " too large");
+  }
+  if (span_w > kMaxExtent) {
+    Fail(path + "kernelW", "dilated span " + std::to_string(span_w) + " too large");
+  }
+}
+
+// Parameters of the op's own kind (the others are ignored by every user).
+// `path` names the op, e.g. "query.stage.groups[0].ops[2].op".
+void CheckParams(const OpParams& op, const std::string& path) {
+  switch (op.kind) {
+    case OpKind::kConv: {
+      const ConvParams& c = op.conv;
+      CheckRange(c.out_channels, 1, kMaxExtent, path + ".conv.outChannels");
+      CheckRange(c.groups, 1, kMaxExtent, path + ".conv.groups");
+      CheckWindows(c.kernel, c.stride, c.padding, c.dilation, path + ".conv.");
+      break;
+    }
+    case OpKind::kPool:
+      if (op.pool.type == PoolType::kMax || op.pool.type == PoolType::kAvg) {
+        CheckWindows(op.pool.kernel, op.pool.stride, op.pool.padding, Window{}, path + ".pool.");
+      }
+      break;
+    case OpKind::kSequential:
+      if (op.chain.empty()) Fail(path + ".chain", "a sequential op needs at least one step");
+      for (size_t k = 0; k < op.chain.size(); ++k) {
+        CheckParams(op.chain[k], Indexed(path + ".chain", k));
+      }
+      return;
+    case OpKind::kInput:
+    case OpKind::kActivation:
+    case OpKind::kEltwise:
+    case OpKind::kIdentity:
+      break;
+  }
+  // Only a sequential op has steps; a chain elsewhere would travel unchecked.
+  if (!op.chain.empty()) {
+    Fail(path + ".chain", std::string("a ") + ToString(op.kind) + " op has no steps");
+  }
+}
+
+// Resolves one slice to the shape it contributes to its term, checking the
+// reference first. `position` is the op's index in its group; `where()`
+// gives the slice's path (built only on failure: this runs for every slice).
+template <typename Where>
+Shape SliceShape(const SliceRef& ref, const StageSpec& spec, const std::vector<StageOp>& group,
+                 size_t position, const Where& where) {
+  const Shape* source = nullptr;
+  if (ref.external) {
+    if (ref.index < 0 || static_cast<size_t>(ref.index) >= spec.externals.size()) {
+      Fail(where() + ".index", std::to_string(ref.index) + " out of range (" +
+                                   std::to_string(spec.externals.size()) + " externals)");
+    }
+    source = &spec.externals[static_cast<size_t>(ref.index)];
+  } else {
+    // An op reads only ops placed before it: that is what keeps a group acyclic.
+    if (ref.index < 0 || static_cast<size_t>(ref.index) >= position) {
+      Fail(where() + ".index", std::to_string(ref.index) +
+                                   " is not an earlier op of the group (op " +
+                                   std::to_string(position) + ")");
+    }
+    source = &group[static_cast<size_t>(ref.index)].output;
+  }
+  if (ref.begin < 0) Fail(where() + ".begin", std::to_string(ref.begin) + " is negative");
+  if (ref.begin >= ref.end) {
+    Fail(where() + ".begin",
+         std::to_string(ref.begin) + " not below end " + std::to_string(ref.end));
+  }
+  if (ref.end > source->c) {
+    Fail(where() + ".end", std::to_string(ref.end) + " beyond the " + std::to_string(source->c) +
+                               " channels of the tensor read");
+  }
+  return {ref.end - ref.begin, source->h, source->w};
+}
+
+// Term shapes follow InferShapes (common/graph.cc): the slices of a term are
+// summed, so they must agree in channels, height and width.
+std::vector<Shape> TermShapes(const StageOp& op, const StageSpec& spec,
+                              const std::vector<StageOp>& group, size_t position,
+                              const std::string& path) {
+  if (op.inputs.empty()) Fail(path + ".inputs", "an op needs at least one input term");
+  std::vector<Shape> shapes;
+  shapes.reserve(op.inputs.size());
+  for (size_t t = 0; t < op.inputs.size(); ++t) {
+    const std::vector<SliceRef>& term = op.inputs[t];
+    if (term.empty()) Fail(Indexed(path + ".inputs", t), "a term needs at least one slice");
+    Shape term_shape;
+    for (size_t s = 0; s < term.size(); ++s) {
+      const auto where = [&] { return Indexed(Indexed(path + ".inputs", t), s); };
+      const Shape shape = SliceShape(term[s], spec, group, position, where);
+      if (s == 0) {
+        term_shape = shape;
+      } else if (!(shape == term_shape)) {
+        Fail(where(), "summed slices differ in shape (" + ShapeText(term_shape) + " vs " +
+                          ShapeText(shape) + ")");
+      }
+    }
+    shapes.push_back(term_shape);
+  }
+  return shapes;
+}
+
+// The merge rule of CanMerge (common/stage.h), restated on a spec: one
+// convolution per group, groups = 1, all reading the same single slice,
+// with equal output resolution, stride and activation.
+void CheckMergeable(const StageSpec& spec, const std::string& path) {
+  if (spec.OperatorCount() < 2) {
+    Fail(path + ".strategy", "merge needs two or more operators (one is a parallel stage)");
+  }
+  const StageOp& first = spec.groups[0][0];
+  for (size_t g = 0; g < spec.groups.size(); ++g) {
+    const std::string group_path = Indexed(path + ".groups", g);
+    if (spec.groups[g].size() != 1) Fail(group_path + ".ops", "a merge stage has one op per group");
+    const StageOp& op = spec.groups[g][0];
+    const std::string op_path = group_path + ".ops[0]";
+    if (op.op.kind != OpKind::kConv || op.op.conv.groups != 1) {
+      Fail(op_path + ".op", "a merge stage runs only convolutions with groups = 1");
+    }
+    if (op.inputs.size() != 1 || op.inputs[0].size() != 1) {
+      Fail(op_path + ".inputs", "a merged convolution reads exactly one slice");
+    }
+    if (g == 0) continue;
+    if (!(op.inputs[0][0] == first.inputs[0][0])) {
+      Fail(op_path + ".inputs[0][0]", "merged convolutions must all read the same slice");
+    }
+    if (op.output.h != first.output.h || op.output.w != first.output.w) {
+      Fail(op_path + ".output", "merged convolutions must have equal output resolution");
+    }
+    if (!(op.op.conv.stride == first.op.conv.stride)) {
+      Fail(op_path + ".op.conv.strideH", "merged convolutions must have equal strides");
+    }
+    if (op.op.conv.act != first.op.conv.act) {
+      Fail(op_path + ".op.conv.activation", "merged convolutions must have equal activations");
+    }
+  }
+}
+
+void CheckStage(const StageSpec& spec, const std::string& path) {
+  if (spec.groups.empty()) Fail(path + ".groups", "a stage needs at least one group");
+  for (size_t e = 0; e < spec.externals.size(); ++e) {
+    CheckShape(spec.externals[e], Indexed(path + ".externals", e));
+  }
+  for (size_t g = 0; g < spec.groups.size(); ++g) {
+    const std::vector<StageOp>& group = spec.groups[g];
+    const std::string group_path = Indexed(path + ".groups", g);
+    if (group.empty()) Fail(group_path + ".ops", "a group needs at least one op");
+    for (size_t i = 0; i < group.size(); ++i) {
+      const StageOp& op = group[i];
+      const std::string op_path = Indexed(group_path + ".ops", i);
+      CheckParams(op.op, op_path + ".op");
+      const std::vector<Shape> term_shapes = TermShapes(op, spec, group, i, op_path);
+      CheckShape(op.output, op_path + ".output");
+      Shape inferred;
+      try {
+        inferred = InferOpOutput(op.op, term_shapes, op_path);
+      } catch (const ios::Error& e) {
+        throw InvalidField(e.what());
+      }
+      if (!(inferred == op.output)) {
+        Fail(op_path + ".output",
+             "declared " + ShapeText(op.output) + " but the inputs give " + ShapeText(inferred));
+      }
+    }
+  }
+  if (spec.strategy == Strategy::kMerge) CheckMergeable(spec, path);
+}
+
+void Check(const Hello& hello) {
+  CheckText(hello.worker_id, "hello.workerId");
+  CheckText(hello.device.backend, "hello.backend");
+  CheckText(hello.device.name, "hello.deviceName");
+  // The coordinator routes queries by fingerprint: without one it cannot.
+  CheckText(hello.device.fingerprint, "hello.fingerprint", /*required=*/true);
+  for (size_t i = 0; i < hello.properties.size(); ++i) {
+    CheckText(hello.properties[i].first, Indexed("hello.properties", i) + ".key");
+    CheckText(hello.properties[i].second, Indexed("hello.properties", i) + ".value");
+  }
+  CheckRange(hello.capacity, uint32_t{1}, kMaxCapacity, "hello.capacity");
+  CheckRange(hello.heartbeat_ms, kMinHeartbeatMs, kMaxHeartbeatMs, "hello.heartbeatMs");
+  CheckText(hello.software, "hello.software");
+}
+
+void Check(const Heartbeat& heartbeat) {
+  CheckRange(heartbeat.interval_ms, kMinHeartbeatMs, kMaxHeartbeatMs, "heartbeat.intervalMs");
+}
+
+void Check(const StageQuery& query) {
+  CheckRange(query.batch_size, 1, kMaxBatchSize, "query.batchSize");
+  CheckText(query.settings.dtype, "query.dtype", /*required=*/true);
+  CheckRange(query.settings.warmup, 0, kMaxRuns, "query.warmup");
+  CheckRange(query.settings.number, 1, kMaxRuns, "query.number");
+  CheckRange(query.settings.repeat, 1, kMaxRuns, "query.repeat");
+  CheckStage(query.stage, "query.stage");
+}
+
+void Check(const StageResult& result) {
+  const MeasureResult& r = result.result;
+  if (r.ok()) {
+    if (!std::isfinite(r.median_ms) || r.median_ms < 0) {
+      Fail("result.ok.medianMs", std::to_string(r.median_ms) + " is not a finite time >= 0");
+    }
+    if (!std::isfinite(r.spread_ms) || r.spread_ms < 0) {
+      Fail("result.ok.spreadMs", std::to_string(r.spread_ms) + " is not a finite time >= 0");
+    }
+    if (r.samples < 0) Fail("result.ok.samples", std::to_string(r.samples) + " is negative");
+  } else {
+    CheckText(r.error_message, "result.error.message");
+  }
+}
+
+void Check(const Reject& reject) { CheckText(reject.message, "reject.message"); }
+
+void Check(const Shutdown& shutdown) { CheckText(shutdown.reason, "shutdown.reason"); }
+
+}  // namespace
+
+void Validate(const Message& message) {
+  std::visit([](const auto& body) { Check(body); }, message);
+}
+
+}  // namespace ios::schema::detail

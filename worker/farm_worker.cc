@@ -1,0 +1,294 @@
+#include "worker/farm_worker.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+#include <zmq.hpp>
+
+#include "common/error.h"
+#include "schema/protocol.h"
+
+namespace ios::worker {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::string DefaultWorkerId() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+  return std::string(host) + ":" + std::to_string(getpid());
+}
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+struct Worker::Impl {
+  Impl(net::Context& ctx, std::unique_ptr<Backend> b, WorkerOptions opts)
+      : context(ctx), backend(std::move(b)), options(std::move(opts)) {
+    if (options.worker_id.empty()) options.worker_id = DefaultWorkerId();
+    if (options.capacity < 1) throw Error("worker capacity must be >= 1");
+    if (options.heartbeat.count() < 10) throw Error("worker heartbeat must be >= 10 ms");
+    // Unique within the context: embedded farms run several workers in one.
+    results_endpoint = "inproc://ios-worker-results-" +
+                       std::to_string(reinterpret_cast<uintptr_t>(this));
+  }
+
+  // --- The measuring thread: one stage at a time, in arrival order. ---
+  void MeasureLoop() {
+    zmq::socket_t results(context.zmq(), zmq::socket_type::pair);
+    results.set(zmq::sockopt::linger, 0);
+    results.connect(results_endpoint);
+    for (;;) {
+      schema::StageQuery query;
+      {
+        std::unique_lock lock(mutex);
+        wake.wait(lock, [&] { return stopping || !queue.empty(); });
+        if (stopping) return;
+        query = std::move(queue.front());
+        queue.pop_front();
+      }
+      schema::StageResult answer{query.query_id, {}};
+      try {
+        answer.result = backend->Measure(query.stage, query.batch_size, query.settings);
+      } catch (const std::exception& e) {
+        // A backend must report expected failures as results; anything it
+        // throws is still an answer, not the end of the worker.
+        answer.result.error = MeasureError::kBackendFailure;
+        answer.result.error_message = e.what();
+      }
+      if (answer.result.ok()) {
+        ++measured;
+      } else {
+        ++failed;
+        spdlog::warn("query {}: {}: {} ({})", query.query_id, ToString(answer.result.error),
+                     answer.result.error_message, query.stage.Describe());
+      }
+      const std::string bytes = schema::Encode(answer);
+      results.send(zmq::buffer(bytes), zmq::send_flags::none);
+    }
+  }
+
+  void DropQueued() {
+    std::lock_guard lock(mutex);
+    dropped += static_cast<int64_t>(queue.size());
+    queue.clear();
+  }
+
+  void Enqueue(schema::StageQuery&& query) {
+    {
+      std::lock_guard lock(mutex);
+      queue.push_back(std::move(query));
+    }
+    wake.notify_one();
+  }
+
+  void SendHello(zmq::socket_t& socket) {
+    schema::Hello hello;
+    hello.worker_id = options.worker_id;
+    hello.device = backend->Device();
+    hello.properties = {{"pid", std::to_string(getpid())}};
+    hello.capacity = static_cast<uint32_t>(options.capacity);
+    hello.heartbeat_ms = static_cast<uint32_t>(options.heartbeat.count());
+    hello.software = std::string("ios-worker ") + IOS_FARM_VERSION;
+    Send(socket, schema::Encode(hello));
+  }
+
+  // Never blocks: a message that cannot be queued now is dropped; the
+  // coordinator's deadlines and heartbeats cover the loss.
+  static bool Send(zmq::socket_t& socket, const std::string& bytes) {
+    try {
+      return socket.send(zmq::buffer(bytes), zmq::send_flags::dontwait).has_value();
+    } catch (const zmq::error_t& e) {
+      spdlog::debug("send failed: {}", e.what());
+      return false;
+    }
+  }
+
+  enum class Session { kLost, kShutdown, kStopped, kVersionMismatch };
+
+  // One connection to the coordinator, until it is lost or ends.
+  Session Serve(zmq::socket_t& results, const std::stop_token& stop) {
+    zmq::socket_t dealer(context.zmq(), zmq::socket_type::dealer);
+    dealer.set(zmq::sockopt::linger, 0);
+    dealer.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(schema::kMaxMessageBytes));
+    if (options.curve_keys) {
+      net::MakeCurveClient(dealer, *options.curve_keys, options.curve_server_key);
+    }
+    try {
+      dealer.connect(options.endpoint);
+    } catch (const zmq::error_t& e) {
+      throw Error("cannot connect to '" + options.endpoint + "': " + e.what());
+    }
+    ++connects;
+    SendHello(dealer);
+    const milliseconds own_interval = options.heartbeat;
+    milliseconds peer_interval = own_interval;
+    auto last_heard = Clock::now();
+    auto next_heartbeat = Clock::now() + own_interval;
+    bool heard_anything = false;
+    zmq::pollitem_t items[] = {{dealer.handle(), 0, ZMQ_POLLIN, 0},
+                               {results.handle(), 0, ZMQ_POLLIN, 0}};
+    while (!stop.stop_requested()) {
+      const auto now = Clock::now();
+      const auto wait = std::clamp(std::chrono::duration_cast<milliseconds>(next_heartbeat - now),
+                                   milliseconds(0), milliseconds(100));
+      zmq::poll(items, 2, wait);
+      if (items[0].revents & ZMQ_POLLIN) {
+        zmq::message_t frame;
+        while (dealer.recv(frame, zmq::recv_flags::dontwait)) {
+          last_heard = Clock::now();
+          if (!heard_anything) {
+            heard_anything = true;
+            backoff = options.reconnect_min;
+            spdlog::info("connected to coordinator at {}", options.endpoint);
+          }
+          if (frame.more()) {  // we only ever expect single-frame messages
+            spdlog::warn("dropped a multi-part message from the coordinator");
+            while (frame.more() && dealer.recv(frame, zmq::recv_flags::dontwait)) {}
+            continue;
+          }
+          auto decoded = schema::Decode(frame.to_string_view());
+          if (auto* error = std::get_if<schema::DecodeError>(&decoded)) {
+            if (error->kind == schema::DecodeError::Kind::kVersionMismatch) {
+              // Not fatal: a long-lived worker waits for an upgraded coordinator.
+              spdlog::error("coordinator speaks protocol version {}, this worker {}; upgrade "
+                            "one of them (retrying every {} s)",
+                            error->version, schema::kProtocolVersion,
+                            options.reconnect_max.count() / 1000.0);
+              return Session::kVersionMismatch;
+            }
+            // Logged, but not so often that a flood of garbage floods the log too.
+            if (++bad_messages <= 10 || bad_messages % 1000 == 0) {
+              spdlog::warn("dropped a bad message from the coordinator ({} so far): {}: {}",
+                           bad_messages, ToString(error->kind), error->message);
+            }
+            continue;
+          }
+          auto& message = std::get<schema::Message>(decoded);
+          if (auto* query = std::get_if<schema::StageQuery>(&message)) {
+            Enqueue(std::move(*query));
+          } else if (auto* beat = std::get_if<schema::Heartbeat>(&message)) {
+            peer_interval = milliseconds(beat->interval_ms);
+          } else if (auto* reject = std::get_if<schema::Reject>(&message)) {
+            if (reject->reason == schema::RejectReason::kVersionMismatch) {
+              spdlog::error("coordinator refused this worker: {} (retrying every {} s)",
+                            reject->message, options.reconnect_max.count() / 1000.0);
+              return Session::kVersionMismatch;
+            }
+            if (reject->reason == schema::RejectReason::kUnknownWorker) {
+              // A restarted coordinator: whatever we queued was for its predecessor.
+              spdlog::info("coordinator does not know this worker (restarted?); saying hello");
+              DropQueued();
+              SendHello(dealer);
+            } else {
+              spdlog::warn("coordinator refused a message: {}", reject->message);
+            }
+          } else if (auto* shutdown = std::get_if<schema::Shutdown>(&message)) {
+            spdlog::info("coordinator is shutting down ({}); waiting for the next one",
+                         shutdown->reason);
+            DropQueued();
+            return Session::kShutdown;
+          } else {
+            spdlog::warn("dropped an unexpected message from the coordinator");
+          }
+        }
+      }
+      if (items[1].revents & ZMQ_POLLIN) {
+        zmq::message_t frame;
+        while (results.recv(frame, zmq::recv_flags::dontwait)) {
+          if (!Send(dealer, frame.to_string())) spdlog::warn("could not send a result; dropped");
+          next_heartbeat = Clock::now() + own_interval;  // the result was our sign of life
+        }
+      }
+      const auto after = Clock::now();
+      const auto silence_limit = options.liveness * std::max(own_interval, peer_interval);
+      if (after - last_heard > silence_limit) {
+        spdlog::warn("coordinator silent for {:.1f} s; reconnecting", Seconds(after - last_heard));
+        DropQueued();
+        return Session::kLost;
+      }
+      if (after >= next_heartbeat) {
+        Send(dealer, schema::Encode(schema::Heartbeat{static_cast<uint32_t>(own_interval.count())}));
+        next_heartbeat = after + own_interval;
+      }
+    }
+    return Session::kStopped;
+  }
+
+  void Run(std::stop_token stop) {
+    zmq::socket_t results(context.zmq(), zmq::socket_type::pair);
+    results.set(zmq::sockopt::linger, 0);
+    results.bind(results_endpoint);
+    std::thread measurer([this] { MeasureLoop(); });
+    struct JoinOnExit {
+      Impl& impl;
+      std::thread& thread;
+      ~JoinOnExit() {
+        {
+          std::lock_guard lock(impl.mutex);
+          impl.stopping = true;
+        }
+        impl.wake.notify_all();
+        thread.join();
+      }
+    } join_on_exit{*this, measurer};
+    const DeviceInfo& device = backend->Device();
+    spdlog::info("worker {}: device {}{}, fingerprint {}, capacity {}, coordinator {}",
+                 options.worker_id, device.name, device.simulated ? " (simulated)" : "",
+                 device.fingerprint, options.capacity, options.endpoint);
+    backoff = options.reconnect_min;
+    while (!stop.stop_requested()) {
+      switch (Serve(results, stop)) {
+        case Session::kStopped: return;
+        case Session::kVersionMismatch: backoff = options.reconnect_max; break;
+        case Session::kShutdown: backoff = options.reconnect_min; break;
+        case Session::kLost: break;
+      }
+      spdlog::info("reconnecting in {} ms", backoff.count());
+      const auto until = Clock::now() + backoff;
+      while (!stop.stop_requested() && Clock::now() < until) {
+        std::this_thread::sleep_for(std::min<Clock::duration>(milliseconds(50), until - Clock::now()));
+      }
+      backoff = std::min(backoff * 2, options.reconnect_max);
+    }
+  }
+
+  net::Context& context;
+  std::unique_ptr<Backend> backend;
+  WorkerOptions options;
+  std::string results_endpoint;
+  milliseconds backoff{0};
+  int64_t bad_messages = 0;
+
+  std::mutex mutex;  // guards queue and stopping
+  std::condition_variable wake;
+  std::deque<schema::StageQuery> queue;
+  bool stopping = false;
+
+  std::atomic<int64_t> measured{0}, failed{0}, connects{0}, dropped{0};
+};
+
+Worker::Worker(net::Context& context, std::unique_ptr<Backend> backend, WorkerOptions options)
+    : impl_(std::make_unique<Impl>(context, std::move(backend), std::move(options))) {}
+
+Worker::~Worker() = default;
+
+void Worker::Run(std::stop_token stop) { impl_->Run(std::move(stop)); }
+
+WorkerCounters Worker::counters() const {
+  return {impl_->measured.load(), impl_->failed.load(), impl_->connects.load(),
+          impl_->dropped.load()};
+}
+
+const DeviceInfo& Worker::Device() const { return impl_->backend->Device(); }
+
+}  // namespace ios::worker

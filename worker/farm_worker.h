@@ -1,0 +1,63 @@
+// The ios-worker loop: connects to a coordinator (DEALER), announces its
+// device, measures the stage queries it is sent on its backend and answers
+// each one. Long-lived: it survives coordinator restarts by reconnecting
+// with back-off, following the zguide "Paranoid Pirate" conventions.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+#include "net/context.h"
+#include "net/curve.h"
+#include "worker/backend.h"
+
+namespace ios::worker {
+
+struct WorkerOptions {
+  std::string endpoint;   // e.g. "tcp://host:5555" or "inproc://..."
+  std::string worker_id;  // for logs; empty: host:pid
+  //! Queries accepted in flight: one measuring, the rest queued so the
+  //! device never idles while the next query travels. Timings stay serial.
+  int capacity = 2;
+  std::chrono::milliseconds heartbeat{1000};
+  //! The coordinator is presumed gone after this many silent heartbeats.
+  int liveness = 3;
+  std::chrono::milliseconds reconnect_min{250}, reconnect_max{8000};
+  //! CURVE: this worker's key pair and the coordinator's public key.
+  std::optional<net::CurveKeyPair> curve_keys;
+  std::string curve_server_key;
+};
+
+struct WorkerCounters {
+  int64_t measured = 0, failed = 0, connects = 0, dropped = 0;
+};
+
+class Worker {
+ public:
+  //! Borrows `context`, which must outlive the worker.
+  Worker(net::Context& context, std::unique_ptr<Backend> backend, WorkerOptions options);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  //! Serves coordinators until `stop` is requested (checked at least every
+  //! 100 ms). Measures on a second thread so heartbeats flow during long
+  //! timings. A coordinator of another protocol version is logged and
+  //! retried at the longest back-off. Call once. Throws ios::Error if the
+  //! endpoint is invalid.
+  void Run(std::stop_token stop);
+
+  //! Counts so far; safe from any thread.
+  WorkerCounters counters() const;
+  const DeviceInfo& Device() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ios::worker

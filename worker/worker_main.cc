@@ -1,0 +1,129 @@
+// ios-worker: one per GPU. Connects to an ios-coordinator, measures the
+// stages it is sent and answers each; reconnects when the coordinator
+// restarts. Runs until SIGINT or SIGTERM.
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "net/context.h"
+#include "net/curve.h"
+#include "worker/farm_worker.h"
+
+namespace {
+
+// Blocks SIGINT/SIGTERM in every thread and turns their arrival into a stop
+// request, so shutdown runs through the normal (RAII) path.
+class StopOnSignal {
+ public:
+  StopOnSignal() {
+    sigemptyset(&signals_);
+    sigaddset(&signals_, SIGINT);
+    sigaddset(&signals_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
+    waiter_ = std::jthread([this](std::stop_token) {
+      int signal = 0;
+      sigwait(&signals_, &signal);
+      if (signal != 0) spdlog::info("signal {}: stopping", signal);
+      source_.request_stop();
+    });
+  }
+  ~StopOnSignal() {
+    // Wake the waiter if no signal came.
+    if (!source_.stop_requested()) pthread_kill(waiter_.native_handle(), SIGTERM);
+  }
+  std::stop_token token() const { return source_.get_token(); }
+
+ private:
+  sigset_t signals_{};
+  std::stop_source source_;
+  std::jthread waiter_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ios;
+  worker::WorkerOptions options;
+  std::string backend_name = "sim:v100";
+  worker::BackendOptions backend_options;
+  std::string curve_server_key, curve_key, log_level = "info";
+  int heartbeat_ms = 1000;
+  CLI::App app{
+      "ios-worker: measures candidate stages for ios-coordinator on one device. Start one per "
+      "GPU; it reconnects when the coordinator restarts and runs until SIGINT/SIGTERM."};
+  app.add_option("--connect,-c", options.endpoint, "coordinator endpoint, e.g. tcp://host:5555")
+      ->required();
+  app.add_option("--backend", backend_name,
+                 "measurement backend: sim:v100, sim:k80, sim:2080ti, sim:a100, sim:h100")
+      ->default_val(backend_name);
+  app.add_option("--gpu", backend_options.gpu, "GPU ordinal (cuda backend)")
+      ->default_val(0)
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--id", options.worker_id, "worker name in logs (default host:pid)");
+  app.add_option("--capacity", options.capacity,
+                 "queries held at once: one measuring, the rest queued")
+      ->default_val(options.capacity)
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat period; the coordinator is presumed "
+                                                 "gone after --liveness silent periods")
+      ->default_val(heartbeat_ms)
+      ->check(CLI::Range(10, 600000));
+  app.add_option("--liveness", options.liveness, "silent heartbeat periods before reconnecting")
+      ->default_val(options.liveness)
+      ->check(CLI::Range(1, 100));
+  app.add_option("--sim-delay-ms", backend_options.sim_delay_ms,
+                 "sim backends: sleep this long per measurement (stands in for GPU time in "
+                 "scaling benchmarks; reported latencies are unchanged)")
+      ->default_val(0.0)
+      ->check(CLI::Range(0.0, 600000.0));
+  app.add_option("--curve-server-key", curve_server_key,
+                 "CURVE: the coordinator's public key file (.pub); needs --curve-key")
+      ->check(CLI::ExistingFile);
+  app.add_option("--curve-key", curve_key, "CURVE: this worker's key pair file (.key)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
+      ->default_val(log_level)
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  spdlog::set_default_logger(spdlog::stderr_color_mt("ios-worker"));
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e [%l] %v");
+  if (curve_server_key.empty() != curve_key.empty()) {
+    std::fprintf(stderr,
+                 "ios-worker: error: --curve-server-key and --curve-key go together\n");
+    return 1;
+  }
+  try {
+    StopOnSignal stop;
+    options.heartbeat = std::chrono::milliseconds(heartbeat_ms);
+    if (!curve_key.empty()) {
+      options.curve_keys = net::LoadKeyFile(curve_key);
+      if (options.curve_keys->secret_key.empty()) {
+        throw std::runtime_error(curve_key + ": holds no secret key; give the .key file");
+      }
+      options.curve_server_key = net::LoadKeyFile(curve_server_key).public_key;
+    }
+    if (options.worker_id.empty() && backend_options.gpu != 0) {
+      options.worker_id = "gpu" + std::to_string(backend_options.gpu);
+    }
+    net::Context context;
+    worker::Worker worker(context, worker::CreateBackend(backend_name, backend_options),
+                          options);
+    worker.Run(stop.token());
+    const worker::WorkerCounters counts = worker.counters();
+    spdlog::info("stopped: {} measured, {} failed, {} connections", counts.measured,
+                 counts.failed, counts.connects);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ios-worker: error: %s\n", e.what());
+    return 1;
+  }
+}
