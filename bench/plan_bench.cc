@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "common/zoo.h"
 #include "coordinator/search.h"
 
@@ -17,16 +18,9 @@ namespace {
 
 using namespace ios;
 using namespace ios::coordinator;
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::Clock;
+using bench::Median;
+using bench::Seconds;
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 // the object goes, so a failing test leaves nothing behind.
 #pragma once
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -10,7 +11,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,12 +25,23 @@ namespace ios::testing {
 class ChildProcess {
  public:
   //! Starts argv[0] (a path) with stdout and stderr appended to `log`.
-  ChildProcess(const std::vector<std::string>& argv, const std::filesystem::path& log) {
+  ChildProcess(const std::vector<std::string>& argv, const std::filesystem::path& log)
+      : ChildProcess(argv, log, log) {}
+  //! Starts argv[0] with stdout appended to `out` and stderr to `err` (the
+  //! same file when they are equal), so a report on stdout stays apart from
+  //! the log lines on stderr.
+  ChildProcess(const std::vector<std::string>& argv, const std::filesystem::path& out,
+               const std::filesystem::path& err) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
                                      O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    if (err == out) {
+      posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    } else {
+      posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(),
+                                       O_WRONLY | O_CREAT | O_APPEND, 0644);
+    }
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -44,6 +58,7 @@ class ChildProcess {
   ChildProcess& operator=(const ChildProcess&) = delete;
 
   bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0 && !status_; }
   void Signal(int signal) const {
     if (running()) kill(pid_, signal);
@@ -69,5 +84,21 @@ class ChildProcess {
   pid_t pid_ = -1;
   std::optional<int> status_;
 };
+
+//! Polls `path` (a child's log) until it holds `text`, for at most
+//! `timeout`. Returns the file's content then, or nullopt on timeout.
+inline std::optional<std::string> WaitForText(const std::filesystem::path& path,
+                                              const std::string& text,
+                                              std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    if (buffer.str().find(text) != std::string::npos) return buffer.str();
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
 
 }  // namespace ios::testing
