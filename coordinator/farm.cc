@@ -121,6 +121,7 @@ class FarmImpl final : public Farm {
       worker_options.worker_id = "local-" + std::to_string(i + 1);
       worker_options.heartbeat = options_.heartbeat;
       worker_options.liveness = options_.liveness;
+      worker_options.announce = false;
       auto local = std::make_unique<worker::Worker>(
           context_, worker::CreateBackend(options_.local_backend, options_.local_backend_options),
           worker_options);
@@ -131,9 +132,11 @@ class FarmImpl final : public Farm {
   }
 
   ~FarmImpl() override {
+    // Embedded workers first, so they end quietly instead of going back to
+    // waiting for a next coordinator when the router says goodbye.
+    for (auto& thread : local_threads_) thread.request_stop();
     SendControl("s");
     if (router_thread_.joinable()) router_thread_.join();
-    for (auto& thread : local_threads_) thread.request_stop();
     local_threads_.clear();  // joins
   }
 
@@ -185,8 +188,15 @@ class FarmImpl final : public Farm {
       std::lock_guard lock(mutex_);
       batch_ = Batch{&specs, batch_size, settings};
       arrived_.clear();
+      batch_closed_ = false;
     }
     SendControl("b");
+    // If on_results throws, the router must let go of `specs` before the
+    // caller's frame (which owns them) unwinds.
+    struct CloseBatchOnExit {
+      FarmImpl& farm;
+      ~CloseBatchOnExit() { farm.CloseBatch(); }
+    } close_batch{*this};
     std::vector<IndexedResult> delivered;
     size_t remaining = specs.size();
     while (remaining > 0) {
@@ -223,9 +233,22 @@ class FarmImpl final : public Farm {
     MeasureSettings settings;
   };
 
+  // Never blocks: if the router thread has died there is nobody to tell.
   void SendControl(const char* command) {
     std::lock_guard lock(control_mutex_);
-    control_api_.send(zmq::buffer(std::string_view(command)), zmq::send_flags::none);
+    try {
+      (void)control_api_.send(zmq::buffer(std::string_view(command)), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t& e) {
+      spdlog::debug("farm control '{}' not delivered: {}", command, e.what());
+    }
+  }
+
+  // Waits until the router thread no longer refers to the current batch.
+  void CloseBatch() {
+    SendControl("c");
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, std::chrono::seconds(5),
+                      [&] { return batch_closed_ || !fatal_.empty(); });
   }
 
   // Caller holds mutex_.
@@ -271,6 +294,13 @@ class FarmImpl final : public Farm {
         while (control_router_.recv(command, zmq::recv_flags::dontwait)) {
           if (command.to_string_view() == "s") return;
           if (command.to_string_view() == "b") StartBatch();
+          if (command.to_string_view() == "c") {
+            specs_ = nullptr;
+            pending_.clear();
+            std::lock_guard lock(mutex_);
+            batch_closed_ = true;
+            changed_.notify_all();
+          }
         }
       }
       if (items[0].revents & ZMQ_POLLIN) ReceiveAll();
@@ -389,7 +419,8 @@ class FarmImpl final : public Farm {
       changed_.notify_all();
     }
     if (w.matches) {
-      spdlog::info("worker {} joined from {}: {}{}, capacity {}", hello.worker_id, address,
+      spdlog::log(address == "inproc" ? spdlog::level::debug : spdlog::level::info,
+                  "worker {} joined from {}: {}{}, capacity {}", hello.worker_id, address,
                    hello.device.name, hello.device.simulated ? " (simulated)" : "", hello.capacity);
     } else {
       spdlog::warn("worker {} joined from {} with device {} ({}): it does not serve '{}' and "
@@ -427,15 +458,15 @@ class FarmImpl final : public Farm {
   void Finish(uint32_t offset, const MeasureResult& result) {
     queries_[offset].done = true;
     queries_[offset].holder.clear();
+    if (++done_ == queries_.size()) {
+      specs_ = nullptr;  // the caller's specs may go away once it has every result
+      pending_.clear();
+    }
     {
       std::lock_guard lock(mutex_);
       arrived_.push_back({offset, result});
     }
     changed_.notify_all();
-    if (++done_ == queries_.size()) {
-      specs_ = nullptr;  // the caller's specs may go away once it has every result
-      pending_.clear();
-    }
   }
 
   // Gives back what `w` is measuring: those queries go to other workers.
@@ -617,6 +648,7 @@ class FarmImpl final : public Farm {
   std::atomic<int> matching_{0};
   Batch batch_;
   std::vector<IndexedResult> arrived_;
+  bool batch_closed_ = false;
   std::string fatal_;
   // Router thread only.
   const std::vector<const StageSpec*>* specs_ = nullptr;

@@ -138,12 +138,12 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
       }
     }
   });
+  stats.workers = measurer.ActiveWorkers();
   if (progress) progress(stats);
   std::vector<const StageSpec*> queries;
   queries.reserve(missing.size());
   for (const StageSpec& spec : specs) queries.push_back(&spec);
   auto last_report = std::chrono::steady_clock::now();
-  stats.workers = measurer.ActiveWorkers();
   measurer.MeasureAll(queries, options.batch_size, options.settings,
                       [&](std::span<const IndexedResult> results) {
                         // One transaction for whatever has arrived: each result is

@@ -37,6 +37,7 @@ struct Worker::Impl {
     if (options.worker_id.empty()) options.worker_id = DefaultWorkerId();
     if (options.capacity < 1) throw Error("worker capacity must be >= 1");
     if (options.heartbeat.count() < 10) throw Error("worker heartbeat must be >= 10 ms");
+    if (!options.announce) announce_level = spdlog::level::debug;
     // Unique within the context: embedded farms run several workers in one.
     results_endpoint = "inproc://ios-worker-results-" +
                        std::to_string(reinterpret_cast<uintptr_t>(this));
@@ -149,7 +150,7 @@ struct Worker::Impl {
           if (!heard_anything) {
             heard_anything = true;
             backoff = options.reconnect_min;
-            spdlog::info("connected to coordinator at {}", options.endpoint);
+            spdlog::log(announce_level, "connected to coordinator at {}", options.endpoint);
           }
           if (frame.more()) {  // we only ever expect single-frame messages
             spdlog::warn("dropped a multi-part message from the coordinator");
@@ -193,6 +194,7 @@ struct Worker::Impl {
               spdlog::warn("coordinator refused a message: {}", reject->message);
             }
           } else if (auto* shutdown = std::get_if<schema::Shutdown>(&message)) {
+            if (stop.stop_requested()) return Session::kStopped;
             spdlog::info("coordinator is shutting down ({}); waiting for the next one",
                          shutdown->reason);
             DropQueued();
@@ -242,7 +244,7 @@ struct Worker::Impl {
       }
     } join_on_exit{*this, measurer};
     const DeviceInfo& device = backend->Device();
-    spdlog::info("worker {}: device {}{}, fingerprint {}, capacity {}, coordinator {}",
+    spdlog::log(announce_level, "worker {}: device {}{}, fingerprint {}, capacity {}, coordinator {}",
                  options.worker_id, device.name, device.simulated ? " (simulated)" : "",
                  device.fingerprint, options.capacity, options.endpoint);
     backoff = options.reconnect_min;
@@ -253,7 +255,7 @@ struct Worker::Impl {
         case Session::kShutdown: backoff = options.reconnect_min; break;
         case Session::kLost: break;
       }
-      spdlog::info("reconnecting in {} ms", backoff.count());
+      spdlog::log(announce_level, "reconnecting in {} ms", backoff.count());
       const auto until = Clock::now() + backoff;
       while (!stop.stop_requested() && Clock::now() < until) {
         std::this_thread::sleep_for(std::min<Clock::duration>(milliseconds(50), until - Clock::now()));
@@ -267,6 +269,7 @@ struct Worker::Impl {
   WorkerOptions options;
   std::string results_endpoint;
   milliseconds backoff{0};
+  spdlog::level::level_enum announce_level = spdlog::level::info;
   int64_t bad_messages = 0;
 
   std::mutex mutex;  // guards queue and stopping

@@ -27,6 +27,9 @@ struct WorkerOptions {
   //! The coordinator is presumed gone after this many silent heartbeats.
   int liveness = 3;
   std::chrono::milliseconds reconnect_min{250}, reconnect_max{8000};
+  //! Log start, connection and reconnection at info (false: at debug, for
+  //! workers embedded in the coordinator, whose log they would clutter).
+  bool announce = true;
   //! CURVE: this worker's key pair and the coordinator's public key.
   std::optional<net::CurveKeyPair> curve_keys;
   std::string curve_server_key;

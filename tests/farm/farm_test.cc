@@ -187,6 +187,23 @@ TEST(FarmTest, DuplicateAndUnknownResultsAreIgnored) {
   EXPECT_GE(report->late, 5);
 }
 
+TEST(FarmTest, ConsumerThatThrowsLeavesTheFarmReadyForTheNextBatch) {
+  FarmOptions options = FastOptions();
+  options.local_workers = 2;
+  auto farm = Farm::Start(options);
+  {
+    // Destroyed right after the throw: the farm must not touch them again.
+    const ZooStages doomed = StagesOf("squeezenet", 50);
+    EXPECT_THROW(farm->MeasureAll(doomed.pointers, 1, MeasureSettings{},
+                                  [](std::span<const coordinator::IndexedResult>) {
+                                    throw std::runtime_error("disk full");
+                                  }),
+                 std::runtime_error);
+  }
+  const ZooStages stages = StagesOf("squeezenet", 30);
+  for (const MeasureResult& r : MeasureEach(*farm, stages.pointers)) EXPECT_TRUE(r.ok());
+}
+
 TEST(FarmTest, WaitingForWorkersThatDoNotComeFailsWithAClearMessage) {
   FarmOptions options = FastOptions();
   options.bind = "tcp://127.0.0.1:*";
