@@ -578,10 +578,11 @@ class FarmImpl final : public Farm {
         const uint64_t query_id = first_id_ + *next;
         const std::string bytes =
             schema::EncodeQuery(query_id, *(*specs_)[*next], batch_size_, settings_);
-        if (!SendTo(w, bytes)) {
+        const Sent sent = SendTo(w, bytes);
+        if (sent != Sent::kYes) {
           pending_.push_front(*next);
-          unreachable.push_back(id);
-          break;
+          if (sent == Sent::kGone) unreachable.push_back(id);
+          break;  // kBusy: its queue is full for now; try again next round
         }
         QueryState& q = queries_[*next];
         ++q.attempts;
@@ -603,19 +604,24 @@ class FarmImpl final : public Farm {
     return std::nullopt;
   }
 
-  // False when the worker is gone (ROUTER_MANDATORY) or its queue is full.
-  bool SendTo(WorkerState& w, const std::string& bytes) {
+  enum class Sent { kYes, kBusy, kGone };
+
+  // Never blocks. kGone: the peer has disconnected (ROUTER_MANDATORY makes
+  // that an error instead of a silent drop); kBusy: its pipe is full.
+  Sent SendTo(WorkerState& w, const std::string& bytes) {
     try {
-      if (!router_.send(zmq::buffer(w.routing_id), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-        return false;
+      if (!router_.send(zmq::buffer(w.routing_id),
+                        zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+        return Sent::kBusy;
       }
+      // A message's frames are queued together: the second cannot fail now.
       router_.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
     } catch (const zmq::error_t& e) {
       spdlog::debug("send to {} failed: {}", w.report->worker_id, e.what());
-      return false;
+      return e.num() == EHOSTUNREACH ? Sent::kGone : Sent::kBusy;
     }
     w.next_heartbeat = Clock::now() + options_.heartbeat;
-    return true;
+    return Sent::kYes;
   }
 
   void Refuse(const std::string& routing_id, schema::RejectReason reason, const std::string& why) {

@@ -80,6 +80,9 @@ class Peer {
  public:
   Peer(net::Context& context, zmq::socket_type type) : socket_(context.zmq(), type) {
     socket_.set(zmq::sockopt::linger, 0);
+    // A ROUTER silently drops what exceeds a slow peer's queue; a test that
+    // floods a worker must wait instead, or its last message may vanish.
+    if (type == zmq::socket_type::router) socket_.set(zmq::sockopt::router_mandatory, 1);
   }
   void Connect(const std::string& endpoint) { socket_.connect(endpoint); }
   //! Binds an ephemeral loopback port; returns the endpoint to connect to.
