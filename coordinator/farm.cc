@@ -29,6 +29,11 @@ using std::chrono::milliseconds;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// Embedded workers sit next to the router, so a deeper queue costs nothing
+// and hides the thread hand-offs of each round trip (a remote worker's
+// default of 2 is about not hoarding work another GPU could take).
+constexpr int kLocalWorkerCapacity = 8;
+
 bool Serves(const std::string& selector, const DeviceInfo& device) {
   return selector == device.name || selector == device.backend ||
          selector == device.fingerprint;
@@ -122,6 +127,7 @@ class FarmImpl final : public Farm {
       worker_options.heartbeat = options_.heartbeat;
       worker_options.liveness = options_.liveness;
       worker_options.announce = false;
+      worker_options.capacity = kLocalWorkerCapacity;
       auto local = std::make_unique<worker::Worker>(
           context_, worker::CreateBackend(options_.local_backend, options_.local_backend_options),
           worker_options);
