@@ -7,14 +7,14 @@
 //
 //   build/bench/farm_bench [model] [repeats] [local workers]
 //   defaults: nasnet 3 1
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
-
-#include <spdlog/spdlog.h>
 
 #include "bench/bench_util.h"
 #include "common/zoo.h"
@@ -73,8 +73,8 @@ int main(int argc, char** argv) {
   }
   const double n = static_cast<double>(specs.size());
   const double a = Median(in_process), b = Median(through_farm), c = Median(with_db);
-  std::printf("model %s: %zu distinct stages, %d embedded worker(s), median of %d\n",
-              model.c_str(), specs.size(), local_workers, repeats);
+  std::printf("model %s: %zu distinct stages, %d embedded worker(s), median of %d\n", model.c_str(),
+              specs.size(), local_workers, repeats);
   std::printf("  in-process (sim backend called directly): %7.3f s  %6.1f us/stage\n", a,
               1e6 * a / n);
   std::printf("  through the farm (inproc, same protocol): %7.3f s  %6.1f us/stage\n", b,

@@ -1,6 +1,9 @@
 // ios-coordinator: finds a fast inter-operator schedule for a network.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -8,10 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include "common/error.h"
 #include "common/ios_json.h"
@@ -67,7 +66,9 @@ void PrintWorkers(const Farm& farm) {
                 w.address.c_str(), w.device_name.c_str(), static_cast<long long>(w.answered),
                 static_cast<long long>(w.failed), static_cast<long long>(w.requeued),
                 static_cast<long long>(w.late),
-                !w.matches ? "  (other device: not used)" : w.connected ? "" : "  (left)");
+                !w.matches    ? "  (other device: not used)"
+                : w.connected ? ""
+                              : "  (left)");
   }
 }
 
@@ -79,13 +80,11 @@ std::pair<Graph, std::string> ResolveModel(const std::string& model) {
   if (!std::filesystem::exists(model)) {
     std::string names;
     for (const ZooEntry& entry : ZooModels()) names += (names.empty() ? "" : ", ") + entry.name;
-    throw Error("unknown model '" + model + "': not a zoo model (" + names +
-                ") and no such file");
+    throw Error("unknown model '" + model + "': not a zoo model (" + names + ") and no such file");
   }
   IosModel loaded = LoadIosJson(model);
-  std::string name = loaded.graph.name.empty()
-                         ? std::filesystem::path(model).stem().string()
-                         : loaded.graph.name;
+  std::string name =
+      loaded.graph.name.empty() ? std::filesystem::path(model).stem().string() : loaded.graph.name;
   return {std::move(loaded.graph), name};
 }
 
@@ -176,9 +175,9 @@ int Search(const CliOptions& cli) {
   record.model = model_name;
   record.device_fingerprint = outcome.device.fingerprint;
   record.batch_size = cli.search.batch_size;
-  record.settings_json = "{\"strategy\":\"" + cli.strategy + "\",\"r\":" +
-                         std::to_string(cli.search.dp.max_group_size) + ",\"s\":" +
-                         std::to_string(cli.search.dp.max_groups) + ",\"settings\":\"" +
+  record.settings_json = "{\"strategy\":\"" + cli.strategy +
+                         "\",\"r\":" + std::to_string(cli.search.dp.max_group_size) +
+                         ",\"s\":" + std::to_string(cli.search.dp.max_groups) + ",\"settings\":\"" +
                          cli.search.settings.Key() + "\"}";
   record.schedule_json = schedule_json;
   record.latency_ms = outcome.ios.latency_ms;
@@ -252,8 +251,9 @@ int main(int argc, char** argv) {
   app.add_option("--batch,-b", cli.search.batch_size, "batch size")
       ->default_val(1)
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--device", cli.device, "measurement backend: sim:v100, sim:k80, sim:2080ti, "
-                                         "sim:a100, sim:h100")
+  app.add_option("--device", cli.device,
+                 "measurement backend: sim:v100, sim:k80, sim:2080ti, "
+                 "sim:a100, sim:h100")
       ->default_val("sim:v100");
   app.add_option("--strategy", cli.strategy, "stage strategies the DP may use")
       ->default_val("both")
@@ -349,8 +349,9 @@ int main(int argc, char** argv) {
     }
     if (!cli.evaluate.empty()) return Evaluate(cli);
     if (cli.model.empty()) {
-      std::fprintf(stderr, "ios-coordinator: error: --model is required (or --evaluate FILE, "
-                           "--list-models); see --help\n");
+      std::fprintf(stderr,
+                   "ios-coordinator: error: --model is required (or --evaluate FILE, "
+                   "--list-models); see --help\n");
       return 1;
     }
     return Search(cli);

@@ -29,9 +29,9 @@ class Measurer {
   //! thread with the results that arrived since its last call (at least
   //! one), so the caller can commit them together without waiting for more;
   //! over the whole call every spec gets exactly one result.
-  virtual void MeasureAll(const std::vector<const StageSpec*>& specs, int batch_size,
-                          const MeasureSettings& settings,
-                          const std::function<void(std::span<const IndexedResult>)>& on_results) = 0;
+  virtual void MeasureAll(
+      const std::vector<const StageSpec*>& specs, int batch_size, const MeasureSettings& settings,
+      const std::function<void(std::span<const IndexedResult>)>& on_results) = 0;
   //! Workers serving the search now (for progress lines); thread-safe.
   virtual int ActiveWorkers() const { return 1; }
 };

@@ -75,8 +75,11 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options) {
     const Block& block = graph.blocks[b];
     const auto parts = PartsOf(block, options.max_part_size);
     for (size_t p = 0; p < parts.size(); ++p) {
-      PartPlan part{static_cast<int>(b), static_cast<int>(p), parts[p],
-                    PartSpace::Enumerate(graph, parts[p], options.dp), {}};
+      PartPlan part{static_cast<int>(b),
+                    static_cast<int>(p),
+                    parts[p],
+                    PartSpace::Enumerate(graph, parts[p], options.dp),
+                    {}};
       const int part_index = static_cast<int>(plan.parts.size());
       part.stage_ids.reserve(part.space.stage_count());
       Stage stage;
@@ -112,7 +115,8 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
   const std::string settings_key = options.settings.Key();
   store.UpsertDevice(device);
   const std::vector<std::string>& keys = plan.keys;
-  LatencyTable table{std::vector<double>(keys.size(), kInf), std::vector<bool>(keys.size(), false),
+  LatencyTable table{std::vector<double>(keys.size(), kInf),
+                     std::vector<bool>(keys.size(), false),
                      {static_cast<int64_t>(keys.size()), 0, 0, 0, 0}};
   // Specs only for the stages to measure: a search may have 10^5 candidates.
   std::vector<StageSpec> specs;
@@ -144,35 +148,33 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
   queries.reserve(missing.size());
   for (const StageSpec& spec : specs) queries.push_back(&spec);
   auto last_report = std::chrono::steady_clock::now();
-  measurer.MeasureAll(queries, options.batch_size, options.settings,
-                      [&](std::span<const IndexedResult> results) {
-                        // One transaction for whatever has arrived: each result is
-                        // committed as soon as the previous commit allows.
-                        store.RunInTransaction([&] {
-                          for (const IndexedResult& r : results) {
-                            const size_t i = missing.at(r.index);
-                            store.Store({keys[i], device.fingerprint, options.batch_size,
-                                         settings_key},
-                                        r.result);
-                          }
-                        });
-                        for (const IndexedResult& r : results) {
-                          const size_t i = missing.at(r.index);
-                          ++stats.measured;
-                          if (r.result.ok()) {
-                            latency[i] = r.result.median_ms;
-                          } else {
-                            ++stats.failed;
-                          }
-                        }
-                        const auto now = std::chrono::steady_clock::now();
-                        if (progress && now - last_report > std::chrono::milliseconds(200)) {
-                          last_report = now;
-                          stats.elapsed_s = elapsed();
-                          stats.workers = measurer.ActiveWorkers();
-                          progress(stats);
-                        }
-                      });
+  measurer.MeasureAll(
+      queries, options.batch_size, options.settings, [&](std::span<const IndexedResult> results) {
+        // One transaction for whatever has arrived: each result is
+        // committed as soon as the previous commit allows.
+        store.RunInTransaction([&] {
+          for (const IndexedResult& r : results) {
+            const size_t i = missing.at(r.index);
+            store.Store({keys[i], device.fingerprint, options.batch_size, settings_key}, r.result);
+          }
+        });
+        for (const IndexedResult& r : results) {
+          const size_t i = missing.at(r.index);
+          ++stats.measured;
+          if (r.result.ok()) {
+            latency[i] = r.result.median_ms;
+          } else {
+            ++stats.failed;
+          }
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (progress && now - last_report > std::chrono::milliseconds(200)) {
+          last_report = now;
+          stats.elapsed_s = elapsed();
+          stats.workers = measurer.ActiveWorkers();
+          progress(stats);
+        }
+      });
   stats.elapsed_s = elapsed();
   if (progress) progress(stats);
   return table;
@@ -199,7 +201,8 @@ Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latenc
   return schedule;
 }
 
-Schedule PriceSchedule(const std::vector<BlockSchedule>& blocks, const std::vector<double>& latency) {
+Schedule PriceSchedule(const std::vector<BlockSchedule>& blocks,
+                       const std::vector<double>& latency) {
   Schedule schedule;
   for (const BlockSchedule& block : blocks) {
     std::vector<ScheduledStage> stages;
@@ -227,8 +230,7 @@ SearchOutcome RunSearch(const Graph& graph, const std::string& model, const Sear
   outcome.plan = PlanSearch(graph, options);
   outcome.enumerate_s = seconds_since(t);
   t = Clock::now();
-  outcome.table =
-      MeasureStages(graph, outcome.plan, store, measurer, options, progress);
+  outcome.table = MeasureStages(graph, outcome.plan, store, measurer, options, progress);
   store.LinkModelStages(model, outcome.plan.keys);
   outcome.measure_s = seconds_since(t);
   t = Clock::now();

@@ -1,5 +1,6 @@
 #include "worker/farm_worker.h"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -7,8 +8,6 @@
 #include <deque>
 #include <mutex>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
 #include "common/error.h"
@@ -39,8 +38,8 @@ struct Worker::Impl {
     if (options.heartbeat.count() < 10) throw Error("worker heartbeat must be >= 10 ms");
     if (!options.announce) announce_level = spdlog::level::debug;
     // Unique within the context: embedded farms run several workers in one.
-    results_endpoint = "inproc://ios-worker-results-" +
-                       std::to_string(reinterpret_cast<uintptr_t>(this));
+    results_endpoint =
+        "inproc://ios-worker-results-" + std::to_string(reinterpret_cast<uintptr_t>(this));
   }
 
   // --- The measuring thread: one stage at a time, in arrival order. ---
@@ -154,17 +153,18 @@ struct Worker::Impl {
           }
           if (frame.more()) {  // we only ever expect single-frame messages
             spdlog::warn("dropped a multi-part message from the coordinator");
-            while (frame.more() && dealer.recv(frame, zmq::recv_flags::dontwait)) {}
+            while (frame.more() && dealer.recv(frame, zmq::recv_flags::dontwait)) {
+            }
             continue;
           }
           auto decoded = schema::Decode(frame.to_string_view());
           if (auto* error = std::get_if<schema::DecodeError>(&decoded)) {
             if (error->kind == schema::DecodeError::Kind::kVersionMismatch) {
               // Not fatal: a long-lived worker waits for an upgraded coordinator.
-              spdlog::error("coordinator speaks protocol version {}, this worker {}; upgrade "
-                            "one of them (retrying every {} s)",
-                            error->version, schema::kProtocolVersion,
-                            options.reconnect_max.count() / 1000.0);
+              spdlog::error(
+                  "coordinator speaks protocol version {}, this worker {}; upgrade "
+                  "one of them (retrying every {} s)",
+                  error->version, schema::kProtocolVersion, options.reconnect_max.count() / 1000.0);
               return Session::kVersionMismatch;
             }
             // Logged, but not so often that a flood of garbage floods the log too.
@@ -219,7 +219,8 @@ struct Worker::Impl {
         return Session::kLost;
       }
       if (after >= next_heartbeat) {
-        Send(dealer, schema::Encode(schema::Heartbeat{static_cast<uint32_t>(own_interval.count())}));
+        Send(dealer,
+             schema::Encode(schema::Heartbeat{static_cast<uint32_t>(own_interval.count())}));
         next_heartbeat = after + own_interval;
       }
     }
@@ -244,21 +245,29 @@ struct Worker::Impl {
       }
     } join_on_exit{*this, measurer};
     const DeviceInfo& device = backend->Device();
-    spdlog::log(announce_level, "worker {}: device {}{}, fingerprint {}, capacity {}, coordinator {}",
-                 options.worker_id, device.name, device.simulated ? " (simulated)" : "",
-                 device.fingerprint, options.capacity, options.endpoint);
+    spdlog::log(announce_level,
+                "worker {}: device {}{}, fingerprint {}, capacity {}, coordinator {}",
+                options.worker_id, device.name, device.simulated ? " (simulated)" : "",
+                device.fingerprint, options.capacity, options.endpoint);
     backoff = options.reconnect_min;
     while (!stop.stop_requested()) {
       switch (Serve(results, stop)) {
-        case Session::kStopped: return;
-        case Session::kVersionMismatch: backoff = options.reconnect_max; break;
-        case Session::kShutdown: backoff = options.reconnect_min; break;
-        case Session::kLost: break;
+        case Session::kStopped:
+          return;
+        case Session::kVersionMismatch:
+          backoff = options.reconnect_max;
+          break;
+        case Session::kShutdown:
+          backoff = options.reconnect_min;
+          break;
+        case Session::kLost:
+          break;
       }
       spdlog::log(announce_level, "reconnecting in {} ms", backoff.count());
       const auto until = Clock::now() + backoff;
       while (!stop.stop_requested() && Clock::now() < until) {
-        std::this_thread::sleep_for(std::min<Clock::duration>(milliseconds(50), until - Clock::now()));
+        std::this_thread::sleep_for(
+            std::min<Clock::duration>(milliseconds(50), until - Clock::now()));
       }
       backoff = std::min(backoff * 2, options.reconnect_max);
     }

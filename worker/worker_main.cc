@@ -1,13 +1,13 @@
 // ios-worker: one per GPU. Connects to an ios-coordinator, measures the
 // stages it is sent and answers each; reconnects when the coordinator
 // restarts. Runs until SIGINT or SIGTERM.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <thread>
-
-#include <CLI/CLI.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include "net/context.h"
 #include "net/curve.h"
@@ -68,8 +68,9 @@ int main(int argc, char** argv) {
                  "queries held at once: one measuring, the rest queued")
       ->default_val(options.capacity)
       ->check(CLI::Range(1, 1024));
-  app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat period; the coordinator is presumed "
-                                                 "gone after --liveness silent periods")
+  app.add_option("--heartbeat-ms", heartbeat_ms,
+                 "heartbeat period; the coordinator is presumed "
+                 "gone after --liveness silent periods")
       ->default_val(heartbeat_ms)
       ->check(CLI::Range(10, 600000));
   app.add_option("--liveness", options.liveness, "silent heartbeat periods before reconnecting")
@@ -97,8 +98,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e [%l] %v");
   if (curve_server_key.empty() != curve_key.empty()) {
-    std::fprintf(stderr,
-                 "ios-worker: error: --curve-server-key and --curve-key go together\n");
+    std::fprintf(stderr, "ios-worker: error: --curve-server-key and --curve-key go together\n");
     return 1;
   }
   try {
@@ -115,12 +115,11 @@ int main(int argc, char** argv) {
       options.worker_id = "gpu" + std::to_string(backend_options.gpu);
     }
     net::Context context;
-    worker::Worker worker(context, worker::CreateBackend(backend_name, backend_options),
-                          options);
+    worker::Worker worker(context, worker::CreateBackend(backend_name, backend_options), options);
     worker.Run(stop.token());
     const worker::WorkerCounters counts = worker.counters();
-    spdlog::info("stopped: {} measured, {} failed, {} connections", counts.measured,
-                 counts.failed, counts.connects);
+    spdlog::info("stopped: {} measured, {} failed, {} connections", counts.measured, counts.failed,
+                 counts.connects);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ios-worker: error: %s\n", e.what());

@@ -78,7 +78,8 @@ TEST(FarmTest, SearchThroughTheFarmFindsTheSameScheduleAsInProcessMeasurement) {
   auto farm = Farm::Start(farm_options);
   auto farm_store = db::ProfileStore::Open(":memory:");
   const auto found = coordinator::RunSearch(graph, "squeezenet", options, *farm_store, *farm);
-  EXPECT_EQ(coordinator::testing::StagesOf(found.ios), coordinator::testing::StagesOf(expected.ios));
+  EXPECT_EQ(coordinator::testing::StagesOf(found.ios),
+            coordinator::testing::StagesOf(expected.ios));
   EXPECT_DOUBLE_EQ(found.ios.latency_ms, expected.ios.latency_ms);
   EXPECT_EQ(found.table.stats.measured, expected.table.stats.measured);
   EXPECT_EQ(farm_store->GetStats().measurements, local_store->GetStats().measurements);
@@ -136,7 +137,8 @@ TEST(FarmTest, QueryUnansweredByALiveWorkerIsRetriedThenStoredAsATimeout) {
   Peer stuck(context, zmq::socket_type::dealer);
   stuck.Connect(farm->BoundEndpoint());
   stuck.SendHello("sim:v100", /*capacity=*/8);
-  auto measuring = std::async(std::launch::async, [&] { return MeasureEach(*farm, stages.pointers); });
+  auto measuring =
+      std::async(std::launch::async, [&] { return MeasureEach(*farm, stages.pointers); });
   int queries = 0;
   // Alive (heartbeats) but never answering, until the farm gives up.
   while (measuring.wait_for(30ms) != std::future_status::ready) {
@@ -163,7 +165,8 @@ TEST(FarmTest, DuplicateAndUnknownResultsAreIgnored) {
   Peer twice(context, zmq::socket_type::dealer);
   twice.Connect(farm->BoundEndpoint());
   twice.SendHello("sim:v100", /*capacity=*/8);
-  auto measuring = std::async(std::launch::async, [&] { return MeasureEach(*farm, stages.pointers); });
+  auto measuring =
+      std::async(std::launch::async, [&] { return MeasureEach(*farm, stages.pointers); });
   twice.Send(schema::StageResult{12345, {}});  // an id it never sent
   while (measuring.wait_for(5ms) != std::future_status::ready) {
     if (auto query = twice.ReceiveA<schema::StageQuery>(20ms)) {

@@ -8,7 +8,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "common/zoo.h"
