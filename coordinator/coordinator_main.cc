@@ -252,8 +252,9 @@ int main(int argc, char** argv) {
       ->default_val(1)
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--device", cli.device,
-                 "measurement backend: sim:v100, sim:k80, sim:2080ti, "
-                 "sim:a100, sim:h100")
+                 "device to measure on: the embedded workers' backend (sim:v100, sim:k80, "
+                 "sim:2080ti, sim:a100, sim:h100), and which ios-worker processes may serve "
+                 "the search (those whose device name, backend or fingerprint it equals)")
       ->default_val("sim:v100");
   app.add_option("--strategy", cli.strategy, "stage strategies the DP may use")
       ->default_val("both")
