@@ -87,9 +87,7 @@ TEST(FarmTest, SearchThroughTheFarmFindsTheSameScheduleAsInProcessMeasurement) {
 
 TEST(FarmTest, WorkerOfAnotherDeviceClassGetsNoQueries) {
   const ZooStages stages = StagesOf("squeezenet", 60);
-  FarmOptions options = FastOptions();
-  options.bind = "tcp://127.0.0.1:*";
-  options.local_workers = 1;
+  FarmOptions options = LoopbackOptions(1);
   auto farm = Farm::Start(options);
   net::Context context;
   WorkerThread k80(context, farm->BoundEndpoint(), "sim:k80");
@@ -107,15 +105,11 @@ TEST(FarmTest, WorkerOfAnotherDeviceClassGetsNoQueries) {
 
 TEST(FarmTest, SilentWorkerIsDeclaredLostAndItsQueriesAreMeasuredElsewhere) {
   const ZooStages stages = StagesOf("squeezenet", 40);
-  FarmOptions options = FastOptions();
-  options.bind = "tcp://127.0.0.1:*";
-  options.local_workers = 1;
+  FarmOptions options = LoopbackOptions(1);
   options.min_workers = 2;
   auto farm = Farm::Start(options);
   net::Context context;
-  Peer hung(context, zmq::socket_type::dealer);
-  hung.Connect(farm->BoundEndpoint());
-  hung.SendHello("sim:v100", /*capacity=*/8);  // then never a word again
+  Peer hung = Peer::FakeWorker(context, *farm, /*capacity=*/8);  // then never a word again
   const std::vector<MeasureResult> results = MeasureEach(*farm, stages.pointers);
   for (const MeasureResult& r : results) EXPECT_TRUE(r.ok()) << r.error_message;
   const auto* report = FindReport(farm->Workers(), "fake");
@@ -127,16 +121,12 @@ TEST(FarmTest, SilentWorkerIsDeclaredLostAndItsQueriesAreMeasuredElsewhere) {
 
 TEST(FarmTest, QueryUnansweredByALiveWorkerIsRetriedThenStoredAsATimeout) {
   const ZooStages stages = StagesOf("squeezenet", 3);
-  FarmOptions options = FastOptions();
-  options.bind = "tcp://127.0.0.1:*";
-  options.local_workers = 0;
+  FarmOptions options = LoopbackOptions(0);
   options.query_timeout = 200ms;
   options.max_attempts = 2;
   auto farm = Farm::Start(options);
   net::Context context;
-  Peer stuck(context, zmq::socket_type::dealer);
-  stuck.Connect(farm->BoundEndpoint());
-  stuck.SendHello("sim:v100", /*capacity=*/8);
+  Peer stuck = Peer::FakeWorker(context, *farm, /*capacity=*/8);
   auto measuring =
       std::async(std::launch::async, [&] { return MeasureEach(*farm, stages.pointers); });
   int queries = 0;
@@ -157,14 +147,10 @@ TEST(FarmTest, QueryUnansweredByALiveWorkerIsRetriedThenStoredAsATimeout) {
 
 TEST(FarmTest, DuplicateAndUnknownResultsAreIgnored) {
   const ZooStages stages = StagesOf("squeezenet", 5);
-  FarmOptions options = FastOptions();
-  options.bind = "tcp://127.0.0.1:*";
-  options.local_workers = 0;
+  FarmOptions options = LoopbackOptions(0);
   auto farm = Farm::Start(options);
   net::Context context;
-  Peer twice(context, zmq::socket_type::dealer);
-  twice.Connect(farm->BoundEndpoint());
-  twice.SendHello("sim:v100", /*capacity=*/8);
+  Peer twice = Peer::FakeWorker(context, *farm, /*capacity=*/8);
   auto measuring =
       std::async(std::launch::async, [&] { return MeasureEach(*farm, stages.pointers); });
   twice.Send(schema::StageResult{12345, {}});  // an id it never sent
@@ -208,9 +194,7 @@ TEST(FarmTest, ConsumerThatThrowsLeavesTheFarmReadyForTheNextBatch) {
 }
 
 TEST(FarmTest, WaitingForWorkersThatDoNotComeFailsWithAClearMessage) {
-  FarmOptions options = FastOptions();
-  options.bind = "tcp://127.0.0.1:*";
-  options.local_workers = 1;
+  FarmOptions options = LoopbackOptions(1);
   options.min_workers = 3;
   options.wait_for_workers = 300ms;
   auto farm = Farm::Start(options);
@@ -226,8 +210,7 @@ TEST(FarmTest, WaitingForWorkersThatDoNotComeFailsWithAClearMessage) {
 }
 
 TEST(FarmTest, PeerSpeakingAnotherProtocolVersionIsRefused) {
-  FarmOptions options = FastOptions();
-  options.bind = "tcp://127.0.0.1:*";
+  FarmOptions options = LoopbackOptions(1);
   auto farm = Farm::Start(options);
   net::Context context;
   Peer future(context, zmq::socket_type::dealer);
@@ -239,9 +222,7 @@ TEST(FarmTest, PeerSpeakingAnotherProtocolVersionIsRefused) {
 }
 
 TEST(FarmTest, GarbageFromPeersNeitherCrashesNorDisturbsTheFarm) {
-  FarmOptions options = FastOptions();
-  options.bind = "tcp://127.0.0.1:*";
-  options.local_workers = 1;
+  FarmOptions options = LoopbackOptions(1);
   auto farm = Farm::Start(options);
   net::Context context;
   Peer vandal(context, zmq::socket_type::dealer);
@@ -310,9 +291,7 @@ TEST(FarmTest, WorkerMeetingAnotherProtocolVersionWaitsAndReconnectsInsteadOfExi
 TEST(FarmTest, WorkerReconnectsToARestartedCoordinatorAndServesIt) {
   const ZooStages stages = StagesOf("squeezenet", 10);
   net::Context context;
-  FarmOptions options = FastOptions();
-  options.local_workers = 0;
-  options.bind = "tcp://127.0.0.1:*";
+  FarmOptions options = LoopbackOptions(0);
   std::string endpoint;
   std::unique_ptr<WorkerThread> worker;
   {

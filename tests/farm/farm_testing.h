@@ -50,6 +50,14 @@ inline FarmOptions FastOptions() {
   return options;
 }
 
+//! FastOptions, bound to an ephemeral loopback port for remote peers.
+inline FarmOptions LoopbackOptions(int local_workers) {
+  FarmOptions options = FastOptions();
+  options.bind = "tcp://127.0.0.1:*";
+  options.local_workers = local_workers;
+  return options;
+}
+
 //! Runs MeasureAll and returns one result per spec, failing the test if any
 //! spec gets none or more than one.
 inline std::vector<MeasureResult> MeasureEach(coordinator::Measurer& measurer,
@@ -107,6 +115,14 @@ class Peer {
     hello.capacity = capacity;
     hello.heartbeat_ms = heartbeat_ms;
     Send(hello);
+  }
+
+  //! A DEALER connected to `farm` that has said hello as a sim:v100 worker.
+  static Peer FakeWorker(net::Context& context, const Farm& farm, uint32_t capacity) {
+    Peer peer(context, zmq::socket_type::dealer);
+    peer.Connect(farm.BoundEndpoint());
+    peer.SendHello("sim:v100", capacity);
+    return peer;
   }
 
   //! The next decodable message within `timeout`, skipping nothing.
