@@ -2,11 +2,13 @@
 # One entry point for a fresh Debian 12 machine (run as root, or with sudo):
 #   bash scripts/dev.sh run    install what is missing, build, run the main job
 #   bash scripts/dev.sh test   install what is missing, build, run the test suite
-# BUILD_DIR (default: build) and JOBS (default: all cores) may be set.
+# BUILD_DIR (default: build), SANITIZE_BUILD_DIR (default: build-asan) and
+# JOBS (default: all cores) may be set.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+SANITIZE_BUILD_DIR="${SANITIZE_BUILD_DIR:-$ROOT/build-asan}"
 JOBS="${JOBS:-$(nproc)}"
 
 PACKAGES=(
@@ -14,6 +16,7 @@ PACKAGES=(
   libsqlite3-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libzmq3-dev cppzmq-dev capnproto libcapnp-dev
+  clang-format
 )
 
 install_missing() {
@@ -38,6 +41,32 @@ build() {
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
+# Every C++ source must match .clang-format; lists the files that do not.
+check_format() {
+  local files bad=()
+  mapfile -t files < <(cd "$ROOT" && find common coordinator db net schema worker tests bench \
+    -name '*.cc' -o -name '*.h' | sort)
+  for f in "${files[@]}"; do
+    clang-format --dry-run --Werror "$ROOT/$f" >/dev/null 2>&1 || bad+=("$f")
+  done
+  if ((${#bad[@]} > 0)); then
+    echo "ios-farm: these files differ from .clang-format (fix: clang-format -i FILE):" >&2
+    printf '  %s\n' "${bad[@]}" >&2
+    return 1
+  fi
+}
+
+# The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer:
+# the fuzz and chaos tests only fail on a crash unless memory errors crash too.
+test_sanitized() {
+  cmake -S "$ROOT" -B "$SANITIZE_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DIOS_SANITIZE=address,undefined -DIOS_BUILD_BENCH=OFF -DIOS_WERROR=ON >/dev/null
+  cmake --build "$SANITIZE_BUILD_DIR" -j "$JOBS"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "$SANITIZE_BUILD_DIR" --output-on-failure -j "$JOBS" --timeout 900
+}
+
 case "${1:-}" in
   run)
     install_missing
@@ -50,9 +79,11 @@ case "${1:-}" in
     ;;
   test)
     install_missing
+    check_format
     build ON
-    cd "$BUILD_DIR"
-    exec ctest --output-on-failure -j "$JOBS" --timeout 600
+    ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" --timeout 600
+    test_sanitized
+    echo "ios-farm: all tests passed (Release and ASan+UBSan builds)"
     ;;
   *)
     echo "usage: bash scripts/dev.sh run|test" >&2

@@ -301,5 +301,19 @@ TEST(SimBackendTest, MoreGroupsOfTinyOpsPayMoreSerializedLaunches) {
   EXPECT_GT(eight, two);
 }
 
+// docs/simulator.md walks through these four numbers by hand; this keeps the
+// page true. Mixed_5b's first two 1x1 convs (bias, relu) of a 192x35x35 input.
+TEST(SimBackendTest, TheWorkedExampleOfTheSimulatorPageHolds) {
+  const std::unique_ptr<Backend> v100 = CreateSimBackend("v100");
+  const Shape in{192, 35, 35};
+  const StageOp a = ConvOnInput(in, 64, 1);
+  const StageOp c = ConvOnInput(in, 48, 1);
+  const double us = 1000.0;
+  EXPECT_NEAR(LatencyMs(*v100, Single(in, a)) * us, 30.03, 0.01);
+  EXPECT_NEAR(LatencyMs(*v100, Single(in, c)) * us, 24.52, 0.01);
+  EXPECT_NEAR(LatencyMs(*v100, Concurrent(in, {a, c})) * us, 30.03, 0.01);
+  EXPECT_NEAR(LatencyMs(*v100, Merged(in, {a, c})) * us, 27.28, 0.01);
+}
+
 }  // namespace
 }  // namespace ios::worker
