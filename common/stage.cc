@@ -417,6 +417,25 @@ bool CanMerge(const Graph& graph, const std::vector<NodeId>& nodes) {
   return true;
 }
 
+namespace {
+
+// The first reason CanMerge(graph, nodes) refuses, for messages.
+std::string WhyNotMergeable(const Graph& graph, const std::vector<NodeId>& nodes) {
+  if (nodes.empty()) return "it has no operators";
+  const Node& first = graph.node(nodes.at(0));
+  for (NodeId id : nodes) {
+    const Node& node = graph.node(id);
+    const std::optional<MergeConflict> conflict = FindMergeConflict(first.op, node.op);
+    if (conflict) return "'" + node.name + "': " + conflict->field + ": " + conflict->reason;
+    if (node.inputs != first.inputs) {
+      return "'" + node.name + "' and '" + first.name + "' read different inputs";
+    }
+  }
+  return "its operators must be convolutions of one input";
+}
+
+}  // namespace
+
 ConvParams MergedConv(const std::vector<ConvParams>& convs) {
   if (convs.empty()) throw Error("MergedConv: no convolutions to merge");
   OpParams first;
@@ -457,7 +476,7 @@ StageSpec StageKeyer::Spec(const Stage& stage) {
     std::vector<NodeId> all;
     for (const auto& g : stage.groups) all.insert(all.end(), g.begin(), g.end());
     if (!CanMerge(graph, all)) {
-      throw Error("stage is not mergeable: its operators must be convolutions of one input");
+      throw Error("stage is not mergeable: " + WhyNotMergeable(graph, all));
     }
   }
   std::vector<CanonicalGroup> groups;

@@ -379,6 +379,25 @@ TEST(CanMergeTest, NeedsIdenticalInputsAndEqualSignatures) {
   EXPECT_FALSE(CanMerge(m.graph, {}));
 }
 
+TEST(CanMergeTest, MakeStageSpecNamesTheConflictOfAnUnmergeableMergeStage) {
+  MergeGraph m;
+  Node input;
+  input.name = "in";
+  input.op.kind = OpKind::kInput;
+  input.output = {8, 16, 16};
+  m.graph.nodes.push_back(input);
+  const NodeId c3 = m.Add(Op(Conv({3, 3}, {1, 1}), 8), {{{0, 0, 8}}});
+  const NodeId d2 = m.Add(Op(Conv({3, 3}, {2, 2}, {1, 1}, {2, 2}), 8), {{{0, 0, 8}}});
+  m.Finish();
+  try {
+    MakeStageSpec(m.graph, {Strategy::kMerge, {{c3}, {d2}}});
+    ADD_FAILURE() << "a 3x3 d2 merged with a 3x3 d1 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dilationH: dilations 1 and 2 differ"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(MergedConvTest, SumsChannelsAndKeepsABiasIfAnyMemberHasOne) {
   ConvParams a = Conv({1, 1}, {0, 0}), b = Conv({3, 3}, {1, 1});
   a.out_channels = 16;
