@@ -113,8 +113,10 @@ class StageKeyer {
 // different pixels can still give equal sizes (1x1 p0 and 3x3 p0, stride 3,
 // on 33x33). Different dilations are refused (3x3 d2 + 3x3 d1 would need the
 // d2 kernel rewritten as a dense 5x5 one); so are grouped and depthwise
-// convolutions (stacking them does not keep each member's output channels
-// contiguous) and different activations. Bias may differ (missing bias = 0).
+// convolutions (in one grouped conv, output group j reads input group j, so
+// two members would interleave group by group: a member's output is no
+// longer one channel range) and different activations. Bias may differ
+// (a missing bias is a zero one).
 
 //! Everything but the input that decides whether convolutions merge: two
 //! convolutions with identical inputs can share a merge stage exactly when
