@@ -1,6 +1,8 @@
 // Stages: the unit the search schedules and the farm measures.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,13 +95,68 @@ class StageKeyer {
   std::string key_;
 };
 
-//! The merge rule: every node a convolution with groups = 1, all reading the
-//! same single-slice input, with equal input and output resolution, stride
-//! and activation. A single operator is always mergeable.
+// ---- The merge rule ---------------------------------------------------------
+//
+// A merge stage runs its convolutions as one: kernels zero-padded (centred)
+// to the largest size per axis and stacked along output channels, output
+// split by channel ranges. That is exact when the convolutions read the same
+// input and every member's window, centred in the merged one, covers the
+// same input pixels for every output pixel. With a common stride s and
+// dilation d, a member (kernel k, padding p) centres output o's window on
+// input o*s + (d*(k-1) - 2p)/2, so centring needs, per axis:
+//   - equal stride, equal dilation,
+//   - equal d*(k-1) - 2p (the same centre; with equal input size and stride
+//     this also gives every member, and the merged conv, the same output size),
+//   - kmax - k even (the smaller kernel sits in the middle of the larger).
+// The merged padding is then p + (kmax-k)/2*d, the same for every member.
+// Equal output H x W alone is not enough: with stride > 1 windows centred on
+// different pixels can still give equal sizes (1x1 p0 and 3x3 p0, stride 3,
+// on 33x33). Different dilations are refused (3x3 d2 + 3x3 d1 would need the
+// d2 kernel rewritten as a dense 5x5 one); so are grouped and depthwise
+// convolutions (in one grouped conv, output group j reads input group j, so
+// two members would interleave group by group: a member's output is no
+// longer one channel range) and different activations. Bias may differ
+// (a missing bias is a zero one).
+
+//! Everything but the input that decides whether convolutions merge: two
+//! convolutions with identical inputs can share a merge stage exactly when
+//! their signatures are equal. Equality is an equivalence, so every subset
+//! of a class of equal signatures is mergeable.
+struct MergeSignature {
+  Window stride, dilation;
+  Window kernel_parity;                // kernel % 2 per axis
+  int64_t centre_h = 0, centre_w = 0;  // dilation*(kernel-1) - 2*padding per axis
+  Activation act = Activation::kNone;
+  friend bool operator==(const MergeSignature&, const MergeSignature&) = default;
+};
+
+//! The signature of `op`, or nullopt when `op` never merges with another
+//! (not a convolution, or a grouped one).
+std::optional<MergeSignature> MergeSignatureOf(const OpParams& op);
+
+//! Why two ops cannot share a merge stage: `field` names the first offending
+//! parameter as the wire schema does ("kind", "groups", "strideH", "strideW",
+//! "dilationH", "dilationW", "kernelH", "kernelW", "padH", "padW",
+//! "activation"); `reason` says what differs, with both values.
+struct MergeConflict {
+  std::string field, reason;
+};
+
+//! nullopt when `a` and `b`, if they read identical inputs, can share a
+//! merge stage (their signatures are equal); else the first conflict.
+std::optional<MergeConflict> FindMergeConflict(const OpParams& a, const OpParams& b);
+
+//! The merge rule on graph nodes: every node has a merge signature, all
+//! signatures are equal and all nodes read identical inputs (same terms of
+//! the same slices). A single operator is always mergeable; no operator is not.
 bool CanMerge(const Graph& graph, const std::vector<NodeId>& nodes);
 
-//! The convolution a merge stage runs: out_channels summed, kernel and
-//! padding the maxima, stride/activation shared. Requires CanMerge.
+//! The convolution a merge stage runs: out_channels summed, kernel the
+//! maximum per axis, padding p + (kmax-k)/2*dilation (equal for all members),
+//! stride, dilation and activation shared, bias if any member has one. The
+//! result does not depend on the order of `convs`, and on the members' input
+//! its output H x W equals every member's. Throws ios::Error when `convs` is
+//! empty or two of them conflict (see FindMergeConflict).
 ConvParams MergedConv(const std::vector<ConvParams>& convs);
 
 }  // namespace ios

@@ -120,22 +120,26 @@ class PartSpace::Builder {
     }
   }
 
-  // Convolutions that could share a merge stage get the same class id.
+  // Convolutions that could share a merge stage get the same class id: the
+  // rule of CanMerge (common/stage.h), identical inputs and equal merge
+  // signatures, is an equivalence, so every subset of a class merges.
   void BuildMergeClasses() {
     merge_class_.assign(n_, -1);
-    std::map<std::vector<int>, int> classes;
+    std::vector<int> representatives;  // the first member of each class
     for (int u = 0; u < n_; ++u) {
       const Node& node = graph_.node(out_.part_[u]);
-      if (node.op.kind != OpKind::kConv || node.op.conv.groups != 1 || node.inputs.size() != 1 ||
-          node.inputs[0].size() != 1) {
-        continue;
+      const std::optional<MergeSignature> signature = MergeSignatureOf(node.op);
+      if (!signature) continue;
+      for (size_t c = 0; c < representatives.size() && merge_class_[u] < 0; ++c) {
+        const Node& rep = graph_.node(out_.part_[representatives[c]]);
+        if (rep.inputs == node.inputs && MergeSignatureOf(rep.op) == signature) {
+          merge_class_[u] = static_cast<int>(c);
+        }
       }
-      const Slice& in = node.inputs[0][0];
-      const ConvParams& c = node.op.conv;
-      const std::vector<int> signature{in.producer, in.begin,  in.end,
-                                       node.output.h, node.output.w, c.stride.h,
-                                       c.stride.w,  static_cast<int>(c.act)};
-      merge_class_[u] = classes.emplace(signature, static_cast<int>(classes.size())).first->second;
+      if (merge_class_[u] < 0) {
+        merge_class_[u] = static_cast<int>(representatives.size());
+        representatives.push_back(u);
+      }
     }
   }
 

@@ -1,11 +1,13 @@
 #include "schema/validate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
 
 #include "common/error.h"
+#include "common/stage.h"
 
 namespace ios::schema::detail {
 namespace {
@@ -161,9 +163,10 @@ std::vector<Shape> TermShapes(const StageOp& op, const StageSpec& spec,
   return shapes;
 }
 
-// The merge rule of CanMerge (common/stage.h), restated on a spec: one
-// convolution per group, groups = 1, all reading the same single slice,
-// with equal output resolution, stride and activation.
+// The merge rule of CanMerge (common/stage.h) on a spec: one op per group,
+// every op reading the first one's input and free of merge conflicts with it
+// (FindMergeConflict), so that MergedConv can build the stage. The output
+// check is implied by the rule; it stays for a clearer message.
 void CheckMergeable(const StageSpec& spec, const std::string& path) {
   if (spec.OperatorCount() < 2) {
     Fail(path + ".strategy", "merge needs two or more operators (one is a parallel stage)");
@@ -174,24 +177,29 @@ void CheckMergeable(const StageSpec& spec, const std::string& path) {
     if (spec.groups[g].size() != 1) Fail(group_path + ".ops", "a merge stage has one op per group");
     const StageOp& op = spec.groups[g][0];
     const std::string op_path = group_path + ".ops[0]";
-    if (op.op.kind != OpKind::kConv || op.op.conv.groups != 1) {
+    if (!MergeSignatureOf(op.op)) {
       Fail(op_path + ".op", "a merge stage runs only convolutions with groups = 1");
     }
-    if (op.inputs.size() != 1 || op.inputs[0].size() != 1) {
-      Fail(op_path + ".inputs", "a merged convolution reads exactly one slice");
-    }
     if (g == 0) continue;
-    if (!(op.inputs[0][0] == first.inputs[0][0])) {
-      Fail(op_path + ".inputs[0][0]", "merged convolutions must all read the same slice");
+    if (op.inputs != first.inputs) {
+      std::string where = op_path + ".inputs";  // terms differ in number: the whole list
+      if (op.inputs.size() == first.inputs.size()) {
+        size_t t = 0;
+        while (op.inputs[t] == first.inputs[t]) ++t;
+        where = Indexed(where, t);
+        const size_t common = std::min(op.inputs[t].size(), first.inputs[t].size());
+        size_t s = 0;
+        while (s < common && op.inputs[t][s] == first.inputs[t][s]) ++s;
+        if (s < common) where = Indexed(where, s);
+      }
+      Fail(where, "merged convolutions must all read the same slice");
     }
     if (op.output.h != first.output.h || op.output.w != first.output.w) {
       Fail(op_path + ".output", "merged convolutions must have equal output resolution");
     }
-    if (!(op.op.conv.stride == first.op.conv.stride)) {
-      Fail(op_path + ".op.conv.strideH", "merged convolutions must have equal strides");
-    }
-    if (op.op.conv.act != first.op.conv.act) {
-      Fail(op_path + ".op.conv.activation", "merged convolutions must have equal activations");
+    if (const std::optional<MergeConflict> conflict = FindMergeConflict(first.op, op.op)) {
+      Fail(op_path + ".op.conv." + conflict->field,
+           "merged convolutions conflict with groups[0].ops[0]: " + conflict->reason);
     }
   }
 }
