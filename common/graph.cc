@@ -228,39 +228,6 @@ Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,
   throw Error(where + ": type: unsupported operator");
 }
 
-namespace {
-
-// Every operator of a block but the exit must be read by another operator of
-// the block: nothing outside reads it (later blocks read only the exit), so
-// a second sink would be scheduled and priced for a value nobody uses.
-void CheckNoDeadOperators(const Graph& graph, const Block& block, const std::string& where) {
-  std::vector<char> read(graph.nodes.size(), 0);
-  for (NodeId id : block.Operators()) {
-    for (const Term& term : graph.nodes[id].inputs) {
-      for (const Slice& s : term) read[s.producer] = 1;
-    }
-  }
-  const Node& exit = graph.nodes[block.exit];
-  bool exit_reads_block = block.inner.empty();
-  for (const Term& term : exit.inputs) {
-    for (const Slice& s : term) exit_reads_block |= s.producer != block.enter;
-  }
-  if (!exit_reads_block) {
-    throw Error(where + ": exit_node " + Quoted(exit.name) +
-                ": reads none of the block's operators, so they would be computed for nothing "
-                "(the exit must be the block's only sink)");
-  }
-  for (NodeId id : block.inner) {
-    if (!read[id]) {
-      throw Error(where + ": node " + Quoted(graph.nodes[id].name) +
-                  ": a second sink: no operator of the block reads it (the exit must be the "
-                  "block's only sink)");
-    }
-  }
-}
-
-}  // namespace
-
 void InferShapes(Graph& graph) {
   const std::string graph_where = "graph " + Quoted(graph.name);
   if (graph.nodes.empty()) throw Error(graph_where + ": it has no nodes");
@@ -330,7 +297,7 @@ void InferShapes(Graph& graph) {
     CheckShapeLimits(node.output, where, "output");
   }
   // Blocks: every operator belongs to exactly one block, inputs stay inside
-  // the block or come from its entry, and only the exit is a sink.
+  // the block or come from its entry.
   std::vector<int> block_of(graph.nodes.size(), -1);
   NodeId expected_enter = 0;
   for (size_t b = 0; b < graph.blocks.size(); ++b) {
@@ -359,7 +326,6 @@ void InferShapes(Graph& graph) {
         }
       }
     }
-    CheckNoDeadOperators(graph, block, where);
     if (!block.parts.empty()) {
       std::vector<int> seen(graph.nodes.size(), 0);
       for (const auto& part : block.parts) {
@@ -384,6 +350,45 @@ void InferShapes(Graph& graph) {
         throw Error("node " + Quoted(graph.nodes[id].name) + ": is in no block");
       }
     }
+  }
+}
+
+namespace {
+
+// Every operator of a block but the exit must be read by another operator of
+// the block: nothing outside reads it (later blocks read only the exit), so
+// a second sink would be scheduled and priced for a value nobody uses.
+void CheckBlockSinks(const Graph& graph, const Block& block, const std::string& where) {
+  std::vector<char> read(graph.nodes.size(), 0);
+  for (NodeId id : block.Operators()) {
+    for (const Term& term : graph.nodes[id].inputs) {
+      for (const Slice& s : term) read[s.producer] = 1;
+    }
+  }
+  const Node& exit = graph.nodes[block.exit];
+  bool exit_reads_block = block.inner.empty();
+  for (const Term& term : exit.inputs) {
+    for (const Slice& s : term) exit_reads_block |= s.producer != block.enter;
+  }
+  if (!exit_reads_block) {
+    throw Error(where + ": exit_node " + Quoted(exit.name) +
+                ": reads none of the block's operators, so they would be computed for nothing "
+                "(the exit must be the block's only sink)");
+  }
+  for (NodeId id : block.inner) {
+    if (!read[id]) {
+      throw Error(where + ": node " + Quoted(graph.nodes[id].name) +
+                  ": a second sink: no operator of the block reads it (the exit must be the "
+                  "block's only sink)");
+    }
+  }
+}
+
+}  // namespace
+
+void CheckSingleSinkBlocks(const Graph& graph) {
+  for (size_t b = 0; b < graph.blocks.size(); ++b) {
+    CheckBlockSinks(graph, graph.blocks[b], "block " + std::to_string(b));
   }
 }
 

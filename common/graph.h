@@ -121,6 +121,15 @@ Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,
 //! channel or spatial mismatch, empty output).
 void InferShapes(Graph& graph);
 
+//! Checks that each block's exit is its only sink: every other operator of a
+//! block is read by an operator of the same block, and the exit reads at
+//! least one of them (unless the block has no other operator). Otherwise an
+//! operator would be scheduled and priced for a value nobody uses. Throws
+//! ios::Error naming the block and the node. Requires InferShapes to have
+//! passed. The loader applies it to every model file; graphs built in code
+//! (DP tests with several sinks) may skip it.
+void CheckSingleSinkBlocks(const Graph& graph);
+
 //! Readable op summary, e.g. "conv 3x3/1 64 relu".
 std::string Describe(const OpParams& op);
 

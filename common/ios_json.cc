@@ -82,6 +82,7 @@ class Parser {
     }
     try {
       InferShapes(g);
+      CheckSingleSinkBlocks(g);
     } catch (const Error& e) {
       throw Error(source_ + ": " + e.what());
     }

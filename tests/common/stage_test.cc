@@ -71,13 +71,14 @@ class Net {
     return *id;
   }
 
-  //! Closes the graph into blocks ending at `exits` (default: no blocks, as
-  //! test graphs often leave sinks that a block would refuse) and checks it
-  //! with InferShapes. Later calls return the same graph.
+  //! Closes the graph into blocks ending at `exits` (default: one block
+  //! ending at the last node) and checks it with InferShapes. Later calls
+  //! return the same graph.
   Graph Done(std::vector<std::string> exits = {}) {
     if (!graph_.blocks.empty()) return graph_;
     std::vector<NodeId> exit_ids;
     for (const auto& e : exits) exit_ids.push_back(Id(e));
+    if (exit_ids.empty()) exit_ids.push_back(static_cast<NodeId>(graph_.nodes.size()) - 1);
     NodeId enter = 0;
     for (NodeId exit : exit_ids) {
       Block block;
@@ -373,7 +374,8 @@ Graph BuildBase(const Base& base) {
   g.nodes.push_back({"a", "", base.a, {{{0, 0, base.a_channels}}}, {}});
   g.nodes.push_back({"b", "", base.b, {{{0, 0, base.input.c}}}, {}});
   g.nodes.push_back({"c", "", base.c, {{{0, 0, base.input.c}}}, {}});
-  InferShapes(g);  // no blocks: a, b and c are all sinks
+  g.blocks.push_back({0, {1, 2}, 3, {}});
+  InferShapes(g);
   return g;
 }
 
