@@ -118,7 +118,8 @@ Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,
 //! Checks structure (names, producers, order, blocks) and fills every
 //! node's output shape. Throws ios::Error naming the node and the field
 //! (cycle / producer defined later, unknown producer, slice out of range,
-//! channel or spatial mismatch, empty output).
+//! channel or spatial mismatch, empty output), and refuses what no worker
+//! can measure (common/limits.h), naming the node, the field and the limit.
 void InferShapes(Graph& graph);
 
 //! Checks that each block's exit is its only sink: every other operator of a

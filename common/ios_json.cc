@@ -598,8 +598,9 @@ IosModel LoadIosJson(const std::string& path) {
   const std::string where = Printable(path);
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
-  if (status.type() == fs::file_type::not_found)
+  if (status.type() == fs::file_type::not_found) {
     throw Error(where + ": cannot open file: not found");
+  }
   if (error) throw Error(where + ": cannot open file (" + error.message() + ")");
   // A directory, FIFO or device is not a model: reading one as text either
   // fails obscurely, blocks, or never ends (/dev/zero).
@@ -616,25 +617,18 @@ IosModel LoadIosJson(const std::string& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(where + ": cannot open file");
-  // Read at most one byte past the cap, in case the file grew meanwhile.
-  std::string text(static_cast<size_t>(size) + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) throw Error(where + ": read error");
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxModelFileBytes) {
-    throw Error(where + ": grew beyond the " + std::to_string(kMaxModelFileBytes >> 20) +
-                " MiB a model file may have while being read");
-  }
-  if (text.size() > size) {
-    // Grew while read but stays under the cap: read the rest, still bounded.
-    std::string rest(kMaxModelFileBytes + 1 - text.size(), '\0');
-    in.read(rest.data(), static_cast<std::streamsize>(rest.size()));
-    text.append(rest.data(), static_cast<size_t>(in.gcount()));
+  // Bounded even if the file grows after the size check.
+  std::string text;
+  text.reserve(static_cast<size_t>(size));
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(in.gcount()));
     if (text.size() > kMaxModelFileBytes) {
       throw Error(where + ": grew beyond the " + std::to_string(kMaxModelFileBytes >> 20) +
                   " MiB a model file may have while being read");
     }
   }
+  if (in.bad()) throw Error(where + ": read error");
   return ParseIosJson(text, path);
 }
 
