@@ -1,9 +1,14 @@
 #include "common/graph.h"
 
+#include <cstdint>
+#include <limits>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
 
 #include "common/error.h"
+#include "common/limits.h"
+#include "common/printable.h"
 
 namespace ios {
 
@@ -59,21 +64,94 @@ std::string ShapeText(const Shape& s) {
   return std::to_string(s.c) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w);
 }
 
-// Output extent of a sliding window; throws when it would be empty.
+// Output extent of a sliding window, in 64 bits so that no parameter an
+// `int` holds can overflow it; throws naming the field to blame when the
+// output would be empty or not fit an `int`.
 int WindowOutput(int in, int kernel, int stride, int pad, int dilation, const std::string& where,
                  const char* axis) {
   if (kernel < 1 || stride < 1 || pad < 0 || dilation < 1) {
     throw Error(where + ": kernel, stride and dilation must be >= 1 and padding >= 0 (" + axis +
                 ")");
   }
-  const int span = dilation * (kernel - 1) + 1;
-  const int out = (in + 2 * pad - span) / stride + 1;
-  if (in + 2 * pad < span || out < 1) {
-    throw Error(where + ": kernel " + std::to_string(kernel) + " with stride " +
-                std::to_string(stride) + " and padding " + std::to_string(pad) + " gives an empty " +
-                axis + " output for input " + axis + " " + std::to_string(in));
+  const int64_t span = int64_t{dilation} * (kernel - 1) + 1;
+  const int64_t padded = int64_t{in} + 2 * int64_t{pad};
+  if (padded < span) {
+    // Blame the dilation when the kernel alone would have fitted.
+    const bool dilated = dilation > 1 && kernel <= padded;
+    throw Error(where + ": " + (dilated ? "dilation" : "kernel") + ": kernel " +
+                std::to_string(kernel) +
+                (dilation > 1 ? " dilated by " + std::to_string(dilation) : std::string()) +
+                " with stride " + std::to_string(stride) + " and padding " + std::to_string(pad) +
+                " gives an empty " + axis + " output for input " + axis + " " + std::to_string(in));
   }
-  return out;
+  const int64_t out = (padded - span) / stride + 1;
+  if (out > std::numeric_limits<int>::max()) {
+    throw Error(where + ": padding: " + std::to_string(pad) + " gives an output " + axis + " of " +
+                std::to_string(out) + ", more than an int holds");
+  }
+  return static_cast<int>(out);
+}
+
+// Refuses a value no worker can measure (common/limits.h), naming the field.
+void CheckLimit(int64_t value, int64_t limit, const std::string& where, const std::string& field,
+                const std::string& what) {
+  if (value > limit) {
+    throw Error(where + ": " + field + ": " + what + std::to_string(value) +
+                " exceeds the limit of " + std::to_string(limit) +
+                " (the most a worker can measure, common/limits.h)");
+  }
+}
+
+void CheckWindowLimits(const Window& kernel, const Window& stride, const Window& padding,
+                       const Window& dilation, const std::string& where) {
+  constexpr int64_t kMax = limits::kMaxExtent;
+  for (const auto& [window, field] :
+       {std::pair{&kernel, "kernel"}, std::pair{&stride, "stride"}, std::pair{&padding, "padding"},
+        std::pair{&dilation, "dilation"}}) {
+    CheckLimit(window->h, kMax, where, field, "height ");
+    CheckLimit(window->w, kMax, where, field, "width ");
+  }
+  CheckLimit(int64_t{dilation.h} * (kernel.h - 1) + 1, kMax, where, "dilation",
+             "dilated kernel height ");
+  CheckLimit(int64_t{dilation.w} * (kernel.w - 1) + 1, kMax, where, "dilation",
+             "dilated kernel width ");
+}
+
+// The parameters of `op` (and of its steps) against the worker limits.
+void CheckOpLimits(const OpParams& op, const std::string& where) {
+  constexpr int64_t kMax = limits::kMaxExtent;
+  switch (op.kind) {
+    case OpKind::kConv:
+      CheckLimit(op.conv.out_channels, kMax, where, "out_channels", "");
+      CheckLimit(op.conv.groups, kMax, where, "groups", "");
+      CheckWindowLimits(op.conv.kernel, op.conv.stride, op.conv.padding, op.conv.dilation, where);
+      break;
+    case OpKind::kPool:
+      if (op.pool.type == PoolType::kMax || op.pool.type == PoolType::kAvg) {
+        CheckWindowLimits(op.pool.kernel, op.pool.stride, op.pool.padding, Window{}, where);
+      }
+      break;
+    case OpKind::kSequential:
+      CheckLimit(static_cast<int64_t>(op.chain.size()),
+                 static_cast<int64_t>(limits::kMaxChainLength), where, "nodes",
+                 "number of sequential steps ");
+      for (size_t i = 0; i < op.chain.size(); ++i) {
+        CheckOpLimits(op.chain[i], where + " (sequential step " + std::to_string(i) + ")");
+      }
+      break;
+    case OpKind::kInput:
+    case OpKind::kActivation:
+    case OpKind::kEltwise:
+    case OpKind::kIdentity:
+      break;
+  }
+}
+
+void CheckShapeLimits(const Shape& shape, const std::string& where, const char* field) {
+  constexpr int64_t kMax = limits::kMaxExtent;
+  CheckLimit(shape.c, kMax, where, field, "channel count ");
+  CheckLimit(shape.h, kMax, where, field, "height ");
+  CheckLimit(shape.w, kMax, where, field, "width ");
 }
 
 }  // namespace
@@ -151,27 +229,38 @@ Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,
 }
 
 void InferShapes(Graph& graph) {
-  if (graph.nodes.empty()) throw Error("graph '" + graph.name + "': it has no nodes");
+  const std::string graph_where = "graph " + Quoted(graph.name);
+  if (graph.nodes.empty()) throw Error(graph_where + ": it has no nodes");
   Node& input = graph.nodes[0];
   if (input.op.kind != OpKind::kInput) {
-    throw Error("graph '" + graph.name + "': node '" + input.name +
-                "': the first node must be the input placeholder");
+    throw Error(graph_where + ": node " + Quoted(input.name) +
+                ": the first node must be the input placeholder");
   }
   if (input.output.c < 1 || input.output.h < 1 || input.output.w < 1) {
-    throw Error("graph '" + graph.name + "': input '" + input.name +
-                "': output_shape must be positive, got " + ShapeText(input.output));
+    throw Error(graph_where + ": input " + Quoted(input.name) +
+                ": output_shape must be positive, got " + ShapeText(input.output));
   }
+  CheckShapeLimits(input.output, "input " + Quoted(input.name), "output_shape");
   std::unordered_map<std::string, NodeId> by_name;
   for (NodeId id = 0; id < static_cast<NodeId>(graph.nodes.size()); ++id) {
     Node& node = graph.nodes[id];
-    const std::string where = "node '" + node.name + "'";
-    if (node.name.empty()) throw Error("node #" + std::to_string(id) + ": name: empty");
+    const std::string where = "node " + Quoted(node.name);
+    if (node.name.empty()) {
+      throw Error("node at index " + std::to_string(id) + ": name: empty (every node needs a " +
+                  "unique non-empty name)");
+    }
     if (!by_name.emplace(node.name, id).second) throw Error(where + ": name: duplicated");
     if (id == 0) continue;
     if (node.op.kind == OpKind::kInput) throw Error(where + ": type: only node 0 may be the input");
+    CheckLimit(static_cast<int64_t>(node.inputs.size()), static_cast<int64_t>(limits::kMaxTerms),
+               where, "inputs", "number of concatenated terms ");
+    CheckOpLimits(node.op, where);
     std::vector<Shape> term_shapes;
-    for (const Term& term : node.inputs) {
+    for (size_t t = 0; t < node.inputs.size(); ++t) {
+      const Term& term = node.inputs[t];
       if (term.empty()) throw Error(where + ": inputs: empty term");
+      CheckLimit(static_cast<int64_t>(term.size()), static_cast<int64_t>(limits::kMaxSlices), where,
+                 "inputs[" + std::to_string(t) + "]", "number of summed slices ");
       Shape term_shape;
       for (size_t k = 0; k < term.size(); ++k) {
         const Slice& s = term[k];
@@ -179,14 +268,14 @@ void InferShapes(Graph& graph) {
           throw Error(where + ": inputs: unknown producer #" + std::to_string(s.producer));
         }
         if (s.producer >= id) {
-          throw Error(where + ": inputs: producer '" + graph.nodes[s.producer].name +
-                      "' does not come before it (a cycle, or nodes out of topological order)");
+          throw Error(where + ": inputs: producer " + Quoted(graph.nodes[s.producer].name) +
+                      " does not come before it (a cycle, or nodes out of topological order)");
         }
         const Shape& p = graph.nodes[s.producer].output;
         if (s.begin < 0 || s.end > p.c || s.begin >= s.end) {
           throw Error(where + ": inputs: slice [" + std::to_string(s.begin) + ", " +
-                      std::to_string(s.end) + ") out of range of '" +
-                      graph.nodes[s.producer].name + "' with " + std::to_string(p.c) +
+                      std::to_string(s.end) + ") out of range of " +
+                      Quoted(graph.nodes[s.producer].name) + " with " + std::to_string(p.c) +
                       " channels");
         }
         const Shape slice_shape{s.channels(), p.h, p.w};
@@ -199,7 +288,13 @@ void InferShapes(Graph& graph) {
       }
       term_shapes.push_back(term_shape);
     }
+    // A concatenation can exceed the limits its terms respect: check the
+    // input the operator reads as well as what it produces.
+    if (node.op.kind != OpKind::kEltwise) {
+      CheckShapeLimits(InputShape(term_shapes, where), where, "inputs");
+    }
     node.output = InferOpOutput(node.op, term_shapes, where);
+    CheckShapeLimits(node.output, where, "output");
   }
   // Blocks: every operator belongs to exactly one block, inputs stay inside
   // the block or come from its entry.
@@ -217,7 +312,7 @@ void InferShapes(Graph& graph) {
         throw Error(where + ": operator #" + std::to_string(id) + " does not exist");
       }
       if (block_of[id] != -1) {
-        throw Error(where + ": node '" + graph.nodes[id].name + "' belongs to two blocks");
+        throw Error(where + ": node " + Quoted(graph.nodes[id].name) + " belongs to two blocks");
       }
       block_of[id] = static_cast<int>(b);
     }
@@ -225,8 +320,8 @@ void InferShapes(Graph& graph) {
       for (const Term& term : graph.nodes[id].inputs) {
         for (const Slice& s : term) {
           if (s.producer != block.enter && block_of[s.producer] != static_cast<int>(b)) {
-            throw Error(where + ": node '" + graph.nodes[id].name + "': inputs: reads '" +
-                        graph.nodes[s.producer].name + "' from outside the block");
+            throw Error(where + ": node " + Quoted(graph.nodes[id].name) + ": inputs: reads " +
+                        Quoted(graph.nodes[s.producer].name) + " from outside the block");
           }
         }
       }
@@ -243,7 +338,7 @@ void InferShapes(Graph& graph) {
       }
       for (NodeId id : block.Operators()) {
         if (!seen[id]) {
-          throw Error(where + ": parts: node '" + graph.nodes[id].name + "' is in no part");
+          throw Error(where + ": parts: node " + Quoted(graph.nodes[id].name) + " is in no part");
         }
       }
     }
@@ -251,8 +346,49 @@ void InferShapes(Graph& graph) {
   }
   if (!graph.blocks.empty()) {
     for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes.size()); ++id) {
-      if (block_of[id] == -1) throw Error("node '" + graph.nodes[id].name + "': is in no block");
+      if (block_of[id] == -1) {
+        throw Error("node " + Quoted(graph.nodes[id].name) + ": is in no block");
+      }
     }
+  }
+}
+
+namespace {
+
+// Every operator of a block but the exit must be read by another operator of
+// the block: nothing outside reads it (later blocks read only the exit), so
+// a second sink would be scheduled and priced for a value nobody uses.
+void CheckBlockSinks(const Graph& graph, const Block& block, const std::string& where) {
+  std::vector<char> read(graph.nodes.size(), 0);
+  for (NodeId id : block.Operators()) {
+    for (const Term& term : graph.nodes[id].inputs) {
+      for (const Slice& s : term) read[s.producer] = 1;
+    }
+  }
+  const Node& exit = graph.nodes[block.exit];
+  bool exit_reads_block = block.inner.empty();
+  for (const Term& term : exit.inputs) {
+    for (const Slice& s : term) exit_reads_block |= s.producer != block.enter;
+  }
+  if (!exit_reads_block) {
+    throw Error(where + ": exit_node " + Quoted(exit.name) +
+                ": reads none of the block's operators, so they would be computed for nothing "
+                "(the exit must be the block's only sink)");
+  }
+  for (NodeId id : block.inner) {
+    if (!read[id]) {
+      throw Error(where + ": node " + Quoted(graph.nodes[id].name) +
+                  ": a second sink: no operator of the block reads it (the exit must be the "
+                  "block's only sink)");
+    }
+  }
+}
+
+}  // namespace
+
+void CheckSingleSinkBlocks(const Graph& graph) {
+  for (size_t b = 0; b < graph.blocks.size(); ++b) {
+    CheckBlockSinks(graph, graph.blocks[b], "block " + std::to_string(b));
   }
 }
 

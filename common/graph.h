@@ -118,8 +118,18 @@ Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,
 //! Checks structure (names, producers, order, blocks) and fills every
 //! node's output shape. Throws ios::Error naming the node and the field
 //! (cycle / producer defined later, unknown producer, slice out of range,
-//! channel or spatial mismatch, empty output).
+//! channel or spatial mismatch, empty output), and refuses what no worker
+//! can measure (common/limits.h), naming the node, the field and the limit.
 void InferShapes(Graph& graph);
+
+//! Checks that each block's exit is its only sink: every other operator of a
+//! block is read by an operator of the same block, and the exit reads at
+//! least one of them (unless the block has no other operator). Otherwise an
+//! operator would be scheduled and priced for a value nobody uses. Throws
+//! ios::Error naming the block and the node. Requires InferShapes to have
+//! passed. The loader applies it to every model file; graphs built in code
+//! (DP tests with several sinks) may skip it.
+void CheckSingleSinkBlocks(const Graph& graph);
 
 //! Readable op summary, e.g. "conv 3x3/1 64 relu".
 std::string Describe(const OpParams& op);

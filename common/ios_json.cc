@@ -1,12 +1,16 @@
 #include "common/ios_json.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <optional>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/printable.h"
 
 namespace ios {
 
@@ -24,16 +28,20 @@ namespace {
 // Carries the position in the document so every error names it.
 class Parser {
  public:
-  explicit Parser(std::string source) : source_(std::move(source)) {}
+  explicit Parser(const std::string& source) : source_(Printable(source)) {
+    // A file without a top-level name is named after its stem.
+    default_name_ = std::filesystem::path(source).stem().string();
+    if (default_name_.empty()) default_name_ = "model";
+  }
 
   IosModel Parse(const json& doc) {
     IosModel model;
     Graph& g = model.graph;
     if (!doc.is_object()) Fail("", "the document must be a JSON object");
-    g.name = String(doc, "name", "");
+    g.name = doc.contains("name") ? String(doc, "name", "") : default_name_;
     const json& input = Field(doc, "input", "");
     Node in;
-    in.name = String(input, "name", "input");
+    in.name = NodeName(input, "input");
     in.hint = OptionalString(input, "hint_name", in.name);
     in.op.kind = OpKind::kInput;
     in.output = ShapeOf(Field(input, "output_shape", "input"), "input.output_shape");
@@ -46,8 +54,20 @@ class Parser {
       Block block;
       const std::string enter_name = String(jb, "enter_name", where);
       auto enter = by_name_.find(enter_name);
-      if (enter == by_name_.end()) Fail(where + ".enter_name", "unknown node '" + enter_name + "'");
+      if (enter == by_name_.end()) {
+        Fail(where + ".enter_name", "unknown node " + Quoted(enter_name));
+      }
       block.enter = enter->second;
+      // enter_node repeats the entering node; a copy that names another
+      // node is a contradiction, not something to pick a side of.
+      if (jb.contains("enter_node")) {
+        const std::string copy =
+            String(Field(jb, "enter_node", where), "name", where + ".enter_node");
+        if (copy != enter_name) {
+          Fail(where + ".enter_node.name",
+               Quoted(copy) + " contradicts enter_name " + Quoted(enter_name));
+        }
+      }
       const json& inner = Field(jb, "inner_nodes", where);
       if (!inner.is_array()) Fail(where + ".inner_nodes", "expected an array");
       for (size_t i = 0; i < inner.size(); ++i) {
@@ -56,17 +76,19 @@ class Parser {
                     where));
       }
       block.exit = AddNode(g, ParseNode(Field(jb, "exit_node", where), where + ".exit_node"), where);
+      block.parts = ParseParts(jb, where);
       g.blocks.push_back(std::move(block));
       model.stages.push_back(ParseStages(jb, where));
     }
     try {
       InferShapes(g);
+      CheckSingleSinkBlocks(g);
     } catch (const Error& e) {
       throw Error(source_ + ": " + e.what());
     }
     for (const auto& [id, shape] : stored_shapes_) {
       if (!(g.nodes[id].output == shape)) {
-        Fail("node '" + g.nodes[id].name + "'.output_shape",
+        Fail("node " + Quoted(g.nodes[id].name) + ".output_shape",
              "stored shape disagrees with the inferred " + std::to_string(g.nodes[id].output.c) +
                  "x" + std::to_string(g.nodes[id].output.h) + "x" +
                  std::to_string(g.nodes[id].output.w));
@@ -98,10 +120,35 @@ class Parser {
     return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
   }
 
+  bool Bool(const json& obj, const char* key, const std::string& where, bool fallback) const {
+    auto it = obj.find(key);
+    if (it == obj.end()) return fallback;
+    if (!it->is_boolean()) {
+      Fail(where + "." + key, "expected true or false, got " + Printable(it->dump()));
+    }
+    return it->get<bool>();
+  }
+
+  // A node's name: non-empty (messages and stages refer to nodes by name).
+  std::string NodeName(const json& jn, const std::string& where) const {
+    std::string name = String(jn, "name", where);
+    if (name.empty()) Fail(where + ".name", "empty (every node needs a unique non-empty name)");
+    return name;
+  }
+
+  // Integers are read into `int`; the worker limits (common/limits.h) are
+  // checked later by InferShapes, which knows which node and field to blame.
   int Int(const json& v, const std::string& where) const {
-    if (!v.is_number_integer()) Fail(where, "expected an integer");
+    if (!v.is_number_integer()) Fail(where, "expected an integer, got " + Printable(v.dump()));
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{kIntLimit}) {
+      Fail(where, Printable(v.dump()) + " is out of range (expected an integer of magnitude at " +
+                      "most 2^30)");
+    }
     const auto x = v.get<int64_t>();
-    if (x < -(1 << 30) || x > (1 << 30)) Fail(where, "integer out of range");
+    if (x < -kIntLimit || x > kIntLimit) {
+      Fail(where, std::to_string(x) + " is out of range (expected an integer of magnitude at " +
+                      "most 2^30)");
+    }
     return static_cast<int>(x);
   }
 
@@ -139,7 +186,7 @@ class Parser {
       c.padding = Pair(jn, "padding", where);
       c.dilation = Pair(jn, "dilation", where, Window{1, 1});
       c.groups = jn.contains("groups") ? Int(jn["groups"], where + ".groups") : 1;
-      c.bias = !jn.contains("bias") || jn["bias"].get<bool>();
+      c.bias = Bool(jn, "bias", where, true);
       c.act = ActivationOf(jn.contains("act") ? String(jn, "act", where) : "identity",
                            where + ".act");
     } else if (type == "pool") {
@@ -191,7 +238,7 @@ class Parser {
         const std::string producer = js[0].get<std::string>();
         auto it = by_name_.find(producer);
         if (it == by_name_.end()) {
-          Fail(sw, "unknown producer '" + producer + "' (not defined before this node)");
+          Fail(sw, "unknown producer " + Quoted(producer) + " (not defined before this node)");
         }
         term.push_back({it->second, Int(js[1], sw + "[1]"), Int(js[2], sw + "[2]")});
       }
@@ -202,8 +249,8 @@ class Parser {
 
   Node ParseNode(const json& jn, const std::string& where) {
     Node node;
-    node.name = String(jn, "name", where);
-    const std::string at = where + " ('" + node.name + "')";
+    node.name = NodeName(jn, where);
+    const std::string at = where + " (" + Quoted(node.name) + ")";
     node.hint = OptionalString(jn, "hint_name", node.name);
     node.op = ParseOp(jn, at);
     if (node.op.kind == OpKind::kSequential) {
@@ -221,7 +268,8 @@ class Parser {
           const json& in = Field(inner[i], "inputs", iw);
           if (!in.is_array() || in.size() != 1 || !in[0].is_array() || in[0].size() != 1 ||
               !in[0][0].is_array() || in[0][0].empty() || in[0][0][0] != previous) {
-            Fail(iw + ".inputs", "a sequential step must read the previous step '" + previous + "'");
+            Fail(iw + ".inputs",
+                 "a sequential step must read the previous step " + Quoted(previous));
           }
         }
         previous = String(inner[i], "name", iw);
@@ -240,7 +288,7 @@ class Parser {
   NodeId AddNode(Graph& g, Node node, const std::string& where) {
     const auto id = static_cast<NodeId>(g.nodes.size());
     if (!by_name_.emplace(node.name, id).second) {
-      Fail(where, "node name '" + node.name + "' is defined twice");
+      Fail(where, "node name " + Quoted(node.name) + " is defined twice");
     }
     if (id == 0) {
       g.nodes.push_back(std::move(node));
@@ -249,6 +297,32 @@ class Parser {
     if (pending_shape_) stored_shapes_.emplace_back(id, *pending_shape_);
     g.nodes.push_back(std::move(node));
     return id;
+  }
+
+  // Optional explicit parts of a block, by node name (ours, not the
+  // reference's: it cuts NASNet into parts but does not store them).
+  // InferShapes checks that they cover the block's operators once.
+  std::vector<std::vector<NodeId>> ParseParts(const json& jb, const std::string& where) const {
+    std::vector<std::vector<NodeId>> parts;
+    auto it = jb.find("parts");
+    if (it == jb.end() || it->is_null()) return parts;
+    const std::string pw = where + ".parts";
+    if (!it->is_array()) Fail(pw, "expected a list of parts (lists of node names)");
+    for (size_t p = 0; p < it->size(); ++p) {
+      const json& jp = (*it)[p];
+      const std::string at = pw + "[" + std::to_string(p) + "]";
+      if (!jp.is_array() || jp.empty()) Fail(at, "expected a non-empty list of node names");
+      std::vector<NodeId> part;
+      for (size_t k = 0; k < jp.size(); ++k) {
+        const std::string kw = at + "[" + std::to_string(k) + "]";
+        if (!jp[k].is_string()) Fail(kw, "expected a node name");
+        auto node = by_name_.find(jp[k].get<std::string>());
+        if (node == by_name_.end()) Fail(kw, "unknown node " + Quoted(jp[k].get<std::string>()));
+        part.push_back(node->second);
+      }
+      parts.push_back(std::move(part));
+    }
+    return parts;
   }
 
   std::vector<std::vector<std::vector<std::string>>> ParseStages(const json& jb,
@@ -276,7 +350,10 @@ class Parser {
     return stages;
   }
 
+  static constexpr int64_t kIntLimit = int64_t{1} << 30;
+
   std::string source_;
+  std::string default_name_;
   std::unordered_map<std::string, NodeId> by_name_;
   std::optional<Shape> pending_shape_;
   std::vector<std::pair<NodeId, Shape>> stored_shapes_;
@@ -377,29 +454,182 @@ json NodeJson(const Graph& g, NodeId id) {
   return jn;
 }
 
+// Follows a failed parse to say where in the document it failed: the path of
+// keys and indices (as the Parser names fields) and the name of the node
+// being read, if it came before the failure.
+class PathTracker : public nlohmann::json_sax<json> {
+ public:
+  bool null() override { return Value(); }
+  bool boolean(bool) override { return Value(); }
+  bool number_integer(number_integer_t) override { return Value(); }
+  bool number_unsigned(number_unsigned_t) override { return Value(); }
+  bool number_float(number_float_t, const string_t&) override { return Value(); }
+  bool binary(binary_t&) override { return Value(); }
+  bool string(string_t& value) override {
+    if (!stack_.empty() && !stack_.back().array && stack_.back().key == "name") {
+      stack_.back().name = value;
+    }
+    return Value();
+  }
+  bool start_object(std::size_t) override { return Push(false); }
+  bool start_array(std::size_t) override { return Push(true); }
+  bool end_object() override { return Pop(); }
+  bool end_array() override { return Pop(); }
+  bool key(string_t& key) override {
+    stack_.back().key = key;
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string& token,
+                   const nlohmann::detail::exception& error) override {
+    position_ = position;
+    token_ = token;
+    overflow_ = error.id == 406;  // number overflow
+    library_message_ = error.what();
+    return false;
+  }
+
+  //! e.g. "blocks[0].inner_nodes[1] ('conv1').out_channels".
+  std::string Path() const {
+    std::string path;
+    for (size_t i = 0; i < stack_.size(); ++i) {
+      const Frame& f = stack_[i];
+      if (f.array) {
+        path += "[" + std::to_string(f.index) + "]";
+        continue;
+      }
+      if (i > 0 && f.name) path += " (" + Quoted(*f.name) + ")";
+      if (!f.key.empty()) path += (path.empty() ? "" : ".") + Printable(f.key);
+    }
+    return path;
+  }
+  size_t position() const { return position_; }
+  const std::string& token() const { return token_; }
+  bool overflow() const { return overflow_; }
+  const std::string& library_message() const { return library_message_; }
+
+ private:
+  struct Frame {
+    bool array = false;
+    size_t index = 0;  // arrays: elements completed so far
+    std::string key;   // objects: the current key
+    std::optional<std::string> name;
+  };
+  bool Value() {
+    if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
+    return true;
+  }
+  bool Push(bool array) {
+    stack_.push_back(Frame{array, 0, {}, {}});
+    return true;
+  }
+  bool Pop() {
+    stack_.pop_back();
+    return Value();
+  }
+
+  std::vector<Frame> stack_;
+  size_t position_ = 0;
+  std::string token_;
+  bool overflow_ = false;
+  std::string library_message_;
+};
+
+// The message for text json::parse refused: file, line and column, the field
+// being read and, for a number too large for a double, what was expected.
+std::string DescribeSyntaxError(const std::string& text, const std::string& source) {
+  PathTracker tracker;
+  json::sax_parse(text, &tracker, json::input_format_t::json, /*strict=*/true);
+  const size_t end = std::min(tracker.position(), text.size());
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < end; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  std::string message =
+      Printable(source) + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
+  const std::string path = tracker.Path();
+  if (!path.empty()) message += path + ": ";
+  if (tracker.overflow()) {
+    return message + "number " + Printable(tracker.token()) +
+           " is too large to represent (expected a number of ordinary size; integers are at "
+           "most 2^30 in magnitude)";
+  }
+  return message + "not valid JSON (" + Printable(tracker.library_message()) + ")";
+}
+
+const char* FileTypeText(std::filesystem::file_type type) {
+  switch (type) {
+    case std::filesystem::file_type::directory:
+      return "a directory";
+    case std::filesystem::file_type::fifo:
+      return "a FIFO";
+    case std::filesystem::file_type::character:
+      return "a character device";
+    case std::filesystem::file_type::block:
+      return "a block device";
+    case std::filesystem::file_type::socket:
+      return "a socket";
+    case std::filesystem::file_type::not_found:
+      return "not found";
+    default:
+      return "not a plain file";
+  }
+}
+
 }  // namespace
 
 IosModel ParseIosJson(const std::string& text, const std::string& source) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(source + ": not valid JSON (" + e.what() + ")");
-  }
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) throw Error(DescribeSyntaxError(text, source));
   try {
     return Parser(source).Parse(doc);
   } catch (const json::exception& e) {
-    throw Error(source + ": unexpected value type (" + e.what() + ")");
+    // Every access is checked first; this is a last resort with the file.
+    throw Error(Printable(source) + ": unexpected value type (" + e.what() + ")");
   }
 }
 
 IosModel LoadIosJson(const std::string& path) {
+  namespace fs = std::filesystem;
+  const std::string where = Printable(path);
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (status.type() == fs::file_type::not_found) {
+    throw Error(where + ": cannot open file: not found");
+  }
+  if (error) throw Error(where + ": cannot open file (" + error.message() + ")");
+  // A directory, FIFO or device is not a model: reading one as text either
+  // fails obscurely, blocks, or never ends (/dev/zero).
+  if (!fs::is_regular_file(status)) {
+    throw Error(where + ": not a regular file (" + FileTypeText(status.type()) +
+                "); a model is a JSON file");
+  }
+  const std::uintmax_t size = fs::file_size(path, error);
+  if (error) throw Error(where + ": cannot read the size (" + error.message() + ")");
+  if (size > kMaxModelFileBytes) {
+    throw Error(where + ": " + std::to_string(size) + " bytes, more than the " +
+                std::to_string(kMaxModelFileBytes >> 20) +
+                " MiB a model file may have (kMaxModelFileBytes)");
+  }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(path + ": read error");
-  return ParseIosJson(text.str(), path);
+  if (!in) throw Error(where + ": cannot open file");
+  // Bounded even if the file grows after the size check.
+  std::string text;
+  text.reserve(static_cast<size_t>(size));
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxModelFileBytes) {
+      throw Error(where + ": grew beyond the " + std::to_string(kMaxModelFileBytes >> 20) +
+                  " MiB a model file may have while being read");
+    }
+  }
+  if (in.bad()) throw Error(where + ": read error");
+  return ParseIosJson(text, path);
 }
 
 std::string ToIosJson(const Graph& graph,
@@ -422,6 +652,15 @@ std::string ToIosJson(const Graph& graph,
     for (NodeId id : block.inner) inner.push_back(NodeJson(graph, id));
     jb["inner_nodes"] = std::move(inner);
     jb["exit_node"] = NodeJson(graph, block.exit);
+    if (!block.parts.empty()) {
+      json parts = json::array();
+      for (const auto& part : block.parts) {
+        json names = json::array();
+        for (NodeId id : part) names.push_back(graph.node(id).name);
+        parts.push_back(std::move(names));
+      }
+      jb["parts"] = std::move(parts);
+    }
     jb["stages"] = b < stages.size() ? json(stages[b]) : json::array();
     blocks.push_back(std::move(jb));
   }
@@ -441,7 +680,8 @@ bool StructurallyEqual(const Graph& a, const Graph& b, std::string* difference) 
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     const Node& x = a.nodes[i];
     const Node& y = b.nodes[i];
-    const std::string at = "node #" + std::to_string(i) + " ('" + x.name + "' vs '" + y.name + "')";
+    const std::string at =
+        "node #" + std::to_string(i) + " (" + Quoted(x.name) + " vs " + Quoted(y.name) + ")";
     if (!(x.op == y.op)) return differ(at + ": operator " + Describe(x.op) + " vs " + Describe(y.op));
     if (!(x.output == y.output)) return differ(at + ": output shape");
     if (x.inputs != y.inputs) return differ(at + ": inputs");

@@ -3,6 +3,7 @@
 // exit_node, stages}]}).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,19 +19,29 @@ struct IosModel {
   bool HasSchedule() const;
 };
 
-//! Parses IOS JSON text; `source` names the file in error messages. Throws
+//! Largest model file LoadIosJson reads (64 MiB; the zoo's largest, NASNet,
+//! is about a megabyte): a bound on the memory one bad argument can take.
+inline constexpr std::uintmax_t kMaxModelFileBytes = std::uintmax_t{64} << 20;
+
+//! Parses IOS JSON text; `source` names the file in error messages (and, its
+//! stem, the model when the document has no top-level "name"). Throws
 //! ios::Error naming the source, the node and the field on malformed input,
-//! and runs InferShapes (checking stored output shapes against it).
+//! and runs InferShapes (checking stored output shapes against it), so a
+//! model beyond the worker limits (common/limits.h) is refused.
 IosModel ParseIosJson(const std::string& text, const std::string& source);
+//! Reads and parses a model file. Refuses anything but a regular file and
+//! files larger than kMaxModelFileBytes, before reading them.
 IosModel LoadIosJson(const std::string& path);
 
 //! Serialises a graph (and optionally per-block stages) in IOS JSON; what
-//! ParseIosJson reads back is structurally identical.
+//! ParseIosJson reads back is structurally identical, names and block parts
+//! included (parts are stored as a block's "parts": lists of node names).
 std::string ToIosJson(const Graph& graph,
                       const std::vector<std::vector<std::vector<std::vector<std::string>>>>& stages = {});
 
 //! True when both graphs have the same operators, parameters, shapes, edges
-//! and blocks in the same order, names aside. On false, `difference` says
+//! and blocks in the same order, names and block parts aside (the reference's
+//! exports store no parts). On false, `difference` says
 //! where they first differ.
 bool StructurallyEqual(const Graph& a, const Graph& b, std::string* difference = nullptr);
 

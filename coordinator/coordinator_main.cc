@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/ios_json.h"
+#include "common/printable.h"
 #include "common/zoo.h"
 #include "coordinator/farm.h"
 #include "coordinator/report.h"
@@ -80,7 +81,8 @@ std::pair<Graph, std::string> ResolveModel(const std::string& model) {
   if (!std::filesystem::exists(model)) {
     std::string names;
     for (const ZooEntry& entry : ZooModels()) names += (names.empty() ? "" : ", ") + entry.name;
-    throw Error("unknown model '" + model + "': not a zoo model (" + names + ") and no such file");
+    throw Error("unknown model " + Quoted(model) + ": not a zoo model (" + names +
+                ") and no such file");
   }
   IosModel loaded = LoadIosJson(model);
   std::string name =
@@ -146,7 +148,9 @@ std::string DescribeSchedule(const Graph& graph, const Schedule& schedule) {
       std::string groups;
       for (const auto& g : s.stage.groups) {
         groups += groups.empty() ? "[" : " | [";
-        for (size_t i = 0; i < g.size(); ++i) groups += (i ? " " : "") + graph.node(g[i]).name;
+        for (size_t i = 0; i < g.size(); ++i) {
+          groups += (i ? " " : "") + Printable(graph.node(g[i]).name);
+        }
         groups += "]";
       }
       char line[64];

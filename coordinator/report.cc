@@ -6,6 +6,8 @@
 #include <sstream>
 #include <vector>
 
+#include "common/printable.h"
+
 namespace ios::coordinator {
 
 namespace {
@@ -23,7 +25,7 @@ std::string Ms(double ms) { return std::isfinite(ms) ? Format("%.3f ms", ms) : "
 std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
   std::ostringstream out;
   const char* label = o.device.simulated ? " (SIMULATED: analytical model, not a measurement)" : "";
-  out << "model " << o.model << ", " << graph.OperatorCount() << " operators in "
+  out << "model " << Printable(o.model) << ", " << graph.OperatorCount() << " operators in "
       << graph.blocks.size() << " blocks; device " << o.device.name << label << "; batch "
       << o.options.batch_size << "; strategy " << ToString(o.options.dp.strategies) << ", r="
       << o.options.dp.max_group_size << " s=" << o.options.dp.max_groups << "\n\n";

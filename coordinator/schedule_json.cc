@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/ios_json.h"
+#include "common/printable.h"
 
 namespace ios::coordinator {
 
@@ -90,8 +91,8 @@ void CheckCoverage(const Graph& graph, const std::vector<std::vector<Stage>>& bl
       for (size_t g = 0; g < stage.groups.size(); ++g) {
         for (size_t i = 0; i < stage.groups[g].size(); ++i) {
           const NodeId id = stage.groups[g][i];
-          const std::string at = path + ": block " + std::to_string(b) + ": node '" +
-                                 graph.node(id).name + "'";
+          const std::string at =
+              path + ": block " + std::to_string(b) + ": node " + Quoted(graph.node(id).name);
           if (place[id].stage != -1) throw Error(at + " is scheduled twice");
           if (std::find(ops.begin(), ops.end(), id) == ops.end()) {
             throw Error(at + " belongs to another block");
@@ -104,7 +105,7 @@ void CheckCoverage(const Graph& graph, const std::vector<std::vector<Stage>>& bl
   }
   for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes.size()); ++id) {
     if (place[id].stage == -1) {
-      throw Error(path + ": node '" + graph.node(id).name + "' is in no stage");
+      throw Error(path + ": node " + Quoted(graph.node(id).name) + " is in no stage");
     }
     for (const Term& term : graph.node(id).inputs) {
       for (const Slice& s : term) {
@@ -114,9 +115,9 @@ void CheckCoverage(const Graph& graph, const std::vector<std::vector<Stage>>& bl
         const bool before = p.stage < c.stage ||
                             (p.stage == c.stage && p.group == c.group && p.position < c.position);
         if (!before) {
-          throw Error(path + ": node '" + graph.node(id).name +
-                      "' does not run after its producer '" + graph.node(s.producer).name +
-                      "' (same stage, different group, or later)");
+          throw Error(path + ": node " + Quoted(graph.node(id).name) +
+                      " does not run after its producer " + Quoted(graph.node(s.producer).name) +
+                      " (same stage, different group, or later)");
         }
       }
     }
@@ -179,7 +180,7 @@ LoadedSchedule LoadSchedule(const std::string& path) {
             auto id = loaded.graph.Find(name);
             if (!id || *id == 0) {
               throw Error(path + ": block " + std::to_string(b) + " stage " + std::to_string(s) +
-                          ": unknown operator '" + name + "'");
+                          ": unknown operator " + Quoted(name));
             }
             ids.push_back(*id);
           }

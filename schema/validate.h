@@ -7,24 +7,27 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/limits.h"
 #include "schema/protocol.h"
 
 namespace ios::schema::detail {
 
 // Budgets. Reading enforces the structural ones (list lengths, chain depth)
 // before it allocates, so one frame costs the receiver work and memory in
-// proportion to its size; real stages stay far below all of them.
+// proportion to its size; real stages stay far below all of them. What a
+// worker can measure is defined once in common/limits.h (the model loader
+// refuses beyond it too); the rest bounds the wire format only.
+using ios::limits::kMaxBatchSize;
+using ios::limits::kMaxChainDepth;
+using ios::limits::kMaxChainLength;
+using ios::limits::kMaxExtent;
+using ios::limits::kMaxExternals;
+using ios::limits::kMaxGroups;
+using ios::limits::kMaxOpsPerGroup;
+using ios::limits::kMaxSlices;
+using ios::limits::kMaxTerms;
 inline constexpr size_t kMaxTextBytes = 4096;
 inline constexpr size_t kMaxProperties = 256;
-inline constexpr size_t kMaxGroups = 64;
-inline constexpr size_t kMaxOpsPerGroup = 64;
-inline constexpr size_t kMaxExternals = 1024;
-inline constexpr size_t kMaxTerms = 1024;      // per op input
-inline constexpr size_t kMaxSlices = 1024;     // per term
-inline constexpr size_t kMaxChainLength = 64;  // steps of one sequential op
-inline constexpr size_t kMaxChainDepth = 8;    // chains inside chains
-inline constexpr int kMaxExtent = 1 << 16;     // channels, height, width, window sizes
-inline constexpr int kMaxBatchSize = 1 << 20;
 inline constexpr int kMaxRuns = 1000;  // warmup, number, repeat
 inline constexpr uint32_t kMaxCapacity = 1024;
 inline constexpr uint32_t kMinHeartbeatMs = 10, kMaxHeartbeatMs = 600000;
