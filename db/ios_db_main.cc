@@ -330,8 +330,9 @@ void Forget(const Options& options, ios::db::ProfileStore& store) {
   const bool filtered = !options.forget_device.empty() || !options.forget_model.empty() ||
                         !options.forget_kinds.empty();
   if (options.forget_all && filtered) {
-    throw ios::Error("forget: --all drops everything; it cannot be combined with --device, "
-                     "--model or --kind");
+    throw ios::Error(
+        "forget: --all drops everything; it cannot be combined with --device, "
+        "--model or --kind");
   }
   if (options.forget_measurements && !filtered && !options.forget_all) {
     throw ios::Error(
@@ -364,7 +365,9 @@ void Forget(const Options& options, ios::db::ProfileStore& store) {
   std::string what = options.forget_measurements ? "measurements" : "failed measurements";
   if (!options.forget_kinds.empty()) {
     std::string kinds;
-    for (const std::string& kind : options.forget_kinds) kinds += (kinds.empty() ? "" : ", ") + kind;
+    for (const std::string& kind : options.forget_kinds) {
+      kinds += (kinds.empty() ? "" : ", ") + kind;
+    }
     what += " (" + kinds + ")";
   }
   if (!filter.device.empty()) what += " of device " + filter.device;
@@ -393,8 +396,7 @@ void Run(const Options& options) {
   ios::db::OpenOptions open;
   open.mode = options.command == Command::kForget ? ios::db::OpenMode::kReadWrite
                                                   : ios::db::OpenMode::kReadOnly;
-  std::unique_ptr<ios::db::ProfileStore> store =
-      ios::db::ProfileStore::Open(options.db_path, open);
+  std::unique_ptr<ios::db::ProfileStore> store = ios::db::ProfileStore::Open(options.db_path, open);
 
   switch (options.command) {
     case Command::kDevices:
@@ -473,7 +475,8 @@ int main(int argc, char** argv) {
         const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
         if (error != std::errc() || end != text.data() + text.size() || value < 1) {
           return "must be a whole number of rows, at least 1 (leave --limit out to show all), "
-                 "not '" + text + "'";
+                 "not '" +
+                 text + "'";
         }
         return {};
       },

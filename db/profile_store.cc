@@ -191,10 +191,10 @@ class SqliteProfileStore final : public ProfileStore {
   SqliteProfileStore(const std::string& path, const OpenOptions& options)
       : path_(path), options_(options) {
     try {
-      const int flags = options.mode == OpenMode::kReadOnly    ? SQLITE_OPEN_READONLY
-                        : options.mode == OpenMode::kReadWrite ? SQLITE_OPEN_READWRITE
-                                                               : SQLITE_OPEN_READWRITE |
-                                                                     SQLITE_OPEN_CREATE;
+      const int flags = options.mode == OpenMode::kReadOnly ? SQLITE_OPEN_READONLY
+                        : options.mode == OpenMode::kReadWrite
+                            ? SQLITE_OPEN_READWRITE
+                            : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
       db_ = sqlite::OpenDb(path, flags);
       IOS_SQLITE_CHECK(db(), sqlite3_extended_result_codes(db(), 1));
       // SQLite's own busy handler waits for most locks; RetryWhileBusy
@@ -543,8 +543,7 @@ class SqliteProfileStore final : public ProfileStore {
           CheckOurs(now);
           if (now.version == kSchemaVersion) return;
           sqlite::Exec(db(), kSchemaV1);
-          sqlite::Exec(db(),
-                       ("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
+          sqlite::Exec(db(), ("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
           sqlite::Exec(db(), ("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
         });
       });

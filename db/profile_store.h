@@ -53,11 +53,11 @@ struct Stats {
 //! Which measurements ForgetMeasurements drops: failures and/or good ones,
 //! narrowed by failure kind, device and model (all given filters apply).
 struct ForgetFilter {
-  bool failures = false;              // drop failed measurements
-  bool successes = false;             // drop good measurements
-  std::vector<MeasureError> kinds;    // failures of these kinds only; empty: any kind
-  std::string device;                 // device name or fingerprint; empty: any device
-  std::string model;                  // stages `model` uses; empty: any stage
+  bool failures = false;            // drop failed measurements
+  bool successes = false;           // drop good measurements
+  std::vector<MeasureError> kinds;  // failures of these kinds only; empty: any kind
+  std::string device;               // device name or fingerprint; empty: any device
+  std::string model;                // stages `model` uses; empty: any stage
 };
 
 enum class OpenMode {

@@ -98,8 +98,8 @@ class SharedDbTest : public ::testing::Test {
 TEST_F(SharedDbTest, TwelveCoordinatorsStartedTogetherOnAFreshDbAllSucceed) {
   constexpr int kProcesses = 12;
   const fs::path db = Path("fresh.db");
-  const std::vector<Report> reports = RunTogether(
-      std::vector<std::vector<std::string>>(kProcesses, {"--model", "squeezenet"}), db);
+  const std::vector<Report> reports =
+      RunTogether(std::vector<std::vector<std::string>>(kProcesses, {"--model", "squeezenet"}), db);
   ASSERT_EQ(reports.size(), size_t{kProcesses});
   for (const Report& report : reports) {
     EXPECT_GT(report.distinct_stages, 0);

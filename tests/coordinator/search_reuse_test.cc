@@ -69,13 +69,14 @@ TEST_P(StoredFailureTest, NextSearchReusesFactsAboutTheStageAndMeasuresTransient
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Kinds, StoredFailureTest,
-    ::testing::Values(ReuseCase{MeasureError::kTimeout, true},
-                      ReuseCase{MeasureError::kBackendFailure, true},
-                      ReuseCase{MeasureError::kOutOfMemory, false},
-                      ReuseCase{MeasureError::kUnsupported, false}),
-    [](const auto& param_info) { return std::string(ToString(param_info.param.stored)); });
+INSTANTIATE_TEST_SUITE_P(Kinds, StoredFailureTest,
+                         ::testing::Values(ReuseCase{MeasureError::kTimeout, true},
+                                           ReuseCase{MeasureError::kBackendFailure, true},
+                                           ReuseCase{MeasureError::kOutOfMemory, false},
+                                           ReuseCase{MeasureError::kUnsupported, false}),
+                         [](const auto& param_info) {
+                           return std::string(ToString(param_info.param.stored));
+                         });
 
 TEST(MeasureErrorTest, OnlyTimeoutsAndBackendFailuresAreTransient) {
   EXPECT_TRUE(IsTransient(MeasureError::kTimeout));

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "db/profile_store.h"
-
 #include "tests/testing/process.h"
 
 namespace ios::db {
@@ -471,7 +470,8 @@ TEST_F(IosDbForgetTest, FailuresDropsEveryFailureAndSaysHowMany) {
 TEST_F(IosDbForgetTest, AKindAndADeviceNarrowTheFailures) {
   CliResult timeout = Forget({"--failures", "--kind", "timeout", "--device", "sim:v100"});
   ASSERT_EQ(timeout.exit_code, 0) << timeout.err;
-  EXPECT_THAT(timeout.out, StartsWith("dropped 1 failed measurements (timeout) of device sim:v100"));
+  EXPECT_THAT(timeout.out,
+              StartsWith("dropped 1 failed measurements (timeout) of device sim:v100"));
   EXPECT_EQ(Stats()["failed_measurements"], 2);
 
   CliResult transient = Forget({"--failures", "--kind", "transient"});
@@ -536,8 +536,7 @@ TEST_F(IosDbForgetTest, AMissingDbIsNotCreated) {
 TEST_F(IosDbCliTest, HelpDescribesTheCommands) {
   CliResult result = Run({"--help"});
   EXPECT_EQ(result.exit_code, 0);
-  for (const char* command :
-       {"devices", "stats", "searches", "measurements", "export", "forget"}) {
+  for (const char* command : {"devices", "stats", "searches", "measurements", "export", "forget"}) {
     EXPECT_THAT(result.out, HasSubstr(command));
   }
   CliResult sub = Run({"measurements", "--help"});

@@ -82,8 +82,7 @@ TEST(ForgetMeasurementsTest, ADeviceIsNamedByNameOrFingerprint) {
 
 TEST(ForgetMeasurementsTest, AModelNarrowsToItsStages) {
   auto store = Populated();
-  EXPECT_EQ(store->ForgetMeasurements(Filter(false, true, {}, "sim:v100", "a")),
-            1);
+  EXPECT_EQ(store->ForgetMeasurements(Filter(false, true, {}, "sim:v100", "a")), 1);
   EXPECT_FALSE(store->Lookup(Key("conv", SimV100())).has_value());
   EXPECT_TRUE(store->Lookup(Key("conv", RealH100())).has_value());
   EXPECT_TRUE(store->Lookup(Key("pool", SimV100())).has_value());
@@ -100,8 +99,7 @@ TEST(ForgetMeasurementsTest, BothDropEverythingThatMatches) {
 TEST(ForgetMeasurementsTest, RefusesAFilterThatSelectsNothingOrMixesKindsWithSuccesses) {
   auto store = Populated();
   EXPECT_THROW(store->ForgetMeasurements(Filter(false, false)), Error);
-  EXPECT_THROW(
-      store->ForgetMeasurements(Filter(false, true, {MeasureError::kTimeout})), Error);
+  EXPECT_THROW(store->ForgetMeasurements(Filter(false, true, {MeasureError::kTimeout})), Error);
   EXPECT_EQ(store->GetStats().measurements, 8);
 }
 

@@ -19,13 +19,13 @@ namespace ios::db {
 namespace {
 
 namespace fs = std::filesystem;
+using ::ios::testing::ReadFile;
+using ::testing::HasSubstr;
 using testing::Key;
 using testing::kUserVersionOffset;
 using testing::Ok;
 using testing::SimV100;
 using testing::WriteHeaderField;
-using ::testing::HasSubstr;
-using ::ios::testing::ReadFile;
 
 // Header byte 18: 1 for a rollback journal, 2 for WAL.
 constexpr size_t kWriteVersionOffset = 18;

@@ -23,10 +23,10 @@ namespace ios::db {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::HasSubstr;
 using testing::Key;
 using testing::Ok;
 using testing::SimV100;
-using ::testing::HasSubstr;
 
 // Forks `processes` children that each open `path`, register a device and a
 // stage and store one measurement of their own; returns how many failed
@@ -60,8 +60,7 @@ int OpenAndWriteInChildren(const fs::path& path, int processes) {
   return failed;
 }
 
-OpenOptions Options(OpenMode mode,
-                    std::chrono::milliseconds busy_budget = kDefaultBusyBudget) {
+OpenOptions Options(OpenMode mode, std::chrono::milliseconds busy_budget = kDefaultBusyBudget) {
   OpenOptions options;
   options.mode = mode;
   options.busy_budget = busy_budget;
@@ -147,7 +146,8 @@ TEST_F(ProfileStoreSharingTest, OpeningAnInitialisedDbNeverWaitsForAWriter) {
   writer->RunInTransaction([&] {
     writer->UpsertStage("conv", "conv");
     // Same thread: a wait for the writer's lock could never end.
-    auto reader = ProfileStore::Open(path, Options(OpenMode::kCreate, std::chrono::milliseconds(100)));
+    auto reader =
+        ProfileStore::Open(path, Options(OpenMode::kCreate, std::chrono::milliseconds(100)));
     EXPECT_EQ(reader->Devices().size(), 1u);
   });
 }

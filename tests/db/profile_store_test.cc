@@ -18,16 +18,16 @@ namespace ios::db {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::Key;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using testing::kApplicationIdOffset;
+using testing::Key;
 using testing::kUserVersionOffset;
 using testing::Ok;
 using testing::ReadHeaderField;
 using testing::RealH100;
 using testing::SimV100;
 using testing::WriteHeaderField;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 
 class ProfileStoreTest : public ::testing::Test {
  protected:
