@@ -99,7 +99,8 @@ class ProfileStore {
   virtual void LinkModelStages(const std::string& model,
                                const std::vector<std::string>& stage_keys) = 0;
 
-  //! The stored result for `key`, if any (errors are stored results too).
+  //! The stored result for `key`, if any (errors are stored results too;
+  //! whether a failure is reused is the caller's choice, see IsTransient).
   virtual std::optional<MeasureResult> Lookup(const MeasurementKey& key) = 0;
   //! Stores (or replaces) one result and commits it before returning. The
   //! stage and device must have been upserted.
