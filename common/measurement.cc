@@ -18,4 +18,8 @@ const char* ToString(MeasureError error) {
   return "?";
 }
 
+bool IsTransient(MeasureError error) {
+  return error == MeasureError::kTimeout || error == MeasureError::kBackendFailure;
+}
+
 }  // namespace ios

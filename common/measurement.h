@@ -28,6 +28,11 @@ struct DeviceInfo {
 
 enum class MeasureError { kNone, kOutOfMemory, kUnsupported, kBackendFailure, kTimeout };
 const char* ToString(MeasureError error);
+//! True for failures that say nothing lasting about the stage (a timeout, a
+//! lost worker, which the farm reports as a timeout, a backend failure): they
+//! are stored for diagnosis but measured again by the next search. Out of
+//! memory and unsupported are facts about the stage and are reused.
+bool IsTransient(MeasureError error);
 
 struct MeasureResult {
   double median_ms = 0;   // median of the repeat means

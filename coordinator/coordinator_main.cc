@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -130,6 +132,20 @@ std::string NowUtc() {
   return buffer;
 }
 
+// Why the schedule could not be written to `path`, or "" when it can. Run
+// before any work so that a typo costs nothing; leaves no file behind.
+std::string OutputProblem(const std::string& path) {
+  if (path == "-") return "";
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) return "it is a directory";
+  const bool existed = std::filesystem::exists(path, error);
+  std::FILE* file = std::fopen(path.c_str(), "a");  // appends nothing, truncates nothing
+  if (file == nullptr) return std::strerror(errno);
+  std::fclose(file);
+  if (!existed) std::filesystem::remove(path, error);
+  return "";
+}
+
 void WriteOutput(const std::string& path, const std::string& text) {
   if (path == "-") {
     std::cout << text;
@@ -163,6 +179,7 @@ std::string DescribeSchedule(const Graph& graph, const Schedule& schedule) {
 }
 
 int Search(const CliOptions& cli) {
+  const std::string started_at = NowUtc();
   auto [graph, model_name] = ResolveModel(cli.model);
   auto store = db::ProfileStore::Open(cli.db);
   auto farm = StartFarm(cli);
@@ -190,7 +207,7 @@ int Search(const CliOptions& cli) {
   record.enumerate_s = outcome.enumerate_s;
   record.measure_s = outcome.measure_s;
   record.solve_s = outcome.solve_s;
-  record.started_at = NowUtc();
+  record.started_at = started_at;
   if (!cli.out.empty()) WriteOutput(cli.out, schedule_json);  // fails before anything is recorded
   store->RecordSearch(record);
   if (cli.out != "-") {
@@ -358,6 +375,14 @@ int main(int argc, char** argv) {
                    "ios-coordinator: error: --model is required (or --evaluate FILE, "
                    "--list-models); see --help\n");
       return 1;
+    }
+    if (!cli.out.empty()) {
+      if (const std::string problem = OutputProblem(cli.out); !problem.empty()) {
+        std::fprintf(stderr,
+                     "ios-coordinator: error: --out %s: cannot write the schedule there: %s\n",
+                     cli.out.c_str(), problem.c_str());
+        return 2;
+      }
     }
     return Search(cli);
   } catch (const std::exception& e) {

@@ -63,6 +63,7 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
   const double ios = o.ios.latency_ms;
   out << Format("%-11s %14s %9s %7s\n", "schedule", "latency", "speedup", "stages");
   auto row = [&](const char* name, const Schedule& sch) {
+    if (std::isnan(sch.latency_ms)) return;  // not asked for (--no-baselines)
     size_t stages = 0;
     for (const auto& b : sch.blocks) stages += b.size();
     const std::string speedup =

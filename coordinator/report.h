@@ -11,7 +11,9 @@ namespace ios::coordinator {
 
 //! Per part: operators, width, states, transitions, schedules, candidate
 //! stages, measured now vs reused; then the three latencies and speedups.
-//! Says "simulated" when the device is simulated.
+//! A baseline whose latency is NaN (not asked for) is left out; an infinite
+//! one (a stage failed) reads "failed". Says "simulated" when the device is
+//! simulated.
 std::string FormatReport(const Graph& graph, const SearchOutcome& outcome);
 
 }  // namespace ios::coordinator

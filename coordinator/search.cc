@@ -127,7 +127,11 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
   store.RunInTransaction([&] {
     for (size_t i = 0; i < keys.size(); ++i) {
       const db::MeasurementKey key{keys[i], device.fingerprint, options.batch_size, settings_key};
-      if (auto stored = store.Lookup(key)) {
+      auto stored = store.Lookup(key);
+      // A transient failure (timeout, lost worker, backend failure) is kept
+      // for diagnosis but measured again; OOM and unsupported are reused.
+      if (stored && !stored->ok() && IsTransient(stored->error)) stored.reset();
+      if (stored) {
         ++stats.reused;
         if (stored->ok()) {
           latency[i] = stored->median_ms;

@@ -1,7 +1,9 @@
-// ios-db: query the profiling DB (devices, stats, searches, measurements) and
-// export its measurements as CSV or JSON. Reads only: it never creates a DB.
+// ios-db: query the profiling DB (devices, stats, searches, measurements),
+// export its measurements as CSV or JSON, and forget measurements. Queries
+// open the file read-only; only `forget` writes, and nothing creates a DB.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,7 +22,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 enum class Format { kTable, kCsv, kJson };
-enum class Command { kDevices, kStats, kSearches, kMeasurements, kExport };
+enum class Command { kDevices, kStats, kSearches, kMeasurements, kExport, kForget };
 
 //! Everything main() parsed from the command line.
 struct Options {
@@ -30,8 +32,22 @@ struct Options {
   Command command = Command::kStats;
   std::string model;   // measurements --model; empty: all
   int limit = 0;       // measurements --limit; 0: all
-  std::string output;  // export --output
+  std::string output;  // export --output; "-": stdout
+  // forget: what to drop and the filters.
+  bool forget_failures = false, forget_measurements = false, forget_all = false;
+  std::vector<std::string> forget_kinds;
+  std::string forget_device, forget_model;
 };
+
+// The failure kinds `forget --kind` accepts, and "transient" for all of
+// those a search measures again.
+constexpr const char* kTransientKinds = "transient";
+const std::vector<ios::MeasureError>& FailureKinds() {
+  static const std::vector<ios::MeasureError> kinds = {
+      ios::MeasureError::kOutOfMemory, ios::MeasureError::kUnsupported,
+      ios::MeasureError::kBackendFailure, ios::MeasureError::kTimeout};
+  return kinds;
+}
 
 Format ParseFormat(const std::string& name) {
   if (name == "csv") return Format::kCsv;
@@ -291,11 +307,72 @@ Format ExportFormat(const Options& options) {
     }
     return ParseFormat(options.format_name);
   }
+  if (options.output == "-") {
+    throw ios::Error("export to stdout ('-') needs --format csv or --format json");
+  }
   const std::string extension = std::filesystem::path(options.output).extension().string();
   if (extension == ".csv") return Format::kCsv;
   if (extension == ".json") return Format::kJson;
   throw ios::Error("cannot tell the export format of '" + options.output +
                    "': name it .csv or .json, or pass --format csv|json");
+}
+
+// forget: checks the flags, then drops what they select and says how many.
+void Forget(const Options& options, ios::db::ProfileStore& store) {
+  if (!options.forget_failures && !options.forget_measurements) {
+    throw ios::Error(
+        "forget: say what to drop: --failures (failed measurements) and/or --measurements "
+        "(every measurement, good or failed)");
+  }
+  if (!options.forget_kinds.empty() && options.forget_measurements) {
+    throw ios::Error("forget: --kind narrows --failures; it cannot be used with --measurements");
+  }
+  const bool filtered = !options.forget_device.empty() || !options.forget_model.empty() ||
+                        !options.forget_kinds.empty();
+  if (options.forget_all && filtered) {
+    throw ios::Error(
+        "forget: --all drops everything; it cannot be combined with --device, "
+        "--model or --kind");
+  }
+  if (options.forget_measurements && !filtered && !options.forget_all) {
+    throw ios::Error(
+        "forget --measurements drops good measurements too, which take time to measure again: "
+        "narrow it with --device or --model, or pass --all to drop every measurement");
+  }
+  ios::db::ForgetFilter filter;
+  filter.failures = true;
+  filter.successes = options.forget_measurements;
+  for (const std::string& kind : options.forget_kinds) {
+    for (ios::MeasureError error : FailureKinds()) {
+      if (kind == ios::ToString(error) || (kind == kTransientKinds && ios::IsTransient(error))) {
+        filter.kinds.push_back(error);
+      }
+    }
+  }
+  filter.device = options.forget_device;
+  filter.model = options.forget_model;
+  if (!filter.device.empty()) {
+    bool known = false;
+    for (const ios::db::DeviceRow& device : store.Devices()) {
+      known = known || device.name == filter.device || device.fingerprint == filter.device;
+    }
+    if (!known) {
+      throw ios::Error("forget: no device named or fingerprinted '" + filter.device + "' in " +
+                       options.db_path + " (see ios-db devices)");
+    }
+  }
+  const int64_t dropped = store.ForgetMeasurements(filter);
+  std::string what = options.forget_measurements ? "measurements" : "failed measurements";
+  if (!options.forget_kinds.empty()) {
+    std::string kinds;
+    for (const std::string& kind : options.forget_kinds) {
+      kinds += (kinds.empty() ? "" : ", ") + kind;
+    }
+    what += " (" + kinds + ")";
+  }
+  if (!filter.device.empty()) what += " of device " + filter.device;
+  if (!filter.model.empty()) what += " of model " + filter.model;
+  std::cout << "dropped " << dropped << " " << what << " from " << options.db_path << '\n';
 }
 
 // The DB must exist: querying never creates one.
@@ -315,7 +392,11 @@ void Run(const Options& options) {
   const Format format = ParseFormat(options.format_name);
   const Format export_format = options.command == Command::kExport ? ExportFormat(options) : format;
   RequireExistingDb(options.db_path);
-  std::unique_ptr<ios::db::ProfileStore> store = ios::db::ProfileStore::Open(options.db_path);
+  // Queries never change the file; only forget opens it for writing.
+  ios::db::OpenOptions open;
+  open.mode = options.command == Command::kForget ? ios::db::OpenMode::kReadWrite
+                                                  : ios::db::OpenMode::kReadOnly;
+  std::unique_ptr<ios::db::ProfileStore> store = ios::db::ProfileStore::Open(options.db_path, open);
 
   switch (options.command) {
     case Command::kDevices:
@@ -340,15 +421,26 @@ void Run(const Options& options) {
     case Command::kExport: {
       size_t total = 0;
       const Listing listing = MeasurementsListing(*store, "", 0, &total);
+      // The stage key is what makes a row reusable: always exported.
+      if (options.output == "-") {
+        // stdout carries the data alone; the summary goes to stderr.
+        Print(listing, export_format, std::cout);
+        std::cout.flush();
+        if (!std::cout) throw ios::Error("failed writing the export to stdout");
+        std::cerr << "exported " << total << " measurements to stdout\n";
+        break;
+      }
       std::ofstream out(options.output, std::ios::binary | std::ios::trunc);
       if (!out) throw ios::Error("cannot write " + options.output);
-      // The stage key is what makes a row reusable: always exported.
       Print(listing, export_format, out);
       out.close();
       if (!out) throw ios::Error("failed writing " + options.output);
       std::cout << "exported " << total << " measurements to " << options.output << '\n';
       break;
     }
+    case Command::kForget:
+      Forget(options, *store);
+      break;
   }
 }
 
@@ -358,7 +450,8 @@ int main(int argc, char** argv) {
   Options options;
   CLI::App app{
       "Query the ios-farm profiling DB: devices, stats, searches, measurements,\n"
-      "and export of all measurements as CSV or JSON. Rows from simulated devices\n"
+      "and export of all measurements as CSV or JSON (queries open the file\n"
+      "read-only); forget failures or measurements. Rows from simulated devices\n"
       "are marked \"simulated\".",
       "ios-db"};
   app.fallthrough();  // --db/--format may also follow the command
@@ -375,11 +468,43 @@ int main(int argc, char** argv) {
   CLI::App* measurements =
       app.add_subcommand("measurements", "Stored stage measurements, optionally of one model");
   measurements->add_option("--model", options.model, "Only the stages this model uses");
-  measurements->add_option("--limit", options.limit, "Show at most N rows")
-      ->check(CLI::PositiveNumber);
+  // CLI11's PositiveNumber reports a range up to 1.8e308 for "0".
+  const CLI::Validator at_least_one_row(
+      [](std::string& text) -> std::string {
+        int value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc() || end != text.data() + text.size() || value < 1) {
+          return "must be a whole number of rows, at least 1 (leave --limit out to show all), "
+                 "not '" +
+                 text + "'";
+        }
+        return {};
+      },
+      "N>=1");
+  measurements->add_option("--limit", options.limit, "Show at most N rows (N >= 1)")
+      ->check(at_least_one_row);
   CLI::App* export_command = app.add_subcommand(
       "export", "Write all measurements to a file (csv or json: --format or the file's extension)");
-  export_command->add_option("--output,-o", options.output, "File to write")->required();
+  export_command
+      ->add_option("--output,-o", options.output, "File to write ('-': stdout, needs --format)")
+      ->required();
+  CLI::App* forget = app.add_subcommand(
+      "forget",
+      "Drop stored failures (--failures) or measurements (--measurements, with --device, "
+      "--model or --all) so that the next search measures them again");
+  forget->add_flag("--failures", options.forget_failures, "Drop failed measurements");
+  forget->add_flag("--measurements", options.forget_measurements,
+                   "Drop every measurement, good or failed (needs --device, --model or --all)");
+  std::vector<std::string> kind_names = {kTransientKinds};
+  for (ios::MeasureError error : FailureKinds()) kind_names.push_back(ios::ToString(error));
+  forget
+      ->add_option("--kind", options.forget_kinds,
+                   "With --failures: only failures of this kind (repeatable); 'transient' is "
+                   "timeout and backend_failure")
+      ->check(CLI::IsMember(kind_names));
+  forget->add_option("--device", options.forget_device, "Only this device (name or fingerprint)");
+  forget->add_option("--model", options.forget_model, "Only the stages this model uses");
+  forget->add_flag("--all", options.forget_all, "With --measurements: drop them all");
 
   try {
     app.parse(argc, argv);
@@ -394,6 +519,7 @@ int main(int argc, char** argv) {
   if (searches->parsed()) options.command = Command::kSearches;
   if (measurements->parsed()) options.command = Command::kMeasurements;
   if (export_command->parsed()) options.command = Command::kExport;
+  if (forget->parsed()) options.command = Command::kForget;
 
   try {
     Run(options);

@@ -1,7 +1,10 @@
 #include "db/profile_store.h"
 
 #include <cctype>
+#include <climits>
+#include <filesystem>
 #include <string_view>
+#include <type_traits>
 
 #include "common/error.h"
 #include "db/sqlite_util.h"
@@ -15,7 +18,6 @@ using sqlite::Statement;
 // "IOSF": marks a file as an ios-farm profiling DB (PRAGMA application_id).
 constexpr int64_t kApplicationId = 0x494F5346;
 constexpr int64_t kSchemaVersion = 1;
-constexpr int kBusyTimeoutMs = 5000;
 
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE devices(
@@ -186,33 +188,49 @@ MeasureResult ReadResult(const Cursor& cursor, int first) {
 
 class SqliteProfileStore final : public ProfileStore {
  public:
-  explicit SqliteProfileStore(const std::string& path) : path_(path) {
+  SqliteProfileStore(const std::string& path, const OpenOptions& options)
+      : path_(path), options_(options) {
     try {
-      db_ = sqlite::OpenDb(path);
+      const int flags = options.mode == OpenMode::kReadOnly ? SQLITE_OPEN_READONLY
+                        : options.mode == OpenMode::kReadWrite
+                            ? SQLITE_OPEN_READWRITE
+                            : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+      db_ = sqlite::OpenDb(path, flags);
       IOS_SQLITE_CHECK(db(), sqlite3_extended_result_codes(db(), 1));
-      IOS_SQLITE_CHECK(db(), sqlite3_busy_timeout(db(), kBusyTimeoutMs));
+      // SQLite's own busy handler waits for most locks; RetryWhileBusy
+      // covers the calls it returns from at once. Both stop at the budget.
+      const auto budget_ms = std::min<int64_t>(options.busy_budget.count(), INT_MAX);
+      IOS_SQLITE_CHECK(db(), sqlite3_busy_timeout(db(), static_cast<int>(budget_ms)));
+      if (options.mode != OpenMode::kReadOnly && sqlite3_db_readonly(db(), "main") == 1) {
+        throw Error("cannot open profiling DB " + path + " for writing: the file is read-only");
+      }
       PrepareSchema();
       statements_ = std::make_unique<Statements>(db());
     } catch (const sqlite::SqliteError& e) {
       if (e.primary_code() == SQLITE_NOTADB) {
         throw Error(path + " is not an ios-farm profiling DB: not an SQLite database");
       }
+      if (e.busy()) throw Error(BusyMessage("opening it", e));
       throw Error("cannot open profiling DB " + path + ": " + e.what());
     }
   }
 
   void UpsertDevice(const DeviceInfo& device) override {
-    Cursor cursor(statements_->upsert_device);
-    cursor.BindText(1, device.fingerprint)
-        .BindText(2, device.backend)
-        .BindText(3, device.name)
-        .BindInt(4, device.simulated ? 1 : 0)
-        .Run();
+    Waiting("registering a device", [&] {
+      Cursor cursor(statements_->upsert_device);
+      cursor.BindText(1, device.fingerprint)
+          .BindText(2, device.backend)
+          .BindText(3, device.name)
+          .BindInt(4, device.simulated ? 1 : 0)
+          .Run();
+    });
   }
 
   void UpsertStage(const std::string& stage_key, const std::string& description) override {
-    Cursor cursor(statements_->upsert_stage);
-    cursor.BindText(1, stage_key).BindText(2, description).Run();
+    Waiting("registering a stage", [&] {
+      Cursor cursor(statements_->upsert_stage);
+      cursor.BindText(1, stage_key).BindText(2, description).Run();
+    });
   }
 
   void LinkModelStages(const std::string& model,
@@ -231,41 +249,96 @@ class SqliteProfileStore final : public ProfileStore {
   }
 
   std::optional<MeasureResult> Lookup(const MeasurementKey& key) override {
-    Cursor cursor(statements_->lookup);
-    cursor.BindText(1, key.stage_key)
-        .BindText(2, key.device_fingerprint)
-        .BindInt(3, key.batch_size)
-        .BindText(4, key.settings_key);
-    if (!cursor.Next()) return std::nullopt;
-    return ReadResult(cursor, 0);
+    return Waiting("looking a measurement up", [&]() -> std::optional<MeasureResult> {
+      Cursor cursor(statements_->lookup);
+      cursor.BindText(1, key.stage_key)
+          .BindText(2, key.device_fingerprint)
+          .BindInt(3, key.batch_size)
+          .BindText(4, key.settings_key);
+      if (!cursor.Next()) return std::nullopt;
+      return ReadResult(cursor, 0);
+    });
   }
 
   void Store(const MeasurementKey& key, const MeasureResult& result) override {
-    const int64_t stage_id = IdOf(statements_->stage_id, key.stage_key, "stage", "UpsertStage");
-    const int64_t device_id =
-        IdOf(statements_->device_id, key.device_fingerprint, "device", "UpsertDevice");
-    Cursor cursor(statements_->store);
-    cursor.BindInt(1, stage_id)
-        .BindInt(2, device_id)
-        .BindInt(3, key.batch_size)
-        .BindText(4, key.settings_key)
-        .BindReal(5, result.median_ms)
-        .BindReal(6, result.spread_ms)
-        .BindInt(7, result.samples)
-        .BindText(9, result.error_message);
-    if (result.ok()) {
-      cursor.BindNull(8);
-    } else {
-      cursor.BindText(8, ToString(result.error));
-    }
-    cursor.Run();  // autocommit, or the caller's RunInTransaction
+    // Outside a transaction the two look-ups and the insert are separate
+    // statements: a stage or device cannot disappear in between, since
+    // nothing deletes them.
+    Waiting("storing a measurement", [&] {
+      const int64_t stage_id = IdOf(statements_->stage_id, key.stage_key, "stage", "UpsertStage");
+      const int64_t device_id =
+          IdOf(statements_->device_id, key.device_fingerprint, "device", "UpsertDevice");
+      Cursor cursor(statements_->store);
+      cursor.BindInt(1, stage_id)
+          .BindInt(2, device_id)
+          .BindInt(3, key.batch_size)
+          .BindText(4, key.settings_key)
+          .BindReal(5, result.median_ms)
+          .BindReal(6, result.spread_ms)
+          .BindInt(7, result.samples)
+          .BindText(9, result.error_message);
+      if (result.ok()) {
+        cursor.BindNull(8);
+      } else {
+        cursor.BindText(8, ToString(result.error));
+      }
+      cursor.Run();  // autocommit, or the caller's RunInTransaction
+    });
   }
 
   void RunInTransaction(const std::function<void()>& body) override {
-    const bool outermost = transaction_depth_ == 0;
     // IMMEDIATE takes the write lock up front (waiting up to the busy
-    // timeout) instead of failing later when a read turns into a write.
-    sqlite::Exec(db(), outermost ? "BEGIN IMMEDIATE" : "SAVEPOINT ios_nested");
+    // budget) instead of failing later when a read turns into a write.
+    Transact("BEGIN IMMEDIATE", body);
+  }
+
+  int64_t ForgetMeasurements(const ForgetFilter& filter) override {
+    if (!filter.failures && !filter.successes) {
+      throw Error("forgetting measurements in " + path_ +
+                  ": say which (failures, successes or both)");
+    }
+    if (filter.successes && !filter.kinds.empty()) {
+      throw Error("forgetting measurements in " + path_ +
+                  ": failure kinds only narrow failures, not good measurements");
+    }
+    std::string sql = "DELETE FROM measurements WHERE ";
+    sql += filter.failures && filter.successes ? "1"
+           : filter.failures                   ? "error IS NOT NULL"
+                                               : "error IS NULL";
+    if (!filter.kinds.empty()) {
+      sql += " AND error IN (";
+      for (size_t i = 0; i < filter.kinds.size(); ++i) sql += i == 0 ? "?" : ", ?";
+      sql += ")";
+    }
+    if (!filter.device.empty()) {
+      sql += " AND device_id IN (SELECT id FROM devices WHERE name = ?1001 OR fingerprint = ?1001)";
+    }
+    if (!filter.model.empty()) {
+      sql += " AND stage_id IN (SELECT stage_id FROM model_stages WHERE model = ?1002)";
+    }
+    return Waiting("forgetting measurements", [&] {
+      Statement statement(db(), sql.c_str());
+      Cursor cursor(statement);
+      for (size_t i = 0; i < filter.kinds.size(); ++i) {
+        cursor.BindText(static_cast<int>(i) + 1, ToString(filter.kinds[i]));
+      }
+      if (!filter.device.empty()) cursor.BindText(1001, filter.device);
+      if (!filter.model.empty()) cursor.BindText(1002, filter.model);
+      cursor.Run();
+      return static_cast<int64_t>(sqlite3_changes64(db()));
+    });
+  }
+
+ private:
+  // Runs body between `begin` and COMMIT (a savepoint when nested); rolls
+  // back and rethrows when it throws.
+  void Transact(const char* begin, const std::function<void()>& body) {
+    const bool outermost = transaction_depth_ == 0;
+    if (outermost) {
+      Waiting("starting a transaction", [&] { sqlite::Exec(db(), begin); });
+    } else {
+      sqlite::Exec(db(), "SAVEPOINT ios_nested");
+    }
     ++transaction_depth_;
     try {
       body();
@@ -281,53 +354,69 @@ class SqliteProfileStore final : public ProfileStore {
     --transaction_depth_;
   }
 
+ public:
   int64_t RecordSearch(const SearchRecord& search) override {
-    Cursor cursor(statements_->record_search);
-    cursor.BindText(1, search.model)
-        .BindText(2, search.device_fingerprint)
-        .BindInt(3, search.batch_size)
-        .BindText(4, search.settings_json)
-        .BindText(5, search.schedule_json)
-        .BindReal(6, search.latency_ms)
-        .BindInt(7, search.stages_measured)
-        .BindInt(8, search.stages_reused)
-        .BindReal(9, search.enumerate_s)
-        .BindReal(10, search.measure_s)
-        .BindReal(11, search.solve_s)
-        .BindText(12, search.started_at)
-        .Run();
-    return sqlite3_last_insert_rowid(db());
+    return Waiting("recording a search", [&] {
+      Cursor cursor(statements_->record_search);
+      cursor.BindText(1, search.model)
+          .BindText(2, search.device_fingerprint)
+          .BindInt(3, search.batch_size)
+          .BindText(4, search.settings_json)
+          .BindText(5, search.schedule_json)
+          .BindReal(6, search.latency_ms)
+          .BindInt(7, search.stages_measured)
+          .BindInt(8, search.stages_reused)
+          .BindReal(9, search.enumerate_s)
+          .BindReal(10, search.measure_s)
+          .BindReal(11, search.solve_s)
+          .BindText(12, search.started_at)
+          .Run();
+      return static_cast<int64_t>(sqlite3_last_insert_rowid(db()));
+    });
   }
 
   std::vector<DeviceRow> Devices() override {
-    std::vector<DeviceRow> rows;
-    Cursor cursor(statements_->devices);
-    while (cursor.Next()) {
-      DeviceRow& row = rows.emplace_back();
-      row.fingerprint = cursor.Text(0);
-      row.backend = cursor.Text(1);
-      row.name = cursor.Text(2);
-      row.simulated = cursor.Int(3) != 0;
-      row.measurements = cursor.Int(4);
-    }
-    return rows;
+    return Waiting("listing devices", [&] {
+      std::vector<DeviceRow> rows;
+      Cursor cursor(statements_->devices);
+      while (cursor.Next()) {
+        DeviceRow& row = rows.emplace_back();
+        row.fingerprint = cursor.Text(0);
+        row.backend = cursor.Text(1);
+        row.name = cursor.Text(2);
+        row.simulated = cursor.Int(3) != 0;
+        row.measurements = cursor.Int(4);
+      }
+      return rows;
+    });
   }
 
   Stats GetStats() override {
-    Stats stats;
-    Cursor cursor(statements_->stats);
-    if (cursor.Next()) {
-      stats.devices = cursor.Int(0);
-      stats.stages = cursor.Int(1);
-      stats.measurements = cursor.Int(2);
-      stats.failed_measurements = cursor.Int(3);
-      stats.searches = cursor.Int(4);
-      stats.models = cursor.Int(5);
-    }
-    return stats;
+    return Waiting("counting", [&] {
+      Stats stats;
+      Cursor cursor(statements_->stats);
+      if (cursor.Next()) {
+        stats.devices = cursor.Int(0);
+        stats.stages = cursor.Int(1);
+        stats.measurements = cursor.Int(2);
+        stats.failed_measurements = cursor.Int(3);
+        stats.searches = cursor.Int(4);
+        stats.models = cursor.Int(5);
+      }
+      return stats;
+    });
   }
 
   std::vector<SearchRecord> Searches() override {
+    return Waiting("listing searches", [&] { return ReadSearches(); });
+  }
+
+  std::vector<MeasurementRow> Measurements(const std::string& model) override {
+    return Waiting("listing measurements", [&] { return ReadMeasurements(model); });
+  }
+
+ private:
+  std::vector<SearchRecord> ReadSearches() {
     std::vector<SearchRecord> rows;
     Cursor cursor(statements_->searches);
     while (cursor.Next()) {
@@ -348,7 +437,7 @@ class SqliteProfileStore final : public ProfileStore {
     return rows;
   }
 
-  std::vector<MeasurementRow> Measurements(const std::string& model) override {
+  std::vector<MeasurementRow> ReadMeasurements(const std::string& model) {
     std::vector<MeasurementRow> rows;
     Statement& statement =
         model.empty() ? statements_->all_measurements : statements_->model_measurements;
@@ -367,46 +456,107 @@ class SqliteProfileStore final : public ProfileStore {
     return rows;
   }
 
- private:
   sqlite3* db() const { return db_.get(); }
 
-  // Checks that the file is ours and current, then creates the schema in a
-  // fresh DB. Throws ios::Error naming the path.
-  void PrepareSchema() {
-    // The first read of the file: fails with SQLITE_NOTADB for other files.
-    const int64_t application_id = QueryInt(db(), "PRAGMA application_id");
-    const int64_t version = QueryInt(db(), "PRAGMA user_version");
-    const int64_t objects = QueryInt(db(), "SELECT count(*) FROM sqlite_schema");
-    const bool ours = application_id == kApplicationId;
-    const bool blank = application_id == 0 && version == 0 && objects == 0;
-    if (!ours && !blank) {
-      throw Error(path_ + " is not an ios-farm profiling DB: an SQLite database of another " +
-                  "application (application_id " + std::to_string(application_id) + ")");
+  std::chrono::steady_clock::time_point Deadline() const {
+    return std::chrono::steady_clock::now() + options_.busy_budget;
+  }
+
+  std::string BusyMessage(const std::string& what, const sqlite::SqliteError& e) const {
+    return "profiling DB " + path_ + " stayed locked by another process for longer than the " +
+           "busy budget (" + std::to_string(options_.busy_budget.count()) + " ms) while " + what +
+           ": " + e.what();
+  }
+
+  // Runs one statement's worth of work (`body` must be safe to repeat). On
+  // its own it waits and retries while other processes hold the DB, up to
+  // the busy budget; inside a transaction the lock is already ours.
+  template <typename Body>
+  std::invoke_result_t<Body&> Waiting(const std::string& what, Body&& body) {
+    if (transaction_depth_ > 0) return body();
+    try {
+      return sqlite::RetryWhileBusy(Deadline(), body);
+    } catch (const sqlite::SqliteError& e) {
+      if (e.busy()) throw Error(BusyMessage(what, e));
+      throw;
     }
-    if (version > kSchemaVersion) {
-      throw Error(path_ + " has profiling DB schema version " + std::to_string(version) +
+  }
+
+  // application_id, user_version and the number of schema objects, read
+  // in one transaction: never from both sides of another process's schema
+  // creation (which once made a fresh DB look like another application's).
+  struct SchemaState {
+    int64_t application_id = 0, version = 0, objects = 0;
+    bool blank() const { return application_id == 0 && version == 0 && objects == 0; }
+  };
+  SchemaState ReadSchemaState() {
+    SchemaState state;
+    Transact("BEGIN", [&] {
+      // The first read of the file: fails with SQLITE_NOTADB for other files.
+      state.application_id = QueryInt(db(), "PRAGMA application_id");
+      state.version = QueryInt(db(), "PRAGMA user_version");
+      state.objects = QueryInt(db(), "SELECT count(*) FROM sqlite_schema");
+    });
+    return state;
+  }
+
+  // Refuses a file of another application or of a newer schema version.
+  void CheckOurs(const SchemaState& state) const {
+    if (state.application_id != kApplicationId && !state.blank()) {
+      throw Error(path_ + " is not an ios-farm profiling DB: an SQLite database of another " +
+                  "application (application_id " + std::to_string(state.application_id) + ")");
+    }
+    if (state.version > kSchemaVersion) {
+      throw Error(path_ + " has profiling DB schema version " + std::to_string(state.version) +
                   ", newer than the version this build supports (" +
                   std::to_string(kSchemaVersion) + "); use a newer ios-farm");
     }
+  }
 
+  // Checks that the file is ours and current; in kCreate mode creates the
+  // schema in a blank file and switches it to WAL. Safe when several
+  // processes open one fresh file at once: the check-and-create is one
+  // IMMEDIATE transaction, and every step retries while others hold locks.
+  void PrepareSchema() {
+    const auto deadline = Deadline();
+    const SchemaState state = sqlite::RetryWhileBusy(deadline, [&] { return ReadSchemaState(); });
+    CheckOurs(state);
+    sqlite::Exec(db(), "PRAGMA foreign_keys = ON");
+    if (options_.mode != OpenMode::kCreate) {
+      // Opened to read or to forget: never create or convert anything.
+      if (state.blank()) {
+        throw Error(path_ + " is not an ios-farm profiling DB: an SQLite database without " +
+                    "the ios-farm schema");
+      }
+      if (state.version != kSchemaVersion) {
+        throw Error(path_ + " has profiling DB schema version " + std::to_string(state.version) +
+                    "; open it with ios-coordinator once to upgrade it to version " +
+                    std::to_string(kSchemaVersion));
+      }
+      return;
+    }
+    if (state.version != kSchemaVersion) {
+      sqlite::RetryWhileBusy(deadline, [&] {
+        Transact("BEGIN IMMEDIATE", [&] {
+          // Another process may have created the schema since the check above.
+          const SchemaState now = ReadSchemaState();
+          CheckOurs(now);
+          if (now.version == kSchemaVersion) return;
+          sqlite::Exec(db(), kSchemaV1);
+          sqlite::Exec(db(), ("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
+          sqlite::Exec(db(), ("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
+        });
+      });
+    }
     if (path_ != ":memory:") {
-      // Readers (ios-db) may run while the coordinator writes. Stays "delete"
-      // on a read-only file, which is fine for reading.
-      sqlite::Exec(db(), "PRAGMA journal_mode = WAL");
+      // Readers (ios-db) may run while coordinators write. Switching needs
+      // the file to itself, and SQLite answers SQLITE_BUSY at once rather
+      // than wait for that; a file already in WAL mode is left as it is.
+      sqlite::RetryWhileBusy(deadline, [&] { sqlite::Exec(db(), "PRAGMA journal_mode = WAL"); });
     }
     // In WAL mode NORMAL loses no committed data when the process dies; only
     // a power loss can cost the last commits.
     sqlite::Exec(db(), "PRAGMA synchronous = NORMAL");
-    sqlite::Exec(db(), "PRAGMA foreign_keys = ON");
-
-    if (version == kSchemaVersion) return;
-    RunInTransaction([&] {
-      // Another process may have created the schema since the check above.
-      if (QueryInt(db(), "PRAGMA user_version") == kSchemaVersion) return;
-      sqlite::Exec(db(), kSchemaV1);
-      sqlite::Exec(db(), ("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
-      sqlite::Exec(db(), ("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
-    });
   }
 
   int64_t IdOf(Statement& statement, const std::string& key, const char* what, const char* upsert) {
@@ -420,6 +570,7 @@ class SqliteProfileStore final : public ProfileStore {
   }
 
   std::string path_;
+  OpenOptions options_;
   sqlite::DbHandle db_;
   std::unique_ptr<Statements> statements_;  // after db_: finalized before it closes
   int transaction_depth_ = 0;
@@ -427,9 +578,14 @@ class SqliteProfileStore final : public ProfileStore {
 
 }  // namespace
 
-std::unique_ptr<ProfileStore> ProfileStore::Open(const std::string& path) {
+std::unique_ptr<ProfileStore> ProfileStore::Open(const std::string& path,
+                                                 const OpenOptions& options) {
   if (path.empty()) throw Error("profiling DB path is empty");
-  return std::make_unique<SqliteProfileStore>(path);
+  if (options.mode != OpenMode::kCreate && path != ":memory:") {
+    std::error_code error;
+    if (!std::filesystem::exists(path, error)) throw Error("no profiling DB at " + path);
+  }
+  return std::make_unique<SqliteProfileStore>(path, options);
 }
 
 }  // namespace ios::db

@@ -2,6 +2,7 @@
 // device, batch size and measurement settings, plus the searches run.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -49,15 +50,45 @@ struct Stats {
           models = 0;
 };
 
-//! SQLite store in WAL mode with a busy timeout; schema version in
-//! PRAGMA user_version. One process writes (the coordinator); readers may be
-//! concurrent. Not thread-safe: one thread uses an instance.
+//! Which measurements ForgetMeasurements drops: failures and/or good ones,
+//! narrowed by failure kind, device and model (all given filters apply).
+struct ForgetFilter {
+  bool failures = false;            // drop failed measurements
+  bool successes = false;           // drop good measurements
+  std::vector<MeasureError> kinds;  // failures of these kinds only; empty: any kind
+  std::string device;               // device name or fingerprint; empty: any device
+  std::string model;                // stages `model` uses; empty: any stage
+};
+
+enum class OpenMode {
+  kCreate,     //!< read-write; a missing or blank file gets the schema (coordinators)
+  kReadWrite,  //!< read-write; the file must already be an ios-farm DB (ios-db forget)
+  kReadOnly,   //!< SQLITE_OPEN_READONLY: never changes the file (ios-db queries)
+};
+
+//! How long a call waits for locks held by other processes before it gives
+//! up with an ios::Error naming this budget. Far longer than any transaction
+//! a coordinator holds: its longest, the look-up of every candidate stage of
+//! a search, took 15 s for RandWire (139,429 stages) on a busy 2-core machine.
+inline constexpr std::chrono::milliseconds kDefaultBusyBudget{std::chrono::minutes(5)};
+
+struct OpenOptions {
+  OpenMode mode = OpenMode::kCreate;
+  std::chrono::milliseconds busy_budget = kDefaultBusyBudget;
+};
+
+//! SQLite store in WAL mode; schema version in PRAGMA user_version. Several
+//! processes (coordinators, ios-db) may share one file: opening is race-free
+//! and every call waits up to the busy budget for other writers. Not
+//! thread-safe: one thread uses an instance.
 class ProfileStore {
  public:
-  //! Opens or creates the DB at `path` (":memory:" for a private one).
-  //! Throws ios::Error naming the file if it cannot be opened, is not an
-  //! ios-farm DB, or has a newer schema version.
-  static std::unique_ptr<ProfileStore> Open(const std::string& path);
+  //! Opens the DB at `path` (":memory:" for a private one) as `options.mode`
+  //! says. Throws ios::Error naming the file if it is missing (except in
+  //! kCreate mode), cannot be opened, is not an ios-farm DB, or has a newer
+  //! schema version.
+  static std::unique_ptr<ProfileStore> Open(const std::string& path,
+                                            const OpenOptions& options = {});
   virtual ~ProfileStore() = default;
 
   //! Registers (or refreshes) a device; idempotent.
@@ -68,7 +99,8 @@ class ProfileStore {
   virtual void LinkModelStages(const std::string& model,
                                const std::vector<std::string>& stage_keys) = 0;
 
-  //! The stored result for `key`, if any (errors are stored results too).
+  //! The stored result for `key`, if any (errors are stored results too;
+  //! whether a failure is reused is the caller's choice, see IsTransient).
   virtual std::optional<MeasureResult> Lookup(const MeasurementKey& key) = 0;
   //! Stores (or replaces) one result and commits it before returning. The
   //! stage and device must have been upserted.
@@ -78,6 +110,11 @@ class ProfileStore {
   //! exception, which is rethrown). Calls may nest. A Store() inside body is
   //! committed with the transaction, not before it returns.
   virtual void RunInTransaction(const std::function<void()>& body) = 0;
+
+  //! Deletes the measurements `filter` selects (at least one of failures and
+  //! successes must be set) and returns how many rows went. Stages, devices
+  //! and searches stay.
+  virtual int64_t ForgetMeasurements(const ForgetFilter& filter) = 0;
 
   //! Records a finished search; returns its id.
   virtual int64_t RecordSearch(const SearchRecord& search) = 0;

@@ -30,10 +30,9 @@ int Check(int rc, sqlite3* db, const char* call, const char* file, int line,
   throw SqliteError(message, rc);
 }
 
-DbHandle OpenDb(const std::string& path) {
+DbHandle OpenDb(const std::string& path, int flags) {
   sqlite3* raw = nullptr;
-  const int rc =
-      sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   DbHandle db(raw);  // owns the handle even when opening failed
   Check(rc, db.get(), "sqlite3_open_v2", __FILE__, __LINE__, path);
   return db;

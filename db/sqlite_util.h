@@ -4,10 +4,13 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "common/error.h"
 
@@ -28,6 +31,10 @@ class SqliteError : public Error {
   SqliteError(const std::string& message, int code) : Error(message), code_(code) {}
   int code() const { return code_; }
   int primary_code() const { return code_ & 0xff; }
+  //! Another connection held a lock this call needed (SQLITE_BUSY), or a
+  //! WAL read could not settle while others wrote (SQLITE_PROTOCOL): trying
+  //! again later can succeed.
+  bool busy() const { return primary_code() == SQLITE_BUSY || primary_code() == SQLITE_PROTOCOL; }
 
  private:
   int code_;
@@ -45,8 +52,31 @@ int Check(int rc, sqlite3* db, const char* call, const char* file, int line,
   ::ios::db::sqlite::Check((call), (connection), #call, __FILE__, \
                            __LINE__ __VA_OPT__(, ) __VA_ARGS__)
 
-//! Opens (creating if needed) the SQLite file at `path`.
-DbHandle OpenDb(const std::string& path);
+//! Opens the SQLite file at `path` with sqlite3_open_v2 `flags`
+//! (SQLITE_OPEN_READONLY, or SQLITE_OPEN_READWRITE with or without
+//! SQLITE_OPEN_CREATE).
+DbHandle OpenDb(const std::string& path, int flags);
+
+//! Runs `body` until it returns without a busy SqliteError, sleeping a
+//! little longer after each busy attempt (at most `kMaxRetryPause`). Once
+//! `deadline` has passed, the busy error is rethrown. For what the busy
+//! timeout does not cover: SQLite returns SQLITE_BUSY at once where waiting
+//! could deadlock (e.g. PRAGMA journal_mode = WAL) and for a few races.
+//! `body` must be safe to repeat: one statement, or a whole transaction.
+inline constexpr std::chrono::milliseconds kMaxRetryPause{50};
+template <typename Body>
+auto RetryWhileBusy(std::chrono::steady_clock::time_point deadline, Body&& body) {
+  std::chrono::milliseconds pause{1};
+  while (true) {
+    try {
+      return body();
+    } catch (const SqliteError& e) {
+      if (!e.busy() || std::chrono::steady_clock::now() >= deadline) throw;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, kMaxRetryPause);
+  }
+}
 
 //! Runs SQL text without results (schema, pragmas that set, BEGIN/COMMIT).
 void Exec(sqlite3* db, const char* sql);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -175,6 +176,58 @@ TEST_F(CoordinatorCliTest, OutDashWritesTheScheduleToStdout) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json doc = json::parse(r.out);  // nothing but the JSON on stdout
   EXPECT_EQ(doc.at("format"), "ios-farm-schedule");
+}
+
+TEST_F(CoordinatorCliTest, NoBaselinesLeavesTheBaselineRowsOut) {
+  const CliResult r = Coordinator("--model squeezenet --db profile.db -q --no-baselines");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(std::regex_search(r.out, std::regex("(^|\n)(sequential|greedy) ")))
+      << r.out;  // was "sequential failed" / "greedy failed"
+  EXPECT_THAT(r.out, Not(HasSubstr("failed\n")));
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("(^|\n)ios +[0-9]+\\.[0-9]+ ms"))) << r.out;
+}
+
+// Before: --out to a path that cannot be written failed after the whole
+// search (exit 1), leaving a DB behind.
+TEST_F(CoordinatorCliTest, OutToAPathThatCannotBeWrittenFailsBeforeAnyWork) {
+  fs::create_directory(Path("a_directory"));
+  for (const std::string out : {"no_such_dir/s.json", "a_directory"}) {
+    const CliResult r = Coordinator("--model squeezenet --db profile.db -q --out " + out);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("--out " + out + ": cannot write the schedule there"));
+    EXPECT_EQ(NonEmptyLines(r.err).size(), 1u) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_FALSE(fs::exists(Path("profile.db"))) << "nothing may happen before the check";
+  }
+  EXPECT_FALSE(fs::exists(Path("no_such_dir")));
+}
+
+TEST_F(CoordinatorCliTest, OutCheckLeavesNoFileWhenTheSearchFails) {
+  const CliResult r = Coordinator("--model no_such_model --db profile.db -q --out s.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_FALSE(fs::exists(Path("s.json")));
+}
+
+// Before: started_at held the time the search ended.
+TEST_F(CoordinatorCliTest, SearchesRecordWhenTheSearchStarted) {
+  // 21 stages measured one after another at 70 ms each: the measurements
+  // span more than a second, so the end is a later second than the first
+  // measurement. Times are whole UTC seconds from one clock.
+  const CliResult r = Coordinator("--model " + ShellQuote(DataFile("tiny_model.json")) +
+                                  " --db profile.db -q --local-workers 1 --sim-delay-ms 70");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const CliResult searches = Run(kIosDb, "--db profile.db --format json searches");
+  const CliResult measurements = Run(kIosDb, "--db profile.db --format json measurements");
+  ASSERT_EQ(searches.exit_code, 0) << searches.err;
+  ASSERT_EQ(measurements.exit_code, 0) << measurements.err;
+  const json search = json::parse(searches.out).at(0);
+  std::string first_measured = "9999", last_measured;
+  for (const json& row : json::parse(measurements.out)) {
+    first_measured = std::min(first_measured, row.at("measured_at").get<std::string>());
+    last_measured = std::max(last_measured, row.at("measured_at").get<std::string>());
+  }
+  ASSERT_LT(first_measured, last_measured) << "precondition: measuring took over a second";
+  EXPECT_LE(search.at("started_at").get<std::string>(), first_measured);
 }
 
 // ------------------------------------------------------------------ errors

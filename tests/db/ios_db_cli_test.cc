@@ -1,6 +1,7 @@
 // Runs the built ios-db binary on a DB prepared through ProfileStore.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -13,7 +14,6 @@
 #include <vector>
 
 #include "db/profile_store.h"
-
 #include "tests/testing/process.h"
 
 namespace ios::db {
@@ -349,10 +349,194 @@ TEST_F(IosDbCliTest, BadArgumentsGiveOneLineOnStderrAndExitCodeOne) {
   }
 }
 
+TEST_F(IosDbCliTest, LimitZeroSaysWhatALimitMustBe) {
+  CliResult result = RunOnDb({"measurements", "--limit", "0"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("--limit"));
+  EXPECT_THAT(result.err, HasSubstr("at least 1"));
+  EXPECT_THAT(result.err, Not(HasSubstr("range")));  // was "not in range 0.000000 to 1797...
+}
+
+// --- only reads ------------------------------------------------------------
+
+// Runs `sql` on `path` through plain SQLite, as another program would.
+void RunSql(const fs::path& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+// SQLite header byte 18: 1 for a rollback journal, 2 for WAL.
+constexpr size_t kWriteVersionOffset = 18;
+
+// Before: ios-db created the ios-farm schema in the blank file and switched
+// it to WAL.
+TEST_F(IosDbCliTest, ABlankSqliteFileIsRefusedAndLeftByteForByteAsItWas) {
+  const fs::path blank = Dir() / "blank.db";
+  RunSql(blank, "CREATE TABLE t(x); DROP TABLE t;");
+  const std::string before = ReadFile(blank);
+  CliResult result = Run({"--db", blank.string(), "stats"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, "");
+  EXPECT_THAT(result.err, HasSubstr(blank.string() + " is not an ios-farm profiling DB"));
+  EXPECT_EQ(Lines(result.err).size(), 1u) << result.err;
+  EXPECT_EQ(ReadFile(blank), before);
+  EXPECT_FALSE(fs::exists(Dir() / "blank.db-wal"));
+}
+
+TEST_F(IosDbCliTest, QueriesLeaveTheJournalModeAlone) {
+  const fs::path copy = Dir() / "rollback.db";
+  fs::copy_file(DbPath(), copy, fs::copy_options::overwrite_existing);
+  RunSql(copy, "PRAGMA journal_mode = DELETE");
+  ASSERT_EQ(ReadFile(copy)[kWriteVersionOffset], 1);
+  const std::string before = ReadFile(copy);
+  for (const char* command : {"stats", "devices", "searches", "measurements"}) {
+    EXPECT_EQ(Run({"--db", copy.string(), command}).exit_code, 0) << command;
+  }
+  EXPECT_EQ(ReadFile(copy), before);
+}
+
+TEST_F(IosDbCliTest, ADbOfANewerSchemaVersionIsRefused) {
+  const fs::path copy = Dir() / "newer.db";
+  fs::copy_file(DbPath(), copy, fs::copy_options::overwrite_existing);
+  RunSql(copy, "PRAGMA user_version = 9");
+  CliResult result = Run({"--db", copy.string(), "stats"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("schema version 9, newer than the version this build"));
+  EXPECT_EQ(Lines(result.err).size(), 1u) << result.err;
+}
+
+// --- export to stdout ------------------------------------------------------
+
+TEST_F(IosDbCliTest, ExportToDashWritesToStdout) {
+  CliResult result = RunOnDb({"--format", "json", "export", "--output", "-"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(json::parse(result.out).size(), 4u);
+  EXPECT_THAT(result.err, HasSubstr("exported 4 measurements to stdout"));
+  EXPECT_FALSE(fs::exists(Dir() / "-"));
+
+  CliResult csv = RunOnDb({"--format", "csv", "export", "-o", "-"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(Lines(csv.out).size(), 5u);
+
+  CliResult no_format = RunOnDb({"export", "--output", "-"});
+  EXPECT_EQ(no_format.exit_code, 1);
+  EXPECT_THAT(no_format.err, HasSubstr("needs --format csv or --format json"));
+  EXPECT_FALSE(fs::exists(Dir() / "-"));
+}
+
+// --- forget ----------------------------------------------------------------
+
+class IosDbForgetTest : public IosDbCliTest {
+ protected:
+  // A copy of the suite's DB plus a timeout and a backend failure on the
+  // simulated device: 6 measurements, 3 of them failed.
+  void SetUp() override {
+    copy_ = Dir() / "forget.db";
+    fs::remove(copy_);
+    PrepareDb(copy_);
+    auto store = ProfileStore::Open(copy_.string());
+    MeasureResult timeout;
+    timeout.error = MeasureError::kTimeout;
+    store->Store({"conv3x3-key", "sim:v100|sm70", 2, "w2-n6-r6"}, timeout);
+    MeasureResult backend;
+    backend.error = MeasureError::kBackendFailure;
+    store->Store({"conv1x1-key", "sim:v100|sm70", 2, "w2-n6-r6"}, backend);
+  }
+
+  CliResult Forget(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--db", copy_.string(), "forget"});
+    return Run(args);
+  }
+
+  json Stats() {
+    json stats = ParseJson(Run({"--db", copy_.string(), "--format", "json", "stats"}));
+    return stats.empty() ? json() : stats[0];
+  }
+
+  fs::path copy_;
+};
+
+TEST_F(IosDbForgetTest, FailuresDropsEveryFailureAndSaysHowMany) {
+  CliResult result = Forget({"--failures"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "dropped 3 failed measurements from " + copy_.string() + "\n");
+  EXPECT_EQ(Stats()["failed_measurements"], 0);
+  EXPECT_EQ(Stats()["measurements"], 3);
+}
+
+TEST_F(IosDbForgetTest, AKindAndADeviceNarrowTheFailures) {
+  CliResult timeout = Forget({"--failures", "--kind", "timeout", "--device", "sim:v100"});
+  ASSERT_EQ(timeout.exit_code, 0) << timeout.err;
+  EXPECT_THAT(timeout.out,
+              StartsWith("dropped 1 failed measurements (timeout) of device sim:v100"));
+  EXPECT_EQ(Stats()["failed_measurements"], 2);
+
+  CliResult transient = Forget({"--failures", "--kind", "transient"});
+  ASSERT_EQ(transient.exit_code, 0) << transient.err;
+  EXPECT_THAT(transient.out, StartsWith("dropped 1 "));  // the backend failure
+  EXPECT_EQ(Stats()["failed_measurements"], 1);          // out of memory stays
+
+  CliResult other_device = Forget({"--failures", "--device", "cuda|H100|sm90"});
+  EXPECT_THAT(other_device.out, StartsWith("dropped 0 "));
+  EXPECT_EQ(Stats()["failed_measurements"], 1);
+}
+
+TEST_F(IosDbForgetTest, MeasurementsOfAModelGoGoodAndFailedAlike) {
+  CliResult result = Forget({"--measurements", "--model", "resnet"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  // resnet: conv3x3 on both devices at batch 1, its timeout at batch 2, the merge.
+  EXPECT_THAT(result.out, StartsWith("dropped 4 measurements of model resnet"));
+  EXPECT_EQ(Stats()["measurements"], 2);
+}
+
+TEST_F(IosDbForgetTest, MeasurementsNeedAFilterOrAll) {
+  CliResult refused = Forget({"--measurements"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_EQ(refused.out, "");
+  EXPECT_THAT(refused.err, HasSubstr("--device or --model, or pass --all"));
+  EXPECT_EQ(Lines(refused.err).size(), 1u);
+  EXPECT_EQ(Stats()["measurements"], 6);
+
+  CliResult all = Forget({"--measurements", "--all"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_THAT(all.out, StartsWith("dropped 6 measurements"));
+  EXPECT_EQ(Stats()["measurements"], 0);
+  EXPECT_EQ(Stats()["stages"], 3);  // stages, devices and searches stay
+  EXPECT_EQ(Stats()["searches"], 1);
+}
+
+TEST_F(IosDbForgetTest, RefusesUnclearRequestsAndChangesNothing) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{}, "say what to drop"},
+      {{"--measurements", "--kind", "timeout", "--all"}, "--kind narrows --failures"},
+      {{"--failures", "--all", "--device", "sim:v100"}, "cannot be combined"},
+      {{"--failures", "--kind", "slow"}, "--kind: slow not in"},
+      {{"--failures", "--device", "tpu"}, "no device named or fingerprinted 'tpu'"},
+  };
+  for (const auto& [args, fragment] : cases) {
+    CliResult result = Forget(args);
+    EXPECT_EQ(result.exit_code, 1) << fragment;
+    EXPECT_THAT(result.err, HasSubstr(fragment));
+    EXPECT_EQ(Lines(result.err).size(), 1u) << result.err;
+  }
+  EXPECT_EQ(Stats()["measurements"], 6);
+}
+
+TEST_F(IosDbForgetTest, AMissingDbIsNotCreated) {
+  const fs::path missing = Dir() / "nothing-here.db";
+  CliResult result = Run({"--db", missing.string(), "forget", "--failures"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.err, "ios-db: no profiling DB at " + missing.string() + "\n");
+  EXPECT_FALSE(fs::exists(missing));
+}
+
 TEST_F(IosDbCliTest, HelpDescribesTheCommands) {
   CliResult result = Run({"--help"});
   EXPECT_EQ(result.exit_code, 0);
-  for (const char* command : {"devices", "stats", "searches", "measurements", "export"}) {
+  for (const char* command : {"devices", "stats", "searches", "measurements", "export", "forget"}) {
     EXPECT_THAT(result.out, HasSubstr(command));
   }
   CliResult sub = Run({"measurements", "--help"});
