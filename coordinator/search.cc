@@ -1,10 +1,14 @@
 #include "coordinator/search.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include "common/error.h"
+#include "coordinator/part_cut.h"
 
 namespace ios::coordinator {
 
@@ -53,42 +57,138 @@ Stage SearchPlan::StageOf(int id) const {
   return ref.part < 0 ? loose_stages_.at(ref.local) : parts.at(ref.part).space.stage(ref.local);
 }
 
-std::vector<std::vector<NodeId>> PartsOf(const Block& block, int max_part_size) {
-  if (!block.parts.empty()) return block.parts;
-  const std::vector<NodeId> ops = block.Operators();
+const char* ToString(PartSchedule schedule) {
+  switch (schedule) {
+    case PartSchedule::kExact: return "exact";
+    case PartSchedule::kSplit: return "split";
+    case PartSchedule::kGreedy: return "greedy";
+  }
+  return "?";
+}
+
+std::vector<std::vector<NodeId>> PartsOf(const Graph& graph, const Block& block,
+                                         int max_part_size) {
+  const std::vector<std::vector<NodeId>> given =
+      block.parts.empty() ? std::vector<std::vector<NodeId>>{block.Operators()} : block.parts;
   std::vector<std::vector<NodeId>> parts;
-  for (size_t begin = 0; begin < ops.size(); begin += max_part_size) {
-    const size_t end = std::min(ops.size(), begin + static_cast<size_t>(max_part_size));
-    parts.emplace_back(ops.begin() + begin, ops.begin() + end);
+  for (const std::vector<NodeId>& ops : given) {
+    for (auto& piece : SplitToSize(graph, ops, static_cast<size_t>(max_part_size))) {
+      parts.push_back(std::move(piece));
+    }
   }
   return parts;
 }
 
-SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options) {
+namespace {
+
+struct Piece {
+  std::vector<NodeId> ops;
+  PartSchedule schedule;
+  PartSpace space;
+};
+
+// The budget fallback: the whole part if the DP fits its budgets, else the
+// two halves of a narrow cut, recursively, and greedy at the depth limit.
+// `reason` gets the first budget message.
+void PlanPiece(const Graph& graph, const std::vector<NodeId>& ops, const SearchOptions& options,
+               int depth, const DpProgressFn& progress, std::vector<Piece>& out,
+               std::string& reason) {
+  try {
+    PartSpace space = PartSpace::Enumerate(graph, ops, options.dp, progress);
+    out.push_back({ops, depth == 0 ? PartSchedule::kExact : PartSchedule::kSplit,
+                   std::move(space)});
+    return;
+  } catch (const DpBudgetExceeded& e) {
+    if (reason.empty()) reason = e.what();
+  }
+  if (depth >= options.max_split_depth || ops.size() < 2) {
+    out.push_back({ops, PartSchedule::kGreedy, PartSpace::Greedy(graph, ops)});
+    return;
+  }
+  const size_t n = ops.size(), quarter = (n + 3) / 4;
+  const PartCut cut = NarrowCut(graph, ops, quarter, n - quarter, n / 2);
+  PlanPiece(graph, cut.first, options, depth + 1, progress, out, reason);
+  PlanPiece(graph, cut.second, options, depth + 1, progress, out, reason);
+}
+
+std::string DescribeFallback(const Graph& graph, int block, int part,
+                             const std::vector<NodeId>& ops, const std::vector<Piece>& pieces,
+                             const std::string& reason) {
+  int split = 0, greedy = 0, greedy_ops = 0;
+  for (const Piece& piece : pieces) {
+    if (piece.schedule == PartSchedule::kGreedy) {
+      ++greedy;
+      greedy_ops += static_cast<int>(piece.ops.size());
+    } else {
+      ++split;
+    }
+  }
+  std::string text = "block " + std::to_string(block) + " part " + std::to_string(part) + " (" +
+                     std::to_string(ops.size()) + " operators, '" + graph.node(ops.front()).name +
+                     "' .. '" + graph.node(ops.back()).name + "'): " + reason +
+                     "; its schedule is approximate: ";
+  if (pieces.size() == 1) return text + "greedy";
+  text += "cut into " + std::to_string(pieces.size()) + " pieces run one after another, " +
+          std::to_string(split) + " solved exactly (split)";
+  if (greedy > 0) {
+    text += ", " + std::to_string(greedy) + " greedy (" + std::to_string(greedy_ops) +
+            " operators)";
+  }
+  return text + "; or greedy over the whole part if that is faster";
+}
+
+}  // namespace
+
+SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
+                      const std::function<void(const PlanProgress&)>& progress) {
   if (options.max_part_size < 1 || options.max_part_size > DpOptions::kMaxPartSize) {
     throw Error("max part size must be between 1 and " + std::to_string(DpOptions::kMaxPartSize));
   }
+  if (options.max_split_depth < 0) throw Error("max split depth must be >= 0");
   if (options.batch_size < 1) throw Error("batch size must be >= 1");
   SearchPlan plan;
   StageKeyer keyer(graph);
   for (size_t b = 0; b < graph.blocks.size(); ++b) {
     const Block& block = graph.blocks[b];
-    const auto parts = PartsOf(block, options.max_part_size);
+    const auto parts = PartsOf(graph, block, options.max_part_size);
     for (size_t p = 0; p < parts.size(); ++p) {
-      PartPlan part{static_cast<int>(b),
-                    static_cast<int>(p),
-                    parts[p],
-                    PartSpace::Enumerate(graph, parts[p], options.dp),
-                    {}};
-      const int part_index = static_cast<int>(plan.parts.size());
-      part.stage_ids.reserve(part.space.stage_count());
-      Stage stage;
-      for (int local = 0; local < part.space.stage_count(); ++local) {
-        part.space.FillStage(local, stage);
-        part.stage_ids.push_back(plan.Intern(keyer, stage, part_index, local));
+      DpProgressFn dp_progress;
+      if (progress) {
+        dp_progress = [&progress, b, p](const DpProgress& dp) {
+          progress({static_cast<int>(b), static_cast<int>(p), dp});
+        };
       }
-      plan.stage_occurrences += part.space.stage_count();
-      plan.parts.push_back(std::move(part));
+      std::vector<Piece> pieces;
+      std::string reason;
+      PlanPiece(graph, parts[p], options, 0, dp_progress, pieces, reason);
+      if (!reason.empty()) {
+        plan.warnings.push_back(DescribeFallback(graph, static_cast<int>(b), static_cast<int>(p),
+                                                 parts[p], pieces, reason));
+        spdlog::warn("{}", plan.warnings.back());
+      }
+      const bool cut = pieces.size() > 1;
+      if (cut) {
+        pieces.push_back({parts[p], PartSchedule::kGreedy, PartSpace::Greedy(graph, parts[p])});
+      }
+      for (size_t k = 0; k < pieces.size(); ++k) {
+        PartPlan part;
+        part.block = static_cast<int>(b);
+        part.part = static_cast<int>(p);
+        part.piece = static_cast<int>(k);
+        part.schedule = pieces[k].schedule;
+        part.ops = std::move(pieces[k].ops);
+        part.alternative = cut && k + 1 == pieces.size();
+        part.space = std::move(pieces[k].space);
+        const int part_index = static_cast<int>(plan.parts.size());
+        part.stage_ids.reserve(part.space.stage_count());
+        Stage stage;
+        for (int local = 0; local < part.space.stage_count(); ++local) {
+          part.space.FillStage(local, stage);
+          part.stage_ids.push_back(plan.Intern(keyer, stage, part_index, local));
+        }
+        plan.stage_occurrences += part.space.stage_count();
+        plan.parts.push_back(std::move(part));
+      }
     }
     BlockSchedule sequential, greedy;
     for (const Stage& s : SequentialSchedule(block.Operators())) {
@@ -184,19 +284,54 @@ Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latenc
                        size_t block_count) {
   Schedule schedule;
   schedule.blocks.resize(block_count);
-  for (const PartPlan& part : plan.parts) {
+  struct Solved {
+    const PartPlan* part;
+    PartSpace::Solution solution;
+  };
+  auto solve = [&](const PartPlan& part) {
     std::vector<double> local(part.stage_ids.size());
     for (size_t i = 0; i < local.size(); ++i) local[i] = latency.at(part.stage_ids[i]);
-    const PartSpace::Solution solution = part.space.Solve(local);
-    if (solution.stage_sequence.empty()) {
-      throw Error("block " + std::to_string(part.block) + " part " + std::to_string(part.part) +
-                  ": every schedule contains a stage that failed to measure");
+    return Solved{&part, part.space.Solve(local)};
+  };
+  // One part at a time: its pieces (one if it fits the DP budgets), and the
+  // greedy alternative when it was cut.
+  for (size_t begin = 0; begin < plan.parts.size();) {
+    size_t end = begin + 1;
+    while (end < plan.parts.size() && plan.parts[end].block == plan.parts[begin].block &&
+           plan.parts[end].part == plan.parts[begin].part) {
+      ++end;
     }
-    for (int s : solution.stage_sequence) {
-      const int id = part.stage_ids[s];
-      schedule.blocks.at(part.block).push_back({part.space.stage(s), id, latency[id]});
+    std::vector<Solved> pieces;
+    std::optional<Solved> alternative;
+    double pieces_ms = 0;
+    for (size_t i = begin; i < end; ++i) {
+      Solved solved = solve(plan.parts[i]);
+      if (plan.parts[i].alternative) {
+        alternative = std::move(solved);
+      } else {
+        pieces_ms += solved.solution.latency_ms;
+        pieces.push_back(std::move(solved));
+      }
     }
-    schedule.latency_ms += solution.latency_ms;
+    if (alternative && alternative->solution.latency_ms < pieces_ms) {
+      pieces = {std::move(*alternative)};
+    }
+    for (const Solved& solved : pieces) {
+      const PartPlan& part = *solved.part;
+      if (solved.solution.stage_sequence.empty()) {
+        throw Error("block " + std::to_string(part.block) + " part " + std::to_string(part.part) +
+                    ": every schedule contains a stage that failed to measure");
+      }
+      for (int s : solved.solution.stage_sequence) {
+        const int id = part.stage_ids[s];
+        schedule.blocks.at(part.block).push_back({part.space.stage(s), id, latency[id]});
+      }
+      schedule.latency_ms += solved.solution.latency_ms;
+      schedule.parts.push_back({part.block, part.part, part.piece, part.schedule,
+                                static_cast<int>(part.ops.size()), part.ops.front(),
+                                part.ops.back(), solved.solution.latency_ms, part.alternative});
+    }
+    begin = end;
   }
   return schedule;
 }
@@ -217,7 +352,8 @@ Schedule PriceSchedule(const std::vector<BlockSchedule>& blocks,
 
 SearchOutcome RunSearch(const Graph& graph, const std::string& model, const SearchOptions& options,
                         db::ProfileStore& store, Measurer& measurer,
-                        const std::function<void(const MeasureProgress&)>& progress) {
+                        const std::function<void(const MeasureProgress&)>& progress,
+                        const std::function<void(const PlanProgress&)>& plan_progress) {
   using Clock = std::chrono::steady_clock;
   auto seconds_since = [](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -227,7 +363,7 @@ SearchOutcome RunSearch(const Graph& graph, const std::string& model, const Sear
   outcome.device = measurer.Device();
   outcome.options = options;
   auto t = Clock::now();
-  outcome.plan = PlanSearch(graph, options);
+  outcome.plan = PlanSearch(graph, options, plan_progress);
   outcome.enumerate_s = seconds_since(t);
   t = Clock::now();
   outcome.table = MeasureStages(graph, outcome.plan, store, measurer, options, progress);
