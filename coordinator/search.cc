@@ -218,8 +218,8 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
   LatencyTable table{std::vector<double>(keys.size(), kInf),
                      std::vector<bool>(keys.size(), false),
                      {static_cast<int64_t>(keys.size()), 0, 0, 0, 0}};
-  // Specs only for the stages to measure: a search may have 10^5 candidates.
-  std::vector<StageSpec> specs;
+  // Specs only for the stages to measure, and only a chunk of them at a
+  // time: a search may have 10^5 candidates and a spec takes kilobytes.
   StageKeyer keyer(graph);
   std::vector<double>& latency = table.latency_ms;
   MeasureProgress& stats = table.stats;
@@ -235,8 +235,6 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
           ++stats.failed;
         }
       } else {
-        specs.push_back(keyer.Spec(plan.StageOf(static_cast<int>(i))));
-        store.UpsertStage(keys[i], specs.back().Describe());
         missing.push_back(i);
         table.measured_now[i] = true;
       }
@@ -244,37 +242,52 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
   });
   stats.workers = measurer.ActiveWorkers();
   if (progress) progress(stats);
-  std::vector<const StageSpec*> queries;
-  queries.reserve(missing.size());
-  for (const StageSpec& spec : specs) queries.push_back(&spec);
   auto last_report = std::chrono::steady_clock::now();
-  measurer.MeasureAll(
-      queries, options.batch_size, options.settings, [&](std::span<const IndexedResult> results) {
-        // One transaction for whatever has arrived: each result is
-        // committed as soon as the previous commit allows.
-        store.RunInTransaction([&] {
+  const size_t chunk = static_cast<size_t>(std::max(1, options.measure_chunk));
+  for (size_t begin = 0; begin < missing.size(); begin += chunk) {
+    const size_t end = std::min(missing.size(), begin + chunk);
+    std::vector<StageSpec> specs;
+    specs.reserve(end - begin);
+    store.RunInTransaction([&] {
+      for (size_t m = begin; m < end; ++m) {
+        const size_t i = missing[m];
+        specs.push_back(keyer.Spec(plan.StageOf(static_cast<int>(i))));
+        store.UpsertStage(keys[i], specs.back().Describe());
+      }
+    });
+    std::vector<const StageSpec*> queries;
+    queries.reserve(specs.size());
+    for (const StageSpec& spec : specs) queries.push_back(&spec);
+    measurer.MeasureAll(
+        queries, options.batch_size, options.settings,
+        [&](std::span<const IndexedResult> results) {
+          // One transaction for whatever has arrived: each result is
+          // committed as soon as the previous commit allows.
+          store.RunInTransaction([&] {
+            for (const IndexedResult& r : results) {
+              const size_t i = missing.at(begin + r.index);
+              store.Store({keys[i], device.fingerprint, options.batch_size, settings_key},
+                          r.result);
+            }
+          });
           for (const IndexedResult& r : results) {
-            const size_t i = missing.at(r.index);
-            store.Store({keys[i], device.fingerprint, options.batch_size, settings_key}, r.result);
+            const size_t i = missing.at(begin + r.index);
+            ++stats.measured;
+            if (r.result.ok()) {
+              latency[i] = r.result.median_ms;
+            } else {
+              ++stats.failed;
+            }
+          }
+          const auto now = std::chrono::steady_clock::now();
+          if (progress && now - last_report > std::chrono::milliseconds(200)) {
+            last_report = now;
+            stats.elapsed_s = elapsed();
+            stats.workers = measurer.ActiveWorkers();
+            progress(stats);
           }
         });
-        for (const IndexedResult& r : results) {
-          const size_t i = missing.at(r.index);
-          ++stats.measured;
-          if (r.result.ok()) {
-            latency[i] = r.result.median_ms;
-          } else {
-            ++stats.failed;
-          }
-        }
-        const auto now = std::chrono::steady_clock::now();
-        if (progress && now - last_report > std::chrono::milliseconds(200)) {
-          last_report = now;
-          stats.elapsed_s = elapsed();
-          stats.workers = measurer.ActiveWorkers();
-          progress(stats);
-        }
-      });
+  }
   stats.elapsed_s = elapsed();
   if (progress) progress(stats);
   return table;

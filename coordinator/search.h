@@ -30,6 +30,9 @@ struct SearchOptions {
   int max_split_depth = 8;
   int batch_size = 1;
   MeasureSettings settings;
+  //! Stages handed to the measurer at once: bounds the memory of the
+  //! measure phase (a stage's spec takes a few kilobytes).
+  int measure_chunk = 16384;
 };
 
 //! How the schedule of a part was found.

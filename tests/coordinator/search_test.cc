@@ -301,6 +301,26 @@ TEST(SearchTest, ScheduleTotalsAreTheSumsOfTheirStageLatencies) {
               outcome.ios.latency_ms, 1e-9 * outcome.ios.latency_ms);
 }
 
+// The measure phase hands the measurer a chunk of stages at a time (its
+// specs are the memory of the phase); the table does not depend on it.
+TEST(SearchTest, MeasuringInChunksGivesTheSameTableAsAllAtOnce) {
+  const Graph g = BuildZooModel("squeezenet");
+  const SearchPlan plan = PlanSearch(g, DefaultOptions());
+  auto whole_store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer whole;
+  const LatencyTable all = MeasureStages(g, plan, *whole_store, whole, DefaultOptions());
+  SearchOptions chunked_options = DefaultOptions();
+  chunked_options.measure_chunk = 7;
+  auto chunked_store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer chunked;
+  const LatencyTable table = MeasureStages(g, plan, *chunked_store, chunked, chunked_options);
+  EXPECT_EQ(whole.calls, 1);
+  EXPECT_EQ(chunked.calls, static_cast<int>((plan.stage_count() + 6) / 7));
+  EXPECT_EQ(chunked.asked, static_cast<int64_t>(plan.stage_count()));
+  EXPECT_EQ(table.latency_ms, all.latency_ms);
+  EXPECT_EQ(table.stats.measured, all.stats.measured);
+}
+
 // ------------------------------------------------------ keyer vs full spec
 
 class PlanKeysTest : public ::testing::TestWithParam<std::string> {};
