@@ -293,6 +293,11 @@ int main(int argc, char** argv) {
                  "DP budget per part: distinct candidate stages (each one is measured)")
       ->default_val(DpOptions::kDefaultMaxStages)
       ->check(CLI::Range(int64_t{1}, DpOptions::kMaxBudget));
+  app.add_option("--max-search-stages", cli.search.max_search_stages,
+                 "budget of the whole search: distinct candidate stages; parts beyond it are cut "
+                 "or scheduled greedily like parts over --max-dp-stages")
+      ->default_val(SearchOptions::kDefaultMaxSearchStages)
+      ->check(CLI::Range(int64_t{1}, DpOptions::kMaxBudget));
   app.add_option("--db", cli.db, "profiling DB file (created if missing)")->default_val(cli.db);
   app.add_option("--out,-o", cli.out, "write the schedule JSON here ('-' for stdout)");
   app.add_flag("--baselines,!--no-baselines", cli.baselines,

@@ -37,7 +37,7 @@ struct DpOptions {
   int64_t max_transitions = kDefaultMaxTransitions;
   int64_t max_stages = kDefaultMaxStages;
   static constexpr int64_t kDefaultMaxStates = 1'000'000;
-  static constexpr int64_t kDefaultMaxTransitions = 4'000'000;
+  static constexpr int64_t kDefaultMaxTransitions = 2'000'000;
   static constexpr int64_t kDefaultMaxStages = 250'000;
   //! Largest accepted budget: every id stays far inside 32 bits.
   static constexpr int64_t kMaxBudget = std::numeric_limits<int32_t>::max();

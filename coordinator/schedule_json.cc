@@ -42,6 +42,7 @@ std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const S
                      {"max_dp_states", o.dp.max_states},
                      {"max_dp_transitions", o.dp.max_transitions},
                      {"max_dp_stages", o.dp.max_stages},
+                     {"max_search_stages", o.max_search_stages},
                      {"warmup", o.settings.warmup},
                      {"number", o.settings.number},
                      {"repeat", o.settings.repeat},

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <optional>
@@ -145,6 +146,10 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
     throw Error("max part size must be between 1 and " + std::to_string(DpOptions::kMaxPartSize));
   }
   if (options.max_split_depth < 0) throw Error("max split depth must be >= 0");
+  if (options.max_search_stages < 1 || options.max_search_stages > DpOptions::kMaxBudget) {
+    throw Error("the search's stage budget must be between 1 and " +
+                std::to_string(DpOptions::kMaxBudget));
+  }
   if (options.batch_size < 1) throw Error("batch size must be >= 1");
   SearchPlan plan;
   StageKeyer keyer(graph);
@@ -158,9 +163,17 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
           progress({static_cast<int>(b), static_cast<int>(p), dp});
         };
       }
+      // What is left of the search's stage budget caps this part's.
+      SearchOptions part_options = options;
+      const int64_t left = options.max_search_stages - static_cast<int64_t>(plan.stage_count());
+      part_options.dp.max_stages = std::clamp<int64_t>(left, 1, options.dp.max_stages);
       std::vector<Piece> pieces;
       std::string reason;
-      PlanPiece(graph, parts[p], options, 0, dp_progress, pieces, reason);
+      PlanPiece(graph, parts[p], part_options, 0, dp_progress, pieces, reason);
+      if (!reason.empty() && part_options.dp.max_stages < options.dp.max_stages) {
+        reason += " (what is left of the search's budget of " +
+                  std::to_string(options.max_search_stages) + " distinct stages)";
+      }
       if (!reason.empty()) {
         plan.warnings.push_back(DescribeFallback(graph, static_cast<int>(b), static_cast<int>(p),
                                                  parts[p], pieces, reason));

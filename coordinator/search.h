@@ -28,6 +28,13 @@ struct SearchOptions {
   //! retried, at most this many times deep; pieces still over budget then
   //! are scheduled greedily.
   int max_split_depth = 8;
+  //! Budget of the whole search: distinct candidate stages (each one is
+  //! measured, and held as a key of ~1 KB). A part may add at most what is
+  //! left of it (else it is cut like a part over DpOptions::max_stages).
+  //! The default keeps every zoo model exact, RandWire unpruned (380,929)
+  //! included.
+  int64_t max_search_stages = kDefaultMaxSearchStages;
+  static constexpr int64_t kDefaultMaxSearchStages = 400'000;
   int batch_size = 1;
   MeasureSettings settings;
   //! Stages handed to the measurer at once: bounds the memory of the

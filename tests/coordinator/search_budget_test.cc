@@ -114,6 +114,21 @@ TEST(SearchBudgetTest, TinyBudgetsMixSplitAndGreedyPiecesAndStayValid) {
   ExpectValidSchedule(g, outcome.ios);
 }
 
+TEST(SearchBudgetTest, WhenTheSearchStageBudgetRunsOutLaterPartsAreApproximated) {
+  const Graph g = BuildZooModel("squeezenet");
+  SearchOptions options = DefaultOptions();
+  options.max_search_stages = 60;
+  const SearchOutcome outcome = Search(g, options);
+  EXPECT_EQ(outcome.plan.parts.front().schedule, PartSchedule::kExact);
+  EXPECT_GT(Approximated(outcome.plan), 0);
+  ASSERT_FALSE(outcome.plan.warnings.empty());
+  EXPECT_NE(outcome.plan.warnings.back().find("the search's budget of 60 distinct stages"),
+            std::string::npos)
+      << outcome.plan.warnings.back();
+  EXPECT_LT(outcome.plan.stage_count(), 158u);  // all of squeezenet's at r=3 s=8
+  ExpectValidSchedule(g, outcome.ios);
+}
+
 TEST(SearchBudgetTest, ZooModelsStayExact) {
   for (const char* model : {"squeezenet", "inception_v3"}) {
     const Graph g = BuildZooModel(model);
