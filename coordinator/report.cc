@@ -64,6 +64,12 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
                   ids.size(), measured, from_db, earlier, ToString(p.schedule),
                   unused ? " (unused)" : "");
   }
+  for (const PartSummary& p : o.ios.parts) {
+    if (p.part < 0) {
+      out << "block " << p.block << ": its greedy schedule is faster than its approximated parts "
+          << "and is used instead\n";
+    }
+  }
   if (!o.plan.warnings.empty()) {
     out << "\nAPPROXIMATE: " << o.plan.warnings.size()
         << " part(s) went over a DP budget (dp = split or greedy above); the IOS schedule is "

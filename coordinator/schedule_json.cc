@@ -79,9 +79,11 @@ std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const S
     bool exact = true;
     for (const PartSummary& p : schedule.parts) {
       exact = exact && p.schedule == PartSchedule::kExact;
+      // A greedy schedule of a whole part that was cut has no piece; of a
+      // whole block, no part either.
       parts.push_back({{"block", p.block},
-                       {"part", p.part},
-                       {"piece", p.piece},
+                       {"part", p.part < 0 ? json(nullptr) : json(p.part)},
+                       {"piece", p.alternative ? json(nullptr) : json(p.piece)},
                        {"dp", ToString(p.schedule)},
                        {"operators", p.operators},
                        {"first", graph.node(p.first).name},

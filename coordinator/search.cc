@@ -359,6 +359,36 @@ Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latenc
     }
     begin = end;
   }
+  // A block with a part over budget: its greedy baseline (which cuts no
+  // part) competes too, so an approximated block is never slower than it.
+  std::vector<bool> approximated(block_count, false);
+  for (const PartPlan& part : plan.parts) {
+    if (part.schedule != PartSchedule::kExact) approximated.at(part.block) = true;
+  }
+  for (size_t b = 0; b < block_count && b < plan.greedy.size(); ++b) {
+    if (!approximated[b] || plan.greedy[b].empty()) continue;
+    double ios_ms = 0, greedy_ms = 0;
+    for (const ScheduledStage& s : schedule.blocks[b]) ios_ms += s.latency_ms;
+    int operators = 0;
+    for (const auto& [stage, id] : plan.greedy[b]) {
+      greedy_ms += latency.at(id);
+      operators += stage.OperatorCount();
+    }
+    if (!(greedy_ms < ios_ms)) continue;
+    schedule.blocks[b].clear();
+    for (const auto& [stage, id] : plan.greedy[b]) {
+      schedule.blocks[b].push_back({stage, id, latency[id]});
+    }
+    schedule.latency_ms += greedy_ms - ios_ms;
+    std::erase_if(schedule.parts, [b](const PartSummary& p) { return p.block == static_cast<int>(b); });
+    const Stage& first = plan.greedy[b].front().first;
+    const Stage& last = plan.greedy[b].back().first;
+    schedule.parts.push_back({static_cast<int>(b), -1, -1, PartSchedule::kGreedy, operators,
+                              first.groups.front().front(), last.groups.back().back(), greedy_ms,
+                              true});
+  }
+  std::stable_sort(schedule.parts.begin(), schedule.parts.end(),
+                   [](const PartSummary& x, const PartSummary& y) { return x.block < y.block; });
   return schedule;
 }
 

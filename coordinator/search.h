@@ -30,11 +30,11 @@ struct SearchOptions {
   int max_split_depth = 8;
   //! Budget of the whole search: distinct candidate stages (each one is
   //! measured, and held as a key of ~1 KB). A part may add at most what is
-  //! left of it (else it is cut like a part over DpOptions::max_stages).
-  //! The default keeps every zoo model exact, RandWire unpruned (380,929)
-  //! included.
+  //! left of it, counted before deduplication (else it is cut like a part
+  //! over DpOptions::max_stages). The default keeps every zoo model exact,
+  //! RandWire unpruned (380,929 distinct) included.
   int64_t max_search_stages = kDefaultMaxSearchStages;
-  static constexpr int64_t kDefaultMaxSearchStages = 400'000;
+  static constexpr int64_t kDefaultMaxSearchStages = 500'000;
   int batch_size = 1;
   MeasureSettings settings;
   //! Stages handed to the measurer at once: bounds the memory of the
@@ -148,7 +148,9 @@ struct PartSummary {
   int operators = 0;
   NodeId first = -1, last = -1;  // its first and last operator
   double latency_ms = 0;
-  bool alternative = false;  // the greedy schedule of a whole part that was cut
+  //! A greedy schedule that replaced the pieces: of the whole part that was
+  //! cut, or (part == piece == -1) of the whole block, its baseline.
+  bool alternative = false;
 };
 
 struct Schedule {
@@ -158,7 +160,8 @@ struct Schedule {
 };
 
 //! Phase 3: the optimal schedule for every part, concatenated per block;
-//! for a part over a DP budget, its pieces' or the greedy one, the faster.
+//! for a part over a DP budget, its pieces' or the greedy one, the faster;
+//! for a block with such a part, that or the block's greedy baseline.
 Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latency,
                        size_t block_count);
 //! Prices a fixed per-block schedule with the latency table.

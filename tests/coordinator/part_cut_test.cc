@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 
+#include "coordinator/search.h"
 #include "tests/coordinator/wide_models.h"
 
 namespace ios::coordinator {
@@ -73,6 +74,20 @@ TEST(PartCutTest, SplitToSizeMakesTheFewestPiecesWithinTheLimit) {
     for (const auto& piece : pieces) EXPECT_LE(piece.size(), 50u) << width;
     ExpectOrderedPartition(g, ops, pieces);
   }
+}
+
+// Explicit parts larger than the part size (or than the DP's 64-operator
+// limit) are cut like blocks, not handed to the DP whole.
+TEST(PartCutTest, PartsOfCutsExplicitPartsLargerThanTheLimit) {
+  Graph g = WideBlock(70);
+  const std::vector<NodeId> ops = g.blocks[0].Operators();
+  g.blocks[0].parts = {std::vector<NodeId>(ops.begin(), ops.begin() + 3),
+                       std::vector<NodeId>(ops.begin() + 3, ops.end())};
+  const auto parts = PartsOf(g, g.blocks[0], 50);
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[0].size(), 3u);
+  for (const auto& part : parts) EXPECT_LE(part.size(), 50u);
+  ExpectOrderedPartition(g, ops, parts);
 }
 
 TEST(PartCutTest, RandomDagsGiveOrderedPartitionsInsideTheWindow) {
