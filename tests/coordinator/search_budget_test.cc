@@ -129,6 +129,24 @@ TEST(SearchBudgetTest, WhenTheSearchStageBudgetRunsOutLaterPartsAreApproximated)
   ExpectValidSchedule(g, outcome.ios);
 }
 
+// 65 operators make two parts before any budget; when greedy over the
+// whole block beats the approximated parts, the block uses it.
+TEST(SearchBudgetTest, ABlockWithAnApproximatedPartFallsBackToItsGreedyBaselineWhenFaster) {
+  const Graph g = WideBlock(64);
+  const SearchPlan plan = PlanSearch(g, DefaultOptions());
+  ASSERT_GT(Approximated(plan), 0);
+  std::vector<double> latency(plan.stage_count(), 1.0);
+  for (const auto& [stage, id] : plan.greedy.at(0)) latency[id] = 0.001;
+  const Schedule schedule = SolveSchedule(plan, latency, g.blocks.size());
+  ASSERT_EQ(schedule.parts.size(), 1u);
+  EXPECT_EQ(schedule.parts[0].part, -1);
+  EXPECT_TRUE(schedule.parts[0].alternative);
+  EXPECT_EQ(schedule.parts[0].operators, 65);
+  EXPECT_EQ(schedule.blocks[0].size(), plan.greedy[0].size());
+  EXPECT_DOUBLE_EQ(schedule.latency_ms, 0.001 * static_cast<double>(plan.greedy[0].size()));
+  ExpectValidSchedule(g, schedule);
+}
+
 TEST(SearchBudgetTest, ZooModelsStayExact) {
   for (const char* model : {"squeezenet", "inception_v3"}) {
     const Graph g = BuildZooModel(model);
