@@ -173,8 +173,8 @@ int Search(const CliOptions& cli) {
                  static_cast<long long>(p.dp.transitions), static_cast<long long>(p.dp.stages),
                  p.dp.elapsed_s);
   };
-  SearchOutcome outcome = RunSearch(graph, model_name, cli.search, *store, *farm,
-                                    std::ref(progress), plan_progress);
+  SearchOutcome outcome =
+      RunSearch(graph, model_name, cli.search, *store, *farm, std::ref(progress), plan_progress);
   ScheduleInfo info{model_name, outcome.device, cli.search.batch_size, cli.search, {}, {}};
   if (cli.baselines) {
     info.sequential_ms = outcome.sequential.latency_ms;

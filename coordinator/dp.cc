@@ -14,9 +14,12 @@ namespace ios::coordinator {
 
 const char* ToString(DpBudget budget) {
   switch (budget) {
-    case DpBudget::kStates: return "states";
-    case DpBudget::kTransitions: return "transitions";
-    case DpBudget::kStages: return "stages";
+    case DpBudget::kStates:
+      return "states";
+    case DpBudget::kTransitions:
+      return "transitions";
+    case DpBudget::kStages:
+      return "stages";
   }
   return "?";
 }
@@ -119,7 +122,8 @@ class PartSpace::Builder {
     if (options_.strategies == StrategySet::kMerge) stages = w;  // merge-only: the single ops
     const double states = std::ldexp(1.0, w) - 1;
     auto check = [&](DpBudget budget, double needed, int64_t limit) {
-      if (needed > static_cast<double>(limit)) throw DpBudgetExceeded(budget, limit, needed, true, n_);
+      if (needed > static_cast<double>(limit))
+        throw DpBudgetExceeded(budget, limit, needed, true, n_);
     };
     check(DpBudget::kStates, states, options_.max_states);
     check(DpBudget::kTransitions, transitions, options_.max_transitions);
@@ -436,9 +440,9 @@ PartSpace PartSpace::Enumerate(const Graph& graph, const std::vector<NodeId>& pa
   if (options.max_group_size < 1 || options.max_groups < 1) {
     throw Error("pruning parameters r and s must be >= 1");
   }
-  for (const auto& [name, budget] : {std::pair{"states", options.max_states},
-                                     std::pair{"transitions", options.max_transitions},
-                                     std::pair{"stages", options.max_stages}}) {
+  for (const auto& [name, budget] :
+       {std::pair{"states", options.max_states}, std::pair{"transitions", options.max_transitions},
+        std::pair{"stages", options.max_stages}}) {
     if (budget < 1 || budget > DpOptions::kMaxBudget) {
       throw Error(std::string("DP budget of ") + name + " must be between 1 and " +
                   std::to_string(DpOptions::kMaxBudget) + ", not " + std::to_string(budget));

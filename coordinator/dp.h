@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "common/error.h"
-
 #include "common/graph.h"
 #include "common/stage.h"
 

@@ -13,7 +13,7 @@ namespace ios::coordinator {
 
 struct PartCut {
   std::vector<NodeId> first, second;  // each in topological order
-  int crossing = 0;  // operators of `first` whose output `second` reads
+  int crossing = 0;                   // operators of `first` whose output `second` reads
 };
 
 //! Cuts `ops` (topological order, at least 2) into a first half of between

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
-#include <tuple>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 namespace ios::coordinator {
@@ -54,15 +54,15 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
     // A part over budget: its pieces p.0, p.1, ... and p.all, the greedy
     // schedule of the whole part; "(unused)" marks what lost.
     const std::string part = p.schedule == PartSchedule::kExact ? std::to_string(p.part)
-                             : p.alternative ? std::to_string(p.part) + ".all"
-                                             : std::to_string(p.part) + "." + std::to_string(p.piece);
+                             : p.alternative
+                                 ? std::to_string(p.part) + ".all"
+                                 : std::to_string(p.part) + "." + std::to_string(p.piece);
     const bool unused = !o.ios.parts.empty() && !used.count({p.block, p.part, p.piece});
-    out << Format("%5d %5s %4d %3d %9lld %12lld %10.3g %7zu %8d %7d %7d  %s%s\n", p.block,
-                  part.c_str(), p.space.operator_count(), p.space.width(),
-                  static_cast<long long>(p.space.state_count()),
-                  static_cast<long long>(p.space.transition_count()), p.space.schedule_count(),
-                  ids.size(), measured, from_db, earlier, ToString(p.schedule),
-                  unused ? " (unused)" : "");
+    out << Format(
+        "%5d %5s %4d %3d %9lld %12lld %10.3g %7zu %8d %7d %7d  %s%s\n", p.block, part.c_str(),
+        p.space.operator_count(), p.space.width(), static_cast<long long>(p.space.state_count()),
+        static_cast<long long>(p.space.transition_count()), p.space.schedule_count(), ids.size(),
+        measured, from_db, earlier, ToString(p.schedule), unused ? " (unused)" : "");
   }
   for (const PartSummary& p : o.ios.parts) {
     if (p.part < 0) {

@@ -8,7 +8,6 @@
 
 namespace ios::coordinator {
 
-
 //! Per part: operators, width, states, transitions, schedules, candidate
 //! stages, measured now vs reused, and how it was solved (dp: exact, or
 //! split / greedy for a part over a DP budget, then an APPROXIMATE line);

@@ -60,9 +60,12 @@ Stage SearchPlan::StageOf(int id) const {
 
 const char* ToString(PartSchedule schedule) {
   switch (schedule) {
-    case PartSchedule::kExact: return "exact";
-    case PartSchedule::kSplit: return "split";
-    case PartSchedule::kGreedy: return "greedy";
+    case PartSchedule::kExact:
+      return "exact";
+    case PartSchedule::kSplit:
+      return "split";
+    case PartSchedule::kGreedy:
+      return "greedy";
   }
   return "?";
 }
@@ -96,8 +99,8 @@ void PlanPiece(const Graph& graph, const std::vector<NodeId>& ops, const SearchO
                std::string& reason) {
   try {
     PartSpace space = PartSpace::Enumerate(graph, ops, options.dp, progress);
-    out.push_back({ops, depth == 0 ? PartSchedule::kExact : PartSchedule::kSplit,
-                   std::move(space)});
+    out.push_back(
+        {ops, depth == 0 ? PartSchedule::kExact : PartSchedule::kSplit, std::move(space)});
     return;
   } catch (const DpBudgetExceeded& e) {
     if (reason.empty()) reason = e.what();
@@ -132,8 +135,8 @@ std::string DescribeFallback(const Graph& graph, int block, int part,
   text += "cut into " + std::to_string(pieces.size()) + " pieces run one after another, " +
           std::to_string(split) + " solved exactly (split)";
   if (greedy > 0) {
-    text += ", " + std::to_string(greedy) + " greedy (" + std::to_string(greedy_ops) +
-            " operators)";
+    text +=
+        ", " + std::to_string(greedy) + " greedy (" + std::to_string(greedy_ops) + " operators)";
   }
   return text + "; or greedy over the whole part if that is faster";
 }
@@ -272,8 +275,7 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
     queries.reserve(specs.size());
     for (const StageSpec& spec : specs) queries.push_back(&spec);
     measurer.MeasureAll(
-        queries, options.batch_size, options.settings,
-        [&](std::span<const IndexedResult> results) {
+        queries, options.batch_size, options.settings, [&](std::span<const IndexedResult> results) {
           // One transaction for whatever has arrived: each result is
           // committed as soon as the previous commit allows.
           store.RunInTransaction([&] {
@@ -380,7 +382,8 @@ Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latenc
       schedule.blocks[b].push_back({stage, id, latency[id]});
     }
     schedule.latency_ms += greedy_ms - ios_ms;
-    std::erase_if(schedule.parts, [b](const PartSummary& p) { return p.block == static_cast<int>(b); });
+    std::erase_if(schedule.parts,
+                  [b](const PartSummary& p) { return p.block == static_cast<int>(b); });
     const Stage& first = plan.greedy[b].front().first;
     const Stage& last = plan.greedy[b].back().first;
     schedule.parts.push_back({static_cast<int>(b), -1, -1, PartSchedule::kGreedy, operators,

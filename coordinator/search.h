@@ -100,8 +100,7 @@ struct SearchPlan {
 
 //! Splits `block` into the parts the DP schedules one after another: its
 //! explicit parts, or the whole block, each cut to `max_part_size`.
-std::vector<std::vector<NodeId>> PartsOf(const Graph& graph, const Block& block,
-                                         int max_part_size);
+std::vector<std::vector<NodeId>> PartsOf(const Graph& graph, const Block& block, int max_part_size);
 
 //! A long walk of one part (see DpProgress), with where it is.
 struct PlanProgress {

@@ -43,8 +43,7 @@ TEST(DpBudgetTest, AWideBlockIsRefusedUpFrontByItsAntichainWithoutWalking) {
   } catch (const DpBudgetExceeded& e) {
     EXPECT_EQ(e.budget(), DpBudget::kStates);
     EXPECT_EQ(e.limit(), DpOptions::kDefaultMaxStates);
-    EXPECT_NE(std::string(e.what()).find("at least 1.1e+12 states"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("at least 1.1e+12 states"), std::string::npos) << e.what();
   }
 }
 

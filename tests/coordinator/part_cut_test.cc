@@ -97,7 +97,8 @@ TEST(PartCutTest, RandomDagsGiveOrderedPartitionsInsideTheWindow) {
     Graph g = WideBlock(width, depth);
     // Extra edges: later ops also read a random earlier op (summed).
     for (NodeId v = 1 + width; v < static_cast<NodeId>(g.nodes.size()) - 1; ++v) {
-      if (rng() % 2) g.nodes[v].inputs[0].push_back({1 + static_cast<NodeId>(rng() % (v - 1)), 0, 8});
+      if (rng() % 2)
+        g.nodes[v].inputs[0].push_back({1 + static_cast<NodeId>(rng() % (v - 1)), 0, 8});
     }
     const std::vector<NodeId> ops = g.blocks[0].Operators();
     const size_t n = ops.size(), lo = 1 + rng() % (n / 2), hi = lo + rng() % (n - lo);

@@ -123,10 +123,11 @@ inline void ExpectValidSchedule(const Graph& g, const Schedule& schedule) {
       for (const Slice& s : term) {
         if (s.producer == 0) continue;
         const Placement& producer = where[s.producer];
-        const bool earlier = std::make_pair(producer.block, producer.stage) <
-                             std::make_pair(me.block, me.stage);
+        const bool earlier =
+            std::make_pair(producer.block, producer.stage) < std::make_pair(me.block, me.stage);
         const bool same_group_before = producer.block == me.block && producer.stage == me.stage &&
-                                       producer.group == me.group && producer.position < me.position;
+                                       producer.group == me.group &&
+                                       producer.position < me.position;
         EXPECT_TRUE(earlier || same_group_before)
             << NodeName(g, id) << " does not run after its producer " << NodeName(g, s.producer);
       }
