@@ -184,8 +184,18 @@ int Search(const CliOptions& cli) {
   auto store = db::ProfileStore::Open(cli.db);
   auto farm = StartFarm(cli);
   ProgressPrinter progress(cli.quiet);
+  // A long DP walk (the library calls at most once a second).
+  auto plan_progress = [&cli](const PlanProgress& p) {
+    if (cli.quiet) return;
+    std::fprintf(stderr,
+                 "enumerate: block %d part %d (%d operators): %lld states, %lld transitions, "
+                 "%lld stages so far, %.0f s\n",
+                 p.block, p.part, p.dp.operators, static_cast<long long>(p.dp.states),
+                 static_cast<long long>(p.dp.transitions), static_cast<long long>(p.dp.stages),
+                 p.dp.elapsed_s);
+  };
   SearchOutcome outcome =
-      RunSearch(graph, model_name, cli.search, *store, *farm, std::ref(progress));
+      RunSearch(graph, model_name, cli.search, *store, *farm, std::ref(progress), plan_progress);
   ScheduleInfo info{model_name, outcome.device, cli.search.batch_size, cli.search, {}, {}};
   if (cli.baselines) {
     info.sequential_ms = outcome.sequential.latency_ms;
@@ -291,6 +301,24 @@ int main(int argc, char** argv) {
                  "blocks larger than this are split into parts")
       ->default_val(50)
       ->check(CLI::Range(1, DpOptions::kMaxPartSize));
+  app.add_option("--max-dp-states", cli.search.dp.max_states,
+                 "DP budget per part: states; a part over a budget is cut at a narrow cut and "
+                 "its pieces solved one after another (or greedily), with a warning")
+      ->default_val(DpOptions::kDefaultMaxStates)
+      ->check(CLI::Range(int64_t{1}, DpOptions::kMaxBudget));
+  app.add_option("--max-dp-transitions", cli.search.dp.max_transitions,
+                 "DP budget per part: transitions (state, last stage)")
+      ->default_val(DpOptions::kDefaultMaxTransitions)
+      ->check(CLI::Range(int64_t{1}, DpOptions::kMaxBudget));
+  app.add_option("--max-dp-stages", cli.search.dp.max_stages,
+                 "DP budget per part: distinct candidate stages (each one is measured)")
+      ->default_val(DpOptions::kDefaultMaxStages)
+      ->check(CLI::Range(int64_t{1}, DpOptions::kMaxBudget));
+  app.add_option("--max-search-stages", cli.search.max_search_stages,
+                 "budget of the whole search: distinct candidate stages; parts beyond it are cut "
+                 "or scheduled greedily like parts over --max-dp-stages")
+      ->default_val(SearchOptions::kDefaultMaxSearchStages)
+      ->check(CLI::Range(int64_t{1}, DpOptions::kMaxBudget));
   app.add_option("--db", cli.db, "profiling DB file (created if missing)")->default_val(cli.db);
   app.add_option("--out,-o", cli.out, "write the schedule JSON here ('-' for stdout)");
   app.add_flag("--baselines,!--no-baselines", cli.baselines,

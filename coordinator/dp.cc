@@ -2,12 +2,61 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <unordered_map>
 
 #include "common/error.h"
 
 namespace ios::coordinator {
+
+const char* ToString(DpBudget budget) {
+  switch (budget) {
+    case DpBudget::kStates:
+      return "states";
+    case DpBudget::kTransitions:
+      return "transitions";
+    case DpBudget::kStages:
+      return "stages";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string DescribeExceeded(DpBudget budget, int64_t limit, double needed, bool lower_bound,
+                             int operators) {
+  char text[256];
+  if (lower_bound) {
+    std::snprintf(text, sizeof text,
+                  "DP budget exceeded: a part of %d operators needs at least %.3g %s (its widest "
+                  "antichain alone), more than the budget of %lld",
+                  operators, needed, ToString(budget), static_cast<long long>(limit));
+  } else {
+    std::snprintf(text, sizeof text,
+                  "DP budget exceeded: a part of %d operators has more than %lld %s", operators,
+                  static_cast<long long>(limit), ToString(budget));
+  }
+  return text;
+}
+
+}  // namespace
+
+DpBudgetExceeded::DpBudgetExceeded(DpBudget budget, int64_t limit, double needed, bool lower_bound,
+                                   int operators)
+    : Error(DescribeExceeded(budget, limit, needed, lower_bound, operators)),
+      budget_(budget),
+      limit_(limit) {}
+
+uint32_t NarrowId(uint64_t value, const char* what) {
+  if (value > std::numeric_limits<uint32_t>::max()) {
+    throw Error(std::string("DP ") + what + " id " + std::to_string(value) +
+                " does not fit in 32 bits (budgets should have stopped the walk earlier)");
+  }
+  return static_cast<uint32_t>(value);
+}
 
 const char* ToString(StrategySet strategies) {
   switch (strategies) {
@@ -37,14 +86,88 @@ uint64_t Bit(int i) { return uint64_t{1} << i; }
 // state space is walked depth-first from the full part.
 class PartSpace::Builder {
  public:
-  Builder(const Graph& graph, const DpOptions& options, PartSpace& out)
-      : graph_(graph), options_(options), out_(out), n_(static_cast<int>(out.part_.size())) {
+  Builder(const Graph& graph, const DpOptions& options, PartSpace& out,
+          const DpProgressFn& progress)
+      : graph_(graph),
+        options_(options),
+        out_(out),
+        n_(static_cast<int>(out.part_.size())),
+        progress_(progress) {
     BuildEdges();
     BuildChains();
     BuildMergeClasses();
   }
 
+  // Refuses a part that is over budget for sure, before walking it. Every
+  // subset T of an antichain A is the set of maximal operators of a state
+  // reachable from the whole part, and every subset of T of at most s
+  // operators is a concurrent ending of that state (each op alone in its
+  // group); so a width of w gives at least 2^w - 1 states and
+  // sum_k C(w,k) * sum_{j<=min(s,k)} C(k,j) transitions.
+  void CheckLowerBounds() const {
+    const int w = MaxAntichain();
+    const int s = options_.strategies == StrategySet::kMerge ? 1 : options_.max_groups;
+    std::vector<double> binom(w + 1, 1.0);  // C(w, k)
+    for (int k = 1; k <= w; ++k) binom[k] = binom[k - 1] * (w - k + 1) / k;
+    double transitions = 0, stages = 0;
+    for (int k = 0; k <= w; ++k) {
+      double endings = 0, c = 1;  // c = C(k, j)
+      for (int j = 1; j <= std::min(s, k); ++j) {
+        c = c * (k - j + 1) / j;
+        endings += c;
+      }
+      transitions += binom[k] * endings;
+      if (k >= 1 && k <= s) stages += binom[k];
+    }
+    if (options_.strategies == StrategySet::kMerge) stages = w;  // merge-only: the single ops
+    const double states = std::ldexp(1.0, w) - 1;
+    auto check = [&](DpBudget budget, double needed, int64_t limit) {
+      if (needed > static_cast<double>(limit))
+        throw DpBudgetExceeded(budget, limit, needed, true, n_);
+    };
+    check(DpBudget::kStates, states, options_.max_states);
+    check(DpBudget::kTransitions, transitions, options_.max_transitions);
+    check(DpBudget::kStages, stages, options_.max_stages);
+  }
+
+  // The schedule the budget fallback uses: every ready op in one stage.
+  // Stored as a one-path space: state i is the set of the first i stages'
+  // operators, its one transition the i-th stage.
+  void RunGreedy() {
+    std::vector<uint64_t> predecessors(n_, 0);
+    for (int u = 0; u < n_; ++u) {
+      for (uint64_t rest = successors_[u]; rest; rest &= rest - 1) {
+        predecessors[std::countr_zero(rest)] |= Bit(u);
+      }
+    }
+    out_.states_.push_back({0, 0, 0});
+    out_.solve_order_.push_back(0);
+    uint64_t done = 0;
+    const uint64_t full = n_ == 64 ? ~uint64_t{0} : Bit(n_) - 1;
+    while (done != full) {
+      uint64_t stage = 0;
+      int groups = 0;
+      for (int u = 0; u < n_; ++u) {
+        if (!(done & Bit(u)) && (predecessors[u] & ~done) == 0) {
+          stage |= Bit(u);
+          ++groups;
+        }
+      }
+      out_.width_ = std::max(out_.width_, groups);
+      const uint32_t previous = NarrowId(out_.states_.size() - 1, "state");
+      const uint32_t transition = NarrowId(out_.transitions_.size(), "transition");
+      out_.transitions_.push_back({StageId(Strategy::kParallel, stage), previous});
+      done |= stage;
+      const uint32_t index = NarrowId(out_.states_.size(), "state");
+      out_.states_.push_back({done, transition, transition + 1});
+      out_.solve_order_.push_back(index);
+    }
+    out_.root_ = static_cast<uint32_t>(out_.states_.size() - 1);
+    out_.schedule_count_ = 1;
+  }
+
   void Run() {
+    last_report_ = start_;
     out_.states_.push_back({0, 0, 0});  // the empty state
     state_index_.emplace(0, 0);
     out_.solve_order_.push_back(0);
@@ -85,6 +208,31 @@ class PartSpace::Builder {
         closure[u] |= closure[std::countr_zero(rest)];
       }
     }
+  }
+
+  // The widest antichain (Dilworth): n minus a maximum matching between
+  // each operator and the operators it reaches.
+  int MaxAntichain() const {
+    std::vector<int> match(n_, -1);
+    int matched = 0;
+    for (int u = 0; u < n_; ++u) {
+      uint64_t visited = 0;
+      if (Augment(u, visited, match)) ++matched;
+    }
+    return n_ - matched;
+  }
+
+  bool Augment(int u, uint64_t& visited, std::vector<int>& match) const {
+    for (uint64_t rest = out_.closure_[u] & ~Bit(u); rest; rest &= rest - 1) {
+      const int v = std::countr_zero(rest);
+      if (visited & Bit(v)) continue;
+      visited |= Bit(v);
+      if (match[v] < 0 || Augment(match[v], visited, match)) {
+        match[v] = u;
+        return true;
+      }
+    }
+    return false;
   }
 
   // Splits the transitive closure into chains, one longest chain at a time
@@ -147,8 +295,13 @@ class PartSpace::Builder {
     if (std::popcount(ending) == 1) strategy = Strategy::kParallel;  // one op: same stage
     const uint64_t key_high = strategy == Strategy::kMerge ? 1 : 0;
     auto& index = key_high ? merge_stage_index_ : parallel_stage_index_;
-    auto [it, inserted] = index.emplace(ending, static_cast<uint32_t>(out_.stages_.size()));
-    if (inserted) out_.stages_.push_back({ending, strategy});
+    auto [it, inserted] = index.emplace(ending, NarrowId(out_.stages_.size(), "stage"));
+    if (inserted) {
+      if (static_cast<int64_t>(out_.stages_.size()) >= options_.max_stages) {
+        throw DpBudgetExceeded(DpBudget::kStages, options_.max_stages, 0, false, n_);
+      }
+      out_.stages_.push_back({ending, strategy});
+    }
     return it->second;
   }
 
@@ -156,6 +309,25 @@ class PartSpace::Builder {
     uint32_t stage;
     uint64_t rest;
   };
+
+  // Every ending goes through here, so the transition budget is checked
+  // as endings are generated (a state can have very many).
+  void AddEnding(std::vector<Ending>& endings, Ending ending) {
+    endings.push_back(ending);
+    if (++transitions_seen_ > options_.max_transitions) {
+      throw DpBudgetExceeded(DpBudget::kTransitions, options_.max_transitions, 0, false, n_);
+    }
+    if (progress_ && (transitions_seen_ & 0xffff) == 0) MaybeReportProgress();
+  }
+
+  void MaybeReportProgress() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_report_ < std::chrono::seconds(1)) return;
+    last_report_ = now;
+    progress_({n_, static_cast<int64_t>(out_.states_.size()) - 1, transitions_seen_,
+               static_cast<int64_t>(out_.stages_.size()),
+               std::chrono::duration<double>(now - start_).count()});
+  }
 
   void AddMergeEndings(uint64_t state, std::vector<Ending>& endings) {
     uint64_t sinks = 0;
@@ -165,7 +337,7 @@ class PartSpace::Builder {
     }
     for (uint64_t rest = sinks; rest; rest &= rest - 1) {
       const uint64_t single = rest & (~rest + 1);
-      endings.push_back({StageId(Strategy::kMerge, single), state & ~single});
+      AddEnding(endings, {StageId(Strategy::kMerge, single), state & ~single});
     }
     // Subsets of two or more sinks of one merge class.
     std::map<int, uint64_t> by_class;
@@ -177,7 +349,7 @@ class PartSpace::Builder {
       if (std::popcount(members) < 2) continue;
       for (uint64_t subset = members; subset; subset = (subset - 1) & members) {
         if (std::popcount(subset) < 2) continue;
-        endings.push_back({StageId(Strategy::kMerge, subset), state & ~subset});
+        AddEnding(endings, {StageId(Strategy::kMerge, subset), state & ~subset});
       }
     }
   }
@@ -205,7 +377,7 @@ class PartSpace::Builder {
     if (chain == static_cast<int>(chains_.size())) {
       if (groups == 0) return;
       out_.width_ = std::max(out_.width_, groups);
-      endings.push_back({StageId(Strategy::kParallel, used), state & ~used});
+      AddEnding(endings, {StageId(Strategy::kParallel, used), state & ~used});
       return;
     }
     ChooseHeads(chain + 1, used, groups, state, endings);
@@ -218,7 +390,10 @@ class PartSpace::Builder {
 
   uint32_t Visit(uint64_t state) {
     if (auto it = state_index_.find(state); it != state_index_.end()) return it->second;
-    const auto index = static_cast<uint32_t>(out_.states_.size());
+    if (static_cast<int64_t>(out_.states_.size()) > options_.max_states) {
+      throw DpBudgetExceeded(DpBudget::kStates, options_.max_states, 0, false, n_);
+    }
+    const uint32_t index = NarrowId(out_.states_.size(), "state");
     state_index_.emplace(state, index);
     out_.states_.push_back({state, 0, 0});
     std::vector<Ending> endings;
@@ -228,9 +403,9 @@ class PartSpace::Builder {
     transitions.reserve(endings.size());
     for (const Ending& e : endings) transitions.push_back({e.stage, Visit(e.rest)});
     State& st = out_.states_[index];
-    st.first_transition = static_cast<uint32_t>(out_.transitions_.size());
+    st.first_transition = NarrowId(out_.transitions_.size(), "transition");
     out_.transitions_.insert(out_.transitions_.end(), transitions.begin(), transitions.end());
-    st.transition_end = static_cast<uint32_t>(out_.transitions_.size());
+    st.transition_end = NarrowId(out_.transitions_.size(), "transition");
     out_.solve_order_.push_back(index);
     return index;
   }
@@ -239,6 +414,10 @@ class PartSpace::Builder {
   const DpOptions& options_;
   PartSpace& out_;
   const int n_;
+  const DpProgressFn& progress_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_report_;
+  int64_t transitions_seen_ = 0;  // endings generated so far, also of states still being walked
   std::vector<uint64_t> successors_, chain_masks_;
   std::vector<std::vector<int>> chains_;
   std::vector<int> merge_class_;
@@ -247,20 +426,48 @@ class PartSpace::Builder {
   std::unordered_map<uint64_t, uint32_t, MaskHash> parallel_stage_index_, merge_stage_index_;
 };
 
-PartSpace PartSpace::Enumerate(const Graph& graph, const std::vector<NodeId>& part,
-                               const DpOptions& options) {
+namespace {
+
+void CheckPart(const std::vector<NodeId>& part) {
   if (part.empty()) throw Error("cannot schedule an empty part");
   if (static_cast<int>(part.size()) > DpOptions::kMaxPartSize) {
     throw Error("part of " + std::to_string(part.size()) + " operators exceeds the DP limit of " +
                 std::to_string(DpOptions::kMaxPartSize));
   }
+}
+
+}  // namespace
+
+PartSpace PartSpace::Enumerate(const Graph& graph, const std::vector<NodeId>& part,
+                               const DpOptions& options, const DpProgressFn& progress) {
+  CheckPart(part);
   if (options.max_group_size < 1 || options.max_groups < 1) {
     throw Error("pruning parameters r and s must be >= 1");
   }
+  for (const auto& [name, budget] :
+       {std::pair{"states", options.max_states}, std::pair{"transitions", options.max_transitions},
+        std::pair{"stages", options.max_stages}}) {
+    if (budget < 1 || budget > DpOptions::kMaxBudget) {
+      throw Error(std::string("DP budget of ") + name + " must be between 1 and " +
+                  std::to_string(DpOptions::kMaxBudget) + ", not " + std::to_string(budget));
+    }
+  }
   PartSpace space;
   space.part_ = part;
-  Builder builder(graph, options, space);
+  Builder builder(graph, options, space, progress);
+  builder.CheckLowerBounds();
   builder.Run();
+  return space;
+}
+
+PartSpace PartSpace::Greedy(const Graph& graph, const std::vector<NodeId>& part) {
+  CheckPart(part);
+  PartSpace space;
+  space.part_ = part;
+  const DpOptions options;  // only the stage index is used
+  const DpProgressFn no_progress;
+  Builder builder(graph, options, space, no_progress);
+  builder.RunGreedy();
   return space;
 }
 

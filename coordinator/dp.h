@@ -7,9 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
+#include "common/error.h"
 #include "common/graph.h"
 #include "common/stage.h"
 
@@ -24,9 +26,53 @@ struct DpOptions {
   //! s: at most this many groups per concurrent stage.
   int max_groups = 8;
   StrategySet strategies = StrategySet::kBoth;
+  //! Budgets per part, checked while the state space is walked (before any
+  //! memory is spent on what lies beyond them): non-empty states, transitions
+  //! (state, ending) and distinct candidate stages. Going over one throws
+  //! DpBudgetExceeded. The defaults keep every zoo model exact, unpruned too
+  //! (largest part: RandWire unpruned, 5,420 states, 1,194,825 transitions,
+  //! 204,340 stages) and bound one part's walk to ~1 s and ~150 MB.
+  int64_t max_states = kDefaultMaxStates;
+  int64_t max_transitions = kDefaultMaxTransitions;
+  int64_t max_stages = kDefaultMaxStages;
+  static constexpr int64_t kDefaultMaxStates = 1'000'000;
+  static constexpr int64_t kDefaultMaxTransitions = 2'000'000;
+  static constexpr int64_t kDefaultMaxStages = 250'000;
+  //! Largest accepted budget: every id stays far inside 32 bits.
+  static constexpr int64_t kMaxBudget = std::numeric_limits<int32_t>::max();
   //! Largest part the DP handles (states are 64-bit masks).
   static constexpr int kMaxPartSize = 64;
 };
+
+//! Which budget of DpOptions a part went over.
+enum class DpBudget { kStates, kTransitions, kStages };
+const char* ToString(DpBudget budget);
+
+//! Thrown by PartSpace::Enumerate when a part needs more than a budget
+//! allows: either counted during the walk, or known before it from a lower
+//! bound (an antichain of w operators has at least 2^w states).
+class DpBudgetExceeded : public Error {
+ public:
+  DpBudgetExceeded(DpBudget budget, int64_t limit, double needed, bool lower_bound, int operators);
+  DpBudget budget() const { return budget_; }
+  int64_t limit() const { return limit_; }
+
+ private:
+  DpBudget budget_;
+  int64_t limit_;
+};
+
+//! How far the walk of one part has got; see PartSpace::Enumerate.
+struct DpProgress {
+  int operators = 0;
+  int64_t states = 0, transitions = 0, stages = 0;
+  double elapsed_s = 0;
+};
+using DpProgressFn = std::function<void(const DpProgress&)>;
+
+//! Narrows a count to a 32-bit state, stage or transition id. Throws
+//! ios::Error naming `what` when it does not fit: ids never wrap.
+uint32_t NarrowId(uint64_t value, const char* what);
 
 //! The enumerated search space of one part, ready to be solved.
 class PartSpace {
@@ -34,9 +80,15 @@ class PartSpace {
   //! Walks every state reachable from the whole part. `part` lists the
   //! operators in topological order (at most kMaxPartSize); edges from
   //! outside the part are ignored (they are satisfied by earlier parts).
-  //! Throws ios::Error if the part is too large or options are invalid.
+  //! Throws DpBudgetExceeded as soon as the part is known to exceed a
+  //! budget of `options`, ios::Error if the part is too large or options are
+  //! invalid. `progress`, if set, is called from this thread at most once a
+  //! second while a long walk goes on.
   static PartSpace Enumerate(const Graph& graph, const std::vector<NodeId>& part,
-                             const DpOptions& options);
+                             const DpOptions& options, const DpProgressFn& progress = {});
+  //! The fallback for a part over budget: a space with one path, the greedy
+  //! schedule (GreedySchedule below, restricted to the part).
+  static PartSpace Greedy(const Graph& graph, const std::vector<NodeId>& part);
 
   //! Number of distinct candidate stages (by strategy and operator set);
   //! stage ids are 0..stage_count()-1.

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 #include "common/printable.h"
@@ -31,8 +32,13 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
       << o.options.dp.max_group_size << " s=" << o.options.dp.max_groups << "\n\n";
   // A stage shared by several parts is counted where it first appears;
   // later parts list it under "earlier".
-  out << Format("%5s %4s %4s %3s %9s %12s %10s %7s %8s %7s %7s\n", "block", "part", "n", "d",
-                "states", "transitions", "schedules", "stages", "measured", "from-db", "earlier");
+  // "dp": exact (the DP over the whole part), or, for the pieces of a part
+  // over a DP budget (numbered part.piece), split or greedy.
+  out << Format("%5s %5s %4s %3s %9s %12s %10s %7s %8s %7s %7s  %s\n", "block", "part", "n", "d",
+                "states", "transitions", "schedules", "stages", "measured", "from-db", "earlier",
+                "dp");
+  std::set<std::tuple<int, int, int>> used;  // block, part, piece in the IOS schedule
+  for (const PartSummary& p : o.ios.parts) used.emplace(p.block, p.part, p.piece);
   std::vector<bool> seen(o.plan.stage_count(), false);
   for (const PartPlan& p : o.plan.parts) {
     const std::set<int> ids(p.stage_ids.begin(), p.stage_ids.end());
@@ -47,11 +53,30 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
       }
       seen[id] = true;
     }
-    out << Format("%5d %4d %4d %3d %9lld %12lld %10.3g %7zu %8d %7d %7d\n", p.block, p.part,
-                  p.space.operator_count(), p.space.width(),
-                  static_cast<long long>(p.space.state_count()),
-                  static_cast<long long>(p.space.transition_count()), p.space.schedule_count(),
-                  ids.size(), measured, from_db, earlier);
+    // A part over budget: its pieces p.0, p.1, ... and p.all, the greedy
+    // schedule of the whole part; "(unused)" marks what lost.
+    const std::string part = p.schedule == PartSchedule::kExact ? std::to_string(p.part)
+                             : p.alternative
+                                 ? std::to_string(p.part) + ".all"
+                                 : std::to_string(p.part) + "." + std::to_string(p.piece);
+    const bool unused = !o.ios.parts.empty() && !used.count({p.block, p.part, p.piece});
+    out << Format(
+        "%5d %5s %4d %3d %9lld %12lld %10.3g %7zu %8d %7d %7d  %s%s\n", p.block, part.c_str(),
+        p.space.operator_count(), p.space.width(), static_cast<long long>(p.space.state_count()),
+        static_cast<long long>(p.space.transition_count()), p.space.schedule_count(), ids.size(),
+        measured, from_db, earlier, ToString(p.schedule), unused ? " (unused)" : "");
+  }
+  for (const PartSummary& p : o.ios.parts) {
+    if (p.part < 0) {
+      out << "block " << p.block << ": its greedy schedule is faster than its approximated parts "
+          << "and is used instead\n";
+    }
+  }
+  if (!o.plan.warnings.empty()) {
+    out << "\nAPPROXIMATE: " << o.plan.warnings.size()
+        << " part(s) went over a DP budget (dp = split or greedy above); the IOS schedule is "
+           "optimal only within each piece. Raise --max-dp-states, --max-dp-transitions or "
+           "--max-dp-stages to search more.\n";
   }
   const MeasureProgress& s = o.table.stats;
   out << "\ndistinct stages " << o.plan.stage_count() << " (" << o.plan.stage_occurrences

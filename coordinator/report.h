@@ -8,12 +8,12 @@
 
 namespace ios::coordinator {
 
-
 //! Per part: operators, width, states, transitions, schedules, candidate
-//! stages, measured now vs reused; then the three latencies and speedups.
-//! A baseline whose latency is NaN (not asked for) is left out; an infinite
-//! one (a stage failed) reads "failed". Says "simulated" when the device is
-//! simulated.
+//! stages, measured now vs reused, and how it was solved (dp: exact, or
+//! split / greedy for a part over a DP budget, then an APPROXIMATE line);
+//! then the three latencies and speedups. A baseline whose latency is NaN
+//! (not asked for) is left out; an infinite one (a stage failed) reads
+//! "failed". Says "simulated" when the device is simulated.
 std::string FormatReport(const Graph& graph, const SearchOutcome& outcome);
 
 }  // namespace ios::coordinator

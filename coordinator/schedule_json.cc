@@ -40,6 +40,10 @@ std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const S
                      {"r", o.dp.max_group_size},
                      {"s", o.dp.max_groups},
                      {"max_part_size", o.max_part_size},
+                     {"max_dp_states", o.dp.max_states},
+                     {"max_dp_transitions", o.dp.max_transitions},
+                     {"max_dp_stages", o.dp.max_stages},
+                     {"max_search_stages", o.max_search_stages},
                      {"warmup", o.settings.warmup},
                      {"number", o.settings.number},
                      {"repeat", o.settings.repeat},
@@ -69,6 +73,26 @@ std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const S
   }
   doc["stage_count"] = stage_count;
   doc["blocks"] = std::move(blocks);
+  // How each part was solved: "exact", or for a part over a DP budget
+  // "split" (its pieces solved one after another) or "greedy".
+  if (!schedule.parts.empty()) {
+    json parts = json::array();
+    bool exact = true;
+    for (const PartSummary& p : schedule.parts) {
+      exact = exact && p.schedule == PartSchedule::kExact;
+      // A greedy schedule of a whole part that was cut has no piece; of a
+      // whole block, no part either.
+      parts.push_back({{"block", p.block},
+                       {"part", p.part < 0 ? json(nullptr) : json(p.part)},
+                       {"piece", p.alternative ? json(nullptr) : json(p.piece)},
+                       {"dp", ToString(p.schedule)},
+                       {"operators", p.operators},
+                       {"first", graph.node(p.first).name},
+                       {"last", graph.node(p.last).name}});
+    }
+    doc["exact"] = exact;
+    doc["parts"] = std::move(parts);
+  }
   doc["graph"] = json::parse(ToIosJson(graph));
   return doc.dump(2) + "\n";
 }

@@ -1,10 +1,15 @@
 #include "coordinator/search.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <chrono>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include "common/error.h"
+#include "coordinator/part_cut.h"
 
 namespace ios::coordinator {
 
@@ -53,42 +58,153 @@ Stage SearchPlan::StageOf(int id) const {
   return ref.part < 0 ? loose_stages_.at(ref.local) : parts.at(ref.part).space.stage(ref.local);
 }
 
-std::vector<std::vector<NodeId>> PartsOf(const Block& block, int max_part_size) {
-  if (!block.parts.empty()) return block.parts;
-  const std::vector<NodeId> ops = block.Operators();
+const char* ToString(PartSchedule schedule) {
+  switch (schedule) {
+    case PartSchedule::kExact:
+      return "exact";
+    case PartSchedule::kSplit:
+      return "split";
+    case PartSchedule::kGreedy:
+      return "greedy";
+  }
+  return "?";
+}
+
+std::vector<std::vector<NodeId>> PartsOf(const Graph& graph, const Block& block,
+                                         int max_part_size) {
+  const std::vector<std::vector<NodeId>> given =
+      block.parts.empty() ? std::vector<std::vector<NodeId>>{block.Operators()} : block.parts;
   std::vector<std::vector<NodeId>> parts;
-  for (size_t begin = 0; begin < ops.size(); begin += max_part_size) {
-    const size_t end = std::min(ops.size(), begin + static_cast<size_t>(max_part_size));
-    parts.emplace_back(ops.begin() + begin, ops.begin() + end);
+  for (const std::vector<NodeId>& ops : given) {
+    for (auto& piece : SplitToSize(graph, ops, static_cast<size_t>(max_part_size))) {
+      parts.push_back(std::move(piece));
+    }
   }
   return parts;
 }
 
-SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options) {
+namespace {
+
+struct Piece {
+  std::vector<NodeId> ops;
+  PartSchedule schedule;
+  PartSpace space;
+};
+
+// The budget fallback: the whole part if the DP fits its budgets, else the
+// two halves of a narrow cut, recursively, and greedy at the depth limit.
+// `reason` gets the first budget message.
+void PlanPiece(const Graph& graph, const std::vector<NodeId>& ops, const SearchOptions& options,
+               int depth, const DpProgressFn& progress, std::vector<Piece>& out,
+               std::string& reason) {
+  try {
+    PartSpace space = PartSpace::Enumerate(graph, ops, options.dp, progress);
+    out.push_back(
+        {ops, depth == 0 ? PartSchedule::kExact : PartSchedule::kSplit, std::move(space)});
+    return;
+  } catch (const DpBudgetExceeded& e) {
+    if (reason.empty()) reason = e.what();
+  }
+  if (depth >= options.max_split_depth || ops.size() < 2) {
+    out.push_back({ops, PartSchedule::kGreedy, PartSpace::Greedy(graph, ops)});
+    return;
+  }
+  const size_t n = ops.size(), quarter = (n + 3) / 4;
+  const PartCut cut = NarrowCut(graph, ops, quarter, n - quarter, n / 2);
+  PlanPiece(graph, cut.first, options, depth + 1, progress, out, reason);
+  PlanPiece(graph, cut.second, options, depth + 1, progress, out, reason);
+}
+
+std::string DescribeFallback(const Graph& graph, int block, int part,
+                             const std::vector<NodeId>& ops, const std::vector<Piece>& pieces,
+                             const std::string& reason) {
+  int split = 0, greedy = 0, greedy_ops = 0;
+  for (const Piece& piece : pieces) {
+    if (piece.schedule == PartSchedule::kGreedy) {
+      ++greedy;
+      greedy_ops += static_cast<int>(piece.ops.size());
+    } else {
+      ++split;
+    }
+  }
+  std::string text = "block " + std::to_string(block) + " part " + std::to_string(part) + " (" +
+                     std::to_string(ops.size()) + " operators, '" + graph.node(ops.front()).name +
+                     "' .. '" + graph.node(ops.back()).name + "'): " + reason +
+                     "; its schedule is approximate: ";
+  if (pieces.size() == 1) return text + "greedy";
+  text += "cut into " + std::to_string(pieces.size()) + " pieces run one after another, " +
+          std::to_string(split) + " solved exactly (split)";
+  if (greedy > 0) {
+    text +=
+        ", " + std::to_string(greedy) + " greedy (" + std::to_string(greedy_ops) + " operators)";
+  }
+  return text + "; or greedy over the whole part if that is faster";
+}
+
+}  // namespace
+
+SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
+                      const std::function<void(const PlanProgress&)>& progress) {
   if (options.max_part_size < 1 || options.max_part_size > DpOptions::kMaxPartSize) {
     throw Error("max part size must be between 1 and " + std::to_string(DpOptions::kMaxPartSize));
+  }
+  if (options.max_split_depth < 0) throw Error("max split depth must be >= 0");
+  if (options.max_search_stages < 1 || options.max_search_stages > DpOptions::kMaxBudget) {
+    throw Error("the search's stage budget must be between 1 and " +
+                std::to_string(DpOptions::kMaxBudget));
   }
   if (options.batch_size < 1) throw Error("batch size must be >= 1");
   SearchPlan plan;
   StageKeyer keyer(graph);
   for (size_t b = 0; b < graph.blocks.size(); ++b) {
     const Block& block = graph.blocks[b];
-    const auto parts = PartsOf(block, options.max_part_size);
+    const auto parts = PartsOf(graph, block, options.max_part_size);
     for (size_t p = 0; p < parts.size(); ++p) {
-      PartPlan part{static_cast<int>(b),
-                    static_cast<int>(p),
-                    parts[p],
-                    PartSpace::Enumerate(graph, parts[p], options.dp),
-                    {}};
-      const int part_index = static_cast<int>(plan.parts.size());
-      part.stage_ids.reserve(part.space.stage_count());
-      Stage stage;
-      for (int local = 0; local < part.space.stage_count(); ++local) {
-        part.space.FillStage(local, stage);
-        part.stage_ids.push_back(plan.Intern(keyer, stage, part_index, local));
+      DpProgressFn dp_progress;
+      if (progress) {
+        dp_progress = [&progress, b, p](const DpProgress& dp) {
+          progress({static_cast<int>(b), static_cast<int>(p), dp});
+        };
       }
-      plan.stage_occurrences += part.space.stage_count();
-      plan.parts.push_back(std::move(part));
+      // What is left of the search's stage budget caps this part's.
+      SearchOptions part_options = options;
+      const int64_t left = options.max_search_stages - static_cast<int64_t>(plan.stage_count());
+      part_options.dp.max_stages = std::clamp<int64_t>(left, 1, options.dp.max_stages);
+      std::vector<Piece> pieces;
+      std::string reason;
+      PlanPiece(graph, parts[p], part_options, 0, dp_progress, pieces, reason);
+      if (!reason.empty() && part_options.dp.max_stages < options.dp.max_stages) {
+        reason += " (what is left of the search's budget of " +
+                  std::to_string(options.max_search_stages) + " distinct stages)";
+      }
+      if (!reason.empty()) {
+        plan.warnings.push_back(DescribeFallback(graph, static_cast<int>(b), static_cast<int>(p),
+                                                 parts[p], pieces, reason));
+        spdlog::warn("{}", plan.warnings.back());
+      }
+      const bool cut = pieces.size() > 1;
+      if (cut) {
+        pieces.push_back({parts[p], PartSchedule::kGreedy, PartSpace::Greedy(graph, parts[p])});
+      }
+      for (size_t k = 0; k < pieces.size(); ++k) {
+        PartPlan part;
+        part.block = static_cast<int>(b);
+        part.part = static_cast<int>(p);
+        part.piece = static_cast<int>(k);
+        part.schedule = pieces[k].schedule;
+        part.ops = std::move(pieces[k].ops);
+        part.alternative = cut && k + 1 == pieces.size();
+        part.space = std::move(pieces[k].space);
+        const int part_index = static_cast<int>(plan.parts.size());
+        part.stage_ids.reserve(part.space.stage_count());
+        Stage stage;
+        for (int local = 0; local < part.space.stage_count(); ++local) {
+          part.space.FillStage(local, stage);
+          part.stage_ids.push_back(plan.Intern(keyer, stage, part_index, local));
+        }
+        plan.stage_occurrences += part.space.stage_count();
+        plan.parts.push_back(std::move(part));
+      }
     }
     BlockSchedule sequential, greedy;
     for (const Stage& s : SequentialSchedule(block.Operators())) {
@@ -118,8 +234,8 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
   LatencyTable table{std::vector<double>(keys.size(), kInf),
                      std::vector<bool>(keys.size(), false),
                      {static_cast<int64_t>(keys.size()), 0, 0, 0, 0}};
-  // Specs only for the stages to measure: a search may have 10^5 candidates.
-  std::vector<StageSpec> specs;
+  // Specs only for the stages to measure, and only a chunk of them at a
+  // time: a search may have 10^5 candidates and a spec takes kilobytes.
   StageKeyer keyer(graph);
   std::vector<double>& latency = table.latency_ms;
   MeasureProgress& stats = table.stats;
@@ -139,8 +255,6 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
           ++stats.failed;
         }
       } else {
-        specs.push_back(keyer.Spec(plan.StageOf(static_cast<int>(i))));
-        store.UpsertStage(keys[i], specs.back().Describe());
         missing.push_back(i);
         table.measured_now[i] = true;
       }
@@ -148,37 +262,51 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
   });
   stats.workers = measurer.ActiveWorkers();
   if (progress) progress(stats);
-  std::vector<const StageSpec*> queries;
-  queries.reserve(missing.size());
-  for (const StageSpec& spec : specs) queries.push_back(&spec);
   auto last_report = std::chrono::steady_clock::now();
-  measurer.MeasureAll(
-      queries, options.batch_size, options.settings, [&](std::span<const IndexedResult> results) {
-        // One transaction for whatever has arrived: each result is
-        // committed as soon as the previous commit allows.
-        store.RunInTransaction([&] {
+  const size_t chunk = static_cast<size_t>(std::max(1, options.measure_chunk));
+  for (size_t begin = 0; begin < missing.size(); begin += chunk) {
+    const size_t end = std::min(missing.size(), begin + chunk);
+    std::vector<StageSpec> specs;
+    specs.reserve(end - begin);
+    store.RunInTransaction([&] {
+      for (size_t m = begin; m < end; ++m) {
+        const size_t i = missing[m];
+        specs.push_back(keyer.Spec(plan.StageOf(static_cast<int>(i))));
+        store.UpsertStage(keys[i], specs.back().Describe());
+      }
+    });
+    std::vector<const StageSpec*> queries;
+    queries.reserve(specs.size());
+    for (const StageSpec& spec : specs) queries.push_back(&spec);
+    measurer.MeasureAll(
+        queries, options.batch_size, options.settings, [&](std::span<const IndexedResult> results) {
+          // One transaction for whatever has arrived: each result is
+          // committed as soon as the previous commit allows.
+          store.RunInTransaction([&] {
+            for (const IndexedResult& r : results) {
+              const size_t i = missing.at(begin + r.index);
+              store.Store({keys[i], device.fingerprint, options.batch_size, settings_key},
+                          r.result);
+            }
+          });
           for (const IndexedResult& r : results) {
-            const size_t i = missing.at(r.index);
-            store.Store({keys[i], device.fingerprint, options.batch_size, settings_key}, r.result);
+            const size_t i = missing.at(begin + r.index);
+            ++stats.measured;
+            if (r.result.ok()) {
+              latency[i] = r.result.median_ms;
+            } else {
+              ++stats.failed;
+            }
+          }
+          const auto now = std::chrono::steady_clock::now();
+          if (progress && now - last_report > std::chrono::milliseconds(200)) {
+            last_report = now;
+            stats.elapsed_s = elapsed();
+            stats.workers = measurer.ActiveWorkers();
+            progress(stats);
           }
         });
-        for (const IndexedResult& r : results) {
-          const size_t i = missing.at(r.index);
-          ++stats.measured;
-          if (r.result.ok()) {
-            latency[i] = r.result.median_ms;
-          } else {
-            ++stats.failed;
-          }
-        }
-        const auto now = std::chrono::steady_clock::now();
-        if (progress && now - last_report > std::chrono::milliseconds(200)) {
-          last_report = now;
-          stats.elapsed_s = elapsed();
-          stats.workers = measurer.ActiveWorkers();
-          progress(stats);
-        }
-      });
+  }
   stats.elapsed_s = elapsed();
   if (progress) progress(stats);
   return table;
@@ -188,20 +316,86 @@ Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latenc
                        size_t block_count) {
   Schedule schedule;
   schedule.blocks.resize(block_count);
-  for (const PartPlan& part : plan.parts) {
+  struct Solved {
+    const PartPlan* part;
+    PartSpace::Solution solution;
+  };
+  auto solve = [&](const PartPlan& part) {
     std::vector<double> local(part.stage_ids.size());
     for (size_t i = 0; i < local.size(); ++i) local[i] = latency.at(part.stage_ids[i]);
-    const PartSpace::Solution solution = part.space.Solve(local);
-    if (solution.stage_sequence.empty()) {
-      throw Error("block " + std::to_string(part.block) + " part " + std::to_string(part.part) +
-                  ": every schedule contains a stage that failed to measure");
+    return Solved{&part, part.space.Solve(local)};
+  };
+  // One part at a time: its pieces (one if it fits the DP budgets), and the
+  // greedy alternative when it was cut.
+  for (size_t begin = 0; begin < plan.parts.size();) {
+    size_t end = begin + 1;
+    while (end < plan.parts.size() && plan.parts[end].block == plan.parts[begin].block &&
+           plan.parts[end].part == plan.parts[begin].part) {
+      ++end;
     }
-    for (int s : solution.stage_sequence) {
-      const int id = part.stage_ids[s];
-      schedule.blocks.at(part.block).push_back({part.space.stage(s), id, latency[id]});
+    std::vector<Solved> pieces;
+    std::optional<Solved> alternative;
+    double pieces_ms = 0;
+    for (size_t i = begin; i < end; ++i) {
+      Solved solved = solve(plan.parts[i]);
+      if (plan.parts[i].alternative) {
+        alternative = std::move(solved);
+      } else {
+        pieces_ms += solved.solution.latency_ms;
+        pieces.push_back(std::move(solved));
+      }
     }
-    schedule.latency_ms += solution.latency_ms;
+    if (alternative && alternative->solution.latency_ms < pieces_ms) {
+      pieces = {std::move(*alternative)};
+    }
+    for (const Solved& solved : pieces) {
+      const PartPlan& part = *solved.part;
+      if (solved.solution.stage_sequence.empty()) {
+        throw Error("block " + std::to_string(part.block) + " part " + std::to_string(part.part) +
+                    ": every schedule contains a stage that failed to measure");
+      }
+      for (int s : solved.solution.stage_sequence) {
+        const int id = part.stage_ids[s];
+        schedule.blocks.at(part.block).push_back({part.space.stage(s), id, latency[id]});
+      }
+      schedule.latency_ms += solved.solution.latency_ms;
+      schedule.parts.push_back({part.block, part.part, part.piece, part.schedule,
+                                static_cast<int>(part.ops.size()), part.ops.front(),
+                                part.ops.back(), solved.solution.latency_ms, part.alternative});
+    }
+    begin = end;
   }
+  // A block with a part over budget: its greedy baseline (which cuts no
+  // part) competes too, so an approximated block is never slower than it.
+  std::vector<bool> approximated(block_count, false);
+  for (const PartPlan& part : plan.parts) {
+    if (part.schedule != PartSchedule::kExact) approximated.at(part.block) = true;
+  }
+  for (size_t b = 0; b < block_count && b < plan.greedy.size(); ++b) {
+    if (!approximated[b] || plan.greedy[b].empty()) continue;
+    double ios_ms = 0, greedy_ms = 0;
+    for (const ScheduledStage& s : schedule.blocks[b]) ios_ms += s.latency_ms;
+    int operators = 0;
+    for (const auto& [stage, id] : plan.greedy[b]) {
+      greedy_ms += latency.at(id);
+      operators += stage.OperatorCount();
+    }
+    if (!(greedy_ms < ios_ms)) continue;
+    schedule.blocks[b].clear();
+    for (const auto& [stage, id] : plan.greedy[b]) {
+      schedule.blocks[b].push_back({stage, id, latency[id]});
+    }
+    schedule.latency_ms += greedy_ms - ios_ms;
+    std::erase_if(schedule.parts,
+                  [b](const PartSummary& p) { return p.block == static_cast<int>(b); });
+    const Stage& first = plan.greedy[b].front().first;
+    const Stage& last = plan.greedy[b].back().first;
+    schedule.parts.push_back({static_cast<int>(b), -1, -1, PartSchedule::kGreedy, operators,
+                              first.groups.front().front(), last.groups.back().back(), greedy_ms,
+                              true});
+  }
+  std::stable_sort(schedule.parts.begin(), schedule.parts.end(),
+                   [](const PartSummary& x, const PartSummary& y) { return x.block < y.block; });
   return schedule;
 }
 
@@ -221,7 +415,8 @@ Schedule PriceSchedule(const std::vector<BlockSchedule>& blocks,
 
 SearchOutcome RunSearch(const Graph& graph, const std::string& model, const SearchOptions& options,
                         db::ProfileStore& store, Measurer& measurer,
-                        const std::function<void(const MeasureProgress&)>& progress) {
+                        const std::function<void(const MeasureProgress&)>& progress,
+                        const std::function<void(const PlanProgress&)>& plan_progress) {
   using Clock = std::chrono::steady_clock;
   auto seconds_since = [](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -231,7 +426,7 @@ SearchOutcome RunSearch(const Graph& graph, const std::string& model, const Sear
   outcome.device = measurer.Device();
   outcome.options = options;
   auto t = Clock::now();
-  outcome.plan = PlanSearch(graph, options);
+  outcome.plan = PlanSearch(graph, options, plan_progress);
   outcome.enumerate_s = seconds_since(t);
   t = Clock::now();
   outcome.table = MeasureStages(graph, outcome.plan, store, measurer, options, progress);

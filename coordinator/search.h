@@ -20,17 +20,46 @@ namespace ios::coordinator {
 
 struct SearchOptions {
   DpOptions dp;
-  //! Blocks without explicit parts are cut into consecutive parts of at most
-  //! this many operators (IOS: large blocks are split to bound the DP).
+  //! Blocks (and explicit parts) larger than this are cut, at narrow cuts,
+  //! into as few parts of at most this many operators as possible (IOS:
+  //! large blocks are split to bound the DP).
   int max_part_size = 50;
+  //! A part over a DP budget is cut in two at a narrow cut and each half
+  //! retried, at most this many times deep; pieces still over budget then
+  //! are scheduled greedily.
+  int max_split_depth = 8;
+  //! Budget of the whole search: distinct candidate stages (each one is
+  //! measured, and held as a key of ~1 KB). A part may add at most what is
+  //! left of it, counted before deduplication (else it is cut like a part
+  //! over DpOptions::max_stages). The default keeps every zoo model exact,
+  //! RandWire unpruned (380,929 distinct) included.
+  int64_t max_search_stages = kDefaultMaxSearchStages;
+  static constexpr int64_t kDefaultMaxSearchStages = 500'000;
   int batch_size = 1;
   MeasureSettings settings;
+  //! Stages handed to the measurer at once: bounds the memory of the
+  //! measure phase (a stage's spec takes a few kilobytes).
+  int measure_chunk = 16384;
 };
 
-//! One part of one block and its enumerated space.
+//! How the schedule of a part was found.
+enum class PartSchedule {
+  kExact,   // the DP over the whole part: optimal for it
+  kSplit,   // the part was over a DP budget; this piece of it is solved exactly
+  kGreedy,  // over budget even after splitting: greedy (see PartSpace::Greedy)
+};
+const char* ToString(PartSchedule schedule);
+
+//! One part of one block (or a piece of a part over budget) and its space.
 struct PartPlan {
   int block = 0, part = 0;
+  int piece = 0;  // 0.. within a part cut by the budget fallback, else 0
+  PartSchedule schedule = PartSchedule::kExact;
   std::vector<NodeId> ops;
+  //! The greedy schedule of a whole part that was cut: SolveSchedule uses it
+  //! instead of the part's pieces when it is faster (a cut loses every
+  //! stage across it; greedy keeps the widest ones).
+  bool alternative = false;
   PartSpace space;
   std::vector<int> stage_ids;  // per space.stages(): index into SearchPlan::stages
 };
@@ -44,6 +73,8 @@ struct SearchPlan {
   std::vector<std::string> keys;   // canonical key of each distinct stage, by stage id
   int64_t stage_occurrences = 0;   // candidate stages counted per part, before dedupe
   std::vector<BlockSchedule> sequential, greedy;  // baselines, per block
+  //! One line per part that went over a DP budget: what was approximated.
+  std::vector<std::string> warnings;
 
   size_t stage_count() const { return keys.size(); }
   //! Distinct stage `id` (one representative of its key).
@@ -67,11 +98,22 @@ struct SearchPlan {
   std::unordered_map<std::string, int, StringHash, std::equal_to<>> index_;
 };
 
-//! Splits `block` into the parts the DP schedules one after another.
-std::vector<std::vector<NodeId>> PartsOf(const Block& block, int max_part_size);
+//! Splits `block` into the parts the DP schedules one after another: its
+//! explicit parts, or the whole block, each cut to `max_part_size`.
+std::vector<std::vector<NodeId>> PartsOf(const Graph& graph, const Block& block, int max_part_size);
 
-//! Phase 1. Throws ios::Error on invalid options.
-SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options);
+//! A long walk of one part (see DpProgress), with where it is.
+struct PlanProgress {
+  int block = 0, part = 0;
+  DpProgress dp;
+};
+
+//! Phase 1. Throws ios::Error on invalid options. A part over a DP budget
+//! is cut and retried, then scheduled greedily (SearchOptions); each such
+//! part adds a line to `warnings` and is logged. `progress` is called at
+//! most once a second during a long walk.
+SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
+                      const std::function<void(const PlanProgress&)>& progress = {});
 
 struct MeasureProgress {
   int64_t total = 0, reused = 0, measured = 0, failed = 0;
@@ -98,12 +140,27 @@ struct ScheduledStage {
   double latency_ms = 0;
 };
 
+//! How one part (or piece) of an IOS schedule was found.
+struct PartSummary {
+  int block = 0, part = 0, piece = 0;
+  PartSchedule schedule = PartSchedule::kExact;
+  int operators = 0;
+  NodeId first = -1, last = -1;  // its first and last operator
+  double latency_ms = 0;
+  //! A greedy schedule that replaced the pieces: of the whole part that was
+  //! cut, or (part == piece == -1) of the whole block, its baseline.
+  bool alternative = false;
+};
+
 struct Schedule {
   std::vector<std::vector<ScheduledStage>> blocks;
   double latency_ms = 0;
+  std::vector<PartSummary> parts;  // SolveSchedule only: which parts are exact
 };
 
-//! Phase 3: the optimal schedule for every part, concatenated per block.
+//! Phase 3: the optimal schedule for every part, concatenated per block;
+//! for a part over a DP budget, its pieces' or the greedy one, the faster;
+//! for a block with such a part, that or the block's greedy baseline.
 Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latency,
                        size_t block_count);
 //! Prices a fixed per-block schedule with the latency table.
@@ -123,6 +180,7 @@ struct SearchOutcome {
 //! Runs the three phases for `graph` and the two baselines.
 SearchOutcome RunSearch(const Graph& graph, const std::string& model, const SearchOptions& options,
                         db::ProfileStore& store, Measurer& measurer,
-                        const std::function<void(const MeasureProgress&)>& progress = {});
+                        const std::function<void(const MeasureProgress&)>& progress = {},
+                        const std::function<void(const PlanProgress&)>& plan_progress = {});
 
 }  // namespace ios::coordinator

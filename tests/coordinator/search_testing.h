@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coordinator/measurer.h"
@@ -82,6 +84,56 @@ class TempDirTest : public ::testing::Test {
  private:
   ::ios::testing::TempDir dir_{"ios_search_test"};
 };
+
+// Where every node of `graph` runs: {block, stage index in block, group}.
+struct Placement {
+  int block = -1, stage = -1, group = -1, position = -1;
+};
+
+inline std::string NodeName(const Graph& g, NodeId id) { return g.node(id).name; }
+
+// Checks that `schedule` runs every operator exactly once, in the block it
+// belongs to, after its producers (earlier stage, or earlier in its group).
+inline void ExpectValidSchedule(const Graph& g, const Schedule& schedule) {
+  ASSERT_EQ(schedule.blocks.size(), g.blocks.size());
+  std::vector<Placement> where(g.nodes.size());
+  int seen = 0;
+  for (size_t b = 0; b < schedule.blocks.size(); ++b) {
+    const std::vector<NodeId> ops = g.blocks[b].Operators();
+    const std::set<NodeId> in_block(ops.begin(), ops.end());
+    for (size_t s = 0; s < schedule.blocks[b].size(); ++s) {
+      const Stage& stage = schedule.blocks[b][s].stage;
+      for (size_t gi = 0; gi < stage.groups.size(); ++gi) {
+        for (size_t p = 0; p < stage.groups[gi].size(); ++p) {
+          const NodeId id = stage.groups[gi][p];
+          EXPECT_EQ(where[id].block, -1) << NodeName(g, id) << " scheduled twice";
+          EXPECT_TRUE(in_block.count(id)) << NodeName(g, id) << " scheduled in block " << b;
+          where[id] = {static_cast<int>(b), static_cast<int>(s), static_cast<int>(gi),
+                       static_cast<int>(p)};
+          ++seen;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(seen, g.OperatorCount());
+  for (NodeId id = 1; id < static_cast<NodeId>(g.nodes.size()); ++id) {
+    const Placement& me = where[id];
+    EXPECT_NE(me.block, -1) << NodeName(g, id) << " is in no stage";
+    for (const Term& term : g.node(id).inputs) {
+      for (const Slice& s : term) {
+        if (s.producer == 0) continue;
+        const Placement& producer = where[s.producer];
+        const bool earlier =
+            std::make_pair(producer.block, producer.stage) < std::make_pair(me.block, me.stage);
+        const bool same_group_before = producer.block == me.block && producer.stage == me.stage &&
+                                       producer.group == me.group &&
+                                       producer.position < me.position;
+        EXPECT_TRUE(earlier || same_group_before)
+            << NodeName(g, id) << " does not run after its producer " << NodeName(g, s.producer);
+      }
+    }
+  }
+}
 
 // Per block, each stage's strategy and groups: schedules as comparable values.
 using StageList = std::vector<std::vector<std::pair<Strategy, std::vector<std::vector<NodeId>>>>>;
