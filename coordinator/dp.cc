@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "common/limits.h"
 
 namespace ios::coordinator {
 
@@ -575,9 +576,13 @@ std::vector<Stage> GreedySchedule(const Graph& graph, const std::vector<NodeId>&
   }
   std::vector<Stage> stages;
   while (!ready.empty()) {
+    // A stage wider than a worker can measure would come back unsupported
+    // and price the whole baseline as failed: the rest waits a stage.
+    const size_t take = std::min(ready.size(), limits::kMaxGroups);
     Stage stage{Strategy::kParallel, {}};
-    std::vector<NodeId> next;
-    for (NodeId id : ready) {
+    std::vector<NodeId> next(ready.begin() + static_cast<std::ptrdiff_t>(take), ready.end());
+    for (size_t i = 0; i < take; ++i) {
+      const NodeId id = ready[i];
       stage.groups.push_back({id});
       for (NodeId c : consumers[id]) {
         if (--pending[c] == 0) next.push_back(c);

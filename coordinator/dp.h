@@ -143,7 +143,8 @@ class PartSpace {
 //! One operator per stage, in topological order.
 std::vector<Stage> SequentialSchedule(const std::vector<NodeId>& ops);
 //! Repeatedly puts every ready operator into one concurrent stage, each in
-//! its own group. `ops` must be a topologically ordered set closed under the
+//! its own group (at most limits::kMaxGroups per stage: more ready operators
+//! wait for the next stage). `ops` must be a topologically ordered set closed under the
 //! edges that matter (a block).
 std::vector<Stage> GreedySchedule(const Graph& graph, const std::vector<NodeId>& ops);
 

@@ -114,6 +114,16 @@ TEST(DpBudgetTest, GreedySpaceHasOnePathAndItIsTheGreedySchedule) {
   }
 }
 
+// A 130-wide block's greedy baseline must stay measurable: no stage wider
+// than a worker accepts (the wire's group limit).
+TEST(DpBudgetTest, GreedyStagesNeverExceedTheGroupsAWorkerAccepts) {
+  const Graph g = WideBlock(130);
+  const std::vector<Stage> greedy = GreedySchedule(g, g.blocks[0].Operators());
+  std::vector<size_t> widths;
+  for (const Stage& stage : greedy) widths.push_back(stage.groups.size());
+  EXPECT_EQ(widths, (std::vector<size_t>{64, 64, 2, 1}));
+}
+
 // The defaults keep every zoo model exact, pruned (r=3 s=8) and unpruned,
 // with every strategy set (also what tests/coordinator/table1_test.cc needs).
 TEST(DpBudgetTest, EveryZooPartFitsTheDefaultBudgets) {
