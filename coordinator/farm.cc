@@ -65,8 +65,7 @@ class FarmImpl final : public Farm {
       throw Error("no workers: give --bind ENDPOINT for remote workers or --local-workers N");
     }
     if (!options_.bind.empty()) {
-      if (const std::string problem =
-              net::EndpointProblem(options_.bind, net::EndpointUse::kBind);
+      if (const std::string problem = net::EndpointProblem(options_.bind, net::EndpointUse::kBind);
           !problem.empty()) {
         throw Error("--bind '" + options_.bind + "': " + problem);
       }
@@ -186,11 +185,11 @@ class FarmImpl final : public Farm {
     auto last_log = Clock::now();
     while (shared_.matching < options_.min_workers && shared_.fatal.empty()) {
       if (Clock::now() >= deadline) {
-        throw Error(
-            "only " + std::to_string(shared_.matching) + " of " +
-            std::to_string(options_.min_workers) + " workers serving '" + options_.device +
-            "' connected within " + std::to_string(options_.wait_for_workers.count() / 1000) +
-            " s" + DescribeConnected() + "; start workers with: " + WorkerCommand());
+        throw Error("only " + std::to_string(shared_.matching) + " of " +
+                    std::to_string(options_.min_workers) + " workers serving '" + options_.device +
+                    "' connected within " +
+                    std::to_string(options_.wait_for_workers.count() / 1000) + " s" +
+                    DescribeConnected() + "; start workers with: " + WorkerCommand());
       }
       if (Clock::now() - last_log > std::chrono::seconds(5)) {
         last_log = Clock::now();
@@ -277,8 +276,8 @@ class FarmImpl final : public Farm {
   // router. A stage no worker would accept is answered here, as unsupported:
   // sent, every worker would refuse it. Returns the next offset to post.
   size_t Post(const std::vector<const StageSpec*>& specs, size_t next, uint64_t first_id,
-              int batch_size, const MeasureSettings& settings,
-              std::vector<IndexedResult>& answered, int& refused) {
+              int batch_size, const MeasureSettings& settings, std::vector<IndexedResult>& answered,
+              int& refused) {
     std::vector<detail::PostedQuery> chunk;
     const size_t end = std::min(specs.size(), next + kPostChunk);
     for (; next < end; ++next) {
@@ -290,7 +289,8 @@ class FarmImpl final : public Farm {
         }
         MeasureResult result;
         result.error = MeasureError::kUnsupported;
-        result.error_message = "beyond the wire protocol's limits, no worker measures it: " + problem;
+        result.error_message =
+            "beyond the wire protocol's limits, no worker measures it: " + problem;
         answered.push_back({next, std::move(result)});
         continue;
       }

@@ -51,11 +51,7 @@ class FarmRouter {
  public:
   FarmRouter(const FarmOptions& options, FarmShared& shared, zmq::socket_t& router,
              zmq::socket_t& control, net::HandshakeMonitor* monitor)
-      : options_(options),
-        shared_(shared),
-        router_(router),
-        control_(control),
-        monitor_(monitor) {}
+      : options_(options), shared_(shared), router_(router), control_(control), monitor_(monitor) {}
 
   void Run(const std::stop_token& stop) noexcept {
     try {

@@ -12,25 +12,33 @@ constexpr size_t kMaxIpcPath = 107;
 constexpr long kMaxPort = 65535;
 
 bool AllDigits(std::string_view text) {
-  return !text.empty() && std::all_of(text.begin(), text.end(),
-                                      [](char c) { return c >= '0' && c <= '9'; });
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 std::string TcpProblem(std::string_view rest, EndpointUse use) {
   const bool bind = use == EndpointUse::kBind;
   // The port follows the last ':' (an IPv6 host is bracketed: [::1]:5555).
+  if (rest.front() == '[' && rest.find(']') == std::string_view::npos) {
+    return "an IPv6 host needs its closing ']', e.g. tcp://[::1]:5555";
+  }
   const size_t colon = rest.rfind(':');
   if (colon == std::string_view::npos || (rest.front() == '[' && colon < rest.find(']'))) {
     return "expected tcp://HOST:PORT (no port given)";
   }
   const std::string_view host = rest.substr(0, colon), port = rest.substr(colon + 1);
   if (host.empty()) return "expected tcp://HOST:PORT (no host given)";
-  if (host.front() == '[' && host.back() != ']') return "an IPv6 host needs its closing ']'";
-  if (host == "*" && !bind) return "'*' (any interface) is for --bind; connect to a host name or address";
-  if (host.find(';') != std::string_view::npos) return "a source address (HOST;HOST) is not supported";
+  if (host.front() == '[' && host.back() != ']') {
+    return "expected tcp://[HOST]:PORT (something between ']' and the port)";
+  }
+  if (host == "*" && !bind)
+    return "'*' (any interface) is for --bind; connect to a host name or address";
+  if (host.find(';') != std::string_view::npos)
+    return "a source address (HOST;HOST) is not supported";
   if (port == "*") {
     if (bind) return {};
-    return "port '*' (an ephemeral port) is for --bind; connect to the port the coordinator printed";
+    return "port '*' (an ephemeral port) is for --bind; connect to the port the coordinator "
+           "printed";
   }
   if (!AllDigits(port)) {
     return "port '" + std::string(port) + "' is not a number from 1 to 65535" +

@@ -27,6 +27,7 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxPending = 1024;
 // Distinct (address, problem) pairs remembered for rate limiting.
 constexpr size_t kMaxRemembered = 4096;
+constexpr const char* kUnknownAddress = "an unknown address";
 
 // The peer's IP address (no port: a reconnecting peer changes ports), or
 // empty when the connection is already gone.
@@ -52,7 +53,9 @@ struct HandshakeMonitor::State {
       : socket(context, zmq::socket_type::pair), curve(is_curve), quiet(quiet_period) {}
 
   void Handle(uint16_t event, uint32_t value);
-  void Report(const std::string& address, const std::string& problem, const std::string& advice);
+  //! Logs `text` unless the same `problem` from `address` was logged less
+  //! than `quiet` ago (then it is counted, and the count said next time).
+  void Report(const std::string& address, const std::string& problem, const std::string& text);
 
   zmq::socket_t socket;
   const bool curve;
@@ -62,7 +65,7 @@ struct HandshakeMonitor::State {
     Clock::time_point at;
     int64_t held_back = 0;
   };
-  std::map<std::string, Logged> logged;  // by address + problem
+  std::map<std::string, Logged> logged;  // by problem + '\n' + address
   std::atomic<int64_t> failures{0};
 };
 
@@ -93,51 +96,68 @@ void HandshakeMonitor::State::Handle(uint16_t event, uint32_t value) {
     address = pending.back().second;
     pending.pop_back();
   }
-  if (address.empty()) address = "an unknown address";
+  if (address.empty()) address = kUnknownAddress;
   if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
     // The ZAP handler refused it and has said so, with the key.
     spdlog::debug("handshake with {} refused by the authenticator (status {})", address, value);
     return;
   }
+  // A peer of the other security mechanism fails in one of two ways,
+  // whichever side notices first: we see the mismatch, or it hangs up on
+  // us. Both are reported as one problem, so one line per peer either way.
+  const std::string mechanism_advice =
+      curve ? "probably a worker that does not use CURVE: start it with --curve-key WORKER.key "
+              "--curve-server-key COORDINATOR.pub (docs/security.md)"
+            : "probably a worker that uses CURVE: this coordinator runs without it; start the "
+              "worker without --curve-key and --curve-server-key, or the coordinator with "
+              "--curve-secret-key and --curve-allow";
   if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
     const int error = static_cast<int>(value);  // an errno
-    Report(address, "handshake failed (" + std::generic_category().message(error) + ")",
-           "a peer that is not an ios-worker, or one that went away while connecting");
+    Report(address, "mechanism",
+           "handshake failed from " + address + " (" + std::generic_category().message(error) +
+               "): " + mechanism_advice);
     return;
   }
   switch (value) {
     case ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH:
-      if (curve) {
-        Report(address, "refused a worker that does not use CURVE",
-               "start it with --curve-key WORKER.key --curve-server-key COORDINATOR.pub "
-               "(docs/security.md)");
-      } else {
-        Report(address, "refused a worker that uses CURVE",
-               "this coordinator runs without CURVE: start the worker without --curve-key and "
-               "--curve-server-key, or the coordinator with --curve-secret-key and "
-               "--curve-allow");
-      }
+      Report(address, "mechanism",
+             std::string("refused a peer of another security mechanism from ") + address + ": " +
+                 mechanism_advice);
       return;
     case ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC:
-      Report(address, "CURVE handshake failed",
-             "the worker's --curve-server-key is not this coordinator's public key (the .pub "
-             "of the --curve-secret-key file)");
+      Report(address, "key",
+             "CURVE handshake failed from " + address +
+                 ": the worker's --curve-server-key is not this coordinator's public key (the "
+                 ".pub of the --curve-secret-key file)");
       return;
     default: {
       char code[16];
       std::snprintf(code, sizeof code, "0x%08x", value);
-      Report(address, std::string("handshake failed: ZMTP protocol error ") + code,
-             "a peer that is not an ios-worker of this version");
+      Report(address, code,
+             "handshake failed from " + address + ": ZMTP protocol error " + code +
+                 " (a peer that is not an ios-worker of this version?)");
     }
   }
 }
 
 void HandshakeMonitor::State::Report(const std::string& address, const std::string& problem,
-                                     const std::string& advice) {
+                                     const std::string& text) {
   const auto now = Clock::now();
-  const std::string key = address + '\n' + problem;
+  const auto recent = [&](const Logged& entry) { return now - entry.at < quiet; };
+  // libzmq may have closed the connection before its address could be read:
+  // such a failure is held back while the problem was logged recently for
+  // any address, since it is most likely the same retrying peer.
+  if (address == kUnknownAddress) {
+    for (auto& [key, entry] : logged) {
+      if (key.starts_with(problem + '\n') && recent(entry)) {
+        ++entry.held_back;
+        return;
+      }
+    }
+  }
+  const std::string key = problem + '\n' + address;
   auto found = logged.find(key);
-  if (found != logged.end() && now - found->second.at < quiet) {
+  if (found != logged.end() && recent(found->second)) {
     ++found->second.held_back;
     return;
   }
@@ -147,9 +167,11 @@ void HandshakeMonitor::State::Report(const std::string& address, const std::stri
     found = logged.emplace(key, Logged{}).first;
   }
   found->second = {now, 0};
-  const std::string repeats =
-      held_back > 0 ? " (" + std::to_string(held_back) + " more since the last report)" : "";
-  spdlog::warn("{} from {}{}: {}", problem, address, repeats, advice);
+  if (held_back > 0) {
+    spdlog::warn("{} ({} more since the last report)", text, held_back);
+  } else {
+    spdlog::warn("{}", text);
+  }
 }
 
 HandshakeMonitor::HandshakeMonitor(Context& context, zmq::socket_t& socket, bool curve,

@@ -17,11 +17,14 @@ class socket_t;
 
 namespace ios::net {
 
-//! Watches the connections of one listening socket. Each failure is one
-//! warning (spdlog) naming the peer's address (best effort: libzmq reports the
-//! failure without the connection, so the address is that of the connection
-//! accepted last) and what to fix; the same problem from the same address is
-//! logged again only after `quiet`, with how many were held back meanwhile.
+//! Watches the connections of one listening socket. A failure is a warning
+//! (spdlog) naming the peer's address and what to fix; the same problem from
+//! the same address is logged again only after `quiet`, with how many were
+//! held back meanwhile. The address is best effort: libzmq reports the
+//! failure without the connection, so it is that of the connection accepted
+//! last, and it is unknown when libzmq closed the connection before it could
+//! be read (such a failure is held back while its problem was logged within
+//! `quiet`: it is most likely the same peer retrying).
 //! Made on one thread; then Drain may run on another (one at a time), and
 //! the destructor after the last Drain.
 class HandshakeMonitor {

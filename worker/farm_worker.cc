@@ -50,8 +50,8 @@ schema::StageResult RefusalOf(const schema::DecodeError& error) {
   answer.result.error = error.kind == schema::DecodeError::Kind::kInvalid
                             ? MeasureError::kUnsupported
                             : MeasureError::kBackendFailure;
-  answer.result.error_message = std::string("the worker refused the query (") +
-                                ToString(error.kind) + "): " + error.message;
+  answer.result.error_message =
+      std::string("the worker refused the query (") + ToString(error.kind) + "): " + error.message;
   return answer;
 }
 
@@ -219,8 +219,8 @@ struct Worker::Impl {
               // A query we can name but not accept: say so, never stay silent.
               ++failed;
               if (log) {
-                spdlog::warn("refused query {} ({} so far): {}: {}", *error->query_id,
-                             bad_messages, ToString(error->kind), error->message);
+                spdlog::warn("refused query {} ({} so far): {}: {}", *error->query_id, bad_messages,
+                             ToString(error->kind), error->message);
               }
               Send(dealer, schema::Encode(RefusalOf(*error)));
               next_heartbeat = Clock::now() + own_interval;

@@ -528,6 +528,68 @@ TEST_F(FarmProcessTest, CurveAllowsListedWorkersAndRefusesOthers) {
   StopWorker(*good);
 }
 
+// Issue 7 item 9c: workers that fail the handshake before any message
+// (no CURVE at all, or another coordinator's public key) are named in the
+// coordinator's log, once per peer and problem however often they retry.
+TEST_F(FarmProcessTest, WorkersFailingTheCurveHandshakeAreLoggedOncePerPeer) {
+  const fs::path keys = Path("keys"), allow = Path("allow");
+  for (const char* name : {"coordinator", "other", "w"}) {
+    const testing::CliResult r =
+        Run(kKeygen, std::string(name) + " --dir " + ShellQuote(keys.string()), 30);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  fs::create_directories(allow);
+  fs::copy_file(keys / "w.pub", allow / "w.pub");
+  std::vector<std::string> args = BindArgs("squeezenet", 1);
+  for (const std::string& extra :
+       {std::string("--curve-secret-key"), (keys / "coordinator.key").string(),
+        std::string("--curve-allow"), allow.string()}) {
+    args.push_back(extra);
+  }
+  Coordinator c = StartCoordinator("coord", "c.db", args);
+  ASSERT_FALSE(c.endpoint.empty());
+
+  // The lines of the coordinator's log that hold all of `texts`.
+  const auto lines_with = [&](const std::vector<std::string>& texts) {
+    std::vector<std::string> found;
+    std::istringstream in(c.Log());
+    for (std::string line; std::getline(in, line);) {
+      if (std::all_of(texts.begin(), texts.end(),
+                      [&](const std::string& t) { return line.find(t) != std::string::npos; })) {
+        found.push_back(line);
+      }
+    }
+    return found;
+  };
+  // Polls (bounded) until a log line holds all of `texts`.
+  const auto wait_for_line = [&](const std::vector<std::string>& texts) {
+    const auto deadline = std::chrono::steady_clock::now() + 15s;
+    while (lines_with(texts).empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(20ms);
+    }
+    return !lines_with(texts).empty();
+  };
+  const std::vector<std::string> no_curve = {"a worker that does not use CURVE",
+                                             "start it with --curve-key"};
+  const std::vector<std::string> bad_key = {"CURVE handshake failed",
+                                            "not this coordinator's public key"};
+
+  auto plain = StartWorker("plain", c.endpoint);  // no CURVE flags at all
+  ASSERT_TRUE(wait_for_line({no_curve[0], "from 127.0.0.1"})) << c.Log();
+  auto wrong = StartWorker("wrong", c.endpoint,
+                           {"--curve-server-key", (keys / "other.pub").string(), "--curve-key",
+                            (keys / "w.key").string()});
+  ASSERT_TRUE(wait_for_line({bad_key[0], bad_key[1], "from 127.0.0.1"})) << c.Log();
+  // Both keep retrying, every ~100 ms; each problem stays one line (two at
+  // most: one more when the first attempt's address was already gone).
+  EXPECT_LE(lines_with(no_curve).size(), 2u) << c.Log();
+  EXPECT_LE(lines_with(bad_key).size(), 2u) << c.Log();
+  const std::string log = c.Log();
+  EXPECT_FALSE(c.process->Wait(0ms).has_value()) << "the coordinator keeps waiting:\n" << log;
+  StopWorker(*plain);
+  StopWorker(*wrong);
+}
+
 TEST_F(FarmProcessTest, MinWorkersTimeoutExplainsWhatIsMissing) {
   const testing::CliResult r =
       Run(kCoordinator,
