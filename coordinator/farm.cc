@@ -70,7 +70,7 @@ class FarmImpl final : public Farm {
         throw Error("--bind '" + options_.bind + "': " + problem);
       }
     }
-    // Everything that can fail comes before the first thread starts.
+    // The backends first: nothing is started yet when one cannot be made.
     std::vector<std::unique_ptr<worker::Backend>> backends;
     for (int i = 0; i < options_.local_workers; ++i) {
       backends.push_back(

@@ -130,7 +130,7 @@ class FarmRouter {
         generation_ = batch.generation;
         first_id_ = batch.first_query_id;
         queries_.assign(batch.size, QueryState{});
-        done_ = 0;
+        open_ = 0;
       }
       if (active_) taken.swap(shared_.posted);
     }
@@ -138,6 +138,7 @@ class FarmRouter {
       if (posted.offset >= queries_.size()) continue;
       queries_[posted.offset].bytes = std::move(posted.bytes);
       pending_.push_back(posted.offset);
+      ++open_;
     }
   }
 
@@ -149,7 +150,7 @@ class FarmRouter {
     queries_.clear();
     queries_.shrink_to_fit();
     pending_.clear();
-    done_ = 0;
+    open_ = 0;
   }
 
   void ReceiveAll() {
@@ -308,7 +309,7 @@ class FarmRouter {
     q.done = true;
     q.holder.clear();
     std::string().swap(q.bytes);
-    ++done_;
+    --open_;
     {
       std::lock_guard lock(shared_.mutex);
       // The caller may have closed the batch (and opened another) meanwhile.
@@ -367,7 +368,7 @@ class FarmRouter {
       }
     }
     for (const std::string& id : lost) Drop(id, "lost");
-    if (shared_.matching > 0 || !active_ || done_ == queries_.size()) {
+    if (shared_.matching > 0 || !active_ || open_ == 0) {
       no_worker_since_.reset();
     } else {
       // Measuring with nobody to measure: wait a while for workers to come
@@ -380,7 +381,7 @@ class FarmRouter {
         std::lock_guard lock(shared_.mutex);
         shared_.fatal = "no worker served '" + options_.device + "' for " +
                         std::to_string(options_.wait_for_workers.count() / 1000) + " s with " +
-                        std::to_string(queries_.size() - done_) +
+                        std::to_string(open_) +
                         " stages left; every result received is stored, so a rerun resumes";
         shared_.changed.notify_all();
       }
@@ -492,7 +493,7 @@ class FarmRouter {
   uint64_t generation_ = 0, first_id_ = 0;
   std::vector<QueryState> queries_;
   std::deque<uint32_t> pending_;
-  size_t done_ = 0;
+  size_t open_ = 0;  // queries posted to the router and not answered yet
   std::map<std::string, WorkerState> workers_;
   std::optional<Clock::time_point> no_worker_since_;
   int64_t malformed_ = 0;
