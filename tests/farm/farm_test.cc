@@ -23,14 +23,17 @@ namespace {
 class WorkerThread {
  public:
   WorkerThread(net::Context& context, const std::string& endpoint, const std::string& backend,
-               std::chrono::milliseconds heartbeat = 50ms) {
+               std::chrono::milliseconds heartbeat = 50ms, double sim_delay_ms = 0) {
     worker::WorkerOptions options;
     options.endpoint = endpoint;
     options.worker_id = "thread-" + backend;
     options.heartbeat = heartbeat;
     options.reconnect_min = 20ms;
     options.reconnect_max = 100ms;
-    worker_ = std::make_unique<worker::Worker>(context, worker::CreateBackend(backend), options);
+    worker::BackendOptions backend_options;
+    backend_options.sim_delay_ms = sim_delay_ms;
+    worker_ = std::make_unique<worker::Worker>(
+        context, worker::CreateBackend(backend, backend_options), options);
     thread_ = std::jthread([this](std::stop_token stop) {
       try {
         worker_->Run(stop);
@@ -618,6 +621,60 @@ TEST(FarmTest, StalledRouterSendsNothingOfSpecsChangedAfterMeasureAllReturned) {
       EXPECT_TRUE(given.contains(sent->stage.Key())) << "sent a stage changed after the call";
     }
   }
+}
+
+// Issue 7 item 9a, the worker's half: queries it holds survive a lost
+// connection and are answered on the next one (they used to be dropped).
+TEST(FarmTest, WorkerKeepsWhatItHoldsWhenItsCoordinatorGoesQuietAndAnswersOnTheNextConnection) {
+  net::Context context;
+  Peer coordinator(context, zmq::socket_type::router);
+  const std::string endpoint = coordinator.BindLoopback();
+  // This coordinator never sends a heartbeat: the worker gives each
+  // connection up after 3 x 50 ms, while every measurement takes 300 ms.
+  WorkerThread worker(context, endpoint, "sim:v100", /*heartbeat=*/50ms, /*sim_delay_ms=*/300);
+  ASSERT_TRUE(coordinator.ReceiveA<schema::Hello>(5s).has_value());
+  const std::string routing_id = coordinator.last_peer();
+  const ZooStages stages = StagesOf("squeezenet", 3);
+  std::set<uint64_t> sent;
+  for (size_t i = 0; i < stages.specs.size(); ++i) {
+    sent.insert(500 + i);
+    coordinator.Send(schema::StageQuery{500 + i, 1, MeasureSettings{}, stages.specs[i]});
+  }
+  std::set<uint64_t> answered;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (answered.size() < sent.size() && std::chrono::steady_clock::now() < deadline) {
+    if (auto result = coordinator.ReceiveA<schema::StageResult>(1s)) {
+      EXPECT_TRUE(result->result.ok()) << result->result.error_message;
+      EXPECT_EQ(coordinator.last_peer(), routing_id) << "answered as the same worker";
+      answered.insert(result->query_id);
+    }
+  }
+  EXPECT_EQ(answered, sent);
+  EXPECT_GE(worker.worker().counters().connects, 2) << "the answers came over new connections";
+  EXPECT_EQ(worker.worker().counters().dropped, 0);
+}
+
+// Issue 7 item 9b, as a stress for the sanitizer builds: batches ended by a
+// throwing consumer, their specs freed at once, leave nothing behind for the
+// next batch (no result of theirs, no read of freed specs).
+TEST(FarmTest, ManyBatchesEndedByAThrowingConsumerLeaveNothingBehind) {
+  FarmOptions options = FastOptions();
+  options.local_workers = 2;
+  auto farm = Farm::Start(options);
+  const ZooStages source = StagesOf("squeezenet", 60);
+  for (int round = 0; round < 30; ++round) {
+    auto specs = std::make_unique<std::vector<StageSpec>>(source.specs);
+    std::vector<const StageSpec*> pointers;
+    for (const StageSpec& spec : *specs) pointers.push_back(&spec);
+    EXPECT_THROW(farm->MeasureAll(pointers, 1 + round % 3, MeasureSettings{},
+                                  [](std::span<const coordinator::IndexedResult>) {
+                                    throw std::runtime_error("consumer failed");
+                                  }),
+                 std::runtime_error);
+    specs.reset();
+  }
+  const ZooStages stages = StagesOf("squeezenet", 30);
+  for (const MeasureResult& r : MeasureEach(*farm, stages.pointers)) EXPECT_TRUE(r.ok());
 }
 
 }  // namespace
