@@ -244,9 +244,9 @@ struct Worker::Impl {
               return Session::kVersionMismatch;
             }
             if (reject->reason == schema::RejectReason::kUnknownWorker) {
-              // A restarted coordinator, or one that gave us up as lost.
-              // What we hold is kept: the second takes the answers, the first
-              // ignores them (its query ids are its own).
+              // A coordinator that gave us up as lost, or a restarted one.
+              // What we hold is kept: the first still takes the answers, the
+              // second ignores them (its query ids are its own).
               spdlog::info("coordinator does not know this worker (restarted?); saying hello");
               SendHello(dealer);
             } else {
