@@ -203,7 +203,8 @@ TEST(FarmTest, WorkerOfAnotherDeviceClassGetsNoQueries) {
   ASSERT_EQ(farm->Workers().size(), 2u);
   MeasureEach(*farm, stages.pointers);
   EXPECT_EQ(k80.worker().counters().measured, 0);
-  const auto* report = FindReport(farm->Workers(), "thread-sim:k80");
+  const auto reports = farm->Workers();  // FindReport points into it
+  const auto* report = FindReport(reports, "thread-sim:k80");
   ASSERT_NE(report, nullptr);
   EXPECT_FALSE(report->matches);
   EXPECT_EQ(report->answered, 0);
@@ -219,7 +220,8 @@ TEST(FarmTest, SilentWorkerIsDeclaredLostAndItsQueriesAreMeasuredElsewhere) {
   Peer hung = Peer::FakeWorker(context, *farm, /*capacity=*/8);  // then never a word again
   const std::vector<MeasureResult> results = MeasureEach(*farm, stages.pointers);
   for (const MeasureResult& r : results) EXPECT_TRUE(r.ok()) << r.error_message;
-  const auto* report = FindReport(farm->Workers(), "fake");
+  const auto reports = farm->Workers();  // FindReport points into it
+  const auto* report = FindReport(reports, "fake");
   ASSERT_NE(report, nullptr);
   EXPECT_GT(report->requeued, 0) << "the hung worker was given work and it went elsewhere";
   EXPECT_FALSE(report->connected);
@@ -272,9 +274,11 @@ TEST(FarmTest, DuplicateAndUnknownResultsAreIgnored) {
   const auto results = measuring.get();  // MeasureEach checks "exactly once"
   for (const MeasureResult& r : results) EXPECT_EQ(r.median_ms, 1.5);
   // Give the farm a moment to see the last duplicate.
-  const coordinator::WorkerReport* report = nullptr;
+  std::vector<coordinator::WorkerReport> reports;
+  const coordinator::WorkerReport* report = nullptr;  // into `reports`
   for (int i = 0; i < 100; ++i) {
-    report = FindReport(farm->Workers(), "fake");
+    reports = farm->Workers();
+    report = FindReport(reports, "fake");
     if (report != nullptr && report->late >= 5) break;
     std::this_thread::sleep_for(10ms);
   }
