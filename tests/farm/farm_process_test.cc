@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -588,6 +589,86 @@ TEST_F(FarmProcessTest, WorkersFailingTheCurveHandshakeAreLoggedOncePerPeer) {
   EXPECT_FALSE(c.process->Wait(0ms).has_value()) << "the coordinator keeps waiting:\n" << log;
   StopWorker(*plain);
   StopWorker(*wrong);
+}
+
+// docs/security.md's setup, run as written on one machine: two directories
+// stand for the two hosts, `cp` for `scp`, and only what cannot run here is
+// replaced (the host name, the port: an ephemeral one, the model: a small
+// one). Every path and flag is the doc's own.
+TEST_F(FarmProcessTest, SecurityDocSetupCommandsWorkAsWritten) {
+  const std::string doc = ReadFile(fs::path(IOS_TEST_DATA_DIR) / "../../docs/security.md");
+  const size_t begin = doc.find("## Setup"), end = doc.find("## What happens");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  // The commands: code lines (indented 7 spaces), continuations joined,
+  // trailing comments dropped.
+  std::vector<std::string> commands;
+  std::istringstream in(doc.substr(begin, end - begin));
+  bool continued = false;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("       ")) continue;
+    std::string text = line.substr(line.find_first_not_of(' '));
+    if (const size_t comment = text.find("  #"); comment != std::string::npos) {
+      text.erase(comment);
+    }
+    const bool continues = text.ends_with("\\");
+    if (continues) text.pop_back();
+    if (continued) {
+      commands.back() += " " + text;
+    } else {
+      commands.push_back(text);
+    }
+    continued = continues;
+  }
+  for (std::string& c : commands) c.erase(c.find_last_not_of(' ') + 1);
+  ASSERT_EQ(commands.size(), 7u) << "the setup changed: update this test";
+  const fs::path coordinator_host = Path("coordinator-host"), worker_host = Path("worker-host");
+  for (const fs::path& host : {coordinator_host, worker_host}) {
+    fs::create_directories(host);
+    fs::create_directory_symlink(IOS_BINARY_DIR, host / "build");
+  }
+  const auto on = [&](const fs::path& host, std::string command) {
+    for (const auto& [from, to] :
+         {std::pair<std::string, std::string>{"scp WORKER-HOST:", "cp ../worker-host/"},
+          {"scp COORDINATOR-HOST:", "cp ../coordinator-host/"}}) {
+      if (command.starts_with(from)) command = to + command.substr(from.size());
+    }
+    const int status = std::system(
+        ("cd " + ShellQuote(host.string()) + " && " + command + " >/dev/null 2>&1").c_str());
+    EXPECT_EQ(status, 0) << command;
+  };
+  on(coordinator_host, commands[0]);  // 1. the coordinator's pair
+  on(worker_host, commands[1]);       // 2. the worker's pair
+  on(coordinator_host, commands[2]);  // 3. the allow list
+  on(coordinator_host, commands[3]);
+  on(worker_host, commands[4]);  // 4. the coordinator's .pub
+
+  // 5. The coordinator, then the worker.
+  const auto replace = [](std::string text, const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << "'" << from << "' not in: " << text;
+    return at == std::string::npos ? text : text.replace(at, from.size(), to);
+  };
+  std::string coordinator = replace(commands[5], "--model nasnet", "--model squeezenet");
+  coordinator = replace(coordinator, "'tcp://*:5555'", "'tcp://127.0.0.1:*'");
+  const fs::path log = Path("coordinator.log"), out = Path("coordinator.out");
+  ChildProcess coordinator_process(
+      {"/bin/sh", "-c",
+       "cd " + ShellQuote(coordinator_host.string()) + " && exec " + coordinator + " --db c.db -q"},
+      out, log);
+  const auto listening = WaitForText(log, "listening for workers on ", 15s);
+  ASSERT_TRUE(listening.has_value()) << ReadFile(log);
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(*listening, match, std::regex("listening for workers on (\\S+)")));
+  const std::string worker = replace(commands[6], "tcp://COORDINATOR-HOST:5555", match[1].str());
+  ChildProcess worker_process(
+      {"/bin/sh", "-c", "cd " + ShellQuote(worker_host.string()) + " && exec " + worker},
+      Path("worker.log"));
+  EXPECT_EQ(WaitExit(coordinator_process, kSearchLimit), 0) << ReadFile(log);
+  const std::vector<WorkerRow> rows = ParseWorkersTable(ReadFile(out));
+  ASSERT_EQ(rows.size(), 1u) << ReadFile(out) << ReadFile(log);
+  EXPECT_GT(rows[0].answered, 0);
+  StopWorker(worker_process);
 }
 
 TEST_F(FarmProcessTest, MinWorkersTimeoutExplainsWhatIsMissing) {
