@@ -23,6 +23,7 @@
 #include "coordinator/schedule_json.h"
 #include "coordinator/search.h"
 #include "db/profile_store.h"
+#include "net/endpoint.h"
 #include "worker/backend.h"
 
 namespace {
@@ -48,11 +49,35 @@ struct CliOptions {
   FarmOptions farm;
 };
 
+int LocalWorkers(const CliOptions& cli) {
+  return cli.local_workers >= 0 ? cli.local_workers : cli.farm.bind.empty() ? 1 : 0;
+}
+
+// What is wrong with --device or --bind, before anything is opened or
+// started; empty when nothing is.
+std::string FarmOptionProblem(const CliOptions& cli) {
+  if (!cli.farm.bind.empty()) {
+    const std::string problem = net::EndpointProblem(cli.farm.bind, net::EndpointUse::kBind);
+    if (!problem.empty()) return "--bind '" + cli.farm.bind + "': " + problem;
+  }
+  if (cli.device.empty()) return "--device is empty; give a device, e.g. --device sim:v100";
+  if (LocalWorkers(cli) > 0) {
+    // The embedded workers measure on --device: it must be a backend here.
+    // (With remote workers only, it selects them by name and may be anything.)
+    try {
+      worker::CreateBackend(cli.device);
+    } catch (const Error& e) {
+      return "--device '" + cli.device + "': " + e.what();
+    }
+  }
+  return {};
+}
+
 std::unique_ptr<Farm> StartFarm(const CliOptions& cli) {
   FarmOptions options = cli.farm;
   options.device = cli.device;
   options.local_backend = cli.device;
-  options.local_workers = cli.local_workers >= 0 ? cli.local_workers : options.bind.empty() ? 1 : 0;
+  options.local_workers = LocalWorkers(cli);
   options.wait_for_workers = std::chrono::seconds(cli.wait_workers_s);
   options.heartbeat = std::chrono::milliseconds(cli.heartbeat_ms);
   options.query_timeout = std::chrono::seconds(cli.query_timeout_s);
@@ -389,6 +414,11 @@ int main(int argc, char** argv) {
         std::printf("%-14s %s\n", entry.name.c_str(), entry.description.c_str());
       }
       return 0;
+    }
+    // Usage errors: one line, exit code 2.
+    if (const std::string problem = FarmOptionProblem(cli); !problem.empty()) {
+      std::fprintf(stderr, "ios-coordinator: error: %s\n", problem.c_str());
+      return 2;
     }
     cli.search.dp.strategies = cli.strategy == "parallel" ? StrategySet::kParallel
                                : cli.strategy == "merge"  ? StrategySet::kMerge

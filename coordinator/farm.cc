@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+#include <random>
 #include <thread>
 #include <zmq.hpp>
 
@@ -11,6 +13,8 @@
 #include "coordinator/farm_router.h"
 #include "net/context.h"
 #include "net/curve.h"
+#include "net/endpoint.h"
+#include "net/handshake_monitor.h"
 #include "schema/protocol.h"
 #include "worker/farm_worker.h"
 
@@ -25,6 +29,31 @@ using std::chrono::milliseconds;
 // and hides the thread hand-offs of each round trip (a remote worker's
 // default of 2 is about not hoarding work another GPU could take).
 constexpr int kLocalWorkerCapacity = 8;
+// Queries the caller encodes and checks before handing them to the router:
+// small enough that the first ones go out at once, large enough that the
+// hand-over costs nothing per query.
+constexpr size_t kPostChunk = 256;
+// Stages refused before sending that are logged one by one per batch; the
+// rest are counted in one line.
+constexpr int kRefusalsLogged = 10;
+
+// Whether the coordinator's encoding of a query is one a worker accepts: the
+// worker's own decoder and checks, run on the bytes it would receive. Empty
+// when it is; otherwise why not (names the field and the limit).
+std::string QueryProblem(const std::string& bytes) {
+  auto decoded = schema::Decode(bytes);
+  if (auto* error = std::get_if<schema::DecodeError>(&decoded)) return error->message;
+  return {};
+}
+
+// "tcp://0.0.0.0:5555" is where we listen, not where a worker on another
+// host connects.
+std::string ConnectableEndpoint(const std::string& bound) {
+  for (const std::string any : {"tcp://0.0.0.0:", "tcp://[::]:"}) {
+    if (bound.starts_with(any)) return "tcp://HOST:" + bound.substr(any.size());
+  }
+  return bound.empty() ? "tcp://HOST:PORT" : bound;
+}
 
 class FarmImpl final : public Farm {
  public:
@@ -35,16 +64,35 @@ class FarmImpl final : public Farm {
     if (options_.bind.empty() && options_.local_workers == 0) {
       throw Error("no workers: give --bind ENDPOINT for remote workers or --local-workers N");
     }
+    if (!options_.bind.empty()) {
+      if (const std::string problem = net::EndpointProblem(options_.bind, net::EndpointUse::kBind);
+          !problem.empty()) {
+        throw Error("--bind '" + options_.bind + "': " + problem);
+      }
+    }
+    // The backends first: nothing is started yet when one cannot be made.
+    std::vector<std::unique_ptr<worker::Backend>> backends;
+    for (int i = 0; i < options_.local_workers; ++i) {
+      backends.push_back(
+          worker::CreateBackend(options_.local_backend, options_.local_backend_options));
+    }
     if (options_.device.starts_with("sim:")) {
       // The coordinator can name a simulated device itself, so a search
       // whose stages are all in the DB needs no worker at all.
       shared_.device = worker::CreateBackend(options_.device)->Device();
     }
+    std::random_device entropy;
+    // Query ids start at a random point so that a result meant for an
+    // earlier coordinator can never be taken for one of ours.
+    next_query_id_ = (static_cast<uint64_t>(entropy()) << 32) | entropy();
     router_ = zmq::socket_t(context_.zmq(), zmq::socket_type::router);
     router_.set(zmq::sockopt::router_mandatory, 1);
+    // A worker session keeps its routing id across reconnections; the new
+    // connection takes over from a half-dead old one instead of being refused.
+    router_.set(zmq::sockopt::router_handover, 1);
     router_.set(zmq::sockopt::linger, 0);
     router_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(schema::kMaxMessageBytes));
-    if (!options_.curve_secret_key_file.empty() || !options_.curve_allow_dir.empty()) {
+    if (curve()) {
       if (options_.curve_secret_key_file.empty() || options_.curve_allow_dir.empty()) {
         throw Error("CURVE needs both --curve-secret-key and --curve-allow");
       }
@@ -66,6 +114,7 @@ class FarmImpl final : public Farm {
       net::MakeCurveServer(router_, keys);
     }
     if (!options_.bind.empty()) {
+      monitor_ = std::make_unique<net::HandshakeMonitor>(context_, router_, curve());
       try {
         router_.bind(options_.bind);
       } catch (const zmq::error_t& e) {
@@ -81,8 +130,6 @@ class FarmImpl final : public Farm {
     control_router_ = zmq::socket_t(context_.zmq(), zmq::socket_type::pair);
     control_router_.bind(inproc + "-control");
     control_api_.connect(inproc + "-control");
-    router_thread_ =
-        std::thread([this] { detail::RunFarmRouter(options_, shared_, router_, control_router_); });
     for (int i = 0; i < options_.local_workers; ++i) {
       worker::WorkerOptions worker_options;
       worker_options.endpoint = inproc;
@@ -91,12 +138,18 @@ class FarmImpl final : public Farm {
       worker_options.liveness = options_.liveness;
       worker_options.announce = false;
       worker_options.capacity = kLocalWorkerCapacity;
-      auto local = std::make_unique<worker::Worker>(
-          context_, worker::CreateBackend(options_.local_backend, options_.local_backend_options),
-          worker_options);
+      local_workers_.push_back(std::make_unique<worker::Worker>(
+          context_, std::move(backends[static_cast<size_t>(i)]), worker_options));
+    }
+    // Threads last. Each is owned by a jthread member, so an exception from
+    // here on stops and joins what has started (members go in reverse order:
+    // the threads before everything they use).
+    router_thread_ = std::jthread([this](std::stop_token stop) {
+      detail::RunFarmRouter(options_, shared_, router_, control_router_, monitor_.get(), stop);
+    });
+    for (auto& local : local_workers_) {
       worker::Worker& w = *local;
-      local_workers_.push_back(std::move(local));
-      local_threads_.emplace_back([&w](std::stop_token stop) { w.Run(stop); });
+      local_threads_.emplace_back([this, &w](std::stop_token stop) { RunLocalWorker(w, stop); });
     }
   }
 
@@ -104,6 +157,7 @@ class FarmImpl final : public Farm {
     // Embedded workers first, so they end quietly instead of going back to
     // waiting for a next coordinator when the router says goodbye.
     for (auto& thread : local_threads_) thread.request_stop();
+    router_thread_.request_stop();
     SendControl("s");
     if (router_thread_.joinable()) router_thread_.join();
     local_threads_.clear();  // joins
@@ -131,12 +185,11 @@ class FarmImpl final : public Farm {
     auto last_log = Clock::now();
     while (shared_.matching < options_.min_workers && shared_.fatal.empty()) {
       if (Clock::now() >= deadline) {
-        throw Error(
-            "only " + std::to_string(shared_.matching) + " of " +
-            std::to_string(options_.min_workers) + " workers serving '" + options_.device +
-            "' connected within " + std::to_string(options_.wait_for_workers.count() / 1000) +
-            " s" + DescribeConnected() + "; start workers with: ios-worker --connect " +
-            (bound_.empty() ? "tcp://HOST:PORT" : bound_) + " --backend " + options_.device);
+        throw Error("only " + std::to_string(shared_.matching) + " of " +
+                    std::to_string(options_.min_workers) + " workers serving '" + options_.device +
+                    "' connected within " +
+                    std::to_string(options_.wait_for_workers.count() / 1000) + " s" +
+                    DescribeConnected() + "; start workers with: " + WorkerCommand());
       }
       if (Clock::now() - last_log > std::chrono::seconds(5)) {
         last_log = Clock::now();
@@ -153,35 +206,47 @@ class FarmImpl final : public Farm {
                   const std::function<void(std::span<const IndexedResult>)>& on_results) override {
     if (specs.empty()) return;
     WaitForWorkers();
+    const uint64_t first_id = next_query_id_;
+    next_query_id_ += specs.size();
     {
       std::lock_guard lock(shared_.mutex);
-      shared_.batch = detail::FarmBatch{&specs, batch_size, settings};
+      shared_.batch = {++generation_, true, first_id, specs.size()};
+      shared_.posted.clear();
       shared_.arrived.clear();
-      shared_.batch_closed = false;
     }
-    SendControl("b");
-    // If on_results throws, the router must let go of `specs` before the
-    // caller's frame (which owns them) unwinds.
+    // However this call ends, the router stops sending the batch's queries.
+    // It reads nothing of `specs` (it owns the bytes it sends), so nothing
+    // has to wait for it.
     struct CloseBatchOnExit {
       FarmImpl& farm;
       ~CloseBatchOnExit() { farm.CloseBatch(); }
     } close_batch{*this};
     std::vector<IndexedResult> delivered;
-    size_t remaining = specs.size();
+    size_t next = 0, remaining = specs.size();
+    int refused = 0;
     while (remaining > 0) {
+      if (next < specs.size()) {
+        next = Post(specs, next, first_id, batch_size, settings, delivered, refused);
+      }
       {
         std::unique_lock lock(shared_.mutex);
-        shared_.changed.wait_for(lock, milliseconds(500), [&] {
-          return !shared_.arrived.empty() || !shared_.fatal.empty();
-        });
+        if (delivered.empty() && next == specs.size()) {
+          shared_.changed.wait_for(lock, milliseconds(500), [&] {
+            return !shared_.arrived.empty() || !shared_.fatal.empty();
+          });
+        }
         if (!shared_.fatal.empty()) throw Error(shared_.fatal);
-        delivered.swap(shared_.arrived);
+        for (IndexedResult& r : shared_.arrived) delivered.push_back(std::move(r));
         shared_.arrived.clear();
       }
       if (delivered.empty()) continue;
       remaining -= std::min(remaining, delivered.size());
       on_results(delivered);
       delivered.clear();
+    }
+    if (refused > kRefusalsLogged) {
+      spdlog::warn("{} stages in all were beyond what a worker accepts (stored as unsupported)",
+                   refused);
     }
   }
 
@@ -207,12 +272,92 @@ class FarmImpl final : public Farm {
     }
   }
 
-  // Waits until the router thread no longer refers to the current batch.
+  // Encodes and checks specs[next...] (one chunk) and posts them to the
+  // router. A stage no worker would accept is answered here, as unsupported:
+  // sent, every worker would refuse it. Returns the next offset to post.
+  size_t Post(const std::vector<const StageSpec*>& specs, size_t next, uint64_t first_id,
+              int batch_size, const MeasureSettings& settings, std::vector<IndexedResult>& answered,
+              int& refused) {
+    std::vector<detail::PostedQuery> chunk;
+    const size_t end = std::min(specs.size(), next + kPostChunk);
+    for (; next < end; ++next) {
+      std::string bytes = schema::EncodeQuery(first_id + next, *specs[next], batch_size, settings);
+      if (std::string problem = QueryProblem(bytes); !problem.empty()) {
+        if (++refused <= kRefusalsLogged) {
+          spdlog::warn("stage {} is beyond what a worker accepts; stored as unsupported: {}",
+                       specs[next]->Describe(), problem);
+        }
+        MeasureResult result;
+        result.error = MeasureError::kUnsupported;
+        result.error_message =
+            "beyond the wire protocol's limits, no worker measures it: " + problem;
+        answered.push_back({next, std::move(result)});
+        continue;
+      }
+      chunk.push_back({static_cast<uint32_t>(next), std::move(bytes)});
+    }
+    if (!chunk.empty()) {
+      {
+        std::lock_guard lock(shared_.mutex);
+        for (auto& query : chunk) shared_.posted.push_back(std::move(query));
+      }
+      SendControl("u");
+    }
+    return next;
+  }
+
+  // Tells the router the batch is over. Never waits: the router owns all it
+  // still holds of the batch and drops it when it reads the update.
   void CloseBatch() {
-    SendControl("c");
-    std::unique_lock lock(shared_.mutex);
-    shared_.changed.wait_for(lock, std::chrono::seconds(5),
-                             [&] { return shared_.batch_closed || !shared_.fatal.empty(); });
+    {
+      std::lock_guard lock(shared_.mutex);
+      shared_.batch.open = false;
+      shared_.posted.clear();
+      shared_.arrived.clear();
+    }
+    SendControl("u");
+  }
+
+  // An embedded worker's thread: whatever happens ends here, reported.
+  void RunLocalWorker(worker::Worker& w, const std::stop_token& stop) noexcept {
+    try {
+      w.Run(stop);
+    } catch (const std::exception& e) {
+      ReportLocalWorkerFailure(e.what());
+    } catch (...) {
+      ReportLocalWorkerFailure("unknown exception");
+    }
+  }
+
+  void ReportLocalWorkerFailure(const std::string& what) noexcept {
+    try {
+      spdlog::error("embedded worker: {}", what);
+      std::lock_guard lock(shared_.mutex);
+      if (shared_.fatal.empty()) shared_.fatal = "an embedded worker failed: " + what;
+      shared_.changed.notify_all();
+    } catch (...) {
+    }
+  }
+
+  bool curve() const {
+    return !options_.curve_secret_key_file.empty() || !options_.curve_allow_dir.empty();
+  }
+
+  // The command line that starts a worker for this farm, CURVE flags included.
+  std::string WorkerCommand() const {
+    std::string command = "ios-worker --connect " + ConnectableEndpoint(bound_) + " --backend " +
+                          (options_.device.empty() ? "DEVICE" : options_.device);
+    if (curve()) {
+      // The coordinator's .pub sits beside its .key when ios-keygen made them.
+      std::filesystem::path pub = options_.curve_secret_key_file;
+      pub.replace_extension(".pub");
+      std::error_code error;
+      command += " --curve-server-key " +
+                 (std::filesystem::exists(pub, error) ? pub.string() : "COORDINATOR.pub") +
+                 " --curve-key WORKER.key (with WORKER.pub copied into " +
+                 options_.curve_allow_dir + ")";
+    }
+    return command;
   }
 
   // Caller holds shared_.mutex.
@@ -227,16 +372,18 @@ class FarmImpl final : public Farm {
   }
 
   FarmOptions options_;
-  net::Context context_;  // first in, last out: every socket below lives in it
+  detail::FarmShared shared_;  // before the threads: they use it to the end
+  net::Context context_;       // before every socket: they all live in it
   std::unique_ptr<net::CurveAuthenticator> authenticator_;
   zmq::socket_t router_, control_api_, control_router_;
+  std::unique_ptr<net::HandshakeMonitor> monitor_;  // used by the router thread
   std::mutex control_mutex_;
   std::string bound_;
-  std::thread router_thread_;
+  uint64_t next_query_id_ = 0, generation_ = 0;  // the caller's thread only
   std::vector<std::unique_ptr<worker::Worker>> local_workers_;
+  // Last: destroyed first, joining before anything they use goes.
+  std::jthread router_thread_;
   std::vector<std::jthread> local_threads_;
-
-  detail::FarmShared shared_;
 };
 
 }  // namespace

@@ -56,11 +56,17 @@ struct WorkerReport {
 };
 
 //! A Measurer backed by workers. Thread-compatible: one thread calls the
-//! Measurer methods; the socket lives on an internal thread.
+//! Measurer methods; the socket lives on an internal thread. MeasureAll
+//! encodes every query on the calling thread and hands the bytes over, so
+//! its specs are not read once it returns; a stage beyond the wire
+//! protocol's budgets (which every worker would refuse) is answered at once
+//! with an `unsupported` result instead of being sent.
 class Farm : public Measurer {
  public:
   //! Binds, starts the embedded workers and the CURVE handler. Throws
-  //! ios::Error on a bad endpoint, an address in use, or bad key files.
+  //! ios::Error on a bad endpoint (net/endpoint.h), an address in use, bad
+  //! key files, or a local backend that cannot be made; nothing is left
+  //! running then.
   static std::unique_ptr<Farm> Start(const FarmOptions& options);
   ~Farm() override = default;
 

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <deque>
-#include <random>
 #include <unordered_set>
 #include <zmq.hpp>
 
+#include "net/handshake_monitor.h"
 #include "schema/protocol.h"
 
 namespace ios::coordinator::detail {
@@ -44,61 +44,70 @@ struct QueryState {
   bool done = false;
   std::string holder;  // routing id of the worker measuring it now; empty: pending
   Clock::time_point deadline;
+  std::string bytes;  // the encoded query (ours: see PostedQuery); freed when done
 };
 
 class FarmRouter {
  public:
   FarmRouter(const FarmOptions& options, FarmShared& shared, zmq::socket_t& router,
-             zmq::socket_t& control)
-      : options_(options), shared_(shared), router_(router), control_(control) {
-    std::random_device entropy;
-    // Query ids start at a random point so that a result meant for an
-    // earlier coordinator can never be taken for one of ours.
-    next_query_id_ = (static_cast<uint64_t>(entropy()) << 32) | entropy();
-  }
+             zmq::socket_t& control, net::HandshakeMonitor* monitor)
+      : options_(options), shared_(shared), router_(router), control_(control), monitor_(monitor) {}
 
-  void Run() {
+  void Run(const std::stop_token& stop) noexcept {
     try {
-      RouterLoop();
+      RouterLoop(stop);
     } catch (const std::exception& e) {
-      spdlog::error("farm: {}", e.what());
-      std::lock_guard lock(shared_.mutex);
-      shared_.fatal = std::string("the farm's message loop failed: ") + e.what();
-      shared_.changed.notify_all();
+      Fail(e.what());
+    } catch (...) {
+      Fail("unknown exception");
     }
-    // Tell the workers, so they go back to waiting for the next coordinator
-    // at once instead of after their liveness window.
-    for (auto& [id, w] : workers_)
-      SendTo(w, schema::Encode(schema::Shutdown{"coordinator exiting"}));
+    try {
+      // Tell the workers, so they go back to waiting for the next coordinator
+      // at once instead of after their liveness window.
+      for (auto& [id, w] : workers_)
+        SendTo(w, schema::Encode(schema::Shutdown{"coordinator exiting"}));
+    } catch (const std::exception& e) {
+      spdlog::debug("farm: saying goodbye: {}", e.what());
+    }
     router_.close();
     control_.close();
   }
 
  private:
-  void RouterLoop() {
+  void Fail(const std::string& what) noexcept {
+    try {
+      spdlog::error("farm: {}", what);
+      std::lock_guard lock(shared_.mutex);
+      shared_.fatal = "the farm's message loop failed: " + what;
+      shared_.changed.notify_all();
+    } catch (...) {
+      // Out of memory while reporting: the caller's waits still end on their own.
+    }
+  }
+
+  void RouterLoop(const std::stop_token& stop) {
     zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
-                               {control_.handle(), 0, ZMQ_POLLIN, 0}};
+                               {control_.handle(), 0, ZMQ_POLLIN, 0},
+                               {nullptr, 0, ZMQ_POLLIN, 0}};
+    const int item_count = monitor_ != nullptr ? 3 : 2;
+    if (monitor_ != nullptr) items[2].socket = monitor_->events().handle();
     const milliseconds tick =
         std::clamp(options_.heartbeat / 4, milliseconds(5), milliseconds(100));
     auto next_tick = Clock::now();
-    for (;;) {
+    while (!stop.stop_requested()) {
       const auto wait = std::max(
           milliseconds(0), std::chrono::duration_cast<milliseconds>(next_tick - Clock::now()));
-      zmq::poll(items, 2, wait);
+      zmq::poll(items, item_count, wait);
       if (items[1].revents & ZMQ_POLLIN) {
         zmq::message_t command;
+        bool update = false;
         while (control_.recv(command, zmq::recv_flags::dontwait)) {
           if (command.to_string_view() == "s") return;
-          if (command.to_string_view() == "b") StartBatch();
-          if (command.to_string_view() == "c") {
-            specs_ = nullptr;
-            pending_.clear();
-            std::lock_guard lock(shared_.mutex);
-            shared_.batch_closed = true;
-            shared_.changed.notify_all();
-          }
+          update = true;
         }
+        if (update) Sync();
       }
+      if (monitor_ != nullptr && (items[2].revents & ZMQ_POLLIN)) monitor_->Drain();
       if (items[0].revents & ZMQ_POLLIN) ReceiveAll();
       const auto now = Clock::now();
       if (now >= next_tick) {
@@ -109,19 +118,39 @@ class FarmRouter {
     }
   }
 
-  void StartBatch() {
+  // Catches up with the caller: a batch closed or opened, queries posted.
+  void Sync() {
+    std::vector<PostedQuery> taken;
     {
       std::lock_guard lock(shared_.mutex);
-      specs_ = shared_.batch.specs;
-      batch_size_ = shared_.batch.batch_size;
-      settings_ = shared_.batch.settings;
+      const FarmBatch& batch = shared_.batch;
+      if (active_ && (!batch.open || batch.generation != generation_)) EndBatch();
+      if (!active_ && batch.open && batch.generation != generation_) {
+        active_ = true;
+        generation_ = batch.generation;
+        first_id_ = batch.first_query_id;
+        queries_.assign(batch.size, QueryState{});
+        open_ = 0;
+      }
+      if (active_) taken.swap(shared_.posted);
     }
-    first_id_ = next_query_id_;
-    next_query_id_ += specs_->size();
-    queries_.assign(specs_->size(), QueryState{});
+    for (PostedQuery& posted : taken) {
+      if (posted.offset >= queries_.size()) continue;
+      queries_[posted.offset].bytes = std::move(posted.bytes);
+      pending_.push_back(posted.offset);
+      ++open_;
+    }
+  }
+
+  // Forgets the batch: its queries are no longer sent, and answers to them
+  // count as late. Workers still measuring them keep that credit used until
+  // they answer, as for any query taken back.
+  void EndBatch() {
+    active_ = false;
+    queries_.clear();
+    queries_.shrink_to_fit();
     pending_.clear();
-    for (uint32_t i = 0; i < specs_->size(); ++i) pending_.push_back(i);
-    done_ = 0;
+    open_ = 0;
   }
 
   void ReceiveAll() {
@@ -173,6 +202,15 @@ class FarmRouter {
       return;
     }
     if (w == nullptr) {
+      // A worker we dropped (lost) or that reconnected before saying hello
+      // again: an answer to a query still open is as good as any.
+      if (auto* result = std::get_if<schema::StageResult>(&message)) {
+        if (QueryState* q = FindQuery(result->query_id); q != nullptr && !q->done) {
+          spdlog::debug("query {}: answered by a worker not (or no longer) joined",
+                        result->query_id);
+          Finish(static_cast<uint32_t>(result->query_id - first_id_), result->result);
+        }
+      }
       Refuse(routing_id, schema::RejectReason::kUnknownWorker, "say hello first");
       return;
     }
@@ -187,8 +225,22 @@ class FarmRouter {
 
   void Welcome(const std::string& routing_id, const schema::Hello& hello, zmq::message_t& payload) {
     if (auto old = workers_.find(routing_id); old != workers_.end()) {
-      // A worker that says hello again has dropped what it held.
-      Drop(routing_id, "said hello again");
+      WorkerState& w = old->second;
+      if (w.device.fingerprint == hello.device.fingerprint) {
+        // The same worker session on a new connection (its routing id is
+        // fixed for its life): it keeps measuring what it holds, and answers
+        // on the new connection are accepted. What was lost with the old
+        // connection is caught by the queries' deadlines.
+        w.capacity = hello.capacity;
+        w.heartbeat = milliseconds(hello.heartbeat_ms);
+        w.last_seen = Clock::now();
+        spdlog::info("worker {} reconnected; it keeps its {} queries", hello.worker_id,
+                     w.outstanding.size());
+        SendTo(w, schema::Encode(
+                      schema::Heartbeat{static_cast<uint32_t>(options_.heartbeat.count())}));
+        return;
+      }
+      Drop(routing_id, "said hello again as another device");
     }
     std::string address = "inproc";
     try {
@@ -233,7 +285,7 @@ class FarmRouter {
   // The query `offset` of the current batch, or null for an id of another.
   QueryState* FindQuery(uint64_t query_id) {
     const uint64_t offset = query_id - first_id_;
-    return specs_ != nullptr && offset < queries_.size() ? &queries_[offset] : nullptr;
+    return active_ && offset < queries_.size() ? &queries_[offset] : nullptr;
   }
 
   void Complete(WorkerState& w, const schema::StageResult& result) {
@@ -253,14 +305,15 @@ class FarmRouter {
   }
 
   void Finish(uint32_t offset, const MeasureResult& result) {
-    queries_[offset].done = true;
-    queries_[offset].holder.clear();
-    if (++done_ == queries_.size()) {
-      specs_ = nullptr;  // the caller's specs may go away once it has every result
-      pending_.clear();
-    }
+    QueryState& q = queries_[offset];
+    q.done = true;
+    q.holder.clear();
+    std::string().swap(q.bytes);
+    --open_;
     {
       std::lock_guard lock(shared_.mutex);
+      // The caller may have closed the batch (and opened another) meanwhile.
+      if (!shared_.batch.open || shared_.batch.generation != generation_) return;
       shared_.arrived.push_back({offset, result});
     }
     shared_.changed.notify_all();
@@ -315,7 +368,7 @@ class FarmRouter {
       }
     }
     for (const std::string& id : lost) Drop(id, "lost");
-    if (shared_.matching > 0 || specs_ == nullptr) {
+    if (shared_.matching > 0 || !active_ || open_ == 0) {
       no_worker_since_.reset();
     } else {
       // Measuring with nobody to measure: wait a while for workers to come
@@ -328,7 +381,7 @@ class FarmRouter {
         std::lock_guard lock(shared_.mutex);
         shared_.fatal = "no worker served '" + options_.device + "' for " +
                         std::to_string(options_.wait_for_workers.count() / 1000) + " s with " +
-                        std::to_string(queries_.size() - done_) +
+                        std::to_string(open_) +
                         " stages left; every result received is stored, so a rerun resumes";
         shared_.changed.notify_all();
       }
@@ -365,7 +418,7 @@ class FarmRouter {
   }
 
   void Dispatch() {
-    if (specs_ == nullptr) return;
+    if (!active_) return;
     std::vector<std::string> unreachable;
     for (auto& [id, w] : workers_) {
       if (!w.matches) continue;
@@ -373,9 +426,7 @@ class FarmRouter {
         std::optional<uint32_t> next = NextPending();
         if (!next) break;
         const uint64_t query_id = first_id_ + *next;
-        const std::string bytes =
-            schema::EncodeQuery(query_id, *(*specs_)[*next], batch_size_, settings_);
-        const Sent sent = SendTo(w, bytes);
+        const Sent sent = SendTo(w, queries_[*next].bytes);
         if (sent != Sent::kYes) {
           pending_.push_front(*next);
           if (sent == Sent::kGone) unreachable.push_back(id);
@@ -437,13 +488,12 @@ class FarmRouter {
   FarmShared& shared_;
   zmq::socket_t& router_;
   zmq::socket_t& control_;
-  const std::vector<const StageSpec*>* specs_ = nullptr;
-  int batch_size_ = 1;
-  MeasureSettings settings_;
-  uint64_t next_query_id_ = 0, first_id_ = 0;
+  net::HandshakeMonitor* monitor_;
+  bool active_ = false;  // a batch is open
+  uint64_t generation_ = 0, first_id_ = 0;
   std::vector<QueryState> queries_;
   std::deque<uint32_t> pending_;
-  size_t done_ = 0;
+  size_t open_ = 0;  // queries posted to the router and not answered yet
   std::map<std::string, WorkerState> workers_;
   std::optional<Clock::time_point> no_worker_since_;
   int64_t malformed_ = 0;
@@ -452,8 +502,9 @@ class FarmRouter {
 }  // namespace
 
 void RunFarmRouter(const FarmOptions& options, FarmShared& shared, zmq::socket_t& router,
-                   zmq::socket_t& control) {
-  FarmRouter(options, shared, router, control).Run();
+                   zmq::socket_t& control, net::HandshakeMonitor* monitor,
+                   std::stop_token stop) noexcept {
+  FarmRouter(options, shared, router, control, monitor).Run(stop);
 }
 
 }  // namespace ios::coordinator::detail

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -17,34 +18,51 @@ namespace zmq {
 class socket_t;
 }
 
+namespace ios::net {
+class HandshakeMonitor;
+}
+
 namespace ios::coordinator::detail {
 
-//! A MeasureAll call's queries; `specs` belongs to the caller.
+//! One query of a batch, encoded (and checked) on the caller's thread. The
+//! router owns these bytes: it never reads the caller's specs, so MeasureAll
+//! may return, and its caller free them, whatever the router is doing.
+struct PostedQuery {
+  uint32_t offset = 0;  // into the batch's specs
+  std::string bytes;    // the encoded StageQuery, id first_query_id + offset
+};
+
+//! The batch a MeasureAll call is measuring.
 struct FarmBatch {
-  const std::vector<const StageSpec*>* specs = nullptr;
-  int batch_size = 1;
-  MeasureSettings settings;
+  uint64_t generation = 0;      // one per MeasureAll call; 0: none yet
+  bool open = false;            // false once the caller has closed it
+  uint64_t first_query_id = 0;  // the query of `offset` has id first_query_id + offset
+  size_t size = 0;              // specs in the batch (some answered by the caller)
 };
 
 //! What the caller's thread and the router thread share; every field but
-//! `matching` under `mutex`, changes announced on `changed`.
+//! `matching` under `mutex`, changes announced on `changed`. The caller
+//! changes `batch` and `posted` and then sends "u" on the control socket.
 struct FarmShared {
   mutable std::mutex mutex;
   mutable std::condition_variable changed;
   std::optional<DeviceInfo> device;             // fixed by the first serving worker
-  std::map<std::string, WorkerReport> reports;  // one per connection, ever
+  std::map<std::string, WorkerReport> reports;  // one per worker session, ever
   int joined = 0;
   std::atomic<int> matching{0};        // serving workers connected now
-  FarmBatch batch;                     // posted by the caller, then "b" on control
-  std::vector<IndexedResult> arrived;  // results not yet handed to the caller
-  bool batch_closed = false;           // the router has let go of batch.specs
+  FarmBatch batch;                     // set by the caller
+  std::vector<PostedQuery> posted;     // of `batch`, not yet taken by the router
+  std::vector<IndexedResult> arrived;  // of `batch`, not yet handed to the caller
   std::string fatal;                   // the router thread failed; non-empty ends waits
 };
 
-//! Runs the router thread until "s" arrives on `control` (a pair socket):
-//! "b" starts the posted batch, "c" closes it. Closes both sockets before
-//! returning; a failure is reported through `shared.fatal`, never thrown.
+//! Runs the router thread until `stop` is requested or "s" arrives on
+//! `control` (a pair socket); "u" says `shared.batch` or `shared.posted`
+//! changed. Polls `monitor` (may be null) for failed handshakes. Closes
+//! `router` and `control` before returning; never throws: a failure is
+//! reported through `shared.fatal`.
 void RunFarmRouter(const FarmOptions& options, FarmShared& shared, zmq::socket_t& router,
-                   zmq::socket_t& control);
+                   zmq::socket_t& control, net::HandshakeMonitor* monitor,
+                   std::stop_token stop) noexcept;
 
 }  // namespace ios::coordinator::detail

@@ -36,7 +36,7 @@ constexpr const char* kFieldCharacters =
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_";
 constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
 constexpr const char* kZapDomain = "ios-farm";  // the ZAP domain of our CURVE servers
-// How often the ZAP thread checks its stop flag: the longest a destructor waits.
+// How often the ZAP thread checks for a stop request: the longest a destructor waits.
 constexpr std::chrono::milliseconds kZapPollInterval{50};
 // ZMQ_ZAP_ENFORCE_DOMAIN is a DRAFT option in libzmq 4.3 (zmq.h hides it
 // without ZMQ_BUILD_DRAFT_API); its number is stable since 4.3.0.
@@ -375,19 +375,20 @@ struct CurveAuthenticator::State {
       : socket(context, zmq::socket_type::rep), allowed(keys.begin(), keys.end()) {}
 
   //! The thread's loop: answers ZAP requests until `stop`, then closes `socket`.
-  void Serve() noexcept;
+  void Serve(const std::stop_token& stop) noexcept;
   //! The ZAP reply to one request; never throws for a malformed request.
   Frames Answer(const Frames& request);
 
   zmq::socket_t socket;  // bound by the constructor, then used by `thread` only
   const std::unordered_set<std::string> allowed;  // Z85 public keys
-  std::atomic<bool> stop{false};
   std::atomic<int64_t> accepted{0}, refused{0};
-  std::thread thread;  // last: it starts once everything above exists
+  // Last: it starts once everything above exists, and is stopped and joined
+  // before any of it goes, however the State goes.
+  std::jthread thread;
 };
 
-void CurveAuthenticator::State::Serve() noexcept {
-  while (!stop.load()) {
+void CurveAuthenticator::State::Serve(const std::stop_token& stop) noexcept {
+  while (!stop.stop_requested()) {
     try {
       Frames request;
       // rcvtimeo is kZapPollInterval: nothing came, check `stop` again.
@@ -484,12 +485,12 @@ CurveAuthenticator::CurveAuthenticator(Context& context,
                 (e.num() == EADDRINUSE ? " (this context already has a ZAP handler)" : ""));
   }
   State* raw = state.get();  // outlives the thread: ~CurveAuthenticator joins first
-  state->thread = std::thread([raw] { raw->Serve(); });
+  state->thread = std::jthread([raw](std::stop_token stop) { raw->Serve(stop); });
   state_ = std::move(state);
 }
 
 CurveAuthenticator::~CurveAuthenticator() {
-  state_->stop.store(true);
+  state_->thread.request_stop();
   if (state_->thread.joinable()) state_->thread.join();
 }
 

@@ -418,8 +418,9 @@ Message ReadBody(wire::Envelope::Reader in) {
                      std::to_string(static_cast<uint16_t>(in.which())));
 }
 
-DecodeError Failure(DecodeError::Kind kind, std::string message) {
-  return DecodeError{kind, std::move(message), 0};
+DecodeError Failure(DecodeError::Kind kind, std::string message,
+                    std::optional<uint64_t> query_id = std::nullopt) {
+  return DecodeError{kind, std::move(message), 0, query_id};
 }
 
 }  // namespace
@@ -497,6 +498,7 @@ std::variant<Message, DecodeError> Decode(std::string_view bytes) {
     return Failure(Kind::kMalformed,
                    std::to_string(bytes.size()) + " bytes: not a whole number of 8-byte words");
   }
+  std::optional<uint64_t> query_id;  // read first, so that a refusal can name it
   try {
     // ZeroMQ frames carry no alignment guarantee; capnp reads words in place.
     kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
@@ -519,19 +521,20 @@ std::variant<Message, DecodeError> Decode(std::string_view bytes) {
       return DecodeError{Kind::kVersionMismatch,
                          "protocol version " + std::to_string(version) + ", expected " +
                              std::to_string(kProtocolVersion),
-                         version};
+                         version, std::nullopt};
     }
+    if (envelope.which() == wire::Envelope::QUERY) query_id = envelope.getQuery().getQueryId();
     Message message = ReadBody(envelope);
     detail::Validate(message);
     return message;
   } catch (const InvalidField& e) {
-    return Failure(Kind::kInvalid, e.what());
+    return Failure(Kind::kInvalid, e.what(), query_id);
   } catch (const kj::Exception& e) {
-    return Failure(Kind::kMalformed, e.getDescription().cStr());
+    return Failure(Kind::kMalformed, e.getDescription().cStr(), query_id);
   } catch (const std::exception& e) {
-    return Failure(Kind::kMalformed, e.what());
+    return Failure(Kind::kMalformed, e.what(), query_id);
   } catch (...) {
-    return Failure(Kind::kMalformed, "unreadable message");
+    return Failure(Kind::kMalformed, "unreadable message", query_id);
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -92,6 +93,10 @@ struct DecodeError {
   Kind kind = Kind::kMalformed;
   std::string message;  // names the field and what was expected
   uint32_t version = 0;  // the peer's version, for kVersionMismatch
+  //! A StageQuery's id when it could be read although the query was refused
+  //! (e.g. a stage beyond the budgets): the worker answers that id with an
+  //! error instead of leaving the coordinator waiting.
+  std::optional<uint64_t> query_id;
 };
 const char* ToString(DecodeError::Kind kind);
 

@@ -7,10 +7,12 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <zmq.hpp>
 
 #include "common/error.h"
+#include "net/endpoint.h"
 #include "schema/protocol.h"
 
 namespace ios::worker {
@@ -28,6 +30,31 @@ std::string DefaultWorkerId() {
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// The DEALER's routing id for the life of this Worker: fixed across
+// reconnections, so the coordinator takes answers sent on a new connection
+// as this worker's; a random part, so two workers never share one. (libzmq:
+// at most 255 bytes, not starting with a zero byte.)
+std::string SessionRoutingId(const std::string& worker_id) {
+  std::random_device entropy;
+  char nonce[20];
+  std::snprintf(nonce, sizeof nonce, "%08x%08x", entropy(), entropy());
+  return "w" + std::string(nonce) + ":" + worker_id.substr(0, 200);
+}
+
+// A query the worker could identify but not accept: answered with an error
+// rather than left to the coordinator's deadline. A stage outside the
+// protocol's budgets is a fact about the stage; bytes that do not decode are
+// not (they could be damaged on the way).
+schema::StageResult RefusalOf(const schema::DecodeError& error) {
+  schema::StageResult answer{error.query_id.value_or(0), {}};
+  answer.result.error = error.kind == schema::DecodeError::Kind::kInvalid
+                            ? MeasureError::kUnsupported
+                            : MeasureError::kBackendFailure;
+  answer.result.error_message =
+      std::string("the worker refused the query (") + ToString(error.kind) + "): " + error.message;
+  return answer;
+}
+
 }  // namespace
 
 struct Worker::Impl {
@@ -37,12 +64,30 @@ struct Worker::Impl {
     if (options.capacity < 1) throw Error("worker capacity must be >= 1");
     if (options.heartbeat.count() < 10) throw Error("worker heartbeat must be >= 10 ms");
     if (!options.announce) announce_level = spdlog::level::debug;
+    if (const std::string problem =
+            net::EndpointProblem(options.endpoint, net::EndpointUse::kConnect);
+        !problem.empty()) {
+      throw Error("--connect '" + options.endpoint + "': " + problem);
+    }
+    routing_id = SessionRoutingId(options.worker_id);
     // Unique within the context: embedded farms run several workers in one.
     results_endpoint =
         "inproc://ios-worker-results-" + std::to_string(reinterpret_cast<uintptr_t>(this));
   }
 
   // --- The measuring thread: one stage at a time, in arrival order. ---
+  void MeasureThread() noexcept {
+    try {
+      MeasureLoop();
+    } catch (const std::exception& e) {
+      // Only the results socket can fail here (the context going away):
+      // nothing more can be answered, and Serve's deadlines cover the rest.
+      spdlog::error("worker {}: measuring thread: {}", options.worker_id, e.what());
+    } catch (...) {
+      spdlog::error("worker {}: measuring thread: unknown exception", options.worker_id);
+    }
+  }
+
   void MeasureLoop() {
     zmq::socket_t results(context.zmq(), zmq::socket_type::pair);
     results.set(zmq::sockopt::linger, 0);
@@ -120,6 +165,7 @@ struct Worker::Impl {
     zmq::socket_t dealer(context.zmq(), zmq::socket_type::dealer);
     dealer.set(zmq::sockopt::linger, 0);
     dealer.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(schema::kMaxMessageBytes));
+    dealer.set(zmq::sockopt::routing_id, routing_id);
     if (options.curve_keys) {
       net::MakeCurveClient(dealer, *options.curve_keys, options.curve_server_key);
     }
@@ -168,7 +214,19 @@ struct Worker::Impl {
               return Session::kVersionMismatch;
             }
             // Logged, but not so often that a flood of garbage floods the log too.
-            if (++bad_messages <= 10 || bad_messages % 1000 == 0) {
+            const bool log = ++bad_messages <= 10 || bad_messages % 1000 == 0;
+            if (error->query_id) {
+              // A query we can name but not accept: say so, never stay silent.
+              ++failed;
+              if (log) {
+                spdlog::warn("refused query {} ({} so far): {}: {}", *error->query_id, bad_messages,
+                             ToString(error->kind), error->message);
+              }
+              Send(dealer, schema::Encode(RefusalOf(*error)));
+              next_heartbeat = Clock::now() + own_interval;
+              continue;
+            }
+            if (log) {
               spdlog::warn("dropped a bad message from the coordinator ({} so far): {}: {}",
                            bad_messages, ToString(error->kind), error->message);
             }
@@ -186,9 +244,10 @@ struct Worker::Impl {
               return Session::kVersionMismatch;
             }
             if (reject->reason == schema::RejectReason::kUnknownWorker) {
-              // A restarted coordinator: whatever we queued was for its predecessor.
+              // A coordinator that gave us up as lost, or a restarted one.
+              // What we hold is kept: the first still takes the answers, the
+              // second ignores them (its query ids are its own).
               spdlog::info("coordinator does not know this worker (restarted?); saying hello");
-              DropQueued();
               SendHello(dealer);
             } else {
               spdlog::warn("coordinator refused a message: {}", reject->message);
@@ -214,8 +273,16 @@ struct Worker::Impl {
       const auto after = Clock::now();
       const auto silence_limit = options.liveness * std::max(own_interval, peer_interval);
       if (after - last_heard > silence_limit) {
-        spdlog::warn("coordinator silent for {:.1f} s; reconnecting", Seconds(after - last_heard));
-        DropQueued();
+        if (heard_anything) {
+          // Queued queries are kept: a coordinator behind a network blip
+          // still wants them, and accepts them on the next connection.
+          spdlog::warn("coordinator silent for {:.1f} s; reconnecting",
+                       Seconds(after - last_heard));
+        } else {
+          spdlog::log(announce_level, "no answer from coordinator at {} yet{}; trying again",
+                      options.endpoint,
+                      options.curve_keys ? " (with CURVE: is --curve-server-key its .pub?)" : "");
+        }
         return Session::kLost;
       }
       if (after >= next_heartbeat) {
@@ -231,19 +298,20 @@ struct Worker::Impl {
     zmq::socket_t results(context.zmq(), zmq::socket_type::pair);
     results.set(zmq::sockopt::linger, 0);
     results.bind(results_endpoint);
-    std::thread measurer([this] { MeasureLoop(); });
-    struct JoinOnExit {
+    // The measuring thread's stop path is `stopping` (it waits on `wake`).
+    struct StopOnExit {
       Impl& impl;
-      std::thread& thread;
-      ~JoinOnExit() {
+      ~StopOnExit() {
         {
           std::lock_guard lock(impl.mutex);
           impl.stopping = true;
         }
         impl.wake.notify_all();
-        thread.join();
       }
-    } join_on_exit{*this, measurer};
+    };
+    std::jthread measurer;  // declared before the stopper: joined after it has stopped
+    StopOnExit stop_on_exit{*this};
+    measurer = std::jthread([this] { MeasureThread(); });
     const DeviceInfo& device = backend->Device();
     spdlog::log(announce_level,
                 "worker {}: device {}{}, fingerprint {}, capacity {}, coordinator {}",
@@ -276,6 +344,7 @@ struct Worker::Impl {
   net::Context& context;
   std::unique_ptr<Backend> backend;
   WorkerOptions options;
+  std::string routing_id;  // of every connection this worker makes
   std::string results_endpoint;
   milliseconds backoff{0};
   spdlog::level::level_enum announce_level = spdlog::level::info;

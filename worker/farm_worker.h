@@ -41,7 +41,10 @@ struct WorkerCounters {
 
 class Worker {
  public:
-  //! Borrows `context`, which must outlive the worker.
+  //! Borrows `context`, which must outlive the worker. Throws ios::Error on
+  //! an invalid endpoint, capacity or heartbeat. Every connection the worker
+  //! makes carries one routing id, fixed for the worker's life, so the
+  //! coordinator takes what it sends after a reconnection as its own.
   Worker(net::Context& context, std::unique_ptr<Backend> backend, WorkerOptions options);
   ~Worker();
   Worker(const Worker&) = delete;
@@ -50,8 +53,11 @@ class Worker {
   //! Serves coordinators until `stop` is requested (checked at least every
   //! 100 ms). Measures on a second thread so heartbeats flow during long
   //! timings. A coordinator of another protocol version is logged and
-  //! retried at the longest back-off. Call once. Throws ios::Error if the
-  //! endpoint is invalid.
+  //! retried at the longest back-off. Queued queries survive a lost
+  //! connection (they are dropped only when the coordinator says it is
+  //! shutting down). A query that names its id but fails the protocol's
+  //! checks is answered with an error. Call once. Throws ios::Error if ZeroMQ
+  //! refuses the endpoint.
   void Run(std::stop_token stop);
 
   //! Counts so far; safe from any thread.

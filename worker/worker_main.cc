@@ -1,16 +1,19 @@
 // ios-worker: one per GPU. Connects to an ios-coordinator, measures the
 // stages it is sent and answers each; reconnects when the coordinator
-// restarts. Runs until SIGINT or SIGTERM.
+// restarts. Runs until SIGINT or SIGTERM. Exit codes: 0 after a signal, 1
+// when the worker cannot start (bad key file, backend), 2 for a bad option.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <thread>
 
 #include "net/context.h"
 #include "net/curve.h"
+#include "net/endpoint.h"
 #include "worker/farm_worker.h"
 
 namespace {
@@ -27,18 +30,21 @@ class StopOnSignal {
     waiter_ = std::jthread([this](std::stop_token) {
       int signal = 0;
       sigwait(&signals_, &signal);
-      if (signal != 0) spdlog::info("signal {}: stopping", signal);
+      // Not when our own destructor woke it: that is no signal to report.
+      if (signal != 0 && !leaving_.load()) spdlog::info("signal {}: stopping", signal);
       source_.request_stop();
     });
   }
   ~StopOnSignal() {
     // Wake the waiter if no signal came.
+    leaving_.store(true);
     if (!source_.stop_requested()) pthread_kill(waiter_.native_handle(), SIGTERM);
   }
   std::stop_token token() const { return source_.get_token(); }
 
  private:
   sigset_t signals_{};
+  std::atomic<bool> leaving_{false};
   std::stop_source source_;
   std::jthread waiter_;
 };
@@ -99,9 +105,19 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e [%l] %v");
   if (curve_server_key.empty() != curve_key.empty()) {
     std::fprintf(stderr, "ios-worker: error: --curve-server-key and --curve-key go together\n");
-    return 1;
+    return 2;
+  }
+  if (const std::string problem =
+          net::EndpointProblem(options.endpoint, net::EndpointUse::kConnect);
+      !problem.empty()) {
+    std::fprintf(stderr, "ios-worker: error: --connect '%s': %s\n", options.endpoint.c_str(),
+                 problem.c_str());
+    return 2;
   }
   try {
+    // First, so that every thread started from here on (ZeroMQ's, a GPU
+    // runtime's) inherits the blocked signals. A configuration error below
+    // ends it quietly: the error is the only thing said.
     StopOnSignal stop;
     options.heartbeat = std::chrono::milliseconds(heartbeat_ms);
     if (!curve_key.empty()) {

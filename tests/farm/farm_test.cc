@@ -1,8 +1,14 @@
 // The farm in one process: embedded workers over inproc://, real
 // ios::worker::Worker threads over loopback TCP, and hand-driven fake peers
 // that misbehave on purpose. Every wait is bounded.
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "common/error.h"
@@ -17,15 +23,24 @@ namespace {
 class WorkerThread {
  public:
   WorkerThread(net::Context& context, const std::string& endpoint, const std::string& backend,
-               std::chrono::milliseconds heartbeat = 50ms) {
+               std::chrono::milliseconds heartbeat = 50ms, double sim_delay_ms = 0) {
     worker::WorkerOptions options;
     options.endpoint = endpoint;
     options.worker_id = "thread-" + backend;
     options.heartbeat = heartbeat;
     options.reconnect_min = 20ms;
     options.reconnect_max = 100ms;
-    worker_ = std::make_unique<worker::Worker>(context, worker::CreateBackend(backend), options);
-    thread_ = std::jthread([this](std::stop_token stop) { worker_->Run(stop); });
+    worker::BackendOptions backend_options;
+    backend_options.sim_delay_ms = sim_delay_ms;
+    worker_ = std::make_unique<worker::Worker>(
+        context, worker::CreateBackend(backend, backend_options), options);
+    thread_ = std::jthread([this](std::stop_token stop) {
+      try {
+        worker_->Run(stop);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "worker thread: " << e.what();
+      }
+    });
   }
   ~WorkerThread() {
     thread_.request_stop();
@@ -36,6 +51,98 @@ class WorkerThread {
  private:
   std::unique_ptr<worker::Worker> worker_;
   std::jthread thread_;
+};
+
+// A logger sink that holds the thread logging a message containing
+// `trigger` until Release(): a way to stall the farm's router thread at a
+// known point.
+class StallingSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit StallingSink(std::string trigger) : trigger_(std::move(trigger)) {}
+  //! Whether a thread got stuck on the trigger within `timeout`.
+  bool WaitUntilStalled(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(state_mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return stalled_; });
+  }
+  void Release() {
+    {
+      std::lock_guard lock(state_mutex_);
+      released_ = true;
+    }
+    changed_.notify_all();
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    if (std::string_view(msg.payload.data(), msg.payload.size()).find(trigger_) ==
+        std::string_view::npos) {
+      return;
+    }
+    std::unique_lock lock(state_mutex_);
+    stalled_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return released_; });
+  }
+  void flush_() override {}
+
+ private:
+  const std::string trigger_;
+  std::mutex state_mutex_;
+  std::condition_variable changed_;
+  bool stalled_ = false, released_ = false;
+};
+
+// Installs `sink` as the default logger's only sink for the object's life.
+class ScopedLogger {
+ public:
+  explicit ScopedLogger(std::shared_ptr<spdlog::sinks::sink> sink)
+      : previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("farm-test", std::move(sink)));
+  }
+  ~ScopedLogger() { spdlog::set_default_logger(previous_); }
+
+ private:
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+// The first single-convolution stage of `stages`.
+StageSpec OneConvStage(const ZooStages& stages) {
+  for (const StageSpec& spec : stages.specs) {
+    if (spec.groups.size() == 1 && spec.groups[0].size() == 1 &&
+        spec.groups[0][0].op.kind == OpKind::kConv && spec.groups[0][0].inputs.size() == 1) {
+      return spec;
+    }
+  }
+  ADD_FAILURE() << "no single-convolution stage";
+  return stages.specs.at(0);
+}
+
+// Stages no worker accepts: each beyond one of the wire protocol's budgets.
+struct BeyondTheLimits {
+  const char* name;
+  void (*edit)(StageSpec&);
+  const char* expected;  // in the error message
+};
+
+const BeyondTheLimits kBeyondTheLimits[] = {
+    {"65,537 output channels",
+     [](StageSpec& s) {
+       s.groups[0][0].op.conv.out_channels = 65537;
+       s.groups[0][0].output.c = 65537;
+     },
+     "outChannels: 65537 out of range"},
+    {"1,025 terms",
+     [](StageSpec& s) { s.groups[0][0].inputs.resize(1025, s.groups[0][0].inputs[0]); },
+     "1025 entries, at most 1024"},
+    {"65 sequential steps",
+     [](StageSpec& s) {
+       OpParams step;
+       step.kind = OpKind::kActivation;
+       step.act = Activation::kRelu;
+       s.groups[0][0].op.kind = OpKind::kSequential;
+       s.groups[0][0].op.chain.assign(65, step);
+     },
+     "65 entries, at most 64"},
 };
 
 const coordinator::WorkerReport* FindReport(const std::vector<coordinator::WorkerReport>& reports,
@@ -96,7 +203,8 @@ TEST(FarmTest, WorkerOfAnotherDeviceClassGetsNoQueries) {
   ASSERT_EQ(farm->Workers().size(), 2u);
   MeasureEach(*farm, stages.pointers);
   EXPECT_EQ(k80.worker().counters().measured, 0);
-  const auto* report = FindReport(farm->Workers(), "thread-sim:k80");
+  const auto reports = farm->Workers();  // FindReport points into it
+  const auto* report = FindReport(reports, "thread-sim:k80");
   ASSERT_NE(report, nullptr);
   EXPECT_FALSE(report->matches);
   EXPECT_EQ(report->answered, 0);
@@ -112,7 +220,8 @@ TEST(FarmTest, SilentWorkerIsDeclaredLostAndItsQueriesAreMeasuredElsewhere) {
   Peer hung = Peer::FakeWorker(context, *farm, /*capacity=*/8);  // then never a word again
   const std::vector<MeasureResult> results = MeasureEach(*farm, stages.pointers);
   for (const MeasureResult& r : results) EXPECT_TRUE(r.ok()) << r.error_message;
-  const auto* report = FindReport(farm->Workers(), "fake");
+  const auto reports = farm->Workers();  // FindReport points into it
+  const auto* report = FindReport(reports, "fake");
   ASSERT_NE(report, nullptr);
   EXPECT_GT(report->requeued, 0) << "the hung worker was given work and it went elsewhere";
   EXPECT_FALSE(report->connected);
@@ -165,9 +274,11 @@ TEST(FarmTest, DuplicateAndUnknownResultsAreIgnored) {
   const auto results = measuring.get();  // MeasureEach checks "exactly once"
   for (const MeasureResult& r : results) EXPECT_EQ(r.median_ms, 1.5);
   // Give the farm a moment to see the last duplicate.
-  const coordinator::WorkerReport* report = nullptr;
+  std::vector<coordinator::WorkerReport> reports;
+  const coordinator::WorkerReport* report = nullptr;  // into `reports`
   for (int i = 0; i < 100; ++i) {
-    report = FindReport(farm->Workers(), "fake");
+    reports = farm->Workers();
+    report = FindReport(reports, "fake");
     if (report != nullptr && report->late >= 5) break;
     std::this_thread::sleep_for(10ms);
   }
@@ -305,6 +416,269 @@ TEST(FarmTest, WorkerReconnectsToARestartedCoordinatorAndServesIt) {
   for (const MeasureResult& r : MeasureEach(*second, stages.pointers)) EXPECT_TRUE(r.ok());
   EXPECT_GE(worker->worker().counters().connects, 2);
   EXPECT_EQ(worker->worker().counters().measured, 20);
+}
+
+// Issue 7 item 1: a backend that cannot be made is an error, thrown before
+// any thread starts (it used to unwind a running std::thread: abort).
+TEST(FarmTest, StartWithAnUnknownBackendThrowsInsteadOfAborting) {
+  for (const char* backend : {"v100", "cuda", "cpu", "sim", "", "sim:nope"}) {
+    FarmOptions options = FastOptions();
+    options.local_workers = 2;
+    options.local_backend = backend;
+    options.device = backend;
+    EXPECT_THROW(Farm::Start(options), Error) << "backend '" << backend << "'";
+  }
+  FarmOptions options = FastOptions();
+  options.bind = "tcp://127.0.0.1:99999";
+  EXPECT_THROW(Farm::Start(options), Error);
+}
+
+// Issue 7 item 3: a stage no worker accepts is answered at once, locally,
+// as unsupported: never sent, never retried, never a timeout.
+TEST(FarmTest, StageBeyondTheWireLimitsIsAnsweredUnsupportedWithoutReachingAWorker) {
+  const ZooStages valid = StagesOf("squeezenet", 6);
+  std::vector<StageSpec> refused;
+  for (const BeyondTheLimits& c : kBeyondTheLimits) {
+    refused.push_back(OneConvStage(valid));
+    c.edit(refused.back());
+  }
+  std::vector<const StageSpec*> specs;
+  for (size_t i = 0; i < valid.specs.size(); ++i) {
+    specs.push_back(&valid.specs[i]);
+    if (i < refused.size()) specs.push_back(&refused[i]);
+  }
+  FarmOptions options = FastOptions();
+  options.local_workers = 1;
+  options.max_attempts = 1;
+  auto farm = Farm::Start(options);
+  const std::vector<MeasureResult> results = MeasureEach(*farm, specs);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto bad = std::find(specs.begin(), specs.end(), specs[i]) - specs.begin();
+    const auto refused_index = std::find_if(refused.begin(), refused.end(),
+                                            [&](const StageSpec& r) { return &r == specs[i]; });
+    if (refused_index == refused.end()) {
+      EXPECT_TRUE(results[i].ok()) << results[i].error_message;
+      continue;
+    }
+    const BeyondTheLimits& c = kBeyondTheLimits[refused_index - refused.begin()];
+    EXPECT_EQ(results[i].error, MeasureError::kUnsupported) << c.name << " (#" << bad << ")";
+    EXPECT_NE(results[i].error_message.find(c.expected), std::string::npos)
+        << c.name << ": " << results[i].error_message;
+  }
+  int64_t answered = 0, requeued = 0;
+  for (const auto& report : farm->Workers()) {
+    answered += report.answered;
+    requeued += report.requeued;
+  }
+  EXPECT_EQ(answered, static_cast<int64_t>(valid.specs.size())) << "only valid stages are sent";
+  EXPECT_EQ(requeued, 0);
+}
+
+// Issue 7 item 3: a worker that can read a query's id but refuses the
+// query answers that id with an error; it never stays silent.
+TEST(FarmTest, WorkerAnswersAQueryItRefusesWithAnErrorForItsId) {
+  net::Context context;
+  Peer coordinator(context, zmq::socket_type::router);
+  const std::string endpoint = coordinator.BindLoopback();
+  WorkerThread worker(context, endpoint, "sim:v100", /*heartbeat=*/5s);
+  ASSERT_TRUE(coordinator.ReceiveA<schema::Hello>(5s).has_value());
+  const ZooStages stages = StagesOf("squeezenet", 6);
+  uint64_t id = 9000;
+  for (const BeyondTheLimits& c : kBeyondTheLimits) {
+    StageSpec spec = OneConvStage(stages);
+    c.edit(spec);
+    coordinator.Send(schema::EncodeQuery(++id, spec, 1, MeasureSettings{}));
+    const auto result = coordinator.ReceiveA<schema::StageResult>(5s);
+    ASSERT_TRUE(result.has_value()) << c.name << ": no answer";
+    EXPECT_EQ(result->query_id, id) << c.name;
+    EXPECT_EQ(result->result.error, MeasureError::kUnsupported) << c.name;
+    EXPECT_NE(result->result.error_message.find(c.expected), std::string::npos)
+        << result->result.error_message;
+  }
+  // Within the budgets but inconsistent: refused as well, and answered.
+  StageSpec inconsistent = OneConvStage(stages);
+  inconsistent.groups[0][0].output.c += 1;
+  coordinator.Send(schema::EncodeQuery(++id, inconsistent, 1, MeasureSettings{}));
+  const auto result = coordinator.ReceiveA<schema::StageResult>(5s);
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(result->query_id, id);
+  EXPECT_EQ(result->result.error, MeasureError::kUnsupported);
+  EXPECT_NE(result->result.error_message.find("output"), std::string::npos)
+      << result->result.error_message;
+  EXPECT_EQ(worker.worker().counters().measured, 0);
+}
+
+// Issue 7 item 9a: a worker keeps one routing id for its life, so the
+// coordinator knows a new connection of it for what it is.
+TEST(FarmTest, WorkerKeepsOneRoutingIdAcrossConnections) {
+  net::Context context;
+  Peer coordinator(context, zmq::socket_type::router);
+  const std::string endpoint = coordinator.BindLoopback();
+  WorkerThread worker(context, endpoint, "sim:v100");
+  ASSERT_TRUE(coordinator.ReceiveA<schema::Hello>(5s).has_value());
+  const std::string first = coordinator.last_peer();
+  // Another protocol version makes the worker start a new connection.
+  coordinator.Send(schema::EncodeWithVersion(schema::Heartbeat{50}, schema::kProtocolVersion + 1));
+  ASSERT_TRUE(coordinator.ReceiveA<schema::Hello>(5s).has_value()) << "a new connection's hello";
+  EXPECT_EQ(worker.worker().counters().connects, 2);
+  EXPECT_EQ(coordinator.last_peer(), first);
+  EXPECT_NE(first.find("thread-sim:v100"), std::string::npos) << first;
+}
+
+// Issue 7 item 9a: the same worker session on a new connection keeps the
+// queries it holds, and its answers sent there count: nothing re-queued.
+TEST(FarmTest, WorkerSessionOnANewConnectionKeepsItsQueriesAndItsAnswersCount) {
+  const ZooStages stages = StagesOf("squeezenet", 4);
+  FarmOptions options = LoopbackOptions(0);
+  options.heartbeat = 2s;  // the fake worker sends none: no loss while the test runs
+  auto farm = Farm::Start(options);
+  net::Context context;
+  const std::string routing_id = "w-test-session";
+  auto connect = [&] {
+    auto peer = std::make_unique<Peer>(context, zmq::socket_type::dealer);
+    peer->socket().set(zmq::sockopt::routing_id, routing_id);
+    peer->Connect(farm->BoundEndpoint());
+    peer->SendHello("sim:v100", /*capacity=*/4, /*heartbeat_ms=*/2000);
+    return peer;
+  };
+  auto first = connect();
+  auto measuring =
+      std::async(std::launch::async, [&] { return MeasureEach(*farm, stages.pointers); });
+  std::vector<uint64_t> held;
+  while (held.size() < 4) {
+    auto query = first->ReceiveA<schema::StageQuery>(5s);
+    ASSERT_TRUE(query.has_value()) << "got " << held.size() << " of 4 queries";
+    held.push_back(query->query_id);
+  }
+  first.reset();  // the connection is gone, the session goes on
+  auto second = connect();
+  MeasureResult answer;
+  answer.median_ms = 2.5;
+  for (uint64_t id : held) second->Send(schema::StageResult{id, answer});
+  const std::vector<MeasureResult> results = measuring.get();
+  for (const MeasureResult& r : results) EXPECT_EQ(r.median_ms, 2.5);
+  const auto reports = farm->Workers();
+  ASSERT_EQ(reports.size(), 1u) << "one session, one report";
+  EXPECT_EQ(reports[0].answered, 4);
+  EXPECT_EQ(reports[0].requeued, 0);
+  EXPECT_TRUE(reports[0].connected);
+  while (auto message = second->Receive(1ms)) {
+    EXPECT_FALSE(std::holds_alternative<schema::StageQuery>(*message)) << "a query sent twice";
+  }
+}
+
+// Issue 7 item 9b: the router owns what it sends. Stalled (here: inside a
+// log call) while the caller's MeasureAll ends and the caller changes its
+// specs, it still sends only the stages it was given, and MeasureAll does
+// not wait for it.
+TEST(FarmTest, StalledRouterSendsNothingOfSpecsChangedAfterMeasureAllReturned) {
+  ZooStages stages = StagesOf("squeezenet", 20);
+  std::set<std::string> given;
+  for (const StageSpec& spec : stages.specs) given.insert(spec.Key());
+  std::vector<StageSpec> others;
+  for (const StageSpec& spec : StagesOf("inception_v3", 400).specs) {
+    if (!given.contains(spec.Key())) others.push_back(spec);
+    if (others.size() == stages.specs.size()) break;
+  }
+  ASSERT_EQ(others.size(), stages.specs.size());
+
+  auto sink = std::make_shared<StallingSink>("dropped a bad message");
+  ScopedLogger logger(sink);
+  FarmOptions options = LoopbackOptions(0);
+  options.heartbeat = 2s;
+  auto farm = Farm::Start(options);
+  net::Context context;
+  Peer fake = Peer::FakeWorker(context, *farm, /*capacity=*/2);
+  auto measuring = std::async(std::launch::async, [&] {
+    try {
+      farm->MeasureAll(stages.pointers, 1, MeasureSettings{},
+                       [](std::span<const coordinator::IndexedResult>) {
+                         throw std::runtime_error("consumer failed");
+                       });
+    } catch (const std::runtime_error&) {
+    }
+  });
+  std::vector<uint64_t> held;
+  while (held.size() < 2) {
+    const auto query = fake.ReceiveA<schema::StageQuery>(5s);
+    ASSERT_TRUE(query.has_value());
+    EXPECT_TRUE(given.contains(query->stage.Key()));
+    held.push_back(query->query_id);
+  }
+  MeasureResult answer;
+  answer.median_ms = 1.0;
+  // The first answer reaches the consumer (which throws); the router stalls
+  // on the bad message and reads the second answer, which frees credit for
+  // more queries, only once it is released.
+  fake.Send(schema::StageResult{held[0], answer});
+  fake.Send(std::string(8, 'x'));
+  fake.Send(schema::StageResult{held[1], answer});
+  const bool stalled = sink->WaitUntilStalled(10s);
+  if (!stalled) sink->Release();
+  ASSERT_TRUE(stalled) << "the router never logged the bad message";
+  measuring.get();  // returns although the router has not read the close
+
+  for (size_t i = 0; i < stages.specs.size(); ++i) stages.specs[i] = others[i];
+  sink->Release();
+  while (auto message = fake.Receive(300ms)) {
+    if (auto* sent = std::get_if<schema::StageQuery>(&*message)) {
+      EXPECT_TRUE(given.contains(sent->stage.Key())) << "sent a stage changed after the call";
+    }
+  }
+}
+
+// Issue 7 item 9a, the worker's half: queries it holds survive a lost
+// connection and are answered on the next one (they used to be dropped).
+TEST(FarmTest, WorkerKeepsWhatItHoldsWhenItsCoordinatorGoesQuietAndAnswersOnTheNextConnection) {
+  net::Context context;
+  Peer coordinator(context, zmq::socket_type::router);
+  const std::string endpoint = coordinator.BindLoopback();
+  // This coordinator never sends a heartbeat: the worker gives each
+  // connection up after 3 x 50 ms, while every measurement takes 300 ms.
+  WorkerThread worker(context, endpoint, "sim:v100", /*heartbeat=*/50ms, /*sim_delay_ms=*/300);
+  ASSERT_TRUE(coordinator.ReceiveA<schema::Hello>(5s).has_value());
+  const std::string routing_id = coordinator.last_peer();
+  const ZooStages stages = StagesOf("squeezenet", 3);
+  std::set<uint64_t> sent;
+  for (size_t i = 0; i < stages.specs.size(); ++i) {
+    sent.insert(500 + i);
+    coordinator.Send(schema::StageQuery{500 + i, 1, MeasureSettings{}, stages.specs[i]});
+  }
+  std::set<uint64_t> answered;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (answered.size() < sent.size() && std::chrono::steady_clock::now() < deadline) {
+    if (auto result = coordinator.ReceiveA<schema::StageResult>(1s)) {
+      EXPECT_TRUE(result->result.ok()) << result->result.error_message;
+      EXPECT_EQ(coordinator.last_peer(), routing_id) << "answered as the same worker";
+      answered.insert(result->query_id);
+    }
+  }
+  EXPECT_EQ(answered, sent);
+  EXPECT_GE(worker.worker().counters().connects, 2) << "the answers came over new connections";
+  EXPECT_EQ(worker.worker().counters().dropped, 0);
+}
+
+// Issue 7 item 9b, as a stress for the sanitizer builds: batches ended by a
+// throwing consumer, their specs freed at once, leave nothing behind for the
+// next batch (no result of theirs, no read of freed specs).
+TEST(FarmTest, ManyBatchesEndedByAThrowingConsumerLeaveNothingBehind) {
+  FarmOptions options = FastOptions();
+  options.local_workers = 2;
+  auto farm = Farm::Start(options);
+  const ZooStages source = StagesOf("squeezenet", 60);
+  for (int round = 0; round < 30; ++round) {
+    auto specs = std::make_unique<std::vector<StageSpec>>(source.specs);
+    std::vector<const StageSpec*> pointers;
+    for (const StageSpec& spec : *specs) pointers.push_back(&spec);
+    EXPECT_THROW(farm->MeasureAll(pointers, 1 + round % 3, MeasureSettings{},
+                                  [](std::span<const coordinator::IndexedResult>) {
+                                    throw std::runtime_error("consumer failed");
+                                  }),
+                 std::runtime_error);
+    specs.reset();
+  }
+  const ZooStages stages = StagesOf("squeezenet", 30);
+  for (const MeasureResult& r : MeasureEach(*farm, stages.pointers)) EXPECT_TRUE(r.ok());
 }
 
 }  // namespace

@@ -157,6 +157,8 @@ class Peer {
   }
 
   zmq::socket_t& socket() { return socket_; }
+  //! ROUTER: the routing id of the last peer heard from.
+  const std::string& last_peer() const { return peer_; }
 
  private:
   zmq::socket_t socket_;

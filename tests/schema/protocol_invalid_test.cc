@@ -327,5 +327,22 @@ TEST(ProtocolTest, HugeListsAreRefusedBeforeTheyAreRead) {
   EXPECT_EQ(Failure(many).kind, Kind::kMalformed);
 }
 
+// A refused query still names its id, so that a worker can answer it with
+// an error instead of silence (issue 7 item 3); other messages name none.
+TEST(ProtocolTest, RefusedQueryNamesItsIdWhenItCouldBeRead) {
+  for (const InvalidCase& c : kInvalidQueries) {
+    StageQuery query = SampleQuery();
+    query.query_id = 0xfeedbeef12345678;
+    c.edit(query);
+    const DecodeError error = Failure(Encode(query));
+    ASSERT_TRUE(error.query_id.has_value()) << c.name;
+    EXPECT_EQ(*error.query_id, 0xfeedbeef12345678u) << c.name;
+  }
+  Hello hello = SampleHello();
+  hello.capacity = 0;
+  EXPECT_FALSE(Failure(Encode(hello)).query_id.has_value());
+  EXPECT_FALSE(Failure(EncodeWithVersion(SampleQuery(), kProtocolVersion + 1)).query_id);
+}
+
 }  // namespace
 }  // namespace ios::schema
