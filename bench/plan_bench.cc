@@ -55,8 +55,8 @@ int main(int argc, char** argv) {
         if (!(schedule.latency_ms > 0)) return 1;
       }
       std::printf("%-13s %-8s %9.3fs %9.3fs %9.3fs %12lld %10zu\n", model.name.c_str(),
-                  pruned ? "r3-s8" : "none", Median(enumerate_s), Median(solve_s),
-                  Median(total_s), static_cast<long long>(occurrences), distinct);
+                  pruned ? "r3-s8" : "none", Median(enumerate_s), Median(solve_s), Median(total_s),
+                  static_cast<long long>(occurrences), distinct);
       std::fflush(stdout);
     }
   }

@@ -27,33 +27,48 @@ std::optional<NodeId> Graph::Find(const std::string& node_name) const {
 
 const char* ToString(OpKind kind) {
   switch (kind) {
-    case OpKind::kInput: return "input";
-    case OpKind::kConv: return "conv";
-    case OpKind::kPool: return "pool";
-    case OpKind::kActivation: return "activation";
-    case OpKind::kEltwise: return "eltwise";
-    case OpKind::kIdentity: return "identity";
-    case OpKind::kSequential: return "sequential";
+    case OpKind::kInput:
+      return "input";
+    case OpKind::kConv:
+      return "conv";
+    case OpKind::kPool:
+      return "pool";
+    case OpKind::kActivation:
+      return "activation";
+    case OpKind::kEltwise:
+      return "eltwise";
+    case OpKind::kIdentity:
+      return "identity";
+    case OpKind::kSequential:
+      return "sequential";
   }
   return "?";
 }
 
 const char* ToString(Activation act) {
   switch (act) {
-    case Activation::kNone: return "none";
-    case Activation::kRelu: return "relu";
-    case Activation::kSigmoid: return "sigmoid";
-    case Activation::kTanh: return "tanh";
+    case Activation::kNone:
+      return "none";
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kSigmoid:
+      return "sigmoid";
+    case Activation::kTanh:
+      return "tanh";
   }
   return "?";
 }
 
 const char* ToString(PoolType type) {
   switch (type) {
-    case PoolType::kMax: return "max";
-    case PoolType::kAvg: return "avg";
-    case PoolType::kGlobalMax: return "global_max";
-    case PoolType::kGlobalAvg: return "global_avg";
+    case PoolType::kMax:
+      return "max";
+    case PoolType::kAvg:
+      return "avg";
+    case PoolType::kGlobalMax:
+      return "global_max";
+    case PoolType::kGlobalAvg:
+      return "global_avg";
   }
   return "?";
 }
@@ -208,9 +223,10 @@ Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,
                     " does not divide input channels " + std::to_string(in.c) +
                     " and out_channels " + std::to_string(c.out_channels));
       }
-      return {c.out_channels,
-              WindowOutput(in.h, c.kernel.h, c.stride.h, c.padding.h, c.dilation.h, where, "height"),
-              WindowOutput(in.w, c.kernel.w, c.stride.w, c.padding.w, c.dilation.w, where, "width")};
+      return {
+          c.out_channels,
+          WindowOutput(in.h, c.kernel.h, c.stride.h, c.padding.h, c.dilation.h, where, "height"),
+          WindowOutput(in.w, c.kernel.w, c.stride.w, c.padding.w, c.dilation.w, where, "width")};
     }
     case OpKind::kPool: {
       const PoolParams& p = op.pool;
@@ -282,8 +298,8 @@ void InferShapes(Graph& graph) {
         if (k == 0) {
           term_shape = slice_shape;
         } else if (!(slice_shape == term_shape)) {
-          throw Error(where + ": inputs: summed slices differ in shape (" +
-                      ShapeText(term_shape) + " vs " + ShapeText(slice_shape) + ")");
+          throw Error(where + ": inputs: summed slices differ in shape (" + ShapeText(term_shape) +
+                      " vs " + ShapeText(slice_shape) + ")");
         }
       }
       term_shapes.push_back(term_shape);
@@ -418,12 +434,18 @@ std::string Describe(const OpParams& op) {
             << WindowText(op.pool.padding);
       }
       break;
-    case OpKind::kActivation: out << ToString(op.act); break;
-    case OpKind::kEltwise: out << (op.eltwise == EltwiseType::kAdd ? "add" : "mul"); break;
+    case OpKind::kActivation:
+      out << ToString(op.act);
+      break;
+    case OpKind::kEltwise:
+      out << (op.eltwise == EltwiseType::kAdd ? "add" : "mul");
+      break;
     case OpKind::kSequential:
       for (size_t i = 0; i < op.chain.size(); ++i) out << (i ? " > " : "") << Describe(op.chain[i]);
       break;
-    default: out << ToString(op.kind); break;
+    default:
+      out << ToString(op.kind);
+      break;
   }
   return out.str();
 }

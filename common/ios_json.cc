@@ -4,10 +4,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <unordered_map>
-
-#include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "common/printable.h"
@@ -71,11 +70,11 @@ class Parser {
       const json& inner = Field(jb, "inner_nodes", where);
       if (!inner.is_array()) Fail(where + ".inner_nodes", "expected an array");
       for (size_t i = 0; i < inner.size(); ++i) {
-        block.inner.push_back(
-            AddNode(g, ParseNode(inner[i], where + ".inner_nodes[" + std::to_string(i) + "]"),
-                    where));
+        block.inner.push_back(AddNode(
+            g, ParseNode(inner[i], where + ".inner_nodes[" + std::to_string(i) + "]"), where));
       }
-      block.exit = AddNode(g, ParseNode(Field(jb, "exit_node", where), where + ".exit_node"), where);
+      block.exit =
+          AddNode(g, ParseNode(Field(jb, "exit_node", where), where + ".exit_node"), where);
       block.parts = ParseParts(jb, where);
       g.blocks.push_back(std::move(block));
       model.stages.push_back(ParseStages(jb, where));
@@ -187,16 +186,21 @@ class Parser {
       c.dilation = Pair(jn, "dilation", where, Window{1, 1});
       c.groups = jn.contains("groups") ? Int(jn["groups"], where + ".groups") : 1;
       c.bias = Bool(jn, "bias", where, true);
-      c.act = ActivationOf(jn.contains("act") ? String(jn, "act", where) : "identity",
-                           where + ".act");
+      c.act =
+          ActivationOf(jn.contains("act") ? String(jn, "act", where) : "identity", where + ".act");
     } else if (type == "pool") {
       op.kind = OpKind::kPool;
       const std::string pt = String(jn, "pool_type", where);
-      if (pt == "max") op.pool.type = PoolType::kMax;
-      else if (pt == "avg") op.pool.type = PoolType::kAvg;
-      else if (pt == "global_max") op.pool.type = PoolType::kGlobalMax;
-      else if (pt == "global_avg") op.pool.type = PoolType::kGlobalAvg;
-      else Fail(where + ".pool_type", "unknown pool type '" + pt + "'");
+      if (pt == "max")
+        op.pool.type = PoolType::kMax;
+      else if (pt == "avg")
+        op.pool.type = PoolType::kAvg;
+      else if (pt == "global_max")
+        op.pool.type = PoolType::kGlobalMax;
+      else if (pt == "global_avg")
+        op.pool.type = PoolType::kGlobalAvg;
+      else
+        Fail(where + ".pool_type", "unknown pool type '" + pt + "'");
       op.pool.kernel = Pair(jn, "kernel", where, Window{1, 1});
       op.pool.stride = Pair(jn, "stride", where, Window{1, 1});
       op.pool.padding = Pair(jn, "padding", where, Window{0, 0});
@@ -211,9 +215,12 @@ class Parser {
     } else if (type == "element") {
       op.kind = OpKind::kEltwise;
       const std::string et = String(jn, "op_type", where);
-      if (et == "add") op.eltwise = EltwiseType::kAdd;
-      else if (et == "mul") op.eltwise = EltwiseType::kMul;
-      else Fail(where + ".op_type", "unknown element-wise op '" + et + "' (expected add or mul)");
+      if (et == "add")
+        op.eltwise = EltwiseType::kAdd;
+      else if (et == "mul")
+        op.eltwise = EltwiseType::kMul;
+      else
+        Fail(where + ".op_type", "unknown element-wise op '" + et + "' (expected add or mul)");
     } else if (type == "sequential") {
       op.kind = OpKind::kSequential;
     } else {
@@ -362,7 +369,9 @@ class Parser {
 json ShapeJson(const Shape& s) { return json::array({s.c, s.h, s.w}); }
 json PairJson(const Window& w) { return json::array({w.h, w.w}); }
 
-const char* ActJson(Activation act) { return act == Activation::kNone ? "identity" : ToString(act); }
+const char* ActJson(Activation act) {
+  return act == Activation::kNone ? "identity" : ToString(act);
+}
 
 void WriteOp(json& jn, const OpParams& op) {
   switch (op.kind) {
@@ -396,9 +405,15 @@ void WriteOp(json& jn, const OpParams& op) {
       jn["type"] = "element";
       jn["op_type"] = op.eltwise == EltwiseType::kAdd ? "add" : "mul";
       break;
-    case OpKind::kIdentity: jn["type"] = "identity"; break;
-    case OpKind::kSequential: jn["type"] = "sequential"; break;
-    case OpKind::kInput: jn["type"] = "placeholder"; break;
+    case OpKind::kIdentity:
+      jn["type"] = "identity";
+      break;
+    case OpKind::kSequential:
+      jn["type"] = "sequential";
+      break;
+    case OpKind::kInput:
+      jn["type"] = "placeholder";
+      break;
   }
 }
 
@@ -406,7 +421,8 @@ json InputsJson(const Graph& g, const Inputs& inputs) {
   json terms = json::array();
   for (const Term& term : inputs) {
     json jt = json::array();
-    for (const Slice& s : term) jt.push_back(json::array({g.node(s.producer).name, s.begin, s.end}));
+    for (const Slice& s : term)
+      jt.push_back(json::array({g.node(s.producer).name, s.begin, s.end}));
     terms.push_back(std::move(jt));
   }
   return terms;
@@ -632,8 +648,9 @@ IosModel LoadIosJson(const std::string& path) {
   return ParseIosJson(text, path);
 }
 
-std::string ToIosJson(const Graph& graph,
-                      const std::vector<std::vector<std::vector<std::vector<std::string>>>>& stages) {
+std::string ToIosJson(
+    const Graph& graph,
+    const std::vector<std::vector<std::vector<std::vector<std::string>>>>& stages) {
   json doc = json::object();
   doc["name"] = graph.name;
   json input = json::object();
@@ -682,7 +699,8 @@ bool StructurallyEqual(const Graph& a, const Graph& b, std::string* difference) 
     const Node& y = b.nodes[i];
     const std::string at =
         "node #" + std::to_string(i) + " (" + Quoted(x.name) + " vs " + Quoted(y.name) + ")";
-    if (!(x.op == y.op)) return differ(at + ": operator " + Describe(x.op) + " vs " + Describe(y.op));
+    if (!(x.op == y.op))
+      return differ(at + ": operator " + Describe(x.op) + " vs " + Describe(y.op));
     if (!(x.output == y.output)) return differ(at + ": output shape");
     if (x.inputs != y.inputs) return differ(at + ": inputs");
   }

@@ -15,7 +15,8 @@ namespace ios {
 //! nodes, grouped). Blocks without stored stages have an empty list.
 struct IosModel {
   Graph graph;
-  std::vector<std::vector<std::vector<std::vector<std::string>>>> stages;  // [block][stage][group][node]
+  std::vector<std::vector<std::vector<std::vector<std::string>>>>
+      stages;  // [block][stage][group][node]
   bool HasSchedule() const;
 };
 
@@ -36,8 +37,9 @@ IosModel LoadIosJson(const std::string& path);
 //! Serialises a graph (and optionally per-block stages) in IOS JSON; what
 //! ParseIosJson reads back is structurally identical, names and block parts
 //! included (parts are stored as a block's "parts": lists of node names).
-std::string ToIosJson(const Graph& graph,
-                      const std::vector<std::vector<std::vector<std::vector<std::string>>>>& stages = {});
+std::string ToIosJson(
+    const Graph& graph,
+    const std::vector<std::vector<std::vector<std::vector<std::string>>>>& stages = {});
 
 //! True when both graphs have the same operators, parameters, shapes, edges
 //! and blocks in the same order, names and block parts aside (the reference's

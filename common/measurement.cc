@@ -9,11 +9,16 @@ std::string MeasureSettings::Key() const {
 
 const char* ToString(MeasureError error) {
   switch (error) {
-    case MeasureError::kNone: return "none";
-    case MeasureError::kOutOfMemory: return "out_of_memory";
-    case MeasureError::kUnsupported: return "unsupported";
-    case MeasureError::kBackendFailure: return "backend_failure";
-    case MeasureError::kTimeout: return "timeout";
+    case MeasureError::kNone:
+      return "none";
+    case MeasureError::kOutOfMemory:
+      return "out_of_memory";
+    case MeasureError::kUnsupported:
+      return "unsupported";
+    case MeasureError::kBackendFailure:
+      return "backend_failure";
+    case MeasureError::kTimeout:
+      return "timeout";
   }
   return "?";
 }

@@ -35,9 +35,9 @@ const char* ToString(MeasureError error);
 bool IsTransient(MeasureError error);
 
 struct MeasureResult {
-  double median_ms = 0;   // median of the repeat means
-  double spread_ms = 0;   // max - min of the repeat means
-  int samples = 0;        // number of timed runs
+  double median_ms = 0;  // median of the repeat means
+  double spread_ms = 0;  // max - min of the repeat means
+  int samples = 0;       // number of timed runs
   MeasureError error = MeasureError::kNone;
   std::string error_message;
   bool ok() const { return error == MeasureError::kNone; }

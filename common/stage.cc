@@ -119,7 +119,8 @@ void AppendRange(std::string& out, int begin, int end) {
 // the ops placed so far, external ones by first use inside the group (new
 // ones numbered from externals.size(), in order) plus their shape.
 void DescribeOpLocally(const Graph& graph, NodeId id, const std::vector<NodeId>& placed,
-                       const std::vector<NodeId>& externals, const std::vector<std::string>& op_text,
+                       const std::vector<NodeId>& externals,
+                       const std::vector<std::string>& op_text,
                        const std::vector<std::string>& shape_text, std::string& out,
                        std::vector<NodeId>& fresh) {
   out += op_text[id];
@@ -255,7 +256,8 @@ using detail::CanonicalGroup;
 // two groups look alike on their own, what their outside inputs are shared
 // with decides (each input is coloured by its shape and by which groups read
 // it, at which local position), so the order does not depend on names.
-void CanonicalGroups(const Graph& graph, const Stage& stage, const std::vector<std::string>& op_text,
+void CanonicalGroups(const Graph& graph, const Stage& stage,
+                     const std::vector<std::string>& op_text,
                      const std::vector<std::string>& shape_text,
                      std::vector<CanonicalGroup>& groups, detail::KeyScratch& scratch) {
   groups.resize(stage.groups.size());
@@ -319,7 +321,8 @@ void CanonicalGroups(const Graph& graph, const Stage& stage, const std::vector<s
     }
     CanonicalGroup& chosen = groups[remaining[pick]];
     for (NodeId e : chosen.externals) {
-      if (std::find(numbering.begin(), numbering.end(), e) == numbering.end()) numbering.push_back(e);
+      if (std::find(numbering.begin(), numbering.end(), e) == numbering.end())
+        numbering.push_back(e);
     }
     sorted.push_back(std::move(chosen));
     remaining.erase(remaining.begin() + static_cast<std::ptrdiff_t>(pick));
@@ -520,7 +523,8 @@ const std::string& StageKeyer::Key(const Stage& stage) {
   externals.clear();
   for (const CanonicalGroup& group : scratch_) {
     for (NodeId e : group.externals) {
-      if (std::find(externals.begin(), externals.end(), e) == externals.end()) externals.push_back(e);
+      if (std::find(externals.begin(), externals.end(), e) == externals.end())
+        externals.push_back(e);
     }
   }
   std::string& key = key_;
@@ -545,9 +549,9 @@ const std::string& StageKeyer::Key(const Stage& stage) {
             AppendInt(key, static_cast<int>(local - nodes.begin()));
           } else {
             key += 'X';
-            AppendInt(key, static_cast<int>(std::find(externals.begin(), externals.end(),
-                                                      s.producer) -
-                                            externals.begin()));
+            AppendInt(key,
+                      static_cast<int>(std::find(externals.begin(), externals.end(), s.producer) -
+                                       externals.begin()));
           }
           AppendRange(key, s.begin, s.end);
         }

@@ -44,7 +44,7 @@ struct StageOp {
 //! network. Built in canonical form, so equal stages compare equal.
 struct StageSpec {
   Strategy strategy = Strategy::kParallel;
-  std::vector<Shape> externals;             // shapes of tensors read from outside
+  std::vector<Shape> externals;  // shapes of tensors read from outside
   std::vector<std::vector<StageOp>> groups;
 
   //! Canonical key: equal for stages that differ only in node names, block

@@ -112,8 +112,8 @@ class NasNetBuilder {
     NodeId left = Project(n + ".conv_prev_1x1", prev, filters);
     NodeId right = Project(n + ".conv1x1", x, filters);
     const Reduction c = ReductionCombinations(n, right, left, filters);
-    return b_.AddIdentity(n,
-                          b_.Concat({{c.c1l, c.c1r}, {c.c2l, c.c2r}, {c.c1, c.c3r}, {c.c4l, c.c4r}}));
+    return b_.AddIdentity(
+        n, b_.Concat({{c.c1l, c.c1r}, {c.c2l, c.c2r}, {c.c1, c.c3r}, {c.c4l, c.c4r}}));
   }
 
  private:

@@ -61,9 +61,12 @@ uint32_t NarrowId(uint64_t value, const char* what) {
 
 const char* ToString(StrategySet strategies) {
   switch (strategies) {
-    case StrategySet::kParallel: return "parallel";
-    case StrategySet::kMerge: return "merge";
-    case StrategySet::kBoth: return "both";
+    case StrategySet::kParallel:
+      return "parallel";
+    case StrategySet::kMerge:
+      return "merge";
+    case StrategySet::kBoth:
+      return "both";
   }
   return "?";
 }
@@ -516,8 +519,8 @@ void PartSpace::FillStage(int id, Stage& out) const {
 
 PartSpace::Solution PartSpace::Solve(const std::vector<double>& stage_latency_ms) const {
   if (stage_latency_ms.size() != stages_.size()) {
-    throw Error("latency table has " + std::to_string(stage_latency_ms.size()) +
-                " entries for " + std::to_string(stages_.size()) + " stages");
+    throw Error("latency table has " + std::to_string(stage_latency_ms.size()) + " entries for " +
+                std::to_string(stages_.size()) + " stages");
   }
   constexpr double kInf = std::numeric_limits<double>::infinity();
   std::vector<double> cost(states_.size(), kInf);

@@ -132,9 +132,9 @@ class PartSpace {
   std::vector<NodeId> part_;
   std::vector<uint64_t> closure_;  // per local op: its descendants in the part, itself included
   std::vector<CompactStage> stages_;
-  std::vector<State> states_;             // [0] is the empty state
+  std::vector<State> states_;  // [0] is the empty state
   std::vector<Transition> transitions_;
-  std::vector<uint32_t> solve_order_;     // every state after all its successors
+  std::vector<uint32_t> solve_order_;  // every state after all its successors
   uint32_t root_ = 0;
   double schedule_count_ = 0;
   int width_ = 0;

@@ -28,8 +28,8 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
   const char* label = o.device.simulated ? " (SIMULATED: analytical model, not a measurement)" : "";
   out << "model " << Printable(o.model) << ", " << graph.OperatorCount() << " operators in "
       << graph.blocks.size() << " blocks; device " << o.device.name << label << "; batch "
-      << o.options.batch_size << "; strategy " << ToString(o.options.dp.strategies) << ", r="
-      << o.options.dp.max_group_size << " s=" << o.options.dp.max_groups << "\n\n";
+      << o.options.batch_size << "; strategy " << ToString(o.options.dp.strategies)
+      << ", r=" << o.options.dp.max_group_size << " s=" << o.options.dp.max_groups << "\n\n";
   // A stage shared by several parts is counted where it first appears;
   // later parts list it under "earlier".
   // "dp": exact (the DP over the whole part), or, for the pieces of a part

@@ -70,8 +70,8 @@ using BlockSchedule = std::vector<std::pair<Stage, int>>;
 //! Output of the enumerate phase: everything that must be measured.
 struct SearchPlan {
   std::vector<PartPlan> parts;
-  std::vector<std::string> keys;   // canonical key of each distinct stage, by stage id
-  int64_t stage_occurrences = 0;   // candidate stages counted per part, before dedupe
+  std::vector<std::string> keys;  // canonical key of each distinct stage, by stage id
+  int64_t stage_occurrences = 0;  // candidate stages counted per part, before dedupe
   std::vector<BlockSchedule> sequential, greedy;  // baselines, per block
   //! One line per part that went over a DP budget: what was approximated.
   std::vector<std::string> warnings;
@@ -164,7 +164,8 @@ struct Schedule {
 Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latency,
                        size_t block_count);
 //! Prices a fixed per-block schedule with the latency table.
-Schedule PriceSchedule(const std::vector<BlockSchedule>& blocks, const std::vector<double>& latency);
+Schedule PriceSchedule(const std::vector<BlockSchedule>& blocks,
+                       const std::vector<double>& latency);
 
 //! A whole search and what it found.
 struct SearchOutcome {

@@ -19,7 +19,7 @@ struct MeasurementKey {
   std::string stage_key;           // StageSpec::Key()
   std::string device_fingerprint;  // DeviceInfo::fingerprint
   int batch_size = 1;
-  std::string settings_key;        // MeasureSettings::Key() (includes dtype)
+  std::string settings_key;  // MeasureSettings::Key() (includes dtype)
 };
 
 struct DeviceRow {

@@ -28,9 +28,9 @@ struct Hello {
   DeviceInfo device;      // routing uses device.fingerprint
   //! Free-form device properties (SM count, memory, versions...).
   std::vector<std::pair<std::string, std::string>> properties;
-  uint32_t capacity = 1;       // queries the worker accepts in flight
+  uint32_t capacity = 1;         // queries the worker accepts in flight
   uint32_t heartbeat_ms = 1000;  // how often the worker sends heartbeats
-  std::string software;        // e.g. "ios-worker 0.1.0"
+  std::string software;          // e.g. "ios-worker 0.1.0"
 };
 
 //! Both ways. Any message counts as a sign of life; this one is sent when
@@ -91,7 +91,7 @@ struct DecodeError {
     kInvalid,          // well-formed, but a field is out of range or inconsistent
   };
   Kind kind = Kind::kMalformed;
-  std::string message;  // names the field and what was expected
+  std::string message;   // names the field and what was expected
   uint32_t version = 0;  // the peer's version, for kVersionMismatch
   //! A StageQuery's id when it could be read although the query was refused
   //! (e.g. a stage beyond the budgets): the worker answers that id with an

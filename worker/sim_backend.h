@@ -13,7 +13,7 @@ namespace ios::worker {
 
 //! Public figures of one GPU model.
 struct SimGpuSpec {
-  std::string name;          // "v100", ...
+  std::string name;  // "v100", ...
   int sm_count = 0;
   double peak_tflops = 0;    // FP32
   double bandwidth_gbs = 0;  // DRAM

@@ -85,8 +85,8 @@ TEST_F(CoordinatorCliTest, SearchOfSqueezenetReportsSimulatedSequentialGreedyAnd
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("simulated"));
   for (const char* schedule : {"sequential", "greedy", "ios"}) {
-    EXPECT_TRUE(std::regex_search(r.out, std::regex(std::string("(^|\n)") + schedule +
-                                                    " +[0-9]+\\.[0-9]+ ms")))
+    EXPECT_TRUE(std::regex_search(
+        r.out, std::regex(std::string("(^|\n)") + schedule + " +[0-9]+\\.[0-9]+ ms")))
         << "no latency line for " << schedule << " in:\n"
         << r.out;
   }
@@ -166,7 +166,8 @@ TEST_F(CoordinatorCliTest, OutWritesAScheduleThatEvaluateMeasuresOnlyWhereTheDbL
   EXPECT_EQ(Number(batch1.out, "stages measured ([0-9]+)"), 0) << batch1.out;
   // The priced latency at batch 1 is the searched one.
   std::smatch searched, priced;
-  ASSERT_TRUE(std::regex_search(search.out, searched, std::regex("(^|\n)ios +([0-9]+\\.[0-9]+) ms")));
+  ASSERT_TRUE(
+      std::regex_search(search.out, searched, std::regex("(^|\n)ios +([0-9]+\\.[0-9]+) ms")));
   ASSERT_TRUE(std::regex_search(batch1.out, priced, std::regex("batch 1: ([0-9]+\\.[0-9]+) ms")));
   EXPECT_EQ(searched[2].str(), priced[1].str());
 }
@@ -265,13 +266,13 @@ INSTANTIATE_TEST_SUITE_P(
                   "unknown model 'no_such_model'"},
         ErrorCase{"nonexistent_json_file", "--model missing_model.json --db profile.db",
                   "no such file"},
-        ErrorCase{"malformed_json", "--model " + ShellQuote(DataFile("malformed_model.json")) +
-                                        " --db profile.db",
+        ErrorCase{"malformed_json",
+                  "--model " + ShellQuote(DataFile("malformed_model.json")) + " --db profile.db",
                   "not valid JSON"},
-        ErrorCase{"invalid_node",
-                  "--model " + ShellQuote(DataFile("unknown_producer_model.json")) +
-                      " --db profile.db",
-                  "unknown producer 'nonexistent_node'"},
+        ErrorCase{
+            "invalid_node",
+            "--model " + ShellQuote(DataFile("unknown_producer_model.json")) + " --db profile.db",
+            "unknown producer 'nonexistent_node'"},
         ErrorCase{"r_zero", "--model squeezenet -r 0 --db profile.db", "-r: Value 0 not in range"},
         ErrorCase{"s_zero", "--model squeezenet -s 0 --db profile.db", "-s: Value 0 not in range"},
         ErrorCase{"batch_zero", "--model squeezenet --batch 0 --db profile.db",
@@ -291,7 +292,8 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& param_info) { return param_info.param.label; });
 
 TEST(CoordinatorCliDataTest, TestDataFilesArePresent) {
-  for (const char* name : {"tiny_model.json", "malformed_model.json", "unknown_producer_model.json"}) {
+  for (const char* name :
+       {"tiny_model.json", "malformed_model.json", "unknown_producer_model.json"}) {
     EXPECT_TRUE(fs::exists(DataFile(name))) << DataFile(name);
   }
 }
@@ -313,8 +315,8 @@ TEST_F(CoordinatorCliTest, ListModelsNamesTheFourZooModels) {
 TEST_F(CoordinatorCliTest, HelpExitsZeroAndDescribesEveryOption) {
   const CliResult r = Coordinator("--help");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* option :
-       {"--model", "--batch", "--device", "--strategy", "--db", "--out", "--evaluate", "-r", "-s"}) {
+  for (const char* option : {"--model", "--batch", "--device", "--strategy", "--db", "--out",
+                             "--evaluate", "-r", "-s"}) {
     EXPECT_THAT(r.out, HasSubstr(option));
   }
 }
@@ -327,7 +329,8 @@ TEST_F(CoordinatorCliTest, IosDbListsEverySearchTheCoordinatorRan) {
   const CliResult r = Run(kIosDb, "--db profile.db searches");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   int rows = 0;
-  for (const std::string& line : NonEmptyLines(r.out)) rows += line.find("squeezenet") != std::string::npos;
+  for (const std::string& line : NonEmptyLines(r.out))
+    rows += line.find("squeezenet") != std::string::npos;
   EXPECT_EQ(rows, 2) << r.out;
   EXPECT_THAT(r.out, HasSubstr("sim:v100"));
   EXPECT_THAT(r.out, HasSubstr("simulated"));

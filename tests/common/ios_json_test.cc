@@ -104,7 +104,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadJsonCase{"unknown producer", R"([["in", 0, 3]]], "out_channels")",
                     R"([["nope", 0, 3]]], "out_channels")", "unknown producer 'nope'"},
-        BadJsonCase{"slice out of range", R"("inputs": [[["a", 0, 4], ["s", 0, 4]], [["a", 0, 2]]])",
+        BadJsonCase{"slice out of range",
+                    R"("inputs": [[["a", 0, 4], ["s", 0, 4]], [["a", 0, 2]]])",
                     R"("inputs": [[["a", 0, 9]]])", "out of range"},
         BadJsonCase{"channel mismatch in sum", R"([["a", 0, 4], ["s", 0, 4]])",
                     R"([["a", 0, 4], ["s", 0, 3]])", "summed slices differ"},

@@ -108,7 +108,9 @@ class Net {
   Graph graph_;
 };
 
-std::string KeyOf(const Graph& graph, const Stage& stage) { return MakeStageSpec(graph, stage).Key(); }
+std::string KeyOf(const Graph& graph, const Stage& stage) {
+  return MakeStageSpec(graph, stage).Key();
+}
 
 // An Inception-like block: three branches and a pool from one input, each
 // branch a short chain, joined by a concat.
@@ -185,7 +187,8 @@ TEST(StageKeyTest, SameStructureInTwoBlocksSharesTheKey) {
   ASSERT_EQ(g.blocks.size(), 2u);
 
   const std::vector<std::pair<Stage, Stage>> pairs = {
-      {net.Make(Strategy::kParallel, {{"a1"}, {"a2"}}), net.Make(Strategy::kParallel, {{"c1"}, {"c2"}})},
+      {net.Make(Strategy::kParallel, {{"a1"}, {"a2"}}),
+       net.Make(Strategy::kParallel, {{"c1"}, {"c2"}})},
       {net.Make(Strategy::kMerge, {{"a1"}, {"a2"}}), net.Make(Strategy::kMerge, {{"c1"}, {"c2"}})},
       {net.Make(Strategy::kParallel, {{"a1"}, {"a2", "a3"}}),
        net.Make(Strategy::kParallel, {{"c1"}, {"c2", "c3"}})},
@@ -329,7 +332,8 @@ TEST_P(GroupOrderTest, EveryPermutationOfTheGroupsGivesOneKey) {
     const std::string keyer_key = keyer.Key(permuted);
     EXPECT_EQ(keyer_key, spec_key) << c.label << ", permutation " << permutations;
     if (spec_key != expected && ++mismatches == 1) {
-      ADD_FAILURE() << c.label << ": permutation " << permutations << " of the groups changes the key\n"
+      ADD_FAILURE() << c.label << ": permutation " << permutations
+                    << " of the groups changes the key\n"
                     << "  given order: " << expected << "\n  permuted:    " << spec_key;
     }
     ++permutations;
@@ -338,19 +342,28 @@ TEST_P(GroupOrderTest, EveryPermutationOfTheGroupsGivesOneKey) {
   EXPECT_GE(permutations, 2);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Stages, GroupOrderTest,
-    ::testing::Values(
-        GroupOrderCase{"three_branches", InceptionNet, Strategy::kParallel,
-                       {{"b1"}, {"b2a", "b2b"}, {"pool", "b4"}}},
-        GroupOrderCase{"merge_of_three", InceptionNet, Strategy::kMerge, {{"b1"}, {"b2a"}, {"b3a"}}},
-        GroupOrderCase{"identical_groups_of_one_input", InceptionNet, Strategy::kParallel,
-                       {{"b2a"}, {"b3a"}, {"b1"}}},
-        GroupOrderCase{"identical_groups_of_different_inputs", TiedGroupsNet, Strategy::kParallel,
-                       {{"cp"}, {"cq"}, {"s"}}},
-        GroupOrderCase{"symmetric_pairs_of_look_alike_groups", SymmetricPairsNet,
-                       Strategy::kParallel, {{"p13"}, {"q13"}, {"p31"}, {"q31"}}}),
-    [](const auto& param_info) { return param_info.param.label; });
+INSTANTIATE_TEST_SUITE_P(Stages, GroupOrderTest,
+                         ::testing::Values(GroupOrderCase{"three_branches",
+                                                          InceptionNet,
+                                                          Strategy::kParallel,
+                                                          {{"b1"}, {"b2a", "b2b"}, {"pool", "b4"}}},
+                                           GroupOrderCase{"merge_of_three",
+                                                          InceptionNet,
+                                                          Strategy::kMerge,
+                                                          {{"b1"}, {"b2a"}, {"b3a"}}},
+                                           GroupOrderCase{"identical_groups_of_one_input",
+                                                          InceptionNet,
+                                                          Strategy::kParallel,
+                                                          {{"b2a"}, {"b3a"}, {"b1"}}},
+                                           GroupOrderCase{"identical_groups_of_different_inputs",
+                                                          TiedGroupsNet,
+                                                          Strategy::kParallel,
+                                                          {{"cp"}, {"cq"}, {"s"}}},
+                                           GroupOrderCase{"symmetric_pairs_of_look_alike_groups",
+                                                          SymmetricPairsNet,
+                                                          Strategy::kParallel,
+                                                          {{"p13"}, {"q13"}, {"p31"}, {"q31"}}}),
+                         [](const auto& param_info) { return param_info.param.label; });
 
 // ----------------------------------------------------- what changes a key
 
@@ -418,8 +431,14 @@ INSTANTIATE_TEST_SUITE_P(
                       b.a.conv.kernel = {3, 1};
                       b.a.conv.padding = {1, 0};
                     }},
-        ParamChange{"stride", [](Base& b) { b.a.conv.stride = {2, 2}; }},
-        ParamChange{"padding", [](Base& b) { b.a.conv.padding = {0, 0}; }},
+        ParamChange{"stride",
+                    [](Base& b) {
+                      b.a.conv.stride = {2, 2};
+                    }},
+        ParamChange{"padding",
+                    [](Base& b) {
+                      b.a.conv.padding = {0, 0};
+                    }},
         ParamChange{"dilation",
                     [](Base& b) {
                       b.a.conv.dilation = {2, 2};
@@ -436,14 +455,20 @@ INSTANTIATE_TEST_SUITE_P(
                       b.b.pool.kernel = {5, 5};
                       b.b.pool.padding = {2, 2};
                     }},
-        ParamChange{"pool_stride", [](Base& b) { b.b.pool.stride = {2, 2}; }},
+        ParamChange{"pool_stride",
+                    [](Base& b) {
+                      b.b.pool.stride = {2, 2};
+                    }},
         ParamChange{"pool_to_activation",
                     [](Base& b) {
                       b.b = OpParams{};
                       b.b.kind = OpKind::kActivation;
                       b.b.act = Activation::kRelu;
                     }},
-        ParamChange{"input_resolution", [](Base& b) { b.input = {16, 20, 20}; }},
+        ParamChange{"input_resolution",
+                    [](Base& b) {
+                      b.input = {16, 20, 20};
+                    }},
         ParamChange{"input_channels",
                     [](Base& b) {
                       b.input = {24, 16, 16};
@@ -475,8 +500,11 @@ struct StagePair {
 TEST(StageKeyTest, GroupingAndStrategyArePartOfTheKey) {
   const Graph g = BuildBase(Base{});
   const std::vector<StagePair> pairs = {
-      {"one group vs two groups", {Strategy::kParallel, {{1, 2}}}, {Strategy::kParallel, {{1}, {2}}}},
-      {"one group vs two groups (convs)", {Strategy::kParallel, {{1, 3}}},
+      {"one group vs two groups",
+       {Strategy::kParallel, {{1, 2}}},
+       {Strategy::kParallel, {{1}, {2}}}},
+      {"one group vs two groups (convs)",
+       {Strategy::kParallel, {{1, 3}}},
        {Strategy::kParallel, {{1}, {3}}}},
       {"merge vs parallel", {Strategy::kMerge, {{1}, {3}}}, {Strategy::kParallel, {{1}, {3}}}},
       {"other operator set", {Strategy::kParallel, {{1}, {3}}}, {Strategy::kParallel, {{1}, {2}}}},

@@ -54,7 +54,8 @@ double FakeLatency(const Stage& stage, uint64_t seed) {
   std::vector<NodeId> ops;
   for (const auto& group : stage.groups) ops.insert(ops.end(), group.begin(), group.end());
   std::sort(ops.begin(), ops.end());
-  uint64_t h = seed * 0x9e3779b97f4a7c15ULL + (stage.strategy == Strategy::kMerge && ops.size() > 1);
+  uint64_t h =
+      seed * 0x9e3779b97f4a7c15ULL + (stage.strategy == Strategy::kMerge && ops.size() > 1);
   for (NodeId id : ops) h = (h ^ static_cast<uint64_t>(id)) * 0x100000001b3ULL;
   h ^= h >> 29;
   return 0.1 + static_cast<double>(h % 1000) / 100.0;
@@ -215,13 +216,11 @@ TEST_P(DpBruteForceTest, MatchesBruteForceOnRandomSmallGraphs) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, DpBruteForceTest,
-                         ::testing::Values(DpCase{StrategySet::kParallel, 64, 64},
-                                           DpCase{StrategySet::kParallel, 2, 2},
-                                           DpCase{StrategySet::kParallel, 1, 3},
-                                           DpCase{StrategySet::kMerge, 64, 64},
-                                           DpCase{StrategySet::kBoth, 64, 64},
-                                           DpCase{StrategySet::kBoth, 3, 8}));
+INSTANTIATE_TEST_SUITE_P(
+    Strategies, DpBruteForceTest,
+    ::testing::Values(DpCase{StrategySet::kParallel, 64, 64}, DpCase{StrategySet::kParallel, 2, 2},
+                      DpCase{StrategySet::kParallel, 1, 3}, DpCase{StrategySet::kMerge, 64, 64},
+                      DpCase{StrategySet::kBoth, 64, 64}, DpCase{StrategySet::kBoth, 3, 8}));
 
 TEST(EndingEnumerationTest, DiamondHasTheExpectedEndings) {
   // 1 -> {2, 3} -> 4.
@@ -241,7 +240,8 @@ TEST(EndingEnumerationTest, GroupSizeLimitPrunesLongGroups) {
   const Graph chain = MakeDag(4, {{1, 2}, {2, 3}, {3, 4}});
   const PartSpace unpruned =
       PartSpace::Enumerate(chain, AllOps(chain), {64, 64, StrategySet::kParallel});
-  const PartSpace pruned = PartSpace::Enumerate(chain, AllOps(chain), {1, 64, StrategySet::kParallel});
+  const PartSpace pruned =
+      PartSpace::Enumerate(chain, AllOps(chain), {1, 64, StrategySet::kParallel});
   EXPECT_EQ(unpruned.schedule_count(), 8.0);  // compositions of 4
   EXPECT_EQ(pruned.schedule_count(), 1.0);    // one op per stage only
   EXPECT_EQ(pruned.transition_count(), 4);

@@ -35,8 +35,12 @@ void WriteFile(const std::string& path, const std::string& text) {
 }
 
 ScheduleInfo InfoFor(const SearchOutcome& outcome) {
-  return {outcome.model, outcome.device, outcome.options.batch_size, outcome.options,
-          outcome.sequential.latency_ms, outcome.greedy.latency_ms};
+  return {outcome.model,
+          outcome.device,
+          outcome.options.batch_size,
+          outcome.options,
+          outcome.sequential.latency_ms,
+          outcome.greedy.latency_ms};
 }
 
 TEST_F(TempDirTest, ScheduleFileRoundTripsStagesAndGraph) {
@@ -58,13 +62,13 @@ TEST_F(TempDirTest, ScheduleFileRoundTripsStagesAndGraph) {
   std::string difference;
   EXPECT_TRUE(StructurallyEqual(loaded.graph, g, &difference)) << difference;
   ASSERT_EQ(loaded.graph.nodes.size(), g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i) EXPECT_EQ(loaded.graph.nodes[i].name, g.nodes[i].name);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    EXPECT_EQ(loaded.graph.nodes[i].name, g.nodes[i].name);
   EXPECT_EQ(StagesOf(loaded.blocks), StagesOf(outcome.ios));
 }
 
 TEST(ScheduleFileTest, LoadsTheIosReferenceScheduleOfInceptionV3) {
-  const std::string path =
-      IOS_SHARED_DIR "/fixtures/ios-reference/schedules/inception_v3_bs1.json";
+  const std::string path = IOS_SHARED_DIR "/fixtures/ios-reference/schedules/inception_v3_bs1.json";
   IOS_REQUIRE_FIXTURE(path);
   const LoadedSchedule loaded = LoadSchedule(path);
   EXPECT_EQ(loaded.origin, "ios-reference");
@@ -89,7 +93,8 @@ TEST(ScheduleFileTest, LoadsTheIosReferenceScheduleOfInceptionV3) {
   // Every stage of the reference schedule can be keyed.
   StageKeyer keyer(loaded.graph);
   for (const auto& block : loaded.blocks) {
-    for (const Stage& stage : block) EXPECT_EQ(keyer.Key(stage), MakeStageSpec(loaded.graph, stage).Key());
+    for (const Stage& stage : block)
+      EXPECT_EQ(keyer.Key(stage), MakeStageSpec(loaded.graph, stage).Key());
   }
 }
 
@@ -174,15 +179,19 @@ INSTANTIATE_TEST_SUITE_P(
         BadScheduleCase{"duplicated_operator",
                         [](json& d) {
                           const json copy = StageHolding(d, "fire3.squeeze");
-                          d["blocks"][FindStage(d, "fire3.squeeze").first]["stages"].push_back(copy);
+                          d["blocks"][FindStage(d, "fire3.squeeze").first]["stages"].push_back(
+                              copy);
                         },
                         "'fire3.squeeze' is scheduled twice"},
         BadScheduleCase{"operator_twice_in_one_group",
-                        [](json& d) { StageHolding(d, "fire3.squeeze")["groups"][0].push_back("fire3.squeeze"); },
+                        [](json& d) {
+                          StageHolding(d, "fire3.squeeze")["groups"][0].push_back("fire3.squeeze");
+                        },
                         "'fire3.squeeze' is scheduled twice"},
-        BadScheduleCase{"unknown_operator",
-                        [](json& d) { StageHolding(d, "fire3.squeeze")["groups"][0][0] = "no_such_op"; },
-                        "unknown operator 'no_such_op'"},
+        BadScheduleCase{
+            "unknown_operator",
+            [](json& d) { StageHolding(d, "fire3.squeeze")["groups"][0][0] = "no_such_op"; },
+            "unknown operator 'no_such_op'"},
         BadScheduleCase{"the_input_is_not_an_operator",
                         [](json& d) {
                           const std::string input = d["graph"]["input"]["name"];
@@ -207,7 +216,8 @@ INSTANTIATE_TEST_SUITE_P(
                         [](json& d) {
                           const size_t b = FindStage(d, "fire3.squeeze").first;
                           const json stage = d["blocks"][b - 1]["stages"].back();
-                          d["blocks"][b - 1]["stages"].erase(d["blocks"][b - 1]["stages"].size() - 1);
+                          d["blocks"][b - 1]["stages"].erase(d["blocks"][b - 1]["stages"].size() -
+                                                             1);
                           d["blocks"][b]["stages"].insert(d["blocks"][b]["stages"].begin(), stage);
                         },
                         "'fire2'"},
@@ -222,9 +232,10 @@ INSTANTIATE_TEST_SUITE_P(
                           stage["groups"].push_back({"fire3.expand3x3"});
                         },
                         "cannot be merged"},
-        BadScheduleCase{"empty_group",
-                        [](json& d) { StageHolding(d, "fire3.squeeze")["groups"].push_back(json::array()); },
-                        "empty group"},
+        BadScheduleCase{
+            "empty_group",
+            [](json& d) { StageHolding(d, "fire3.squeeze")["groups"].push_back(json::array()); },
+            "empty group"},
         BadScheduleCase{"block_missing", [](json& d) { d["blocks"].erase(d["blocks"].size() - 1); },
                         "scheduled blocks for a graph of"},
         BadScheduleCase{"graph_missing", [](json& d) { d.erase("graph"); }, "graph: missing field"},

@@ -23,8 +23,8 @@
 #include "coordinator/measurer.h"
 #include "coordinator/schedule_json.h"
 #include "db/profile_store.h"
-#include "tests/testing/paths.h"
 #include "tests/coordinator/search_testing.h"
+#include "tests/testing/paths.h"
 #include "worker/sim_backend.h"
 
 namespace ios::coordinator {
@@ -196,7 +196,8 @@ TEST(SearchTest, ModelThatSharesBlocksWithAnEarlierOneReusesTheirStages) {
   CountingMeasurer measurer;
   RunSearch(full, "squeezenet", DefaultOptions(), *store, measurer);
   CountingMeasurer head_measurer;
-  const SearchOutcome outcome = RunSearch(head, "squeezenet-head", DefaultOptions(), *store, head_measurer);
+  const SearchOutcome outcome =
+      RunSearch(head, "squeezenet-head", DefaultOptions(), *store, head_measurer);
   EXPECT_GT(outcome.table.stats.total, 0);
   EXPECT_EQ(outcome.table.stats.measured, 0);
   EXPECT_EQ(head_measurer.asked, 0);

@@ -20,10 +20,10 @@ inline std::string TestData(const std::string& relative) {
 }  // namespace ios::testing
 
 // Skips the test visibly when a ../shared fixture is missing.
-#define IOS_REQUIRE_FIXTURE(path)                                                   \
-  do {                                                                              \
-    if (!::ios::testing::Exists(path)) {                                            \
-      GTEST_SKIP() << "skipped: fixture " << (path)                                 \
-                   << " is absent (../shared is not beside this clone)";            \
-    }                                                                               \
+#define IOS_REQUIRE_FIXTURE(path)                                        \
+  do {                                                                   \
+    if (!::ios::testing::Exists(path)) {                                 \
+      GTEST_SKIP() << "skipped: fixture " << (path)                      \
+                   << " is absent (../shared is not beside this clone)"; \
+    }                                                                    \
   } while (0)
