@@ -240,7 +240,7 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
   std::vector<double>& latency = table.latency_ms;
   MeasureProgress& stats = table.stats;
   std::vector<size_t> missing;
-  store.RunInTransaction([&] {
+  store.RunInReadTransaction([&] {
     for (size_t i = 0; i < keys.size(); ++i) {
       const db::MeasurementKey key{keys[i], device.fingerprint, options.batch_size, settings_key};
       auto stored = store.Lookup(key);
@@ -266,13 +266,19 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
   const size_t chunk = static_cast<size_t>(std::max(1, options.measure_chunk));
   for (size_t begin = 0; begin < missing.size(); begin += chunk) {
     const size_t end = std::min(missing.size(), begin + chunk);
+    // Specs and descriptions are built before the write lock is taken:
+    // other coordinators sharing the DB wait only for the inserts.
     std::vector<StageSpec> specs;
+    std::vector<std::string> descriptions;
     specs.reserve(end - begin);
+    descriptions.reserve(end - begin);
+    for (size_t m = begin; m < end; ++m) {
+      specs.push_back(keyer.Spec(plan.StageOf(static_cast<int>(missing[m]))));
+      descriptions.push_back(specs.back().Describe());
+    }
     store.RunInTransaction([&] {
       for (size_t m = begin; m < end; ++m) {
-        const size_t i = missing[m];
-        specs.push_back(keyer.Spec(plan.StageOf(static_cast<int>(i))));
-        store.UpsertStage(keys[i], specs.back().Describe());
+        store.UpsertStage(keys[missing[m]], descriptions[m - begin]);
       }
     });
     std::vector<const StageSpec*> queries;

@@ -292,6 +292,12 @@ class SqliteProfileStore final : public ProfileStore {
     Transact("BEGIN IMMEDIATE", body);
   }
 
+  void RunInReadTransaction(const std::function<void()>& body) override {
+    // DEFERRED: a read snapshot only, so a long look-up of a big search
+    // never holds other coordinators' commits back.
+    Transact("BEGIN DEFERRED", body);
+  }
+
   int64_t ForgetMeasurements(const ForgetFilter& filter) override {
     if (!filter.failures && !filter.successes) {
       throw Error("forgetting measurements in " + path_ +

@@ -110,6 +110,10 @@ class ProfileStore {
   //! exception, which is rethrown). Calls may nest. A Store() inside body is
   //! committed with the transaction, not before it returns.
   virtual void RunInTransaction(const std::function<void()>& body) = 0;
+  //! Runs body, which only reads, on one consistent snapshot without taking
+  //! the write lock: other coordinators keep committing meanwhile (WAL).
+  //! Fast for many look-ups in a row. body must not write.
+  virtual void RunInReadTransaction(const std::function<void()>& body) = 0;
 
   //! Deletes the measurements `filter` selects (at least one of failures and
   //! successes must be set) and returns how many rows went. Stages, devices

@@ -152,5 +152,23 @@ TEST_F(ProfileStoreSharingTest, OpeningAnInitialisedDbNeverWaitsForAWriter) {
   });
 }
 
+// The search's look-up of every stage runs in one read transaction: it must
+// neither keep another coordinator from committing (a RandWire look-up takes
+// seconds) nor see that coordinator's commits half way through.
+TEST_F(ProfileStoreSharingTest, AReadTransactionNeitherBlocksAWriterNorSeesItsCommits) {
+  const std::string path = PathIn("shared.db").string();
+  auto reader = ProfileStore::Open(path);
+  reader->UpsertDevice(SimV100());
+  reader->UpsertStage("conv", "conv");
+  auto writer =
+      ProfileStore::Open(path, Options(OpenMode::kCreate, std::chrono::milliseconds(100)));
+  reader->RunInReadTransaction([&] {
+    EXPECT_FALSE(reader->Lookup(Key("conv", SimV100())).has_value());
+    ASSERT_NO_THROW(writer->Store(Key("conv", SimV100()), Ok(2.0)));
+    EXPECT_FALSE(reader->Lookup(Key("conv", SimV100())).has_value()) << "one snapshot";
+  });
+  EXPECT_DOUBLE_EQ(reader->Lookup(Key("conv", SimV100()))->median_ms, 2.0);
+}
+
 }  // namespace
 }  // namespace ios::db
