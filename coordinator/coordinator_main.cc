@@ -403,7 +403,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11's own codes (105, 109, ...) mean nothing to scripts: a bad
+    // command line is 2, like every other usage error here.
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
   }
   spdlog::set_default_logger(spdlog::stderr_color_mt("ios-coordinator"));
   spdlog::set_level(spdlog::level::from_str(cli.log_level));
@@ -432,7 +435,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "ios-coordinator: error: --model is required (or --evaluate FILE, "
                    "--list-models); see --help\n");
-      return 1;
+      return 2;
     }
     if (!cli.out.empty()) {
       if (const std::string problem = OutputProblem(cli.out); !problem.empty()) {

@@ -98,7 +98,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11's own codes (105, 109, ...) mean nothing to scripts: a bad
+    // command line is 2, like every other usage error here.
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
   }
   spdlog::set_default_logger(spdlog::stderr_color_mt("ios-worker"));
   spdlog::set_level(spdlog::level::from_str(log_level));

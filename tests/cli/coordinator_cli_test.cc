@@ -238,6 +238,17 @@ struct ErrorCase {
 };
 void PrintTo(const ErrorCase& c, std::ostream* os) { *os << c.label; }
 
+// Scripts tell a bad command line (2) from a failure while working (1).
+TEST_F(CoordinatorCliTest, ABadCommandLineExitsWithTwo) {
+  for (const char* args :
+       {"--model squeezenet -r 0 --db profile.db", "--bogus-option",
+        "--model squeezenet --strategy bogus --db profile.db", "--db profile.db"}) {
+    EXPECT_EQ(Coordinator(args).exit_code, 2) << args;
+  }
+  EXPECT_EQ(Coordinator("--help").exit_code, 0);
+  EXPECT_EQ(Coordinator("--model no_such_model --db profile.db").exit_code, 1);
+}
+
 class CoordinatorCliErrorTest : public CoordinatorCliTest,
                                 public ::testing::WithParamInterface<ErrorCase> {};
 
