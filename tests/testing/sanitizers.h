@@ -1,0 +1,21 @@
+// Whether this test binary runs under a sanitizer, and how much of an
+// exhaustive check to keep there. Sanitized code runs 5-20x slower; the
+// sanitizer build looks for memory errors, which a sample of a model's
+// stages exercises as well as all of them, while the plain build keeps
+// checking every one.
+#pragma once
+
+#include <cstddef>
+
+namespace ios::testing {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
+//! Step through exhaustive loops: every item normally, every 16th sanitized.
+inline constexpr size_t kExhaustiveStride = kSanitized ? 16 : 1;
+
+}  // namespace ios::testing
