@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "common/limits.h"
 
 namespace ios {
 
@@ -413,11 +414,15 @@ bool CanMerge(const Graph& graph, const std::vector<NodeId>& nodes) {
   const Node& first = graph.node(nodes[0]);
   const std::optional<MergeSignature> signature = MergeSignatureOf(first.op);
   if (!signature) return false;
+  int64_t out_channels = 0;
   for (NodeId id : nodes) {
     const Node& node = graph.node(id);
     if (node.inputs != first.inputs || MergeSignatureOf(node.op) != signature) return false;
+    out_channels += node.op.conv.out_channels;
   }
-  return true;
+  // The merged conv is one operator: its output channels obey the same
+  // extent limit as any tensor's (else no worker could measure it).
+  return out_channels <= limits::kMaxExtent;
 }
 
 namespace {
@@ -434,6 +439,12 @@ std::string WhyNotMergeable(const Graph& graph, const std::vector<NodeId>& nodes
       return "'" + node.name + "' and '" + first.name + "' read different inputs";
     }
   }
+  int64_t out_channels = 0;
+  for (NodeId id : nodes) out_channels += graph.node(id).op.conv.out_channels;
+  if (out_channels > limits::kMaxExtent) {
+    return "the merged convolution would have " + std::to_string(out_channels) +
+           " output channels, more than " + std::to_string(limits::kMaxExtent);
+  }
   return "its operators must be convolutions of one input";
 }
 
@@ -445,7 +456,6 @@ ConvParams MergedConv(const std::vector<ConvParams>& convs) {
   first.kind = OpKind::kConv;
   first.conv = convs[0];
   ConvParams merged = convs[0];
-  merged.out_channels = 0;
   merged.bias = false;
   for (size_t i = 0; i < convs.size(); ++i) {
     OpParams op = first;
@@ -455,7 +465,6 @@ ConvParams MergedConv(const std::vector<ConvParams>& convs) {
                   " cannot merge with the first: " + conflict->field + ": " + conflict->reason);
     }
     const ConvParams& c = convs[i];
-    merged.out_channels += c.out_channels;
     merged.kernel.h = std::max(merged.kernel.h, c.kernel.h);
     merged.kernel.w = std::max(merged.kernel.w, c.kernel.w);
     // p + (kmax-k)/2*d is the same for every member, and it is the padding
@@ -464,6 +473,13 @@ ConvParams MergedConv(const std::vector<ConvParams>& convs) {
     merged.padding.w = std::max(merged.padding.w, c.padding.w);
     merged.bias = merged.bias || c.bias;
   }
+  int64_t out_channels = 0;
+  for (const ConvParams& c : convs) out_channels += c.out_channels;
+  if (out_channels > limits::kMaxExtent) {
+    throw Error("MergedConv: the merged convolution would have " + std::to_string(out_channels) +
+                " output channels, more than " + std::to_string(limits::kMaxExtent));
+  }
+  merged.out_channels = static_cast<int>(out_channels);
   return merged;
 }
 

@@ -147,8 +147,11 @@ struct MergeConflict {
 std::optional<MergeConflict> FindMergeConflict(const OpParams& a, const OpParams& b);
 
 //! The merge rule on graph nodes: every node has a merge signature, all
-//! signatures are equal and all nodes read identical inputs (same terms of
-//! the same slices). A single operator is always mergeable; no operator is not.
+//! signatures are equal, all nodes read identical inputs (same terms of
+//! the same slices) and their output channels sum to at most
+//! limits::kMaxExtent (the merged conv's own limit; a set-level check, so
+//! not every subset of a mergeable class fits). A single operator is always
+//! mergeable; no operator is not.
 bool CanMerge(const Graph& graph, const std::vector<NodeId>& nodes);
 
 //! The convolution a merge stage runs: out_channels summed, kernel the
@@ -156,7 +159,8 @@ bool CanMerge(const Graph& graph, const std::vector<NodeId>& nodes);
 //! stride, dilation and activation shared, bias if any member has one. The
 //! result does not depend on the order of `convs`, and on the members' input
 //! its output H x W equals every member's. Throws ios::Error when `convs` is
-//! empty or two of them conflict (see FindMergeConflict).
+//! empty, two of them conflict (see FindMergeConflict) or the summed
+//! out_channels exceed limits::kMaxExtent.
 ConvParams MergedConv(const std::vector<ConvParams>& convs);
 
 }  // namespace ios

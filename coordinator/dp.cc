@@ -274,14 +274,18 @@ class PartSpace::Builder {
 
   // Convolutions that could share a merge stage get the same class id: the
   // rule of CanMerge (common/stage.h), identical inputs and equal merge
-  // signatures, is an equivalence, so every subset of a class merges.
+  // signatures, is an equivalence, so every subset of a class merges unless
+  // its output channels sum to more than limits::kMaxExtent (checked per
+  // subset in AddMergeEndings).
   void BuildMergeClasses() {
     merge_class_.assign(n_, -1);
+    out_channels_.assign(n_, 0);
     std::vector<int> representatives;  // the first member of each class
     for (int u = 0; u < n_; ++u) {
       const Node& node = graph_.node(out_.part_[u]);
       const std::optional<MergeSignature> signature = MergeSignatureOf(node.op);
       if (!signature) continue;
+      out_channels_[u] = node.op.conv.out_channels;
       for (size_t c = 0; c < representatives.size() && merge_class_[u] < 0; ++c) {
         const Node& rep = graph_.node(out_.part_[representatives[c]]);
         if (rep.inputs == node.inputs && MergeSignatureOf(rep.op) == signature) {
@@ -353,6 +357,11 @@ class PartSpace::Builder {
       if (std::popcount(members) < 2) continue;
       for (uint64_t subset = members; subset; subset = (subset - 1) & members) {
         if (std::popcount(subset) < 2) continue;
+        int64_t out_channels = 0;
+        for (uint64_t rest = subset; rest; rest &= rest - 1) {
+          out_channels += out_channels_[std::countr_zero(rest)];
+        }
+        if (out_channels > limits::kMaxExtent) continue;  // CanMerge's set-level check
         AddEnding(endings, {StageId(Strategy::kMerge, subset), state & ~subset});
       }
     }
@@ -425,6 +434,7 @@ class PartSpace::Builder {
   std::vector<uint64_t> successors_, chain_masks_;
   std::vector<std::vector<int>> chains_;
   std::vector<int> merge_class_;
+  std::vector<int64_t> out_channels_;  // per local op, of convolutions with a merge class
   std::vector<std::vector<uint64_t>> candidates_;
   std::unordered_map<uint64_t, uint32_t, MaskHash> state_index_;
   std::unordered_map<uint64_t, uint32_t, MaskHash> parallel_stage_index_, merge_stage_index_;

@@ -32,8 +32,9 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
       << ", r=" << o.options.dp.max_group_size << " s=" << o.options.dp.max_groups << "\n\n";
   // A stage shared by several parts is counted where it first appears;
   // later parts list it under "earlier".
-  // "dp": exact (the DP over the whole part), or, for the pieces of a part
-  // over a DP budget (numbered part.piece), split or greedy.
+  // "dp": exact (the DP over the whole part), cut (the DP over a part of a
+  // block cut by --max-part-size), or, for the pieces of a part over a DP
+  // budget (numbered part.piece), split or greedy.
   out << Format("%5s %5s %4s %3s %9s %12s %10s %7s %8s %7s %7s  %s\n", "block", "part", "n", "d",
                 "states", "transitions", "schedules", "stages", "measured", "from-db", "earlier",
                 "dp");
@@ -55,7 +56,8 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
     }
     // A part over budget: its pieces p.0, p.1, ... and p.all, the greedy
     // schedule of the whole part; "(unused)" marks what lost.
-    const std::string part = p.schedule == PartSchedule::kExact ? std::to_string(p.part)
+    const bool whole = p.schedule == PartSchedule::kExact || p.schedule == PartSchedule::kCut;
+    const std::string part = whole ? std::to_string(p.part)
                              : p.alternative
                                  ? std::to_string(p.part) + ".all"
                                  : std::to_string(p.part) + "." + std::to_string(p.piece);
@@ -74,9 +76,10 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
   }
   if (!o.plan.warnings.empty()) {
     out << "\nAPPROXIMATE: " << o.plan.warnings.size()
-        << " part(s) went over a DP budget (dp = split or greedy above); the IOS schedule is "
-           "optimal only within each piece. Raise --max-dp-states, --max-dp-transitions or "
-           "--max-dp-stages to search more.\n";
+        << " block(s) cut by --max-part-size or part(s) over a DP budget (dp = cut, split or "
+           "greedy above); the IOS schedule is optimal only within each part or piece. Raise "
+           "--max-part-size, --max-dp-states, --max-dp-transitions or --max-dp-stages to search "
+           "more.\n";
   }
   const MeasureProgress& s = o.table.stats;
   out << "\ndistinct stages " << o.plan.stage_count() << " (" << o.plan.stage_occurrences

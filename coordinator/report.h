@@ -9,8 +9,9 @@
 namespace ios::coordinator {
 
 //! Per part: operators, width, states, transitions, schedules, candidate
-//! stages, measured now vs reused, and how it was solved (dp: exact, or
-//! split / greedy for a part over a DP budget, then an APPROXIMATE line);
+//! stages, measured now vs reused, and how it was solved (dp: exact, cut
+//! for a part of a block cut by max_part_size, or split / greedy for a part
+//! over a DP budget, then an APPROXIMATE line);
 //! then the three latencies and speedups. A baseline whose latency is NaN
 //! (not asked for) is left out; an infinite one (a stage failed) reads
 //! "failed". Says "simulated" when the device is simulated.

@@ -72,8 +72,9 @@ std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const S
   }
   doc["stage_count"] = stage_count;
   doc["blocks"] = std::move(blocks);
-  // How each part was solved: "exact", or for a part over a DP budget
-  // "split" (its pieces solved one after another) or "greedy".
+  // How each part was solved: "exact", "cut" (a part of a block cut by
+  // --max-part-size), or for a part over a DP budget "split" (its pieces
+  // solved one after another) or "greedy".
   if (!schedule.parts.empty()) {
     json parts = json::array();
     bool exact = true;

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <unordered_map>
 
 #include "common/error.h"
+#include "common/printable.h"
 #include "coordinator/part_cut.h"
 
 namespace ios::coordinator {
@@ -62,6 +64,8 @@ const char* ToString(PartSchedule schedule) {
   switch (schedule) {
     case PartSchedule::kExact:
       return "exact";
+    case PartSchedule::kCut:
+      return "cut";
     case PartSchedule::kSplit:
       return "split";
     case PartSchedule::kGreedy:
@@ -70,14 +74,18 @@ const char* ToString(PartSchedule schedule) {
   return "?";
 }
 
-std::vector<std::vector<NodeId>> PartsOf(const Graph& graph, const Block& block,
-                                         int max_part_size) {
+std::vector<std::vector<NodeId>> PartsOf(const Graph& graph, const Block& block, int max_part_size,
+                                         std::vector<bool>* cut) {
   const std::vector<std::vector<NodeId>> given =
       block.parts.empty() ? std::vector<std::vector<NodeId>>{block.Operators()} : block.parts;
   std::vector<std::vector<NodeId>> parts;
+  if (cut) cut->clear();
   for (const std::vector<NodeId>& ops : given) {
-    for (auto& piece : SplitToSize(graph, ops, static_cast<size_t>(max_part_size))) {
+    auto pieces = SplitToSize(graph, ops, static_cast<size_t>(max_part_size));
+    const bool was_cut = pieces.size() > 1;
+    for (auto& piece : pieces) {
       parts.push_back(std::move(piece));
+      if (cut) cut->push_back(was_cut);
     }
   }
   return parts;
@@ -91,19 +99,26 @@ struct Piece {
   PartSpace space;
 };
 
+// The first budget a part went over: its message, which budget, its limit.
+struct BudgetHit {
+  std::string text;
+  DpBudget budget = DpBudget::kStates;
+  int64_t limit = 0;
+};
+
 // The budget fallback: the whole part if the DP fits its budgets, else the
 // two halves of a narrow cut, recursively, and greedy at the depth limit.
-// `reason` gets the first budget message.
+// `reason` gets the first budget hit.
 void PlanPiece(const Graph& graph, const std::vector<NodeId>& ops, const SearchOptions& options,
                int depth, const DpProgressFn& progress, std::vector<Piece>& out,
-               std::string& reason) {
+               BudgetHit& reason) {
   try {
     PartSpace space = PartSpace::Enumerate(graph, ops, options.dp, progress);
     out.push_back(
         {ops, depth == 0 ? PartSchedule::kExact : PartSchedule::kSplit, std::move(space)});
     return;
   } catch (const DpBudgetExceeded& e) {
-    if (reason.empty()) reason = e.what();
+    if (reason.text.empty()) reason = {e.what(), e.budget(), e.limit()};
   }
   if (depth >= options.max_split_depth || ops.size() < 2) {
     out.push_back({ops, PartSchedule::kGreedy, PartSpace::Greedy(graph, ops)});
@@ -113,6 +128,24 @@ void PlanPiece(const Graph& graph, const std::vector<NodeId>& ops, const SearchO
   const PartCut cut = NarrowCut(graph, ops, quarter, n - quarter, n / 2);
   PlanPiece(graph, cut.first, options, depth + 1, progress, out, reason);
   PlanPiece(graph, cut.second, options, depth + 1, progress, out, reason);
+}
+
+// Which option set the limit `hit` went over, with its value: each budget
+// named with its own number.
+std::string NameBudget(const BudgetHit& hit, const SearchOptions& options) {
+  switch (hit.budget) {
+    case DpBudget::kStates:
+      return "--max-dp-states " + std::to_string(options.dp.max_states);
+    case DpBudget::kTransitions:
+      return "--max-dp-transitions " + std::to_string(options.dp.max_transitions);
+    case DpBudget::kStages:
+      if (hit.limit < options.dp.max_stages) {
+        return std::to_string(hit.limit) + " stages is what was left of the search's budget of " +
+               std::to_string(options.max_search_stages) + " distinct stages (--max-search-stages)";
+      }
+      return "--max-dp-stages " + std::to_string(options.dp.max_stages);
+  }
+  return "?";
 }
 
 std::string DescribeFallback(const Graph& graph, int block, int part,
@@ -141,6 +174,25 @@ std::string DescribeFallback(const Graph& graph, int block, int part,
   return text + "; or greedy over the whole part if that is faster";
 }
 
+// One line for a block whose parts were cut by --max-part-size.
+std::string DescribeSizeCut(const Graph& graph, int block_index, const Block& block,
+                            const std::vector<std::vector<NodeId>>& parts,
+                            const std::vector<bool>& cut_by_size, int max_part_size) {
+  const std::vector<NodeId> ops = block.Operators();
+  int cut_parts = 0;
+  for (bool cut : cut_by_size) cut_parts += cut ? 1 : 0;
+  std::string text = "block " + std::to_string(block_index) + " (" + std::to_string(ops.size()) +
+                     " operators, " + Quoted(graph.node(ops.front()).name) + " .. " +
+                     Quoted(graph.node(ops.back()).name) + "): ";
+  text += block.parts.empty() ? "more than" : "an explicit part of more than";
+  text += " --max-part-size " + std::to_string(max_part_size) + " operators, cut into " +
+          std::to_string(parts.size()) + " parts run one after another (" +
+          std::to_string(cut_parts) +
+          " of them from the cut, dp = cut); its schedule is approximate: the stages across a "
+          "cut are lost; or greedy over the whole block if that is faster";
+  return text;
+}
+
 }  // namespace
 
 SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
@@ -158,7 +210,8 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
   StageKeyer keyer(graph);
   for (size_t b = 0; b < graph.blocks.size(); ++b) {
     const Block& block = graph.blocks[b];
-    const auto parts = PartsOf(graph, block, options.max_part_size);
+    std::vector<bool> cut_by_size;
+    const auto parts = PartsOf(graph, block, options.max_part_size, &cut_by_size);
     for (size_t p = 0; p < parts.size(); ++p) {
       DpProgressFn dp_progress;
       if (progress) {
@@ -171,16 +224,22 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
       const int64_t left = options.max_search_stages - static_cast<int64_t>(plan.stage_count());
       part_options.dp.max_stages = std::clamp<int64_t>(left, 1, options.dp.max_stages);
       std::vector<Piece> pieces;
-      std::string reason;
-      PlanPiece(graph, parts[p], part_options, 0, dp_progress, pieces, reason);
-      if (!reason.empty() && part_options.dp.max_stages < options.dp.max_stages) {
-        reason += " (what is left of the search's budget of " +
-                  std::to_string(options.max_search_stages) + " distinct stages)";
-      }
+      BudgetHit hit;
+      PlanPiece(graph, parts[p], part_options, 0, dp_progress, pieces, hit);
+      std::string reason = hit.text;
+      if (!reason.empty()) reason += " (" + NameBudget(hit, options) + ")";
       if (!reason.empty()) {
         plan.warnings.push_back(DescribeFallback(graph, static_cast<int>(b), static_cast<int>(p),
                                                  parts[p], pieces, reason));
         spdlog::warn("{}", plan.warnings.back());
+      }
+      // A part of a block cut by size is solved exactly but the block is
+      // not: the stages across the cut are lost (SolveSchedule then lets the
+      // block's greedy baseline compete).
+      for (Piece& piece : pieces) {
+        if (cut_by_size[p] && piece.schedule == PartSchedule::kExact) {
+          piece.schedule = PartSchedule::kCut;
+        }
       }
       const bool cut = pieces.size() > 1;
       if (cut) {
@@ -205,6 +264,11 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
         plan.stage_occurrences += part.space.stage_count();
         plan.parts.push_back(std::move(part));
       }
+    }
+    if (std::find(cut_by_size.begin(), cut_by_size.end(), true) != cut_by_size.end()) {
+      plan.warnings.push_back(DescribeSizeCut(graph, static_cast<int>(b), block, parts, cut_by_size,
+                                              options.max_part_size));
+      spdlog::warn("{}", plan.warnings.back());
     }
     BlockSchedule sequential, greedy;
     for (const Stage& s : SequentialSchedule(block.Operators())) {
@@ -233,6 +297,7 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
   const std::vector<std::string>& keys = plan.keys;
   LatencyTable table{std::vector<double>(keys.size(), kInf),
                      std::vector<bool>(keys.size(), false),
+                     {},
                      {static_cast<int64_t>(keys.size()), 0, 0, 0, 0}};
   // Specs only for the stages to measure, and only a chunk of them at a
   // time: a search may have 10^5 candidates and a spec takes kilobytes.
@@ -253,6 +318,7 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
           latency[i] = stored->median_ms;
         } else {
           ++stats.failed;
+          table.failures[static_cast<int>(i)] = {stored->error, stored->error_message};
         }
       } else {
         missing.push_back(i);
@@ -302,6 +368,7 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
               latency[i] = r.result.median_ms;
             } else {
               ++stats.failed;
+              table.failures[static_cast<int>(i)] = {r.result.error, r.result.error_message};
             }
           }
           const auto now = std::chrono::steady_clock::now();
@@ -318,8 +385,59 @@ LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::Profi
   return table;
 }
 
+namespace {
+
+// Every schedule of `part` has a failed stage: names the failed stage with
+// the fewest operators (a failed single operator alone explains it), its
+// error, and how to measure it again.
+std::string DescribeUnschedulable(const Graph* graph, const PartPlan& part,
+                                  const std::vector<double>& latency, const LatencyTable* table) {
+  std::string text = "block " + std::to_string(part.block) + " part " + std::to_string(part.part) +
+                     ": every schedule contains a stage that failed to measure";
+  int failed = 0, pick = -1;
+  for (size_t s = 0; s < part.stage_ids.size(); ++s) {
+    if (std::isfinite(latency.at(part.stage_ids[s]))) continue;
+    ++failed;
+    if (pick < 0 || part.space.stage(static_cast<int>(s)).OperatorCount() <
+                        part.space.stage(pick).OperatorCount()) {
+      pick = static_cast<int>(s);
+    }
+  }
+  if (pick < 0) return text;
+  text += " (" + std::to_string(failed) + " of its " + std::to_string(part.stage_ids.size()) +
+          " candidate stages failed)";
+  const Stage stage = part.space.stage(pick);
+  std::string names;
+  for (const auto& group : stage.groups) {
+    for (NodeId id : group) {
+      if (!names.empty()) names += ", ";
+      names += graph ? Quoted(graph->node(id).name) : "#" + std::to_string(id);
+    }
+  }
+  text += "; e.g. the " + std::string(ToString(stage.strategy)) + " stage of " + names;
+  const int id = part.stage_ids[pick];
+  if (table == nullptr) return text;
+  const auto failure = table->failures.find(id);
+  if (failure == table->failures.end()) return text;
+  text += ": " + std::string(ToString(failure->second.error));
+  if (!failure->second.message.empty()) text += ": " + Printable(failure->second.message);
+  const bool stored = id < static_cast<int>(table->measured_now.size()) && !table->measured_now[id];
+  if (IsTransient(failure->second.error)) {
+    text +=
+        " (a transient failure: the next search measures it again; `ios-db --db FILE forget "
+        "--failures` drops stored failures)";
+  } else if (stored) {
+    text +=
+        " (stored in the profiling DB by an earlier search and reused; `ios-db --db FILE forget "
+        "--failures` drops it to measure it again)";
+  }
+  return text;
+}
+
+}  // namespace
+
 Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latency,
-                       size_t block_count) {
+                       size_t block_count, const LatencyTable* table, const Graph* graph) {
   Schedule schedule;
   schedule.blocks.resize(block_count);
   struct Solved {
@@ -357,8 +475,7 @@ Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latenc
     for (const Solved& solved : pieces) {
       const PartPlan& part = *solved.part;
       if (solved.solution.stage_sequence.empty()) {
-        throw Error("block " + std::to_string(part.block) + " part " + std::to_string(part.part) +
-                    ": every schedule contains a stage that failed to measure");
+        throw Error(DescribeUnschedulable(graph, part, latency, table));
       }
       for (int s : solved.solution.stage_sequence) {
         const int id = part.stage_ids[s];
@@ -371,8 +488,9 @@ Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latenc
     }
     begin = end;
   }
-  // A block with a part over budget: its greedy baseline (which cuts no
-  // part) competes too, so an approximated block is never slower than it.
+  // A block cut by --max-part-size or with a part over budget: its greedy
+  // baseline (which cuts nothing) competes too, so an approximated block is
+  // never slower than it.
   std::vector<bool> approximated(block_count, false);
   for (const PartPlan& part : plan.parts) {
     if (part.schedule != PartSchedule::kExact) approximated.at(part.block) = true;
@@ -439,7 +557,8 @@ SearchOutcome RunSearch(const Graph& graph, const std::string& model, const Sear
   store.LinkModelStages(model, outcome.plan.keys);
   outcome.measure_s = seconds_since(t);
   t = Clock::now();
-  outcome.ios = SolveSchedule(outcome.plan, outcome.table.latency_ms, graph.blocks.size());
+  outcome.ios = SolveSchedule(outcome.plan, outcome.table.latency_ms, graph.blocks.size(),
+                              &outcome.table, &graph);
   outcome.sequential = PriceSchedule(outcome.plan.sequential, outcome.table.latency_ms);
   outcome.greedy = PriceSchedule(outcome.plan.greedy, outcome.table.latency_ms);
   outcome.solve_s = seconds_since(t);

@@ -45,6 +45,7 @@ struct SearchOptions {
 //! How the schedule of a part was found.
 enum class PartSchedule {
   kExact,   // the DP over the whole part: optimal for it
+  kCut,     // a part of a block cut by max_part_size: optimal for the part, not the block
   kSplit,   // the part was over a DP budget; this piece of it is solved exactly
   kGreedy,  // over budget even after splitting: greedy (see PartSpace::Greedy)
 };
@@ -73,7 +74,8 @@ struct SearchPlan {
   std::vector<std::string> keys;  // canonical key of each distinct stage, by stage id
   int64_t stage_occurrences = 0;  // candidate stages counted per part, before dedupe
   std::vector<BlockSchedule> sequential, greedy;  // baselines, per block
-  //! One line per part that went over a DP budget: what was approximated.
+  //! One line per part that went over a DP budget and per block cut by
+  //! max_part_size: what was approximated.
   std::vector<std::string> warnings;
 
   size_t stage_count() const { return keys.size(); }
@@ -99,8 +101,12 @@ struct SearchPlan {
 };
 
 //! Splits `block` into the parts the DP schedules one after another: its
-//! explicit parts, or the whole block, each cut to `max_part_size`.
-std::vector<std::vector<NodeId>> PartsOf(const Graph& graph, const Block& block, int max_part_size);
+//! explicit parts, or the whole block, each cut to `max_part_size`. If
+//! `cut` is set, (*cut)[i] says whether part i is a piece of a block or an
+//! explicit part that was larger than `max_part_size` (the explicit parts
+//! are IOS's own decomposition; a cut by size loses the stages across it).
+std::vector<std::vector<NodeId>> PartsOf(const Graph& graph, const Block& block, int max_part_size,
+                                         std::vector<bool>* cut = nullptr);
 
 //! A long walk of one part (see DpProgress), with where it is.
 struct PlanProgress {
@@ -121,9 +127,16 @@ struct MeasureProgress {
   int workers = 0;  // serving the search now
 };
 
+//! Why a stage has no latency: its stored or new failed result.
+struct StageFailure {
+  MeasureError error = MeasureError::kNone;
+  std::string message;
+};
+
 struct LatencyTable {
-  std::vector<double> latency_ms;  // per distinct stage; infinity when it failed
-  std::vector<bool> measured_now;  // false: reused from the DB
+  std::vector<double> latency_ms;                  // per distinct stage; infinity when it failed
+  std::vector<bool> measured_now;                  // false: reused from the DB
+  std::unordered_map<int, StageFailure> failures;  // by stage id, for messages
   MeasureProgress stats;
 };
 
@@ -160,9 +173,13 @@ struct Schedule {
 
 //! Phase 3: the optimal schedule for every part, concatenated per block;
 //! for a part over a DP budget, its pieces' or the greedy one, the faster;
-//! for a block with such a part, that or the block's greedy baseline.
+//! for a block with such a part or cut by max_part_size, that or the
+//! block's greedy baseline. Throws ios::Error when every schedule of a part
+//! contains a failed stage, naming one (by operator names from `graph` and
+//! with its error from `table`, when given).
 Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latency,
-                       size_t block_count);
+                       size_t block_count, const LatencyTable* table = nullptr,
+                       const Graph* graph = nullptr);
 //! Prices a fixed per-block schedule with the latency table.
 Schedule PriceSchedule(const std::vector<BlockSchedule>& blocks,
                        const std::vector<double>& latency);

@@ -202,6 +202,14 @@ void CheckMergeable(const StageSpec& spec, const std::string& path) {
            "merged convolutions conflict with groups[0].ops[0]: " + conflict->reason);
     }
   }
+  // CanMerge's set-level check: the merged conv is one operator.
+  int64_t out_channels = 0;
+  for (const std::vector<StageOp>& group : spec.groups)
+    out_channels += group[0].op.conv.out_channels;
+  if (out_channels > kMaxExtent) {
+    Fail(path + ".groups", "the merged convolution would have " + std::to_string(out_channels) +
+                               " output channels, more than " + std::to_string(kMaxExtent));
+  }
 }
 
 void CheckStage(const StageSpec& spec, const std::string& path) {

@@ -398,6 +398,36 @@ TEST(CanMergeTest, MakeStageSpecNamesTheConflictOfAnUnmergeableMergeStage) {
   }
 }
 
+// Two 1x1 convs of 40,000 output channels each would make one conv of
+// 80,000, more than limits::kMaxExtent: no worker could measure it.
+TEST(CanMergeTest, RefusesAMergeWhoseSummedOutputChannelsExceedTheExtentLimit) {
+  MergeGraph m;
+  Node input;
+  input.name = "in";
+  input.op.kind = OpKind::kInput;
+  input.output = {8, 16, 16};
+  m.graph.nodes.push_back(input);
+  const NodeId a = m.Add(Op(Conv({1, 1}, {0, 0}), 40'000), {{{0, 0, 8}}});
+  const NodeId b = m.Add(Op(Conv({1, 1}, {0, 0}), 40'000), {{{0, 0, 8}}});
+  const NodeId c = m.Add(Op(Conv({1, 1}, {0, 0}), 25'000), {{{0, 0, 8}}});
+  m.Finish();
+  EXPECT_FALSE(CanMerge(m.graph, {a, b}));
+  EXPECT_TRUE(CanMerge(m.graph, {a, c}));  // 65,000: within the limit
+  EXPECT_TRUE(CanMerge(m.graph, {a}));
+  try {
+    MakeStageSpec(m.graph, {Strategy::kMerge, {{a}, {b}}});
+    ADD_FAILURE() << "a merge of 80000 output channels was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("80000 output channels"), std::string::npos) << e.what();
+  }
+  ConvParams big = Conv({1, 1}, {0, 0});
+  big.out_channels = 40'000;
+  EXPECT_THROW(MergedConv({big, big}), Error);
+  ConvParams small = big;
+  small.out_channels = 25'000;
+  EXPECT_EQ(MergedConv({big, small}).out_channels, 65'000);
+}
+
 TEST(MergedConvTest, SumsChannelsAndKeepsABiasIfAnyMemberHasOne) {
   ConvParams a = Conv({1, 1}, {0, 0}), b = Conv({3, 3}, {1, 1});
   a.out_channels = 16;

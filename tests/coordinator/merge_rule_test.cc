@@ -198,6 +198,49 @@ TEST_P(MergeRuleAgreementTest, CanMergeTheValidatorAndTheDpGiveOneVerdict) {
 INSTANTIATE_TEST_SUITE_P(Cases, MergeRuleAgreementTest, ::testing::ValuesIn(kCases),
                          [](const auto& param_info) { return param_info.param.label; });
 
+// Three 1x1 convolutions of 30,000 output channels: each pair merges into
+// 60,000 channels, all three would make 90,000, more than limits::kMaxExtent.
+// The rule is checked on the set, so the DP must leave the triple out.
+TEST(MergeRuleAgreementTest, NoMergeWhoseSummedChannelsExceedTheExtentLimit) {
+  Graph g;
+  g.name = "wide_merge";
+  Node in{"in", "", {}, {}, {8, 4, 4}};
+  in.op.kind = OpKind::kInput;
+  g.nodes.push_back(in);
+  constexpr int kChannels = 30'000;
+  Term sum;
+  Block block{0, {}, -1, {}};
+  std::vector<NodeId> members;
+  for (int i = 0; i < 3; ++i) {
+    OpParams op;
+    op.kind = OpKind::kConv;
+    op.conv = Conv({1, 1}, {0, 0});
+    op.conv.out_channels = kChannels;
+    g.nodes.push_back({"m" + std::to_string(i), "", op, {{{0, 0, 8}}}, {}});
+    members.push_back(static_cast<NodeId>(g.nodes.size()) - 1);
+    block.inner.push_back(members.back());
+    sum.push_back({members.back(), 0, kChannels});
+  }
+  OpParams add;
+  add.kind = OpKind::kIdentity;
+  g.nodes.push_back({"exit", "", add, {sum}, {}});
+  block.exit = static_cast<NodeId>(g.nodes.size()) - 1;
+  g.blocks.push_back(block);
+  InferShapes(g);
+
+  EXPECT_FALSE(CanMerge(g, members));
+  std::string why;
+  EXPECT_FALSE(ValidatorAccepts(g, members, why));
+  EXPECT_NE(why.find("90000 output channels"), std::string::npos) << why;
+  const std::set<std::vector<NodeId>> pairs = {
+      {members[0], members[1]}, {members[0], members[2]}, {members[1], members[2]}};
+  for (const std::vector<NodeId>& pair : pairs) {
+    EXPECT_TRUE(CanMerge(g, pair));
+    EXPECT_TRUE(ValidatorAccepts(g, pair, why)) << why;
+  }
+  EXPECT_EQ(DpMergeSets(g), pairs);
+}
+
 // Eleven convolutions of one input (and of other tensors), all 32x32: the DP's
 // merge stages are exactly the subsets CanMerge accepts, and the validator
 // accepts each of them.

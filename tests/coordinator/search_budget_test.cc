@@ -4,6 +4,7 @@
 // is valid. Zoo models stay exact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -49,12 +50,18 @@ TEST_P(WideBlockSearchTest, FinishesWithAValidApproximateScheduleAndOneWarningPe
   const SearchOutcome outcome = Search(g, DefaultOptions());
   ExpectValidSchedule(g, outcome.ios);
   ASSERT_GT(Approximated(outcome.plan), 0);
-  // One warning per part over budget, naming the block, the part and its ends.
+  // One warning per part over budget, naming the block, the part and its
+  // ends, and one per block cut by --max-part-size.
   std::set<std::pair<int, int>> over;
   for (const PartPlan& p : outcome.plan.parts) {
-    if (p.schedule != PartSchedule::kExact) over.emplace(p.block, p.part);
+    if (p.schedule == PartSchedule::kSplit || p.schedule == PartSchedule::kGreedy) {
+      over.emplace(p.block, p.part);
+    }
   }
-  ASSERT_EQ(outcome.plan.warnings.size(), over.size());
+  std::vector<bool> cut;
+  PartsOf(g, g.blocks[0], DefaultOptions().max_part_size, &cut);
+  const size_t cut_blocks = std::count(cut.begin(), cut.end(), true) > 0 ? 1 : 0;
+  ASSERT_EQ(outcome.plan.warnings.size(), over.size() + cut_blocks);
   const std::string& first = outcome.plan.warnings.front();
   EXPECT_NE(first.find("block 0 part 0 ("), std::string::npos) << first;
   EXPECT_NE(first.find("DP budget exceeded"), std::string::npos) << first;
@@ -129,6 +136,21 @@ TEST(SearchBudgetTest, WhenTheSearchStageBudgetRunsOutLaterPartsAreApproximated)
   ExpectValidSchedule(g, outcome.ios);
 }
 
+// Each budget is named with its own number: a part over the transitions
+// budget used to be blamed on "what is left of the search's budget".
+TEST(SearchBudgetTest, TheWarningNamesTheBudgetThatWasExceeded) {
+  const Graph g = WideBlock(10, 3);
+  SearchOptions options = DefaultOptions();
+  options.dp.max_transitions = 40;
+  options.max_search_stages = 200'000;  // below --max-dp-stages: caps every part's
+  const SearchOutcome outcome = Search(g, options);
+  ASSERT_FALSE(outcome.plan.warnings.empty());
+  const std::string& warning = outcome.plan.warnings.front();
+  EXPECT_NE(warning.find("transitions"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("(--max-dp-transitions 40)"), std::string::npos) << warning;
+  EXPECT_EQ(warning.find("search's budget"), std::string::npos) << warning;
+}
+
 // 65 operators make two parts before any budget; when greedy over the
 // whole block beats the approximated parts, the block uses it.
 TEST(SearchBudgetTest, ABlockWithAnApproximatedPartFallsBackToItsGreedyBaselineWhenFaster) {
@@ -145,6 +167,90 @@ TEST(SearchBudgetTest, ABlockWithAnApproximatedPartFallsBackToItsGreedyBaselineW
   EXPECT_EQ(schedule.blocks[0].size(), plan.greedy[0].size());
   EXPECT_DOUBLE_EQ(schedule.latency_ms, 0.001 * static_cast<double>(plan.greedy[0].size()));
   ExpectValidSchedule(g, schedule);
+}
+
+// Three independent chains of 20 convolutions and a concat: 61 operators,
+// cut by --max-part-size 50 into one chain and the rest. Each part is
+// solved exactly, the block is not (it loses every stage that runs the
+// first chain beside the others): it used to be reported exact and be
+// slower than greedy.
+Graph ThreeChains(int length = 20) {
+  Graph g;
+  g.name = "three_chains";
+  Node input{"in", "", {}, {}, {16, 32, 32}};
+  input.op.kind = OpKind::kInput;
+  g.nodes.push_back(input);
+  Block block;
+  block.enter = 0;
+  Node concat{"concat", "", {}, {}, {}};
+  concat.op.kind = OpKind::kIdentity;
+  for (int chain = 0; chain < 3; ++chain) {
+    NodeId producer = 0;
+    for (int i = 0; i < length; ++i) {
+      Node conv{"b" + std::to_string(chain) + "_c" + std::to_string(i), "", {}, {}, {}};
+      conv.op.kind = OpKind::kConv;
+      conv.op.conv.out_channels = 16;
+      conv.op.conv.kernel = {3, 3};
+      conv.op.conv.stride = {1, 1};
+      conv.op.conv.padding = {1, 1};
+      conv.op.conv.act = Activation::kRelu;
+      conv.inputs = {{{producer, 0, 16}}};
+      producer = static_cast<NodeId>(g.nodes.size());
+      block.inner.push_back(producer);
+      g.nodes.push_back(conv);
+    }
+    concat.inputs.push_back({{producer, 0, 16}});
+  }
+  block.exit = static_cast<NodeId>(g.nodes.size());
+  g.nodes.push_back(concat);
+  g.blocks.push_back(block);
+  InferShapes(g);
+  return g;
+}
+
+TEST(SearchBudgetTest, ABlockCutByMaxPartSizeIsApproximateAndNeverSlowerThanGreedy) {
+  const Graph g = ThreeChains();
+  const SearchOutcome outcome = Search(g, DefaultOptions());
+  ExpectValidSchedule(g, outcome.ios);
+  ASSERT_EQ(outcome.plan.parts.size(), 2u);
+  for (const PartPlan& p : outcome.plan.parts) EXPECT_EQ(p.schedule, PartSchedule::kCut);
+  ASSERT_EQ(outcome.plan.warnings.size(), 1u);
+  const std::string& warning = outcome.plan.warnings[0];
+  EXPECT_NE(warning.find("block 0 (61 operators, 'b0_c0' .. 'concat')"), std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("--max-part-size 50"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("approximate"), std::string::npos) << warning;
+  EXPECT_LE(outcome.ios.latency_ms, outcome.greedy.latency_ms * (1 + 1e-12));
+  const std::string report = FormatReport(g, outcome);
+  EXPECT_NE(report.find("APPROXIMATE: "), std::string::npos) << report;
+  const auto doc = nlohmann::json::parse(
+      ScheduleToJson(g, outcome.ios, {g.name, outcome.device, 1, DefaultOptions(), {}, {}}));
+  EXPECT_FALSE(doc.at("exact").get<bool>());
+  for (const auto& part : doc.at("parts")) EXPECT_NE(part.at("dp"), "exact") << part;
+}
+
+// Parts a model declares are IOS's own decomposition, not a cut: still exact.
+TEST(SearchBudgetTest, ExplicitPartsWithinMaxPartSizeStayExact) {
+  Graph g = ThreeChains(5);
+  Block& block = g.blocks[0];
+  const std::vector<NodeId> ops = block.Operators();
+  block.parts = {std::vector<NodeId>(ops.begin(), ops.begin() + 5),
+                 std::vector<NodeId>(ops.begin() + 5, ops.end())};
+  const SearchOutcome outcome = Search(g, DefaultOptions());
+  EXPECT_TRUE(outcome.plan.warnings.empty());
+  EXPECT_EQ(Approximated(outcome.plan), 0);
+  ExpectValidSchedule(g, outcome.ios);
+}
+
+TEST(SearchBudgetTest, NoZooModelIsCutByTheDefaultMaxPartSize) {
+  for (const ZooEntry& model : ZooModels()) {
+    const Graph g = BuildZooModel(model.name);
+    for (const Block& block : g.blocks) {
+      std::vector<bool> cut;
+      PartsOf(g, block, DefaultOptions().max_part_size, &cut);
+      EXPECT_EQ(std::count(cut.begin(), cut.end(), true), 0) << model.name;
+    }
+  }
 }
 
 TEST(SearchBudgetTest, ZooModelsStayExact) {

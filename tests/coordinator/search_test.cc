@@ -267,6 +267,101 @@ TEST(SearchTest, FailedMeasurementsAreStoredAvoidedAndNotRetried) {
   EXPECT_EQ(StagesOf(rerun.ios), StagesOf(first.ios));
 }
 
+// Fails every stage with an operator of 24 output channels (the conv
+// named "bad\nconv" below) with `error`; measures the rest on the sim V100.
+class FailingMeasurer final : public Measurer {
+ public:
+  explicit FailingMeasurer(MeasureError error)
+      : inner_(MakeLocalMeasurer(worker::CreateSimBackend("v100"))), error_(error) {}
+  const DeviceInfo& Device() const override { return inner_->Device(); }
+  void MeasureAll(const std::vector<const StageSpec*>& specs, int batch_size,
+                  const MeasureSettings& settings,
+                  const std::function<void(std::span<const IndexedResult>)>& on_results) override {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      bool bad = false;
+      for (const auto& group : specs[i]->groups) {
+        for (const StageOp& op : group) bad = bad || op.output.c == 24;
+      }
+      if (!bad) {
+        inner_->MeasureAll({specs[i]}, batch_size, settings,
+                           [&](std::span<const IndexedResult> results) {
+                             IndexedResult r = results[0];
+                             r.index = i;
+                             on_results({&r, 1});
+                           });
+        continue;
+      }
+      MeasureResult failed;
+      failed.error = error_;
+      failed.error_message = "test double: no luck";
+      const IndexedResult result{i, failed};
+      on_results({&result, 1});
+    }
+  }
+
+ private:
+  std::unique_ptr<Measurer> inner_;
+  MeasureError error_;
+};
+
+// in -> "bad\nconv" (24 channels) -> "after": every schedule runs the bad conv.
+Graph GraphWithABadConv() {
+  Graph g;
+  g.name = "bad";
+  Node in{"in", "", {}, {}, {8, 8, 8}};
+  in.op.kind = OpKind::kInput;
+  g.nodes.push_back(in);
+  OpParams conv;
+  conv.kind = OpKind::kConv;
+  conv.conv.kernel = {1, 1};
+  conv.conv.out_channels = 24;
+  g.nodes.push_back({"bad\nconv", "", conv, {{{0, 0, 8}}}, {}});
+  conv.conv.out_channels = 8;
+  g.nodes.push_back({"after", "", conv, {{{1, 0, 24}}}, {}});
+  g.blocks.push_back({0, {1}, 2, {}});
+  InferShapes(g);
+  return g;
+}
+
+std::string SearchError(const Graph& g, db::ProfileStore& store, Measurer& measurer) {
+  try {
+    RunSearch(g, g.name, DefaultOptions(), store, measurer);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "the search succeeded";
+  return "";
+}
+
+TEST(SearchTest, APartWithNoMeasurableScheduleNamesAFailedStageAndItsError) {
+  const Graph g = GraphWithABadConv();
+  auto store = db::ProfileStore::Open(":memory:");
+  FailingMeasurer oom(MeasureError::kOutOfMemory);
+  const std::string first = SearchError(g, *store, oom);
+  EXPECT_NE(first.find("block 0 part 0: every schedule contains a stage that failed to measure"),
+            std::string::npos)
+      << first;
+  EXPECT_NE(first.find("'bad\\nconv'"), std::string::npos) << first;  // Quoted: escaped
+  EXPECT_NE(first.find("out_of_memory: test double: no luck"), std::string::npos) << first;
+  EXPECT_EQ(first.find("forget --failures"), std::string::npos) << first;  // measured just now
+  // The next search reuses the stored out-of-memory and says how to drop it.
+  CountingMeasurer healthy;
+  const std::string again = SearchError(g, *store, healthy);
+  EXPECT_NE(again.find("'bad\\nconv'"), std::string::npos) << again;
+  EXPECT_NE(again.find("stored in the profiling DB"), std::string::npos) << again;
+  EXPECT_NE(again.find("ios-db --db FILE forget --failures"), std::string::npos) << again;
+}
+
+TEST(SearchTest, ATransientFailureThatLeavesNoScheduleHintsAtForget) {
+  const Graph g = GraphWithABadConv();
+  auto store = db::ProfileStore::Open(":memory:");
+  FailingMeasurer timeout(MeasureError::kTimeout);
+  const std::string error = SearchError(g, *store, timeout);
+  EXPECT_NE(error.find("timeout: test double: no luck"), std::string::npos) << error;
+  EXPECT_NE(error.find("transient"), std::string::npos) << error;
+  EXPECT_NE(error.find("forget --failures"), std::string::npos) << error;
+}
+
 // ------------------------------------------------------------------ totals
 
 TEST(SearchTest, ScheduleTotalsAreTheSumsOfTheirStageLatencies) {
