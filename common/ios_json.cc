@@ -609,7 +609,7 @@ IosModel ParseIosJson(const std::string& text, const std::string& source) {
   }
 }
 
-IosModel LoadIosJson(const std::string& path) {
+std::string ReadJsonInputFile(const std::string& path, std::string_view kind) {
   namespace fs = std::filesystem;
   const std::string where = Printable(path);
   std::error_code error;
@@ -621,15 +621,15 @@ IosModel LoadIosJson(const std::string& path) {
   // A directory, FIFO or device is not a model: reading one as text either
   // fails obscurely, blocks, or never ends (/dev/zero).
   if (!fs::is_regular_file(status)) {
-    throw Error(where + ": not a regular file (" + FileTypeText(status.type()) +
-                "); a model is a JSON file");
+    throw Error(where + ": not a regular file (" + FileTypeText(status.type()) + "); a " +
+                std::string(kind) + " is a JSON file");
   }
   const std::uintmax_t size = fs::file_size(path, error);
   if (error) throw Error(where + ": cannot read the size (" + error.message() + ")");
   if (size > kMaxModelFileBytes) {
     throw Error(where + ": " + std::to_string(size) + " bytes, more than the " +
-                std::to_string(kMaxModelFileBytes >> 20) +
-                " MiB a model file may have (kMaxModelFileBytes)");
+                std::to_string(kMaxModelFileBytes >> 20) + " MiB a " + std::string(kind) +
+                " file may have (kMaxModelFileBytes)");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(where + ": cannot open file");
@@ -641,11 +641,15 @@ IosModel LoadIosJson(const std::string& path) {
     text.append(buffer, static_cast<size_t>(in.gcount()));
     if (text.size() > kMaxModelFileBytes) {
       throw Error(where + ": grew beyond the " + std::to_string(kMaxModelFileBytes >> 20) +
-                  " MiB a model file may have while being read");
+                  " MiB a " + std::string(kind) + " file may have while being read");
     }
   }
   if (in.bad()) throw Error(where + ": read error");
-  return ParseIosJson(text, path);
+  return text;
+}
+
+IosModel LoadIosJson(const std::string& path) {
+  return ParseIosJson(ReadJsonInputFile(path, "model"), path);
 }
 
 std::string ToIosJson(

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/graph.h"
@@ -20,7 +21,7 @@ struct IosModel {
   bool HasSchedule() const;
 };
 
-//! Largest model file LoadIosJson reads (64 MiB; the zoo's largest, NASNet,
+//! Largest model or schedule file ReadJsonInputFile reads (64 MiB; the zoo's largest, NASNet,
 //! is about a megabyte): a bound on the memory one bad argument can take.
 inline constexpr std::uintmax_t kMaxModelFileBytes = std::uintmax_t{64} << 20;
 
@@ -30,9 +31,15 @@ inline constexpr std::uintmax_t kMaxModelFileBytes = std::uintmax_t{64} << 20;
 //! and runs InferShapes (checking stored output shapes against it), so a
 //! model beyond the worker limits (common/limits.h) is refused.
 IosModel ParseIosJson(const std::string& text, const std::string& source);
-//! Reads and parses a model file. Refuses anything but a regular file and
-//! files larger than kMaxModelFileBytes, before reading them.
+//! Reads and parses a model file with ReadJsonInputFile.
 IosModel LoadIosJson(const std::string& path);
+
+//! Reads a JSON input file (a model, a schedule) whole. Refuses anything but
+//! a regular file (a directory, a FIFO, /dev/zero) and files larger than
+//! kMaxModelFileBytes, before reading them, and stops reading at that bound
+//! should the file grow. `kind` ("model", "schedule") words the messages.
+//! Throws ios::Error naming the file and the reason.
+std::string ReadJsonInputFile(const std::string& path, std::string_view kind);
 
 //! Serialises a graph (and optionally per-block stages) in IOS JSON; what
 //! ParseIosJson reads back is structurally identical, names and block parts

@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/ios_json.h"
@@ -45,6 +47,8 @@ struct CliOptions {
   std::string log_level = "info";
   int local_workers = -1;  // -1: 1 without --bind, 0 with it
   int wait_workers_s = 60, heartbeat_ms = 1000, query_timeout_s = 120;
+  bool bind_given = false;                      // --bind on the command line, even as ''
+  std::vector<std::string> unused_by_evaluate;  // given options --evaluate ignores
   SearchOptions search;
   FarmOptions farm;
 };
@@ -56,6 +60,9 @@ int LocalWorkers(const CliOptions& cli) {
 // What is wrong with --device or --bind, before anything is opened or
 // started; empty when nothing is.
 std::string FarmOptionProblem(const CliOptions& cli) {
+  if (cli.bind_given && cli.farm.bind.empty()) {
+    return "--bind is empty; give an endpoint, e.g. --bind tcp://*:5555, or leave it out";
+  }
   if (!cli.farm.bind.empty()) {
     const std::string problem = net::EndpointProblem(cli.farm.bind, net::EndpointUse::kBind);
     if (!problem.empty()) return "--bind '" + cli.farm.bind + "': " + problem;
@@ -262,7 +269,13 @@ int Search(const CliOptions& cli) {
 }
 
 int Evaluate(const CliOptions& cli) {
-  LoadedSchedule loaded = LoadSchedule(cli.evaluate);
+  LoadedSchedule loaded;
+  try {
+    loaded = LoadSchedule(cli.evaluate);
+  } catch (const Error& e) {
+    // The loader's message starts with the file; say which option gave it.
+    throw Error("--evaluate " + std::string(e.what()));
+  }
   auto store = db::ProfileStore::Open(cli.db);
   auto farm = StartFarm(cli);
   SearchPlan plan;
@@ -300,10 +313,13 @@ int main(int argc, char** argv) {
       "profiling DB."};
   app.add_option("--model,-m", cli.model, "zoo model name (see --list-models) or IOS JSON file");
   app.add_flag("--list-models", cli.list_models, "print the built-in models and exit");
+  // No CLI11 ExistingFile check: the loader refuses a missing file, a
+  // directory, a FIFO or a huge file with its own message (exit 1).
   app.add_option("--evaluate", cli.evaluate,
                  "price a schedule file (ios-farm --out file or IOS reference schedule) at "
-                 "--batch on --device, measuring only stages the DB lacks")
-      ->check(CLI::ExistingFile);
+                 "--batch on --device, measuring only stages the DB lacks; the search options "
+                 "(--model, --out, --strategy, -r, -s, --no-pruning, the DP budgets, "
+                 "--no-baselines) do not apply to it and are refused");
   app.add_option("--batch,-b", cli.search.batch_size, "batch size")
       ->default_val(1)
       ->check(CLI::Range(1, 1 << 20));
@@ -345,7 +361,8 @@ int main(int argc, char** argv) {
       ->default_val(SearchOptions::kDefaultMaxSearchStages)
       ->check(CLI::Range(int64_t{1}, DpOptions::kMaxBudget));
   app.add_option("--db", cli.db, "profiling DB file (created if missing)")->default_val(cli.db);
-  app.add_option("--out,-o", cli.out, "write the schedule JSON here ('-' for stdout)");
+  app.add_option("--out,-o", cli.out,
+                 "write the searched schedule JSON here ('-' for stdout); not with --evaluate");
   app.add_flag("--baselines,!--no-baselines", cli.baselines,
                "also report the sequential and greedy baselines (default on)");
   app.add_option("--warmup", cli.search.settings.warmup, "warm-up runs per measurement")
@@ -362,9 +379,10 @@ int main(int argc, char** argv) {
       ->default_val(cli.log_level)
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   // The farm.
-  app.add_option("--bind", cli.farm.bind,
-                 "listen for ios-worker processes here, e.g. tcp://*:5555 (default: none, "
-                 "embedded workers only)");
+  CLI::Option* bind_option =
+      app.add_option("--bind", cli.farm.bind,
+                     "listen for ios-worker processes here, e.g. tcp://*:5555 (default: none, "
+                     "embedded workers only)");
   app.add_option("--local-workers", cli.local_workers,
                  "embedded worker threads on --device over inproc:// (default 1 without --bind, "
                  "0 with it)")
@@ -408,6 +426,16 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  cli.bind_given = bind_option->count() > 0;
+  // Options of the search that pricing a given schedule would silently
+  // ignore: given with --evaluate, they are a mistake worth saying.
+  for (const char* name : {"--model", "--out", "--strategy", "-r", "-s", "--no-pruning",
+                           "--max-part-size", "--max-dp-states", "--max-dp-transitions",
+                           "--max-dp-stages", "--max-search-stages", "--baselines"}) {
+    if (app.get_option(name)->count() == 0) continue;
+    cli.unused_by_evaluate.push_back(std::string(name) == "--baselines" ? "--[no-]baselines"
+                                                                        : name);
+  }
   spdlog::set_default_logger(spdlog::stderr_color_mt("ios-coordinator"));
   spdlog::set_level(spdlog::level::from_str(cli.log_level));
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e [%l] %v");
@@ -430,7 +458,14 @@ int main(int argc, char** argv) {
       cli.search.dp.max_group_size = DpOptions::kMaxPartSize;
       cli.search.dp.max_groups = DpOptions::kMaxPartSize;
     }
-    if (!cli.evaluate.empty()) return Evaluate(cli);
+    if (!cli.evaluate.empty()) {
+      if (!cli.unused_by_evaluate.empty()) {
+        std::fprintf(stderr, "ios-coordinator: error: %s is not used with --evaluate\n",
+                     cli.unused_by_evaluate.front().c_str());
+        return 2;
+      }
+      return Evaluate(cli);
+    }
     if (cli.model.empty()) {
       std::fprintf(stderr,
                    "ios-coordinator: error: --model is required (or --evaluate FILE, "

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <unordered_map>
 
 #include "common/error.h"
@@ -151,13 +149,12 @@ void CheckCoverage(const Graph& graph, const std::vector<std::vector<Stage>>& bl
 }  // namespace
 
 LoadedSchedule LoadSchedule(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open schedule file");
-  std::stringstream text;
-  text << in.rdbuf();
+  // The model loader's checks: a FIFO, /dev/zero or a huge file is refused
+  // before anything is read.
+  const std::string text = ReadJsonInputFile(path, "schedule");
   json doc;
   try {
-    doc = json::parse(text.str());
+    doc = json::parse(text);
   } catch (const json::parse_error& e) {
     throw Error(path + ": not valid JSON (" + e.what() + ")");
   }
@@ -184,7 +181,7 @@ LoadedSchedule LoadSchedule(const std::string& path) {
       }
     } else {
       loaded.origin = "ios-reference";
-      IosModel model = ParseIosJson(text.str(), path);
+      IosModel model = ParseIosJson(text, path);
       if (!model.HasSchedule()) throw Error(path + ": the file has no stages to evaluate");
       loaded.graph = std::move(model.graph);
       names = std::move(model.stages);

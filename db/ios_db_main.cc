@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/printable.h"
 #include "db/profile_store.h"
 
 namespace {
@@ -84,7 +85,12 @@ std::string CellText(const json& value, const Column& column, Format format) {
     case json::value_t::null:
       return format == Format::kTable ? "-" : "";
     case json::value_t::string:
-      return value.get<std::string>();
+      // Model names, stage descriptions, device names and error messages
+      // come from model files and workers: a table shows them escaped (a
+      // newline or an escape sequence would forge rows or drive the
+      // terminal). CSV quotes them and JSON escapes them, both exactly.
+      return format == Format::kTable ? ios::Printable(value.get<std::string>())
+                                      : value.get<std::string>();
     case json::value_t::boolean:
       if (format == Format::kTable)
         return value.get<bool>() ? column.table_true : column.table_false;
@@ -380,9 +386,7 @@ void RequireExistingDb(const std::string& path) {
   std::error_code error;
   const auto status = std::filesystem::status(path, error);
   if (!std::filesystem::exists(status)) throw ios::Error("no profiling DB at " + path);
-  if (std::filesystem::is_directory(status)) {
-    throw ios::Error(path + " is a directory, not a profiling DB");
-  }
+  // A directory: ProfileStore::Open says so.
   if (std::filesystem::file_size(path, error) == 0 && !error) {
     throw ios::Error("no profiling DB at " + path + " (the file is empty)");
   }

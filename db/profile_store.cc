@@ -587,6 +587,11 @@ class SqliteProfileStore final : public ProfileStore {
 std::unique_ptr<ProfileStore> ProfileStore::Open(const std::string& path,
                                                  const OpenOptions& options) {
   if (path.empty()) throw Error("profiling DB path is empty");
+  // SQLite would say "unable to open database file" with its own source
+  // location; a directory given for the DB deserves a plain sentence.
+  if (std::error_code error; std::filesystem::is_directory(path, error)) {
+    throw Error(path + ": is a directory, not a profiling DB file");
+  }
   if (options.mode != OpenMode::kCreate && path != ":memory:") {
     std::error_code error;
     if (!std::filesystem::exists(path, error)) throw Error("no profiling DB at " + path);

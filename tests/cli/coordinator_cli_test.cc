@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -229,6 +230,78 @@ TEST_F(CoordinatorCliTest, SearchesRecordWhenTheSearchStarted) {
   }
   ASSERT_LT(first_measured, last_measured) << "precondition: measuring took over a second";
   EXPECT_LE(search.at("started_at").get<std::string>(), first_measured);
+}
+
+// Before: --evaluate read any path to the end (/dev/zero without bound; a
+// FIFO blocked) and CLI11's check answered a directory with "File is
+// actually a directory". Now the model loader's checks (ReadJsonInputFile)
+// refuse them before reading, in one line naming the option and the file.
+TEST_F(CoordinatorCliTest, EvaluateRefusesWhatIsNotARegularFileInOneLine) {
+  fs::create_directory(Path("a_directory"));
+  ASSERT_EQ(mkfifo(Path("a_fifo").c_str(), 0600), 0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {Path("a_directory").string(), "not a regular file (a directory); a schedule is a JSON file"},
+      {Path("a_fifo").string(), "not a regular file (a FIFO); a schedule is a JSON file"},
+      {"/dev/zero", "not a regular file (a character device); a schedule is a JSON file"},
+      {Path("absent.json").string(), "cannot open file: not found"},
+  };
+  for (const auto& [file, reason] : cases) {
+    // A bound of 30 s, not 120: before the fix the FIFO blocked for good.
+    const CliResult r = ::ios::testing::RunBinary(
+        dir_, kCoordinator, "--evaluate " + ShellQuote(file) + " --db profile.db -q", 30);
+    EXPECT_EQ(r.exit_code, 1) << file << ": " << r.err;
+    EXPECT_EQ(r.err, "ios-coordinator: error: --evaluate " + file + ": " + reason + "\n") << file;
+  }
+}
+
+// Before: --evaluate s.json --out ev.json returned 0 and wrote nothing, and
+// --model or the search options were ignored without a word.
+TEST_F(CoordinatorCliTest, EvaluateRefusesTheOptionsItDoesNotUse) {
+  const CliResult search = Coordinator("--model " + ShellQuote(DataFile("tiny_model.json")) +
+                                       " --db profile.db -q --out s.json");
+  ASSERT_EQ(search.exit_code, 0) << search.err;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--out ev.json", "--out"},
+      {"--out /nonexistent/x.json", "--out"},
+      {"--model squeezenet", "--model"},
+      {"-r 2", "-r"},
+      {"-s 2", "-s"},
+      {"--strategy merge", "--strategy"},
+      {"--no-pruning", "--no-pruning"},
+      {"--max-dp-states 100", "--max-dp-states"},
+      {"--max-search-stages 100", "--max-search-stages"},
+      {"--no-baselines", "--[no-]baselines"},
+  };
+  for (const auto& [option, name] : cases) {
+    const CliResult r = Coordinator("--evaluate s.json --db profile.db -q " + option);
+    EXPECT_EQ(r.exit_code, 2) << option << ": " << r.err;
+    EXPECT_EQ(r.err, "ios-coordinator: error: " + name + " is not used with --evaluate\n");
+    EXPECT_EQ(r.out, "");
+  }
+  EXPECT_FALSE(fs::exists(Path("ev.json")));
+  // What --evaluate does use is still accepted.
+  const CliResult ok = Coordinator("--evaluate s.json --db profile.db -q --batch 2 --repeat 3");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+// Before: --bind '' was taken for no --bind at all, while --device '' was
+// refused.
+TEST_F(CoordinatorCliTest, AnEmptyBindIsRefusedLikeAnEmptyDevice) {
+  const CliResult r = Coordinator("--model squeezenet --db profile.db -q --bind ''");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--bind is empty"));
+  EXPECT_EQ(NonEmptyLines(r.err).size(), 1u) << r.err;
+  EXPECT_FALSE(fs::exists(Path("profile.db")));
+}
+
+// Before: "SQLite error in sqlite3_open_v2 at .../db/sqlite_util.cc:37 ...
+// (code 14)".
+TEST_F(CoordinatorCliTest, ADirectoryGivenAsTheDbIsNamedAsSuch) {
+  fs::create_directory(Path("a_directory"));
+  const CliResult r = Coordinator("--model squeezenet -q --db a_directory");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err,
+            "ios-coordinator: error: a_directory: is a directory, not a profiling DB file\n");
 }
 
 // ------------------------------------------------------------------ errors

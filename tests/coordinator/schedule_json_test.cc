@@ -265,5 +265,31 @@ TEST_F(TempDirTest, LoadScheduleRejectsFilesThatAreNoSchedule) {
   }
 }
 
+// Before: LoadSchedule read whatever it was given to the end: a directory or
+// /dev/null came back as "not valid JSON", a file over the model loader's
+// bound was read whole (and /dev/zero grew without bound, a FIFO blocked).
+// Now it shares the model loader's checks (ReadJsonInputFile).
+TEST_F(TempDirTest, LoadScheduleRefusesWhatTheModelLoaderRefuses) {
+  const std::string huge = PathIn("huge.json");
+  WriteFile(huge, "");
+  fs::resize_file(huge, kMaxModelFileBytes + 1);  // sparse: costs no disk
+  const std::string directory = PathIn("a_directory");
+  fs::create_directory(directory);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {huge, "MiB a schedule file may have"},
+      {directory, "not a regular file (a directory)"},
+      {"/dev/null", "not a regular file (a character device)"},
+  };
+  for (const auto& [path, fragment] : cases) {
+    try {
+      LoadSchedule(path);
+      ADD_FAILURE() << path << ": expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ios::coordinator

@@ -305,6 +305,55 @@ TEST_F(IosDbCliTest, ExportRefusesATableOrAnUnknownExtension) {
   EXPECT_FALSE(fs::exists(Dir() / "x.dat"));
 }
 
+// --- untrusted text --------------------------------------------------------
+
+// Before: a table printed model names, stage descriptions, device names and
+// error messages raw, so a model named "m\e[31m\nodel" wrote a real escape
+// sequence and a forged line. Tables escape them now; CSV quotes a line
+// break and JSON escapes it, both keeping the exact text.
+TEST_F(IosDbCliTest, TablesEscapeControlCharactersInNamesAndMessages) {
+  const fs::path path = Dir() / "hostile.db";
+  const std::string name = "m\x1b[31m\nodel";
+  {
+    auto store = ProfileStore::Open(path.string());
+    const DeviceInfo device{"sim", "gpu\x1b]0;x\x07\nfake", "fp-hostile", true};
+    store->UpsertDevice(device);
+    store->UpsertStage("k", "conv\x1b[2J\nrow");
+    store->LinkModelStages(name, {"k"});
+    MeasureResult failed;
+    failed.error = MeasureError::kOutOfMemory;
+    failed.error_message = "oom\x1b[1m\nforged";
+    store->Store({"k", device.fingerprint, 1, "w2-n6-r6"}, failed);
+    SearchRecord search;
+    search.model = name;
+    search.device_fingerprint = device.fingerprint;
+    search.batch_size = 1;
+    search.settings_json = "{}";
+    search.schedule_json = "{}";
+    search.latency_ms = 1.0;
+    store->RecordSearch(search);
+  }
+  const std::vector<std::pair<std::string, size_t>> tables = {
+      {"searches", 3u}, {"devices", 3u}, {"measurements", 3u}};
+  for (const auto& [command, lines] : tables) {
+    CliResult result = Run({"--db", path.string(), command});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(result.out.find('\x1b'), std::string::npos) << command << ":\n" << result.out;
+    EXPECT_EQ(result.out.find('\x07'), std::string::npos) << command << ":\n" << result.out;
+    EXPECT_EQ(Lines(result.out).size(), lines) << command << ":\n" << result.out;
+  }
+  EXPECT_THAT(Run({"--db", path.string(), "searches"}).out, HasSubstr(R"(m\x1b[31m\nodel)"));
+  EXPECT_THAT(Run({"--db", path.string(), "measurements"}).out, HasSubstr(R"(oom\x1b[1m\nforged)"));
+
+  // CSV: the line break is inside a quoted field, the text exact.
+  CliResult csv = Run({"--db", path.string(), "--format", "csv", "searches"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_THAT(csv.out, HasSubstr(",\"" + name + "\","));
+  json rows = ParseJson(Run({"--db", path.string(), "--format", "json", "searches"}));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["model"], name);
+}
+
 // --- errors ----------------------------------------------------------------
 
 TEST_F(IosDbCliTest, AMissingDbIsAnErrorAndIsNotCreated) {
@@ -326,6 +375,17 @@ TEST_F(IosDbCliTest, AFileThatIsNotADbIsNamedInTheError) {
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.err, HasSubstr(text.string()));
   EXPECT_EQ(Lines(result.err).size(), 1u) << result.err;
+}
+
+// ios-db said so itself before; now ProfileStore::Open does, for ios-db and
+// ios-coordinator alike (which said "SQLite error in sqlite3_open_v2 at
+// .../sqlite_util.cc:37 ...").
+TEST_F(IosDbCliTest, ADirectoryGivenAsTheDbIsNamedAsSuch) {
+  CliResult result = Run({"--db", Dir().string(), "stats"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.err,
+            "ios-db: " + Dir().string() + ": is a directory, not a profiling DB file\n");
+  EXPECT_EQ(result.out, "");
 }
 
 TEST_F(IosDbCliTest, BadArgumentsGiveOneLineOnStderrAndExitCodeOne) {

@@ -146,6 +146,17 @@ TEST_F(FarmCliTest, WorkerConfigurationErrorIsTheOnlyThingItSays) {
   EXPECT_THAT(key.err, Not(HasSubstr("signal")));
 }
 
+// Before: a key file that does not exist was CLI11's ExistingFile refusal
+// (exit 105, then 2), while docs/farm.md says a bad key file gives 1.
+TEST_F(FarmCliTest, WorkerWithAMissingKeyFileSaysSoAndExitsWithOne) {
+  ASSERT_TRUE(::ios::testing::WriteFile(Path("server.pub"), "public-key = nonsense\n"));
+  const CliResult r = Run(kWorker,
+                          "--connect tcp://127.0.0.1:5555 --curve-key nofile.key "
+                          "--curve-server-key server.pub");
+  ExpectOneLineRefusal(r, 1, {"ios-worker: error: key file nofile.key does not exist"},
+                       "missing key");
+}
+
 // Issue 7 item 9f: a worker that never reached its coordinator says so
 // (it used to say "coordinator silent for 3.0 s").
 TEST_F(FarmCliTest, WorkerThatNeverReachedItsCoordinatorSaysSoAndStopsCleanly) {
