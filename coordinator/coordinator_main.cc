@@ -374,7 +374,8 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", cli.search.settings.repeat, "repeats (median of their means)")
       ->default_val(6)
       ->check(CLI::Range(1, 1000));
-  app.add_flag("--quiet,-q", cli.quiet, "no progress output");
+  app.add_flag("--quiet,-q", cli.quiet,
+               "no progress lines (warnings still go to the log: --log-level)");
   app.add_option("--log-level", cli.log_level, "trace, debug, info, warn, error, off")
       ->default_val(cli.log_level)
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
