@@ -17,6 +17,7 @@
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <zmq.hpp>
@@ -379,9 +380,23 @@ struct CurveAuthenticator::State {
   //! The ZAP reply to one request; never throws for a malformed request.
   Frames Answer(const Frames& request);
 
+  //! Logs one refusal as a warning, unless the same refusal (peer address
+  //! and reason) was logged less than kRefusalQuiet ago: a refused worker
+  //! retries every few seconds and would fill the log. The next line says
+  //! how many were held back.
+  void WarnRefused(const std::string& refusal);
+
+  //! How often one refusal is logged at most.
+  static constexpr std::chrono::seconds kRefusalQuiet{60};
+
   zmq::socket_t socket;  // bound by the constructor, then used by `thread` only
   const std::unordered_set<std::string> allowed;  // Z85 public keys
   std::atomic<int64_t> accepted{0}, refused{0};
+  struct Logged {
+    std::chrono::steady_clock::time_point at;
+    int64_t held_back = 0;
+  };
+  std::unordered_map<std::string, Logged> logged_refusals;  // `thread` only
   // Last: it starts once everything above exists, and is stopped and joined
   // before any of it goes, however the State goes.
   std::jthread thread;
@@ -436,8 +451,8 @@ Frames CurveAuthenticator::State::Answer(const Frames& request) {
   const std::string_view mechanism = request[5].to_string_view();
   if (mechanism != "CURVE") {
     ++refused;
-    spdlog::warn("CURVE authenticator: refused a {} handshake from {}: only CURVE is admitted",
-                 Printable(mechanism), address);
+    WarnRefused("a " + Printable(mechanism) + " handshake from " + address +
+                ": only CURVE is admitted");
     return reply("400", "only CURVE is admitted", "");
   }
   if (request.size() != 7 || request[6].size() != kBinaryKeySize) {
@@ -452,13 +467,29 @@ Frames CurveAuthenticator::State::Answer(const Frames& request) {
   const std::string client_key = key.data();
   if (!allowed.contains(client_key)) {
     ++refused;
-    spdlog::warn("CURVE authenticator: refused {} with public key {}: not on the allow list",
-                 address, client_key);
+    WarnRefused(address + " with public key " + client_key + ": not on the allow list");
     return reply("400", "key not on the allow list", "");
   }
   ++accepted;
   spdlog::debug("CURVE authenticator: admitted {} with public key {}", address, client_key);
   return reply("200", "OK", client_key);  // User-Id of the peer's messages
+}
+
+void CurveAuthenticator::State::WarnRefused(const std::string& refusal) {
+  const auto now = std::chrono::steady_clock::now();
+  auto [it, first] = logged_refusals.try_emplace(refusal, Logged{now, 0});
+  if (!first && now - it->second.at < kRefusalQuiet) {
+    ++it->second.held_back;
+    return;
+  }
+  if (it->second.held_back > 0) {
+    spdlog::warn("CURVE authenticator: refused {} (and {} more times in the last {} s)", refusal,
+                 it->second.held_back,
+                 std::chrono::duration_cast<std::chrono::seconds>(now - it->second.at).count());
+  } else {
+    spdlog::warn("CURVE authenticator: refused {}", refusal);
+  }
+  it->second = Logged{now, 0};
 }
 
 CurveAuthenticator::CurveAuthenticator(Context& context,

@@ -52,8 +52,9 @@ void MakeCurveClient(zmq::socket_t& socket, const CurveKeyPair& client,
 
 //! The ZAP handler of one context: while it lives, every CURVE handshake on
 //! a socket of `context` is accepted only if the client's public key is in
-//! `allowed_public_keys`; each refusal is logged (spdlog, warn) with the
-//! peer address. Create it before any CURVE server socket binds. Runs one
+//! `allowed_public_keys`; a refusal is logged (spdlog, warn) with the peer
+//! address and key, the same refusal at most once a minute (with a count
+//! of the ones held back). Create it before any CURVE server socket binds. Runs one
 //! thread; destroying it stops the thread.
 class CurveAuthenticator {
  public:

@@ -438,6 +438,32 @@ TEST_F(CurveAuthenticatorTest, ZapRequestsAreAnsweredAsTheProtocolSays) {
   EXPECT_EQ(authenticator_->refused(), 3);
 }
 
+// A refused worker retries every few seconds: its refusal is logged once,
+// then held back for a minute, while another peer's refusal still shows.
+TEST_F(CurveAuthenticatorTest, TheSameRefusalIsLoggedOnceAMinuteAtMost) {
+  CapturedLog log;
+  authenticator_.emplace(context_, std::vector<std::string>{listed_.public_key});
+  auto ask = [&](const std::string& address) {
+    const auto reply =
+        AskZap(context_, {"1.0", "id", "", address, "", "CURVE", BinaryKey(unlisted_.public_key)});
+    ASSERT_TRUE(reply.has_value());
+    EXPECT_EQ((*reply)[2], "400");
+  };
+  for (int i = 0; i < 5; ++i) ask("10.0.0.9");
+  ask("10.0.0.10");
+  authenticator_.reset();  // joins the handler: every line is written
+  const std::string text = log.Text();
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("refused 10.0.0.9 with public key"), 1u) << text;
+  EXPECT_EQ(count("refused 10.0.0.10 with public key"), 1u) << text;
+}
+
 TEST_F(CurveAuthenticatorTest, GarbageOnTheZapEndpointLeavesTheHandlerWorking) {
   authenticator_.emplace(context_, std::vector<std::string>{listed_.public_key});
   const std::vector<std::vector<std::string>> garbage = {
