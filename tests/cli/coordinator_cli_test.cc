@@ -17,32 +17,25 @@
 #include <string>
 #include <vector>
 
+#include "tests/testing/binaries.h"
 #include "tests/testing/process.h"
 
 namespace ios {
 namespace {
+
+using ::ios::testing::kCoordinator;
+using ::ios::testing::kIosDb;
+using ::ios::testing::NonEmptyLines;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr const char* kCoordinator = IOS_BINARY_DIR "/coordinator/ios-coordinator";
-constexpr const char* kIosDb = IOS_BINARY_DIR "/db/ios-db";
-
 using ::ios::testing::CliResult;
 using ::ios::testing::ReadFile;
 using ::ios::testing::ShellQuote;
 using ::ios::testing::WriteFile;
-
-std::vector<std::string> NonEmptyLines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
-  }
-  return lines;
-}
 
 // A file under tests/data.
 std::string DataFile(const std::string& name) {

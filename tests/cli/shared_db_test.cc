@@ -13,18 +13,20 @@
 #include <vector>
 
 #include "db/profile_store.h"
+#include "tests/testing/binaries.h"
 #include "tests/testing/child.h"
 #include "tests/testing/process.h"
 
 namespace ios {
 namespace {
 
+using ::ios::testing::kCoordinator;
+
 namespace fs = std::filesystem;
 using ::ios::testing::ChildProcess;
 using ::ios::testing::ReadFile;
 using ::testing::HasSubstr;
 
-constexpr const char* kCoordinator = IOS_BINARY_DIR "/coordinator/ios-coordinator";
 constexpr auto kProcessTimeout = std::chrono::seconds(180);
 
 // A search's report: the distinct stage count and the IOS latency text.

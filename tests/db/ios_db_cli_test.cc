@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "db/profile_store.h"
+#include "tests/testing/binaries.h"
 #include "tests/testing/process.h"
 
 namespace ios::db {
@@ -26,7 +27,7 @@ using ::testing::Not;
 using ::testing::StartsWith;
 
 constexpr size_t kMaxOutput = 16 << 20;  // bytes read from the binary at most
-constexpr const char* kBinary = IOS_BINARY_DIR "/db/ios-db";
+using ::ios::testing::kIosDb;
 
 using ::ios::testing::CliResult;
 using ::ios::testing::ReadFile;
@@ -95,7 +96,7 @@ class IosDbCliTest : public ::testing::Test {
   static CliResult Run(const std::vector<std::string>& args) {
     std::string quoted;
     for (const std::string& arg : args) quoted += " " + ShellQuote(arg);
-    return ::ios::testing::RunBinary(Dir(), kBinary, quoted, 60, kMaxOutput);
+    return ::ios::testing::RunBinary(Dir(), kIosDb, quoted, 60, kMaxOutput);
   }
 
   static CliResult RunOnDb(const std::vector<std::string>& args) {

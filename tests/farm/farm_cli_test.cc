@@ -14,11 +14,17 @@
 #include <string>
 #include <vector>
 
+#include "tests/testing/binaries.h"
 #include "tests/testing/child.h"
 #include "tests/testing/process.h"
 
 namespace ios {
 namespace {
+
+using ::ios::testing::kCoordinator;
+using ::ios::testing::kKeygen;
+using ::ios::testing::kWorker;
+using ::ios::testing::NonEmptyLines;
 
 namespace fs = std::filesystem;
 using std::chrono_literals::operator""s;
@@ -29,19 +35,6 @@ using ::ios::testing::ShellQuote;
 using ::ios::testing::WaitForText;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-const std::string kCoordinator = IOS_BINARY_DIR "/coordinator/ios-coordinator";
-const std::string kWorker = IOS_BINARY_DIR "/worker/ios-worker";
-const std::string kKeygen = IOS_BINARY_DIR "/net/ios-keygen";
-
-std::vector<std::string> NonEmptyLines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
-  }
-  return lines;
-}
 
 // A loopback TCP port nobody listens on (it was free a moment ago).
 int UnusedPort() {

@@ -19,11 +19,17 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testing/binaries.h"
 #include "tests/testing/child.h"
 #include "tests/testing/process.h"
 
 namespace ios {
 namespace {
+
+using ::ios::testing::kCoordinator;
+using ::ios::testing::kIosDb;
+using ::ios::testing::kKeygen;
+using ::ios::testing::kWorker;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -35,11 +41,6 @@ using ::ios::testing::ShellQuote;
 using ::ios::testing::WaitForText;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-const std::string kCoordinator = IOS_BINARY_DIR "/coordinator/ios-coordinator";
-const std::string kWorker = IOS_BINARY_DIR "/worker/ios-worker";
-const std::string kIosDb = IOS_BINARY_DIR "/db/ios-db";
-const std::string kKeygen = IOS_BINARY_DIR "/net/ios-keygen";
 
 // How long a search in these tests may take before the test gives up on it
 // (they take seconds; this only bounds a hang).

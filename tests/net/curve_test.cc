@@ -21,10 +21,13 @@
 
 #include "common/error.h"
 #include "net/context.h"
+#include "tests/testing/binaries.h"
 #include "tests/testing/process.h"
 
 namespace ios::net {
 namespace {
+
+using ::ios::testing::kKeygen;
 
 namespace fs = std::filesystem;
 using ::ios::testing::ReadFile;
@@ -37,7 +40,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using namespace std::chrono_literals;
 
-constexpr const char* kKeygen = IOS_BINARY_DIR "/net/ios-keygen";
 constexpr auto kExpectMessage = 3000ms;  // a message that should arrive
 constexpr auto kExpectNothing = 500ms;   // how long "nothing gets through" waits
 
