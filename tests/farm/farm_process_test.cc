@@ -286,6 +286,9 @@ class FarmProcessTest : public ::testing::Test {
   }
 
   // Everything a remote-worker coordinator needs in these tests.
+  std::vector<std::string> CurveCoordinatorArgs(const std::vector<std::string>& workers,
+                                                const std::string& allowed);
+
   std::vector<std::string> BindArgs(const std::string& model, int min_workers,
                                     const std::string& out = "") const {
     std::vector<std::string> args = {"--model",       model,
@@ -486,22 +489,33 @@ TEST_F(FarmProcessTest, WorkerOfAnotherDeviceClassGetsNoQueries) {
   StopWorker(*v100);
 }
 
-TEST_F(FarmProcessTest, CurveAllowsListedWorkersAndRefusesOthers) {
+// Keys under keys/ for the coordinator and each of `workers`, `allowed`'s
+// public key in allow/, and the arguments of a CURVE coordinator that
+// binds and searches squeezenet with one worker.
+std::vector<std::string> FarmProcessTest::CurveCoordinatorArgs(
+    const std::vector<std::string>& workers, const std::string& allowed) {
   const fs::path keys = Path("keys"), allow = Path("allow");
-  for (const char* name : {"coordinator", "good", "bad"}) {
-    const testing::CliResult r =
-        Run(kKeygen, std::string(name) + " --dir " + ShellQuote(keys.string()), 30);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> names = workers;
+  names.push_back("coordinator");
+  for (const std::string& name : names) {
+    const testing::CliResult r = Run(kKeygen, name + " --dir " + ShellQuote(keys.string()), 30);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
   }
   fs::create_directories(allow);
-  fs::copy_file(keys / "good.pub", allow / "good.pub");
-
+  fs::copy_file(keys / (allowed + ".pub"), allow / (allowed + ".pub"));
   std::vector<std::string> args = BindArgs("squeezenet", 1);
   for (const std::string& extra :
        {std::string("--curve-secret-key"), (keys / "coordinator.key").string(),
         std::string("--curve-allow"), allow.string()}) {
     args.push_back(extra);
   }
+  return args;
+}
+
+TEST_F(FarmProcessTest, CurveAllowsListedWorkersAndRefusesOthers) {
+  const fs::path keys = Path("keys");
+  std::vector<std::string> args;
+  ASSERT_NO_FATAL_FAILURE(args = CurveCoordinatorArgs({"good", "bad"}, "good"));
   Coordinator c = StartCoordinator("coord", "c.db", args);
   ASSERT_FALSE(c.endpoint.empty());
   const std::vector<std::string> curve = {"--curve-server-key", (keys / "coordinator.pub").string(),
@@ -534,20 +548,9 @@ TEST_F(FarmProcessTest, CurveAllowsListedWorkersAndRefusesOthers) {
 // (no CURVE at all, or another coordinator's public key) are named in the
 // coordinator's log, once per peer and problem however often they retry.
 TEST_F(FarmProcessTest, WorkersFailingTheCurveHandshakeAreLoggedOncePerPeer) {
-  const fs::path keys = Path("keys"), allow = Path("allow");
-  for (const char* name : {"coordinator", "other", "w"}) {
-    const testing::CliResult r =
-        Run(kKeygen, std::string(name) + " --dir " + ShellQuote(keys.string()), 30);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
-  fs::create_directories(allow);
-  fs::copy_file(keys / "w.pub", allow / "w.pub");
-  std::vector<std::string> args = BindArgs("squeezenet", 1);
-  for (const std::string& extra :
-       {std::string("--curve-secret-key"), (keys / "coordinator.key").string(),
-        std::string("--curve-allow"), allow.string()}) {
-    args.push_back(extra);
-  }
+  const fs::path keys = Path("keys");
+  std::vector<std::string> args;
+  ASSERT_NO_FATAL_FAILURE(args = CurveCoordinatorArgs({"other", "w"}, "w"));
   Coordinator c = StartCoordinator("coord", "c.db", args);
   ASSERT_FALSE(c.endpoint.empty());
 
