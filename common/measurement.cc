@@ -1,10 +1,17 @@
 #include "common/measurement.h"
 
+#include <cmath>
+
 namespace ios {
 
 std::string MeasureSettings::Key() const {
-  return "w" + std::to_string(warmup) + "-n" + std::to_string(number) + "-r" +
-         std::to_string(repeat) + "-" + dtype;
+  std::string key = "w" + std::to_string(warmup) + "-n" + std::to_string(number) + "-r" +
+                    std::to_string(repeat) + "-";
+  if (Adaptive()) {
+    key += "max" + std::to_string(max_repeat) + "-spread" +
+           std::to_string(std::lround(max_relative_spread * 100)) + "%-";
+  }
+  return key + dtype;
 }
 
 const char* ToString(MeasureError error) {

@@ -7,13 +7,21 @@
 namespace ios {
 
 //! The IOS protocol: `warmup` runs, then `repeat` times the mean of `number`
-//! runs; the result is the median of the repeat means.
+//! runs; the result is the median of the repeat means (exec/protocol.h).
+//! Adaptive when max_repeat > repeat: more repeats, up to max_repeat, until
+//! the spread of the last `repeat` means is at most max_relative_spread of
+//! their median (for noisy devices such as a shared CPU).
 struct MeasureSettings {
   int warmup = 2;
   int number = 6;
   int repeat = 6;
+  int max_repeat = 0;  // <= repeat: not adaptive
+  double max_relative_spread = 0;
   std::string dtype = "float32";
-  //! Canonical text used in DB keys, e.g. "w2-n6-r6".
+  bool Adaptive() const { return max_repeat > repeat; }
+  //! Canonical text used in DB keys, e.g. "w2-n6-r6-float32", or
+  //! "w2-n6-r6-max30-spread5%-float32" when adaptive (spread in whole
+  //! percent: the key of a setting must not depend on float printing).
   std::string Key() const;
 };
 

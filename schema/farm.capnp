@@ -59,6 +59,8 @@ struct StageQuery {
   number @4 :Int32;
   repeat @5 :Int32;
   stage @6 :Stage;
+  maxRepeat @7 :Int32;  # adaptive protocol (v2): <= repeat means not adaptive
+  maxRelativeSpreadPercent @8 :Float64;
 }
 
 # --- Stages (common/stage.h) ---

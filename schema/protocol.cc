@@ -190,6 +190,8 @@ void WriteQuery(wire::StageQuery::Builder out, uint64_t query_id, const StageSpe
   out.setWarmup(settings.warmup);
   out.setNumber(settings.number);
   out.setRepeat(settings.repeat);
+  out.setMaxRepeat(settings.max_repeat);
+  out.setMaxRelativeSpreadPercent(settings.max_relative_spread * 100);
   WriteStage(out.initStage(), stage);
 }
 
@@ -351,6 +353,8 @@ StageQuery ReadQuery(wire::StageQuery::Reader in) {
   query.settings.warmup = in.getWarmup();
   query.settings.number = in.getNumber();
   query.settings.repeat = in.getRepeat();
+  query.settings.max_repeat = in.getMaxRepeat();
+  query.settings.max_relative_spread = in.getMaxRelativeSpreadPercent() / 100;
   ReadStage(in.getStage(), query.stage);
   return query;
 }

@@ -267,6 +267,12 @@ void Check(const StageQuery& query) {
   CheckRange(query.settings.warmup, 0, kMaxRuns, "query.warmup");
   CheckRange(query.settings.number, 1, kMaxRuns, "query.number");
   CheckRange(query.settings.repeat, 1, kMaxRuns, "query.repeat");
+  CheckRange(query.settings.max_repeat, 0, kMaxRuns, "query.maxRepeat");
+  if (!(query.settings.max_relative_spread >= 0 && query.settings.max_relative_spread <= 1)) {
+    throw InvalidField("query.maxRelativeSpreadPercent: " +
+                       std::to_string(query.settings.max_relative_spread * 100) +
+                       " out of range [0, 100]");
+  }
   CheckStage(query.stage, "query.stage");
 }
 

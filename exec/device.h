@@ -1,0 +1,61 @@
+// The narrow interface every real backend implements (cpu on oneDNN, cuda on
+// cuDNN) and the naive reference device: prepare a program once, run it
+// many times.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/measurement.h"
+#include "exec/program.h"
+
+namespace ios::exec {
+
+//! A failure with a kind the farm understands (out of memory, unsupported,
+//! backend failure). Backends throw it from Prepare and from runs; the
+//! worker turns it into a MeasureResult.
+class ExecError : public Error {
+ public:
+  ExecError(MeasureError kind, const std::string& message) : Error(message), kind_(kind) {}
+  MeasureError kind() const { return kind_; }
+
+ private:
+  MeasureError kind_;
+};
+
+//! A program prepared on a device: storage allocated, primitives created,
+//! algorithms chosen, weights uploaded. Runs reuse all of it. Not
+//! thread-safe: one thread calls it.
+class PreparedProgram {
+ public:
+  virtual ~PreparedProgram() = default;
+  //! Fills an input buffer with batch x c x h x w values (NCHW).
+  virtual void Write(int buffer, std::span<const float> values) = 0;
+  //! Reads a view as batch x channels x h x w values (NCHW).
+  virtual std::vector<float> Read(const View& view) = 0;
+  //! Runs every stage in order, `runs` times, and returns the elapsed
+  //! milliseconds by the device's own clock; whatever a run pays (layout
+  //! reorders, thread fork and join) is inside it.
+  virtual double TimedRuns(int runs) = 0;
+};
+
+//! One device. Not thread-safe: one thread owns it.
+class Device {
+ public:
+  virtual ~Device() = default;
+  //! Stable for the device's lifetime and across instances on one machine.
+  virtual const DeviceInfo& Info() const = 0;
+  //! Prepares `program` (Validate must pass) at `batch`. Throws ExecError:
+  //! kOutOfMemory when the storage does not fit (checked before allocating),
+  //! kUnsupported for an op the device cannot run, kBackendFailure otherwise.
+  virtual std::unique_ptr<PreparedProgram> Prepare(const Program& program, int batch) = 0;
+};
+
+//! Plain loops, one thread, no library: the oracle the backends are tested
+//! against and what ios-run --check compares with on small graphs.
+std::unique_ptr<Device> MakeReferenceDevice();
+
+}  // namespace ios::exec

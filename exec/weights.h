@@ -1,0 +1,71 @@
+// Convolution weights: kept outside StageSpec and its key (a stage's latency
+// does not depend on the values), per node of a network, seeded random for
+// zoo models or loaded from a file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/graph.h"
+
+namespace ios::exec {
+
+//! The weights of one convolution: `kernel` is OIHW (out_channels x
+//! in_channels/groups x kernel.h x kernel.w), `bias` has out_channels values
+//! or is empty when the convolution has none.
+struct ConvWeights {
+  int out_channels = 0, in_per_group = 0, kernel_h = 0, kernel_w = 0;
+  std::vector<float> kernel;
+  std::vector<float> bias;
+  friend bool operator==(const ConvWeights&, const ConvWeights&) = default;
+};
+
+//! Seeded He-uniform kernel and small random bias for `conv` reading
+//! `in_channels` channels: the same seed gives the same values on every
+//! machine (no std:: distributions, whose output is implementation-defined).
+ConvWeights RandomConvWeights(const ConvParams& conv, int in_channels, uint64_t seed);
+
+//! The stacked weights of a merge stage (common/stage.h, MergedConv): each
+//! member's kernel zero-padded and centred in the merged kernel size, members
+//! stacked along output channels in the given order, biases stacked (a
+//! member without bias contributes zeros; empty if no member has one).
+//! Requires `members[i]` to be the parameters `weights[i]` belong to; throws
+//! ios::Error when they do not merge or the weights' shapes disagree.
+ConvWeights StackMergedWeights(const std::vector<ConvParams>& members,
+                               const std::vector<const ConvWeights*>& weights);
+
+//! Where a convolution sits in a network: its node and, for a kSequential
+//! node, the index of the element in its chain (0 otherwise).
+struct ConvSite {
+  NodeId node = -1;
+  int chain_index = 0;
+  friend auto operator<=>(const ConvSite&, const ConvSite&) = default;
+};
+
+//! The weights of every convolution of a network.
+class WeightStore {
+ public:
+  //! Seeded random weights for every convolution of `graph` (shapes
+  //! inferred). The seed of each convolution mixes `seed` with its node
+  //! name and chain index, so values do not depend on node numbering.
+  static WeightStore Random(const Graph& graph, uint64_t seed);
+  //! Reads a weights file (format in docs/execution.md) and checks it
+  //! against `graph`: every convolution present with its exact shape, no
+  //! unknown node. Throws ios::Error naming the file, node and field.
+  static WeightStore Load(const Graph& graph, const std::string& path);
+  //! Writes the weights file read by Load. Throws ios::Error on I/O failure.
+  void Save(const Graph& graph, const std::string& path) const;
+
+  //! The weights of a convolution; throws ios::Error when absent.
+  const ConvWeights& At(ConvSite site) const;
+  void Set(ConvSite site, ConvWeights weights);
+  size_t size() const { return weights_.size(); }
+
+ private:
+  std::map<ConvSite, ConvWeights> weights_;
+};
+
+}  // namespace ios::exec

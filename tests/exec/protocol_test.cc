@@ -1,0 +1,102 @@
+// The measurement protocol on scripted timers: which runs it asks for and
+// what it reports.
+#include "exec/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <vector>
+
+#include "common/error.h"
+
+namespace ios::exec {
+namespace {
+
+//! A timer that returns scripted per-run times (one per call, times runs)
+//! and records how many runs each call asked for.
+struct ScriptedTimer {
+  std::deque<double> per_run_ms;
+  double warmup_ms = 1000;  // huge: must never reach the result
+  std::vector<int> calls;
+  TimedRuns Fn() {
+    return [this](int runs) {
+      calls.push_back(runs);
+      if (calls.size() == 1) return warmup_ms * runs;
+      const double t = per_run_ms.empty() ? 1.0 : per_run_ms.front();
+      if (!per_run_ms.empty()) per_run_ms.pop_front();
+      return t * runs;
+    };
+  }
+};
+
+TEST(ProtocolTest, IosDefaultsTakeMedianAndSpreadOfSixRepeatMeans) {
+  ScriptedTimer timer;
+  timer.per_run_ms = {5, 1, 4, 2, 3, 6};
+  const MeasureResult r = RunProtocol(MeasureSettings{}, timer.Fn());
+  EXPECT_EQ(timer.calls, (std::vector<int>{2, 6, 6, 6, 6, 6, 6}));
+  EXPECT_DOUBLE_EQ(r.median_ms, 3.5);
+  EXPECT_DOUBLE_EQ(r.spread_ms, 5.0);
+  EXPECT_EQ(r.samples, 36);
+  EXPECT_TRUE(r.ok());
+}
+
+TEST(ProtocolTest, NoWarmupCallWhenWarmupIsZero) {
+  ScriptedTimer timer;
+  timer.per_run_ms = {2, 2, 2};
+  timer.warmup_ms = 2;  // the first call is a timed one here
+  MeasureSettings settings;
+  settings.warmup = 0;
+  settings.repeat = 3;
+  const MeasureResult r = RunProtocol(settings, timer.Fn());
+  EXPECT_EQ(timer.calls.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.median_ms, 2.0);
+}
+
+TEST(ProtocolTest, AdaptiveRepeatsUntilTheLastWindowIsCalm) {
+  // Noisy start, then calm: the window of the last three is 10, 10.1, 10.
+  ScriptedTimer timer;
+  timer.per_run_ms = {30, 10, 50, 10, 10.1, 10, 99};
+  MeasureSettings settings;
+  settings.repeat = 3;
+  settings.max_repeat = 20;
+  settings.max_relative_spread = 0.05;
+  const MeasureResult r = RunProtocol(settings, timer.Fn());
+  EXPECT_EQ(timer.calls.size(), 1u + 6u);  // stopped before the 99
+  EXPECT_DOUBLE_EQ(r.median_ms, 10.0);
+  EXPECT_NEAR(r.spread_ms, 0.1, 1e-9);
+  EXPECT_EQ(r.samples, 6 * 6);
+}
+
+TEST(ProtocolTest, AdaptiveCapReportsTheCalmestWindow) {
+  ScriptedTimer timer;
+  timer.per_run_ms = {10, 20, 11, 12, 40, 5};
+  MeasureSettings settings;
+  settings.repeat = 3;
+  settings.max_repeat = 6;
+  settings.max_relative_spread = 0.01;
+  const MeasureResult r = RunProtocol(settings, timer.Fn());
+  EXPECT_EQ(timer.calls.size(), 1u + 6u);
+  // Windows: {10,20,11} 10/11, {20,11,12} 9/12, {11,12,40} 29/12, {12,40,5} 35/12.
+  EXPECT_DOUBLE_EQ(r.median_ms, 12.0);
+  EXPECT_DOUBLE_EQ(r.spread_ms, 9.0);
+  EXPECT_EQ(r.samples, 36);
+}
+
+TEST(ProtocolTest, RefusesSettingsWithoutTimedRuns) {
+  ScriptedTimer timer;
+  MeasureSettings settings;
+  settings.number = 0;
+  EXPECT_THROW(RunProtocol(settings, timer.Fn()), Error);
+  EXPECT_TRUE(timer.calls.empty());
+}
+
+TEST(ProtocolTest, AdaptiveSettingsHaveTheirOwnKey) {
+  MeasureSettings settings;
+  EXPECT_EQ(settings.Key(), "w2-n6-r6-float32");
+  settings.max_repeat = 30;
+  settings.max_relative_spread = 0.05;
+  EXPECT_EQ(settings.Key(), "w2-n6-r6-max30-spread5%-float32");
+}
+
+}  // namespace
+}  // namespace ios::exec
