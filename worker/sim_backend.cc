@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "exec/protocol.h"
 
 namespace ios::worker {
 namespace {
@@ -455,12 +456,6 @@ double StandardNormal(std::mt19937_64& rng) {
   return std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
 }
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 MeasureResult Failure(MeasureError error, std::string message) {
   MeasureResult result;
   result.error = error;
@@ -532,31 +527,23 @@ class SimBackend final : public Backend {
         .backend = "sim", .name = "sim:" + gpu.name, .fingerprint = fp.str(), .simulated = true};
   }
 
-  //! The IOS protocol on a model: `repeat` means of `number` runs each. With
-  //! noise every run is scaled by exp(noise * z), z drawn from a generator
-  //! seeded by (seed, stage, batch) so a rerun reproduces the same figures.
+  //! The shared protocol (exec/protocol.h) with the model as the timer.
+  //! With noise every run is scaled by exp(noise * z), z drawn from a
+  //! generator seeded by (seed, stage, batch) so a rerun reproduces the
+  //! same figures.
   MeasureResult Protocol(double model_ms, const StageSpec& stage, int batch_size,
                          const MeasureSettings& settings) const {
-    MeasureResult result;
-    result.samples = settings.repeat * settings.number;
     if (options_.noise <= 0) {
-      result.median_ms = model_ms;
-      return result;
+      return exec::RunProtocol(settings, [model_ms](int runs) { return model_ms * runs; });
     }
     const uint64_t stage_seed = SplitMix64(options_.noise_seed) ^ StableHash(stage.Key());
     std::mt19937_64 rng(SplitMix64(SplitMix64(stage_seed) ^ static_cast<uint64_t>(batch_size)));
-    std::vector<double> means;
-    for (int r = 0; r < settings.repeat; ++r) {
+    return exec::RunProtocol(settings, [&](int runs) {
       double sum = 0;
-      for (int n = 0; n < settings.number; ++n) {
+      for (int n = 0; n < runs; ++n)
         sum += model_ms * std::exp(options_.noise * StandardNormal(rng));
-      }
-      means.push_back(sum / settings.number);
-    }
-    const auto [lo, hi] = std::minmax_element(means.begin(), means.end());
-    result.median_ms = Median(means);
-    result.spread_ms = *hi - *lo;
-    return result;
+      return sum;
+    });
   }
 
   const SimGpuSpec gpu_;
