@@ -18,6 +18,7 @@
 
 #include "common/error.h"
 #include "common/ios_json.h"
+#include "common/model_source.h"
 #include "common/printable.h"
 #include "common/zoo.h"
 #include "coordinator/farm.h"
@@ -109,19 +110,8 @@ void PrintWorkers(const Farm& farm) {
 
 // A zoo name, or else a path to an IOS JSON file.
 std::pair<Graph, std::string> ResolveModel(const std::string& model) {
-  for (const ZooEntry& entry : ZooModels()) {
-    if (entry.name == model) return {BuildZooModel(model), model};
-  }
-  if (!std::filesystem::exists(model)) {
-    std::string names;
-    for (const ZooEntry& entry : ZooModels()) names += (names.empty() ? "" : ", ") + entry.name;
-    throw Error("unknown model " + Quoted(model) + ": not a zoo model (" + names +
-                ") and no such file");
-  }
-  IosModel loaded = LoadIosJson(model);
-  std::string name =
-      loaded.graph.name.empty() ? std::filesystem::path(model).stem().string() : loaded.graph.name;
-  return {std::move(loaded.graph), name};
+  LoadedModel loaded = LoadModel(model);
+  return {std::move(loaded.graph), std::move(loaded.name)};
 }
 
 // One line that rewrites itself on a terminal, a plain line every few
