@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "exec/program.h"
 #include "worker/cpu_lanes.h"
 
 namespace ios::worker {
@@ -685,6 +686,12 @@ class CpuDevice : public exec::Device {
 
   std::unique_ptr<exec::PreparedProgram> Prepare(const exec::Program& program, int batch) override {
     if (batch < 1) throw ExecError(MeasureError::kUnsupported, "cpu: batch size must be >= 1");
+    try {
+      exec::Validate(program);
+    } catch (const Error& e) {
+      throw ExecError(MeasureError::kBackendFailure,
+                      std::string("cpu: the program is not well formed: ") + e.what());
+    }
     MemoryBudget budget(PhysicalMemoryBytes());
     // Activation storage and weights first: an absurd batch size fails here,
     // before oneDNN is asked for anything of that size.

@@ -1,7 +1,9 @@
-// The cpu device (oneDNN) on hand-built programs: every op kind against
-// values worked out by hand, views at channel offsets, batch 1 and 2,
-// concurrent lanes equal to one lane, out of memory as an error, and the
-// core-split policy and option grammar.
+// The cpu device (oneDNN): every op kind against values worked out by hand
+// and against the naive reference device (padding, stride, dilation, groups
+// and depthwise edge cases, batch 1 and 2, views at channel offsets), stage
+// programs with concurrent lanes and merged convolutions, concurrent lanes
+// equal to one lane, out of memory as an error, and the core-split policy
+// and option grammar.
 #include "worker/cpu_device.h"
 
 #include <gmock/gmock.h>
@@ -11,6 +13,11 @@
 #include <numeric>
 
 #include "common/limits.h"
+#include "common/stage.h"
+#include "exec/program.h"
+#include "exec/weights.h"
+#include "tests/exec/exec_testing.h"
+#include "tests/testing/ops.h"
 #include "worker/cpu_lanes.h"
 
 namespace ios::worker {
@@ -48,13 +55,16 @@ exec::View Whole(const exec::Program& program, int buffer) {
   return {buffer, 0, program.buffers[buffer].shape.c};
 }
 
-exec::Step ConvStep(ConvParams conv, exec::View in, exec::View out, int weights) {
+//! A convolution step; the convolution has a bias exactly when `weights` do.
+exec::Step ConvStep(ProgramBuilder& b, ConvParams conv, exec::View in, exec::View out,
+                    exec::ConvWeights weights) {
   exec::Step step;
   step.op.kind = OpKind::kConv;
+  conv.bias = !weights.bias.empty();
   step.op.conv = conv;
   step.inputs = {in};
   step.output = out;
-  step.weights = weights;
+  step.weights = b.Weights(std::move(weights));
   step.label = "conv";
   return step;
 }
@@ -114,8 +124,8 @@ TEST_F(CpuDeviceTest, PaddedConvolutionWithBiasCountsTheWindowInsideTheImageAtBa
   ProgramBuilder b;
   const int in = b.Buffer({1, 3, 3}), out = b.Buffer({1, 3, 3});
   b.program.inputs = {in};
-  b.Add(ConvStep(Conv(1, 3, 1), Whole(b.program, in), Whole(b.program, out),
-                 b.Weights(Filled(1, 1, 3, 1.f, 0.5f))));
+  b.Add(ConvStep(b, Conv(1, 3, 1), Whole(b.program, in), Whole(b.program, out),
+                 Filled(1, 1, 3, 1.f, 0.5f)));
   std::vector<float> x(9, 1.f);
   x.resize(18, 2.f);
   const auto y = RunOnce(*device_, b.program, 2, {x}, Whole(b.program, out));
@@ -127,8 +137,8 @@ TEST_F(CpuDeviceTest, DilatedConvolutionReadsEveryOtherPixel) {
   ProgramBuilder b;
   const int in = b.Buffer({1, 5, 5}), out = b.Buffer({1, 1, 1});
   b.program.inputs = {in};
-  b.Add(ConvStep(Conv(1, 3, 0, 1, 2), Whole(b.program, in), Whole(b.program, out),
-                 b.Weights(Filled(1, 1, 3, 1.f, 0.f))));
+  b.Add(ConvStep(b, Conv(1, 3, 0, 1, 2), Whole(b.program, in), Whole(b.program, out),
+                 Filled(1, 1, 3, 1.f, 0.f)));
   // Pixels (i, j) for i, j in {0, 2, 4} of the ramp 5i + j.
   EXPECT_THAT(RunOnce(*device_, b.program, 1, {Ramp(25)}, Whole(b.program, out)),
               ElementsAre(108.f));
@@ -140,8 +150,8 @@ TEST_F(CpuDeviceTest, StridedConvolutionWithReluPostOpClampsNegatives) {
   b.program.inputs = {in};
   exec::ConvWeights w = Filled(2, 1, 2, 1.f, 0.f);
   std::fill(w.kernel.begin() + 4, w.kernel.end(), -1.f);  // second filter negative
-  b.Add(ConvStep(Conv(2, 2, 0, 2, 1, 1, Activation::kRelu), Whole(b.program, in),
-                 Whole(b.program, out), b.Weights(w)));
+  b.Add(ConvStep(b, Conv(2, 2, 0, 2, 1, 1, Activation::kRelu), Whole(b.program, in),
+                 Whole(b.program, out), w));
   // 2x2 windows of the ramp 4i + j: sums 10, 18, 42, 50.
   EXPECT_THAT(RunOnce(*device_, b.program, 1, {Ramp(16)}, Whole(b.program, out)),
               ElementsAre(10, 18, 42, 50, 0, 0, 0, 0));
@@ -158,8 +168,7 @@ TEST_F(CpuDeviceTest, DepthwiseAndGroupedConvolutionsKeepChannelsApart) {
     for (int o = 0; o < 4; ++o) {
       for (int i = 0; i < 4 / groups; ++i) w.kernel[o * (4 / groups) + i] = float(o + 1);
     }
-    b.Add(ConvStep(Conv(4, 1, 0, 1, 1, groups), Whole(b.program, in), Whole(b.program, out),
-                   b.Weights(w)));
+    b.Add(ConvStep(b, Conv(4, 1, 0, 1, 1, groups), Whole(b.program, in), Whole(b.program, out), w));
     std::vector<float> x(16);
     for (int c = 0; c < 4; ++c) std::fill(x.begin() + 4 * c, x.begin() + 4 * c + 4, float(c));
     std::vector<float> expected(16);
@@ -182,7 +191,7 @@ TEST_F(CpuDeviceTest, ConvolutionReadsAndWritesChannelOffsetViewsAtBatch2) {
   // Sums input channels 1 and 2 into output channels 2 and 3 (+1 and +2 bias).
   exec::ConvWeights w = Filled(2, 2, 1, 1.f, 0.f);
   w.bias = {1.f, 2.f};
-  b.Add(ConvStep(Conv(2, 1), {in, 1, 2}, {out, 2, 2}, b.Weights(w)));
+  b.Add(ConvStep(b, Conv(2, 1), {in, 1, 2}, {out, 2, 2}, w));
   const std::vector<float> x = Ramp(32);  // sample n, channel c, pixel p: 16n + 4c + p
   const auto y = RunOnce(*device_, b.program, 2, {x}, Whole(b.program, out));
   std::vector<float> expected(40, 0.f);
@@ -308,12 +317,11 @@ exec::Program Chains(int lanes, bool concurrent) {
     for (size_t k = 0; k < w1.kernel.size(); ++k) w1.kernel[k] = float((k * 7 + i) % 5) - 2;
     exec::ConvWeights w2 = Filled(2, 4, 1, 0.5f - 0.25f * float(i), 0.f);
     const int lane = concurrent ? i : 0;
-    b.Add(ConvStep(Conv(4, 3, 1), Whole(b.program, in), Whole(b.program, mid), b.Weights(w1)),
-          lane);
+    b.Add(ConvStep(b, Conv(4, 3, 1), Whole(b.program, in), Whole(b.program, mid), w1), lane);
     OpParams relu;
     relu.kind = OpKind::kActivation;
     b.Add(OpStep(relu, {Whole(b.program, mid)}, Whole(b.program, act)), lane);
-    b.Add(ConvStep(Conv(2, 1), Whole(b.program, act), Whole(b.program, out), b.Weights(w2)), lane);
+    b.Add(ConvStep(b, Conv(2, 1), Whole(b.program, act), Whole(b.program, out), w2), lane);
     b.program.outputs.push_back(Whole(b.program, out));
   }
   return b.program;
@@ -343,8 +351,8 @@ TEST_F(CpuDeviceTest, StorageBeyondPhysicalMemoryIsAnOutOfMemoryError) {
   ProgramBuilder b;
   const int in = b.Buffer({256, 224, 224}), out = b.Buffer({256, 224, 224});
   b.program.inputs = {in};
-  b.Add(ConvStep(Conv(256, 3, 1), Whole(b.program, in), Whole(b.program, out),
-                 b.Weights(Filled(256, 256, 3, 0.f, 0.f))));
+  b.Add(ConvStep(b, Conv(256, 3, 1), Whole(b.program, in), Whole(b.program, out),
+                 Filled(256, 256, 3, 0.f, 0.f)));
   try {
     device_->Prepare(b.program, limits::kMaxBatchSize);
     FAIL() << "no error";
@@ -364,6 +372,229 @@ TEST_F(CpuDeviceTest, FingerprintNamesTheCpuAndIsStableAcrossInstances) {
   }
   EXPECT_EQ(MakeCpuDevice()->Info().fingerprint, info.fingerprint);
   EXPECT_NE(MakeCpuDevice({.threads = 7})->Info().fingerprint, info.fingerprint);
+}
+
+// ---- Against the reference device -------------------------------------------
+
+//! Runs `program` on the cpu device (twice: runs must not depend on each
+//! other) and on the reference device with the same seeded inputs, and
+//! compares every output.
+void ExpectSameAsReference(exec::Device& cpu, const exec::Program& program, int batch,
+                           const std::string& what) {
+  SCOPED_TRACE(what + " at batch " + std::to_string(batch));
+  try {
+    exec::Validate(program);
+  } catch (const std::exception& e) {
+    FAIL() << e.what();
+  }
+  auto mine = cpu.Prepare(program, batch);
+  auto reference = exec::MakeReferenceDevice()->Prepare(program, batch);
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const Shape& s = program.buffers[program.inputs[i]].shape;
+    const std::vector<float> values =
+        exec::testing::Ramp(exec::testing::Elements(s, batch), 0.13f, 0.05f * float(i));
+    mine->Write(program.inputs[i], values);
+    reference->Write(program.inputs[i], values);
+  }
+  mine->TimedRuns(2);
+  reference->TimedRuns(1);
+  for (size_t o = 0; o < program.outputs.size(); ++o) {
+    exec::testing::ExpectClose(mine->Read(program.outputs[o]), reference->Read(program.outputs[o]),
+                               1e-4, what + " output " + std::to_string(o));
+  }
+}
+
+//! One op whose inputs are views at channel offset 1 of wider buffers and
+//! whose output is a view at channel offset 2 of a wider buffer (or whole
+//! buffers when `offsets` is false).
+exec::Program OneOp(const OpParams& op, const std::vector<Shape>& in_shapes, bool offsets) {
+  ProgramBuilder b;
+  exec::Step step;
+  step.op = op;
+  step.label = Describe(op);
+  const int in_pad = offsets ? 3 : 0, out_pad = offsets ? 2 : 0;
+  for (const Shape& s : in_shapes) {
+    const int buffer = b.Buffer({s.c + in_pad, s.h, s.w});
+    b.program.inputs.push_back(buffer);
+    step.inputs.push_back({buffer, offsets ? 1 : 0, s.c});
+  }
+  // A step's identity of several views sums them (the graph's would concatenate).
+  const Shape out =
+      op.kind == OpKind::kIdentity ? in_shapes[0] : InferOpOutput(op, in_shapes, step.label);
+  step.output = {b.Buffer({out.c + out_pad, out.h, out.w}), out_pad, out.c};
+  if (op.kind == OpKind::kConv) {
+    step.weights = b.Weights(exec::RandomConvWeights(op.conv, in_shapes[0].c, 17));
+  }
+  b.program.outputs = {step.output};
+  b.Add(std::move(step));
+  return b.program;
+}
+
+OpParams ConvWith(Shape /*in*/, int out, Window kernel, Window pad, Window stride, Window dilation,
+                  int groups, Activation act, bool bias = true) {
+  OpParams op;
+  op.kind = OpKind::kConv;
+  op.conv.out_channels = out;
+  op.conv.kernel = kernel;
+  op.conv.padding = pad;
+  op.conv.stride = stride;
+  op.conv.dilation = dilation;
+  op.conv.groups = groups;
+  op.conv.act = act;
+  op.conv.bias = bias;
+  return op;
+}
+
+struct OpCase {
+  std::string name;
+  OpParams op;
+  std::vector<Shape> inputs;
+};
+
+std::vector<OpCase> EveryOpKind() {
+  using A = Activation;
+  std::vector<OpCase> cases = {
+      {"conv3x3_pad1_relu",
+       ConvWith({}, 4, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, A::kRelu),
+       {{3, 7, 7}}},
+      {"conv3x3_stride2_nopad_nobias",
+       ConvWith({}, 5, {3, 3}, {0, 0}, {2, 2}, {1, 1}, 1, A::kNone, false),
+       {{3, 8, 7}}},
+      {"conv_dilated2_sigmoid",
+       ConvWith({}, 4, {3, 3}, {2, 2}, {1, 1}, {2, 2}, 1, A::kSigmoid),
+       {{4, 9, 9}}},
+      {"conv_dilation_2x3",
+       ConvWith({}, 2, {3, 3}, {1, 2}, {1, 1}, {2, 3}, 1, A::kNone),
+       {{2, 7, 8}}},
+      {"grouped2_tanh", ConvWith({}, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, A::kTanh), {{4, 6, 6}}},
+      {"depthwise_stride2",
+       ConvWith({}, 6, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 6, A::kRelu),
+       {{6, 7, 7}}},
+      {"depthwise_multiplier2",
+       ConvWith({}, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 4, A::kNone),
+       {{4, 6, 6}}},
+      {"asymmetric_1x3", ConvWith({}, 3, {1, 3}, {0, 1}, {1, 1}, {1, 1}, 1, A::kRelu), {{3, 6, 5}}},
+      {"asymmetric_7x1_stride_2x1",
+       ConvWith({}, 3, {7, 1}, {3, 0}, {2, 1}, {1, 1}, 1, A::kNone),
+       {{3, 9, 5}}},
+      {"stride_beyond_kernel",
+       ConvWith({}, 2, {1, 1}, {0, 0}, {3, 3}, {1, 1}, 1, A::kNone),
+       {{2, 7, 7}}},
+      {"padding_beyond_half_kernel",
+       ConvWith({}, 2, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, A::kNone),
+       {{3, 4, 4}}},
+      {"conv5x5_pad2_stride3",
+       ConvWith({}, 3, {5, 5}, {2, 2}, {3, 3}, {1, 1}, 1, A::kRelu),
+       {{2, 8, 8}}},
+      {"max_3x3_s2_p1", ::ios::testing::PoolOp(PoolType::kMax, 3, 2, 1), {{3, 7, 7}}},
+      {"max_2x2_s2_odd_input", ::ios::testing::PoolOp(PoolType::kMax, 2, 2, 0), {{3, 7, 7}}},
+      {"avg_3x3_s1_p1", ::ios::testing::PoolOp(PoolType::kAvg, 3, 1, 1), {{3, 5, 6}}},
+      {"avg_3x3_s2_p1", ::ios::testing::PoolOp(PoolType::kAvg, 3, 2, 1), {{2, 8, 8}}},
+      {"avg_2x2_s2_odd_input", ::ios::testing::PoolOp(PoolType::kAvg, 2, 2, 0), {{2, 5, 5}}},
+      {"global_max", ::ios::testing::PoolOp(PoolType::kGlobalMax, 1, 1, 0), {{3, 5, 3}}},
+      {"global_avg", ::ios::testing::PoolOp(PoolType::kGlobalAvg, 1, 1, 0), {{3, 5, 3}}},
+      {"add_of_two", ::ios::testing::EltwiseOp(EltwiseType::kAdd), {{3, 4, 4}, {3, 4, 4}}},
+      {"add_of_three",
+       ::ios::testing::EltwiseOp(EltwiseType::kAdd),
+       {{2, 3, 5}, {2, 3, 5}, {2, 3, 5}}},
+      {"mul_of_two", ::ios::testing::EltwiseOp(EltwiseType::kMul), {{3, 4, 4}, {3, 4, 4}}},
+      {"identity_copy", ::ios::testing::IdentityOp(), {{3, 4, 4}}},
+      {"identity_sum_of_three", ::ios::testing::IdentityOp(), {{2, 4, 3}, {2, 4, 3}, {2, 4, 3}}},
+  };
+  for (const A act : {A::kRelu, A::kSigmoid, A::kTanh}) {
+    OpParams op;
+    op.kind = OpKind::kActivation;
+    op.act = act;
+    cases.push_back({std::string("activation_") + ToString(act), op, {{3, 4, 5}}});
+  }
+  return cases;
+}
+
+TEST_F(CpuDeviceTest, EveryOpKindMatchesTheReferenceWithAndWithoutChannelOffsets) {
+  for (const OpCase& c : EveryOpKind()) {
+    for (const bool offsets : {false, true}) {
+      const exec::Program program = OneOp(c.op, c.inputs, offsets);
+      for (const int batch : {1, 2}) {
+        ExpectSameAsReference(*device_, program, batch,
+                              c.name + (offsets ? " at channel offsets" : ""));
+      }
+    }
+  }
+}
+
+//! A graph for stage programs: two branches, slices, sums, a sequential
+//! unit and three mergeable convolutions of one input.
+struct StageNet {
+  Graph graph;
+  NodeId a, b, pool, chain, summed, seq, m1, m3, m5;
+};
+
+StageNet BuildStageNet() {
+  using ::ios::testing::ConvOp;
+  exec::testing::GraphBuilder g({6, 7, 7});
+  StageNet n;
+  n.a = g.Add("a", ConvOp(4, 3, 1, 1), {{g.S(0)}});
+  n.b = g.Add("b", ConvOp(4, 3, 2, 1, Activation::kTanh, 2), {{g.S(0)}});
+  n.pool = g.Add("pool", ::ios::testing::PoolOp(PoolType::kAvg, 3, 1, 1), {{g.S(0)}});
+  n.chain = g.Add("chain", ConvOp(5, 1, 1, 0), {{g.S(n.a)}});
+  n.summed = g.Add("summed", ConvOp(3, 3, 1, 1), {{g.S(0, 0, 2), g.S(0, 3, 5)}, {g.S(n.a, 1, 3)}});
+  OpParams seq;
+  seq.kind = OpKind::kSequential;
+  OpParams relu;
+  relu.kind = OpKind::kActivation;
+  seq.chain = {relu, ConvOp(6, 3, 1, 1, Activation::kNone, 6), ConvOp(4, 1, 1, 0)};
+  n.seq = g.Add("seq", seq, {{g.S(0)}});
+  n.m1 = g.Add("m1", ConvOp(2, 1, 1, 0), {{g.S(n.pool)}, {g.S(n.a)}});
+  n.m3 = g.Add("m3", ConvOp(3, 3, 1, 1), {{g.S(n.pool)}, {g.S(n.a)}});
+  OpParams m5 = ConvOp(2, 5, 1, 2);
+  m5.conv.bias = false;
+  n.m5 = g.Add("m5", m5, {{g.S(n.pool)}, {g.S(n.a)}});
+  n.graph = g.Done();
+  return n;
+}
+
+TEST_F(CpuDeviceTest, StageProgramsWithConcurrentLanesMatchTheReference) {
+  const StageNet n = BuildStageNet();
+  const std::vector<Stage> stages = {
+      {Strategy::kParallel, {{n.a, n.chain}}},
+      {Strategy::kParallel, {{n.a}, {n.b}}},
+      {Strategy::kParallel, {{n.a, n.chain}, {n.pool}, {n.seq}, {n.b}}},
+      {Strategy::kParallel, {{n.summed}, {n.seq}}},
+      {Strategy::kMerge, {{n.m1}, {n.m3}, {n.m5}}},
+  };
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const exec::Program program = exec::StageProgram(MakeStageSpec(n.graph, stages[i]), 3);
+    for (const int batch : {1, 2}) {
+      ExpectSameAsReference(*device_, program, batch, "stage " + std::to_string(i));
+    }
+  }
+}
+
+TEST_F(CpuDeviceTest, MergedConvolutionEqualsItsMembers) {
+  const StageNet n = BuildStageNet();
+  const StageSpec merged = MakeStageSpec(n.graph, {Strategy::kMerge, {{n.m1}, {n.m3}, {n.m5}}});
+  StageSpec members = merged;  // the same ops, one lane each: the same seeded weights
+  members.strategy = Strategy::kParallel;
+  const exec::Program stacked = exec::StageProgram(merged, 5);
+  const exec::Program separate = exec::StageProgram(members, 5);
+  ASSERT_EQ(stacked.outputs.size(), 3u);
+  ASSERT_EQ(separate.outputs.size(), 3u);
+  for (const int batch : {1, 2}) {
+    auto one = device_->Prepare(stacked, batch);
+    auto each = device_->Prepare(separate, batch);
+    for (size_t i = 0; i < stacked.inputs.size(); ++i) {
+      const Shape& s = stacked.buffers[stacked.inputs[i]].shape;
+      const std::vector<float> values = exec::testing::Ramp(exec::testing::Elements(s, batch));
+      one->Write(stacked.inputs[i], values);
+      each->Write(separate.inputs[i], values);
+    }
+    one->TimedRuns(1);
+    each->TimedRuns(1);
+    for (size_t m = 0; m < 3; ++m) {
+      exec::testing::ExpectClose(one->Read(stacked.outputs[m]), each->Read(separate.outputs[m]),
+                                 1e-4, "member " + std::to_string(m));
+    }
+  }
 }
 
 TEST(CpuSplitCoresTest, LanesShareTheBudgetAndArePinnedToDisjointCoresWhenTheyFit) {
