@@ -18,6 +18,7 @@ PACKAGES=(
   libsqlite3-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libzmq3-dev cppzmq-dev capnproto libcapnp-dev
+  libdnnl-dev ocl-icd-opencl-dev
   clang-format
 )
 
