@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "common/slices.h"
 #include "coordinator/dp.h"
 #include "exec/protocol.h"
 
@@ -124,16 +125,17 @@ Comparison Compare(std::span<const float> got, std::span<const float> want) {
 bool SmallEnoughForReference(const Graph& graph, int batch) {
   constexpr double kMaxMultiplyAdds = 3e8;  // a few seconds of plain loops
   double macs = 0;
-  for (const Node& node : graph.nodes) {
+  for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes.size()); ++id) {
+    const Node& node = graph.node(id);
     const std::vector<OpParams> chain =
         node.op.kind == OpKind::kSequential ? node.op.chain : std::vector<OpParams>{node.op};
-    // Bound each element by the node's output size and the largest input.
+    const int in_channels = ResolveNodeInput(graph, id, chain.front().kind, node.inputs).shape.c;
+    // An estimate: every element of a chain priced at the node's output size
+    // and input channels.
     for (const OpParams& op : chain) {
       const double out = static_cast<double>(node.output.c) * node.output.h * node.output.w;
       double work = out;
       if (op.kind == OpKind::kConv) {
-        int in_channels = 0;
-        for (const Term& term : node.inputs) in_channels += term.at(0).channels();
         work = out * std::max(1, in_channels / std::max(1, op.conv.groups)) * op.conv.kernel.h *
                op.conv.kernel.w;
       } else if (op.kind == OpKind::kPool) {

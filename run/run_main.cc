@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "common/error.h"
@@ -46,6 +47,7 @@ struct Loaded {
   Graph graph;
   std::string model_name;
   run::NetworkSchedule schedule;
+  std::optional<MeasureSettings> settings;  // the search's, from a schedule file
 };
 
 Loaded LoadInputs(const CliOptions& cli) {
@@ -68,6 +70,7 @@ Loaded LoadInputs(const CliOptions& cli) {
   }
   loaded.graph = std::move(file.graph);
   loaded.model_name = loaded.graph.name;
+  loaded.settings = file.settings;
   if (!cli.model.empty()) {
     // The file carries its graph; --model must name the same network.
     LoadedModel model = LoadModel(cli.model);
@@ -106,7 +109,7 @@ Prediction Predict(const CliOptions& cli, const Loaded& loaded) {
   auto measurer = coordinator::MakeLocalMeasurer(run::OpenMeasuringBackend(cli.device));
   coordinator::SearchOptions options;
   options.batch_size = cli.batch;
-  options.settings = DefaultMeasureSettings(measurer->Device().simulated);
+  options.settings = loaded.settings.value_or(DefaultMeasureSettings(measurer->Device().simulated));
   const coordinator::LatencyTable table =
       coordinator::MeasureStages(loaded.graph, plan, *store, *measurer, options);
   const coordinator::Schedule priced = coordinator::PriceSchedule({block}, table.latency_ms);

@@ -82,7 +82,7 @@ TEST_F(FarmCliTest, CoordinatorWithAnUnusableDeviceSaysSoInOneLineAndExitsWithTw
   const CliResult search =
       Run(kCoordinator, "--model squeezenet --db ok.db -q --out s.json --device sim:v100");
   ASSERT_EQ(search.exit_code, 0) << search.err;
-  for (const std::string device : {"v100", "cuda", "cpu", "sim", ""}) {
+  for (const std::string device : {"v100", "cuda", "cpu,threads=x", "sim", ""}) {
     for (const std::string mode : {"--model squeezenet", "--evaluate s.json"}) {
       const std::string what = mode + " --device '" + device + "'";
       const CliResult r = Run(kCoordinator, mode + " --db x.db --device " + ShellQuote(device));
