@@ -131,6 +131,22 @@ TEST_P(ZooCheckTest, IosScheduleEqualsSequentialOnTheCpu) {
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooCheckTest,
                          ::testing::Values("squeezenet", "inception_v3", "nasnet", "randwire"));
 
+// An IOS reference schedule (the reference implementation's own output for
+// Inception V3 on a V100) runs and computes what sequential execution does.
+TEST_F(IosRunTest, IosReferenceScheduleRunsAndEqualsSequential) {
+  const fs::path schedule =
+      fs::path(IOS_SHARED_DIR) / "fixtures/ios-reference/schedules/inception_v3_v100_bs1.json";
+  if (!fs::exists(schedule))
+    GTEST_SKIP() << "needs " << schedule << " (../shared beside the clone)";
+  const CliResult r =
+      Run(kIosRun, "--schedule " + ShellQuote(schedule.string()) +
+                       " --check --no-predict --runs 1 --warmup 0 --format json " + kCpu);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json out = ParseJson(r);
+  EXPECT_TRUE(out["check"]["against_sequential"]["passed"].get<bool>()) << out.dump(2);
+  EXPECT_EQ(out["stages"], 55);
+}
+
 // The README's main job, shortened protocol: SqueezeNet measured on this
 // machine's CPU; the same command again measures nothing.
 TEST_F(IosRunTest, MainJobOnSqueezeNetMeasuresOnTheCpuAndARerunMeasuresNothing) {
