@@ -14,6 +14,15 @@ std::string MeasureSettings::Key() const {
   return key + dtype;
 }
 
+MeasureSettings DefaultMeasureSettings(bool simulated_device) {
+  MeasureSettings settings;
+  if (!simulated_device) {
+    settings.max_repeat = 30;
+    settings.max_relative_spread = 0.05;
+  }
+  return settings;
+}
+
 const char* ToString(MeasureError error) {
   switch (error) {
     case MeasureError::kNone:

@@ -25,6 +25,11 @@ struct MeasureSettings {
   std::string Key() const;
 };
 
+//! The settings a search uses unless told otherwise: IOS's W=2, N=6, R=6;
+//! on a real device adaptive, up to 30 repeats until the last six agree
+//! within 5% (a shared CPU is noisy; a model is not).
+MeasureSettings DefaultMeasureSettings(bool simulated_device);
+
 //! Identifies a device class. Measurements are valid per fingerprint:
 //! identical GPUs on different hosts share them.
 struct DeviceInfo {

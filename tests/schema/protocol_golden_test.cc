@@ -45,7 +45,12 @@ StageQuery GoldenQuery() {
   StageQuery query;
   query.query_id = 0x0123456789abcdefULL;
   query.batch_size = 16;
-  query.settings = {2, 6, 6, "float32"};
+  query.settings = {.warmup = 2,
+                    .number = 6,
+                    .repeat = 6,
+                    .max_repeat = 30,
+                    .max_relative_spread = 0.05,
+                    .dtype = "float32"};
   StageSpec& spec = query.stage;
   spec.strategy = Strategy::kParallel;
   spec.externals = {{32, 14, 14}, {8, 14, 14}};

@@ -40,6 +40,9 @@ TEST(ProtocolTest, StageQueryRoundTripsFieldByField) {
   EXPECT_EQ(got.settings.warmup, sent.settings.warmup);
   EXPECT_EQ(got.settings.number, sent.settings.number);
   EXPECT_EQ(got.settings.repeat, sent.settings.repeat);
+  EXPECT_EQ(got.settings.max_repeat, sent.settings.max_repeat);
+  EXPECT_DOUBLE_EQ(got.settings.max_relative_spread, sent.settings.max_relative_spread);
+  EXPECT_EQ(got.settings.Key(), sent.settings.Key());
   EXPECT_EQ(got.settings.dtype, sent.settings.dtype);
   ExpectSameSpec(got.stage, sent.stage);
 }
@@ -126,7 +129,7 @@ TEST(ProtocolTest, UnalignedFramesDecode) {
 // ------------------------------------------------------------ frame checks
 
 TEST(ProtocolTest, AnotherVersionIsRefusedWithItsNumber) {
-  for (uint32_t version : {2u, 0xffffffffu}) {
+  for (uint32_t version : {1u, kProtocolVersion + 1, 0xffffffffu}) {
     const DecodeError error = Failure(EncodeWithVersion(SampleQuery(), version));
     EXPECT_EQ(error.kind, Kind::kVersionMismatch);
     EXPECT_EQ(error.version, version);

@@ -120,7 +120,12 @@ inline StageQuery SampleQuery() {
   StageQuery query;
   query.query_id = 0x1234567890abcdefULL;
   query.batch_size = 32;
-  query.settings = {3, 7, 5, "float16"};
+  query.settings = {.warmup = 3,
+                    .number = 7,
+                    .repeat = 5,
+                    .max_repeat = 20,
+                    .max_relative_spread = 0.05,
+                    .dtype = "float16"};
   query.stage = SampleStage();
   return query;
 }

@@ -1,0 +1,24 @@
+// The cpu device: exec programs played on oneDNN (docs/cpu-backend.md).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "exec/device.h"
+
+namespace ios::worker {
+
+struct CpuOptions {
+  //! OpenMP threads a stage may use in all, split across its lanes. 0: one
+  //! per core this process may run on (sched_getaffinity).
+  int threads = 0;
+};
+
+//! A oneDNN cpu device. Throws ios::Error when `options` are invalid.
+std::unique_ptr<exec::Device> MakeCpuDevice(const CpuOptions& options = {});
+
+//! Parses the options of a backend name "cpu" or "cpu,threads=N" (the part
+//! after "cpu"). Throws ios::Error naming the option and the grammar.
+CpuOptions ParseCpuOptions(const std::string& name);
+
+}  // namespace ios::worker

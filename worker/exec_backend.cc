@@ -1,0 +1,81 @@
+#include "worker/exec_backend.h"
+
+#include <cstdint>
+#include <new>
+#include <vector>
+
+#include "exec/program.h"
+#include "exec/protocol.h"
+
+namespace ios::worker {
+namespace {
+
+//! Values in [-1, 1) from a 64-bit linear congruential generator: the same
+//! inputs on every machine (no std:: distributions).
+std::vector<float> SeededValues(size_t count, uint64_t seed) {
+  std::vector<float> values(count);
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (float& value : values) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    value = static_cast<float>(static_cast<double>(state >> 40) / double(1ull << 23) - 1.0);
+  }
+  return values;
+}
+
+MeasureResult Failure(MeasureError kind, std::string message) {
+  MeasureResult result;
+  result.error = kind;
+  result.error_message = std::move(message);
+  return result;
+}
+
+class ExecBackend : public Backend {
+ public:
+  explicit ExecBackend(std::unique_ptr<exec::Device> device) : device_(std::move(device)) {}
+
+  const DeviceInfo& Device() const override { return device_->Info(); }
+
+  MeasureResult Measure(const StageSpec& stage, int batch_size,
+                        const MeasureSettings& settings) override {
+    const std::string& backend = device_->Info().backend;
+    if (batch_size < 1 || settings.number < 1 || settings.repeat < 1) {
+      return Failure(MeasureError::kUnsupported,
+                     backend + ": batch size, number and repeat must be at least 1");
+    }
+    if (settings.dtype != "float32") {
+      return Failure(MeasureError::kUnsupported,
+                     backend + ": measures float32 only, not " + settings.dtype);
+    }
+    try {
+      const exec::Program program = exec::StageProgram(stage);
+      std::unique_ptr<exec::PreparedProgram> prepared = device_->Prepare(program, batch_size);
+      for (size_t i = 0; i < program.inputs.size(); ++i) {
+        const Shape& shape = program.buffers.at(program.inputs[i]).shape;
+        prepared->Write(
+            program.inputs[i],
+            SeededValues(static_cast<size_t>(batch_size) * shape.c * shape.h * shape.w, i + 1));
+      }
+      return exec::RunProtocol(settings, [&](int runs) { return prepared->TimedRuns(runs); });
+    } catch (const exec::ExecError& e) {
+      return Failure(e.kind(), e.what());
+    } catch (const std::bad_alloc&) {
+      return Failure(MeasureError::kOutOfMemory, backend + ": out of memory");
+    } catch (const Error& e) {
+      // A stage the program builder refuses is this stage's failure.
+      return Failure(MeasureError::kUnsupported, e.what());
+    } catch (const std::exception& e) {
+      return Failure(MeasureError::kBackendFailure, backend + ": " + e.what());
+    }
+  }
+
+ private:
+  std::unique_ptr<exec::Device> device_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeExecBackend(std::unique_ptr<exec::Device> device) {
+  return std::make_unique<ExecBackend>(std::move(device));
+}
+
+}  // namespace ios::worker

@@ -1,0 +1,18 @@
+// A Backend on any exec::Device: a stage is turned into its exec program,
+// prepared once, fed seeded random inputs and timed with the shared protocol.
+#pragma once
+
+#include <memory>
+
+#include "exec/device.h"
+#include "worker/backend.h"
+
+namespace ios::worker {
+
+//! Measure never throws for a stage: ExecError comes back with its kind,
+//! std::bad_alloc as out of memory, an ios::Error (a stage the program
+//! builder refuses) as unsupported, any other exception as a backend
+//! failure.
+std::unique_ptr<Backend> MakeExecBackend(std::unique_ptr<exec::Device> device);
+
+}  // namespace ios::worker
