@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/slices.h"
 #include "common/stage.h"
 #include "exec/program.h"
 #include "exec/program_builder.h"
@@ -205,11 +206,22 @@ class NetworkBuilder {
     }
   }
 
-  std::vector<std::vector<View>> Terms(const Node& node) {
+  // The node's input by the one resolution (common/slices.h), as views of
+  // where its producers live.
+  std::vector<std::vector<View>> Terms(NodeId id) {
+    const Node& node = graph_.node(id);
+    ResolvedInput input;
+    try {
+      input = ResolveNodeInput(graph_, id, node.op.kind, node.inputs);
+    } catch (const InputError& e) {
+      throw Error("node " + Quoted(node.name) + ": " + e.what());
+    }
     std::vector<std::vector<View>> terms;
-    for (const Term& term : node.inputs) {
+    for (const ResolvedTerm& term : input.terms) {
       std::vector<View> views;
-      for (const Slice& s : term) views.push_back(SubView(Home(s.producer), s.begin, s.end));
+      for (const SliceView& s : term.slices) {
+        views.push_back(SubView(Home(s.source), s.begin, s.end));
+      }
       terms.push_back(std::move(views));
     }
     return terms;
@@ -230,7 +242,7 @@ class NetworkBuilder {
             const auto weights_for = [this, id](int chain_index, const ConvParams&, int) {
               return weights_.At({id, chain_index});
             };
-            builder_.EmitOp(static_cast<int>(g), node.op, Terms(node), Home(id), weights_for,
+            builder_.EmitOp(static_cast<int>(g), node.op, Terms(id), Home(id), weights_for,
                             node.name);
           }
         }
@@ -252,7 +264,7 @@ class NetworkBuilder {
     Step step;
     step.op.kind = OpKind::kConv;
     step.op.conv = MergedConv(convs);
-    step.inputs = {builder_.Gather(0, Terms(graph_.node(members[0])), label)};
+    step.inputs = {builder_.Gather(0, Terms(members[0]), label)};
     const View first = home_[static_cast<size_t>(members[0])];
     step.output = {first.buffer, 0, step.op.conv.out_channels};
     result_.program.weights.push_back(StackMergedWeights(convs, member_weights));

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/slices.h"
 #include "exec/program_builder.h"
 
 namespace ios::exec {
@@ -398,14 +399,24 @@ Program StageProgram(const StageSpec& spec, uint64_t seed) {
       return RandomConvWeights(conv, in_channels, mixed);
     };
   };
-  const auto terms_of = [&](const StageOp& op, const std::vector<View>& group_outputs) {
+  // The one resolution of inputs (common/slices.h) numbers sources:
+  // externals first, then the ops of the group.
+  const auto terms_of = [&](size_t g, size_t i, const std::vector<View>& group_outputs) {
+    ResolvedInput input;
+    try {
+      input = ResolveStageInput(spec, g, i);
+    } catch (const InputError& e) {
+      throw Error("StageProgram: group " + std::to_string(g) + ", op " + std::to_string(i) + ": " +
+                  e.what());
+    }
     std::vector<std::vector<View>> terms;
-    for (const auto& term : op.inputs) {
+    for (const ResolvedTerm& term : input.terms) {
       std::vector<View> views;
-      for (const SliceRef& ref : term) {
-        const View& source = ref.external ? externals.at(static_cast<size_t>(ref.index))
-                                          : group_outputs.at(static_cast<size_t>(ref.index));
-        views.push_back(detail::SubView(source, ref.begin, ref.end));
+      for (const SliceView& slice : term.slices) {
+        const auto source = static_cast<size_t>(slice.source);
+        const View& whole = source < externals.size() ? externals[source]
+                                                      : group_outputs.at(source - externals.size());
+        views.push_back(detail::SubView(whole, slice.begin, slice.end));
       }
       terms.push_back(std::move(views));
     }
@@ -417,7 +428,9 @@ Program StageProgram(const StageSpec& spec, uint64_t seed) {
     for (const auto& group : spec.groups) {
       for (const StageOp& op : group) members.push_back(&op);
     }
-    if (members.empty()) throw Error("StageProgram: merge stage without operators");
+    if (members.empty() || spec.groups[0].empty()) {
+      throw Error("StageProgram: merge stage without operators");
+    }
     std::vector<ConvParams> convs;
     for (const StageOp* m : members) {
       if (m->op.kind != OpKind::kConv || !(m->inputs == members[0]->inputs)) {
@@ -429,7 +442,7 @@ Program StageProgram(const StageSpec& spec, uint64_t seed) {
     merged.kind = OpKind::kConv;
     merged.conv = MergedConv(convs);
     builder.AddStage(1);
-    const View in = builder.Gather(0, terms_of(*members[0], {}), "merged input");
+    const View in = builder.Gather(0, terms_of(0, 0, {}), "merged input");
     const int in_channels = ViewShape(program, in).c;
     std::vector<ConvWeights> member_weights;
     std::vector<const ConvWeights*> pointers;
@@ -464,8 +477,8 @@ Program StageProgram(const StageSpec& spec, uint64_t seed) {
       const std::string label = "group " + std::to_string(g) + " op " + std::to_string(i);
       const int buffer = builder.AddBuffer(op.output, label);
       const View out{buffer, 0, op.output.c};
-      builder.EmitOp(static_cast<int>(g), op.op, terms_of(op, outputs), out, weights_at(op_index++),
-                     label);
+      builder.EmitOp(static_cast<int>(g), op.op, terms_of(g, i, outputs), out,
+                     weights_at(op_index++), label);
       outputs.push_back(out);
     }
     if (!outputs.empty()) program.outputs.push_back(outputs.back());

@@ -73,8 +73,9 @@ struct Program {
 
 //! Checks that a program is well formed: indices in range, inputs and
 //! outputs of each step shaped as its op requires, no output overlapping an
-//! input of the same step, no two lanes of a stage writing overlapping
-//! storage. Throws ios::Error naming the stage, lane, step and field.
+//! input of the same step, no lane of a stage writing storage another lane
+//! of it writes or reads (views of different buffers sharing a slot count as
+//! overlapping). Throws ios::Error naming the stage, lane, step and field.
 void Validate(const Program& program);
 
 //! The program that measures one stage on its own: one input buffer per
