@@ -81,7 +81,7 @@ class FarmCliTest : public ::testing::Test {
 TEST_F(FarmCliTest, CoordinatorWithAnUnusableDeviceSaysSoInOneLineAndExitsWithTwo) {
   const CliResult search = Run(kCoordinator, "--model squeezenet --db ok.db -q --out s.json");
   ASSERT_EQ(search.exit_code, 0) << search.err;
-  for (const std::string device : {"v100", "cuda", "cpu", "sim", ""}) {
+  for (const std::string device : {"v100", "cuda", "cpu,threads=0", "sim", ""}) {
     for (const std::string mode : {"--model squeezenet", "--evaluate s.json"}) {
       const std::string what = mode + " --device '" + device + "'";
       const CliResult r = Run(kCoordinator, mode + " --db x.db --device " + ShellQuote(device));
