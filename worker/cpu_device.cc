@@ -262,21 +262,18 @@ class LaneCompiler {
     return program_.buffers.at(view.buffer).shape;
   }
 
-  //! The plain (NCHW, strided at batch > 1) descriptor of a view. At batch 1
-  //! the batch stride is the view's own size, so a view is a dense nchw
-  //! tensor and equals the descriptor oneDNN picks for plain layouts.
+  //! The descriptor of a view in its buffer's NHWC storage: channels
+  //! [offset, offset + channels) at every pixel, the pixel stride being the
+  //! buffer's channel count. A view of a whole buffer is a dense nhwc tensor,
+  //! the layout oneDNN's AVX-512 convolutions pick themselves.
   memory::desc ViewDesc(const exec::View& view) const {
     const Shape& s = ShapeOf(view);
-    const int64_t plane = int64_t{s.h} * s.w;
-    const int64_t batch_stride = batch_ == 1 ? view.channels * plane : s.c * plane;
     return memory::desc(Dims{batch_, view.channels, s.h, s.w}, kF32,
-                        Dims{batch_stride, plane, s.w, 1});
+                        Dims{int64_t{s.c} * s.h * s.w, 1, int64_t{s.w} * s.c, s.c});
   }
 
   memory ViewMemory(const exec::View& view) const {
-    const Shape& s = ShapeOf(view);
-    float* data = buffer_data_.at(view.buffer) + int64_t{view.offset} * s.h * s.w;
-    return memory(ViewDesc(view), engine_, data);
+    return memory(ViewDesc(view), engine_, buffer_data_.at(view.buffer) + view.offset);
   }
 
   memory Allocate(const memory::desc& desc, const std::string& what) {
@@ -381,6 +378,38 @@ class LaneCompiler {
     if (!direct) Copy(calls, dst, dst_view);
   }
 
+  //! Whether a view is a whole buffer: a dense nhwc tensor.
+  bool IsDense(const exec::View& view) const {
+    return view.offset == 0 && view.channels == ShapeOf(view).c;
+  }
+
+  //! A view as a dense tensor for pooling, eltwise and binary primitives,
+  //! which have only reference (slow) implementations for strided data: the
+  //! view itself when it is a whole buffer, else a temporary the run fills
+  //! from it with a (fast) reorder.
+  memory DenseInput(std::vector<Call>& calls, const exec::View& view) {
+    memory plain = ViewMemory(view);
+    if (IsDense(view)) return plain;
+    const Shape& s = ShapeOf(view);
+    memory dense = Allocate(memory::desc(Dims{batch_, view.channels, s.h, s.w}, kF32, Tag::nhwc),
+                            "a dense copy of a channel range");
+    Copy(calls, plain, dense);
+    return dense;
+  }
+
+  //! Where such a primitive writes a view: the view itself when it is a whole
+  //! buffer, else a temporary that FinishOutput copies into the view.
+  memory DenseOutput(const exec::View& view) {
+    if (IsDense(view)) return ViewMemory(view);
+    const Shape& s = ShapeOf(view);
+    return Allocate(memory::desc(Dims{batch_, view.channels, s.h, s.w}, kF32, Tag::nhwc),
+                    "a dense result for a channel range");
+  }
+
+  void FinishOutput(std::vector<Call>& calls, const exec::View& view, const memory& written) {
+    if (!IsDense(view)) Copy(calls, written, ViewMemory(view));
+  }
+
   void Pool(const exec::Step& step, std::vector<Call>& calls) {
     const PoolParams& p = step.op.pool;
     const exec::View& in = step.inputs.at(0);
@@ -393,8 +422,8 @@ class LaneCompiler {
     const Dims kernel = global ? Dims{is.h, is.w} : Dims{p.kernel.h, p.kernel.w};
     const Dims strides = global ? Dims{1, 1} : Dims{p.stride.h, p.stride.w};
     const Dims padding = global ? Dims{0, 0} : Dims{p.padding.h, p.padding.w};
-    const memory src = ViewMemory(in);
-    const memory dst = ViewMemory(step.output);
+    const memory src = DenseInput(calls, in);
+    const memory dst = DenseOutput(step.output);
     doing_ = "pooling_forward::primitive_desc";
     const dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm,
                                            src.get_desc(), dst.get_desc(), strides, kernel, padding,
@@ -402,35 +431,37 @@ class LaneCompiler {
     const dnnl::pooling_forward::primitive_desc pd(desc, attr_, engine_);
     doing_ = "creating a pooling_forward";
     Add(calls, pd, dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    FinishOutput(calls, step.output, dst);
   }
 
   void Activate(const exec::Step& step, std::vector<Call>& calls) {
-    const memory src = ViewMemory(step.inputs.at(0));
-    const memory dst = ViewMemory(step.output);
-    if (step.op.act == Activation::kNone) return Copy(calls, src, dst);
-    // oneDNN 2.x's eltwise has one descriptor for source and destination:
-    // views with different strides (batch > 1) are copied, then activated
-    // in place.
-    const bool same_layout = src.get_desc() == dst.get_desc();
-    if (!same_layout) Copy(calls, src, dst);
+    if (step.op.act == Activation::kNone) {
+      return Copy(calls, ViewMemory(step.inputs.at(0)), ViewMemory(step.output));
+    }
+    // Both dense and of equal dims: one descriptor serves source and
+    // destination, as oneDNN 2.x's eltwise requires.
+    const memory src = DenseInput(calls, step.inputs.at(0));
+    const memory dst = DenseOutput(step.output);
     doing_ = "eltwise_forward::primitive_desc";
     const dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference,
                                            EltwiseAlgorithm(step.op.act), dst.get_desc(), 0.f, 0.f);
     const dnnl::eltwise_forward::primitive_desc pd(desc, attr_, engine_);
     doing_ = "creating an eltwise_forward";
-    Add(calls, pd, dnnl::eltwise_forward(pd),
-        {{DNNL_ARG_SRC, same_layout ? src : dst}, {DNNL_ARG_DST, dst}});
+    Add(calls, pd, dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    FinishOutput(calls, step.output, dst);
   }
 
   //! out = in0 (op) in1 (op) ... as a chain of binary primitives, the later
   //! ones in place on the output; one input is a copy.
   void Combine(const exec::Step& step, dnnl::algorithm algorithm, std::vector<Call>& calls) {
-    const memory dst = ViewMemory(step.output);
-    const memory first = ViewMemory(step.inputs.at(0));
-    if (step.inputs.size() == 1) return Copy(calls, first, dst);
+    if (step.inputs.size() == 1) {
+      return Copy(calls, ViewMemory(step.inputs[0]), ViewMemory(step.output));
+    }
+    const memory dst = DenseOutput(step.output);
+    const memory first = DenseInput(calls, step.inputs[0]);
     for (size_t i = 1; i < step.inputs.size(); ++i) {
       const memory src0 = i == 1 ? first : dst;
-      const memory src1 = ViewMemory(step.inputs[i]);
+      const memory src1 = DenseInput(calls, step.inputs[i]);
       doing_ = "binary::primitive_desc";
       const dnnl::binary::desc desc(algorithm, src0.get_desc(), src1.get_desc(), dst.get_desc());
       const dnnl::binary::primitive_desc pd(desc, attr_, engine_);
@@ -438,6 +469,7 @@ class LaneCompiler {
       Add(calls, pd, dnnl::binary(pd),
           {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
     }
+    FinishOutput(calls, step.output, dst);
   }
 
   const dnnl::engine& engine_;
@@ -482,7 +514,16 @@ class CpuPreparedProgram : public exec::PreparedProgram {
                   buffers_[buffer].label + "'): " + std::to_string(values.size()) +
                   " values given, " + std::to_string(count) + " expected");
     }
-    std::copy(values.begin(), values.end(), buffer_data_[buffer]);
+    // NCHW values into NHWC storage.
+    const Shape& s = buffers_[buffer].shape;
+    const int64_t plane = int64_t{s.h} * s.w;
+    float* to = buffer_data_[buffer];
+    for (int64_t n = 0; n < batch_; ++n) {
+      for (int64_t c = 0; c < s.c; ++c) {
+        const float* from = values.data() + (n * s.c + c) * plane;
+        for (int64_t p = 0; p < plane; ++p) to[(n * plane + p) * s.c + c] = from[p];
+      }
+    }
   }
 
   std::vector<float> Read(const exec::View& view) override {
@@ -493,11 +534,15 @@ class CpuPreparedProgram : public exec::PreparedProgram {
                   std::to_string(view.offset + view.channels) + ") of buffer '" +
                   buffers_[view.buffer].label + "' with " + std::to_string(s.c) + " channels");
     }
+    // NHWC storage out as NCHW values.
     const int64_t plane = int64_t{s.h} * s.w;
     std::vector<float> values(static_cast<size_t>(batch_ * view.channels * plane));
+    const float* from = buffer_data_[view.buffer] + view.offset;
     for (int64_t n = 0; n < batch_; ++n) {
-      const float* from = buffer_data_[view.buffer] + (n * s.c + view.offset) * plane;
-      std::copy(from, from + view.channels * plane, values.begin() + n * view.channels * plane);
+      for (int64_t c = 0; c < view.channels; ++c) {
+        float* to = values.data() + (n * view.channels + c) * plane;
+        for (int64_t p = 0; p < plane; ++p) to[p] = from[(n * plane + p) * s.c + c];
+      }
     }
     return values;
   }
