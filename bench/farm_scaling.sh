@@ -30,7 +30,7 @@ for n in "${COUNTS[@]}"; do
   db="$WORK/w$n.db"
   log="$WORK/coordinator-$n.log"
   start=$(date +%s.%N)
-  "$BIN/coordinator/ios-coordinator" --model "$MODEL" --bind 'tcp://127.0.0.1:*' --local-workers 0 \
+  "$BIN/coordinator/ios-coordinator" --model "$MODEL" --bind 'tcp://127.0.0.1:*' --local-workers 0 --device sim:v100 \
     --min-workers "$n" --db "$db" --quiet --no-baselines >"$WORK/out-$n.txt" 2>"$log" &
   coordinator=$!
   endpoint=""

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/printable.h"
+#include "common/slices.h"
 
 namespace ios {
 
@@ -169,6 +170,17 @@ void CheckShapeLimits(const Shape& shape, const std::string& where, const char* 
   CheckLimit(shape.w, kMax, where, field, "width ");
 }
 
+// An input error in the words shape inference has always used: a slice out
+// of range names its producer; every other error reads as ResolveInput says.
+std::string InputErrorText(const Graph& graph, const Node& node, const InputError& e) {
+  if (e.kind() != InputError::Kind::kRange) return e.what();
+  const Slice& s = node.inputs.at(static_cast<size_t>(e.term())).at(static_cast<size_t>(e.slice()));
+  const Node& producer = graph.nodes[s.producer];
+  return "inputs: slice [" + std::to_string(s.begin) + ", " + std::to_string(s.end) +
+         ") out of range of " + Quoted(producer.name) + " with " +
+         std::to_string(producer.output.c) + " channels";
+}
+
 }  // namespace
 
 Shape InputShape(const std::vector<Shape>& term_shapes, const std::string& where) {
@@ -268,48 +280,14 @@ void InferShapes(Graph& graph) {
     if (!by_name.emplace(node.name, id).second) throw Error(where + ": name: duplicated");
     if (id == 0) continue;
     if (node.op.kind == OpKind::kInput) throw Error(where + ": type: only node 0 may be the input");
-    CheckLimit(static_cast<int64_t>(node.inputs.size()), static_cast<int64_t>(limits::kMaxTerms),
-               where, "inputs", "number of concatenated terms ");
     CheckOpLimits(node.op, where);
-    std::vector<Shape> term_shapes;
-    for (size_t t = 0; t < node.inputs.size(); ++t) {
-      const Term& term = node.inputs[t];
-      if (term.empty()) throw Error(where + ": inputs: empty term");
-      CheckLimit(static_cast<int64_t>(term.size()), static_cast<int64_t>(limits::kMaxSlices), where,
-                 "inputs[" + std::to_string(t) + "]", "number of summed slices ");
-      Shape term_shape;
-      for (size_t k = 0; k < term.size(); ++k) {
-        const Slice& s = term[k];
-        if (s.producer < 0 || s.producer >= static_cast<NodeId>(graph.nodes.size())) {
-          throw Error(where + ": inputs: unknown producer #" + std::to_string(s.producer));
-        }
-        if (s.producer >= id) {
-          throw Error(where + ": inputs: producer " + Quoted(graph.nodes[s.producer].name) +
-                      " does not come before it (a cycle, or nodes out of topological order)");
-        }
-        const Shape& p = graph.nodes[s.producer].output;
-        if (s.begin < 0 || s.end > p.c || s.begin >= s.end) {
-          throw Error(where + ": inputs: slice [" + std::to_string(s.begin) + ", " +
-                      std::to_string(s.end) + ") out of range of " +
-                      Quoted(graph.nodes[s.producer].name) + " with " + std::to_string(p.c) +
-                      " channels");
-        }
-        const Shape slice_shape{s.channels(), p.h, p.w};
-        if (k == 0) {
-          term_shape = slice_shape;
-        } else if (!(slice_shape == term_shape)) {
-          throw Error(where + ": inputs: summed slices differ in shape (" + ShapeText(term_shape) +
-                      " vs " + ShapeText(slice_shape) + ")");
-        }
-      }
-      term_shapes.push_back(term_shape);
+    ResolvedInput resolved;
+    try {
+      resolved = ResolveNodeInput(graph, id, node.op.kind, node.inputs);
+    } catch (const InputError& e) {
+      throw Error(where + ": " + InputErrorText(graph, node, e));
     }
-    // A concatenation can exceed the limits its terms respect: check the
-    // input the operator reads as well as what it produces.
-    if (node.op.kind != OpKind::kEltwise) {
-      CheckShapeLimits(InputShape(term_shapes, where), where, "inputs");
-    }
-    node.output = InferOpOutput(node.op, term_shapes, where);
+    node.output = InferOpOutput(node.op, resolved.TermShapes(), where);
     CheckShapeLimits(node.output, where, "output");
   }
   // Blocks: every operator belongs to exactly one block, inputs stay inside

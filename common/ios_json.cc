@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/printable.h"
+#include "common/slices.h"
 
 namespace ios {
 
@@ -448,13 +449,9 @@ json NodeJson(const Graph& g, NodeId id) {
       js["inputs"] = i == 0 ? InputsJson(g, node.inputs)
                             : json::array({json::array({json::array({previous, 0, shape.c})})});
       // Step output shapes are re-derived on import; record the channels.
-      std::vector<Shape> term_shapes;
       if (i == 0) {
-        for (const Term& t : node.inputs) {
-          const Shape& p = g.node(t[0].producer).output;
-          term_shapes.push_back({t[0].channels(), p.h, p.w});
-        }
-        shape = InferOpOutput(node.op.chain[0], term_shapes, node.name);
+        const ResolvedInput in = ResolveNodeInput(g, id, node.op.kind, node.inputs);
+        shape = InferOpOutput(node.op.chain[0], in.TermShapes(), node.name);
       } else {
         shape = InferOpOutput(node.op.chain[i], {shape}, node.name);
       }

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "common/error.h"
 #include "common/limits.h"
@@ -487,9 +488,13 @@ StageSpec MakeStageSpec(const Graph& graph, const Stage& stage) {
   return StageKeyer(graph).Spec(stage);
 }
 
-StageSpec StageKeyer::Spec(const Stage& stage) {
+StageSpec StageKeyer::Spec(const Stage& stage) { return std::move(Bind(stage).spec); }
+
+BoundStage StageKeyer::Bind(const Stage& stage) {
   const Graph& graph = graph_;
-  StageSpec spec;
+  BoundStage bound;
+  StageSpec& spec = bound.spec;
+  StageBinding& binding = bound.binding;
   spec.strategy = EffectiveStrategy(stage);
   if (spec.strategy == Strategy::kMerge) {
     std::vector<NodeId> all;
@@ -517,7 +522,10 @@ StageSpec StageKeyer::Spec(const Stage& stage) {
           }
           auto [ext, inserted] =
               external_index.emplace(s.producer, static_cast<int>(spec.externals.size()));
-          if (inserted) spec.externals.push_back(graph.node(s.producer).output);
+          if (inserted) {
+            spec.externals.push_back(graph.node(s.producer).output);
+            binding.externals.push_back(s.producer);
+          }
           refs.push_back({true, ext->second, s.begin, s.end});
         }
         op.inputs.push_back(std::move(refs));
@@ -525,8 +533,9 @@ StageSpec StageKeyer::Spec(const Stage& stage) {
       ops.push_back(std::move(op));
     }
     spec.groups.push_back(std::move(ops));
+    binding.groups.push_back(nodes);
   }
-  return spec;
+  return bound;
 }
 
 StageKeyer::StageKeyer(const Graph& graph)

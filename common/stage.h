@@ -56,6 +56,22 @@ struct StageSpec {
   int OperatorCount() const;
 };
 
+//! Where a StageSpec sits in its graph: the node whose output is each
+//! external input, and the node each op computes. Outside the spec (and its
+//! key): equal specs of different stages have different bindings.
+struct StageBinding {
+  std::vector<NodeId> externals;            // externals[i]: StageSpec::externals[i]'s node
+  std::vector<std::vector<NodeId>> groups;  // groups[g][k]: the node of StageSpec::groups[g][k]
+  friend bool operator==(const StageBinding&, const StageBinding&) = default;
+};
+
+//! A canonical stage and its binding to graph tensors: what a backend
+//! builds (the spec) and where its inputs and outputs live (the binding).
+struct BoundStage {
+  StageSpec spec;
+  StageBinding binding;
+};
+
 //! Builds the canonical spec of `stage` in `graph` (shapes must be inferred).
 //! A one-operator stage is always kParallel, so merge and parallel singletons
 //! share one key. Throws ios::Error if a merge stage is not mergeable.
@@ -85,6 +101,10 @@ class StageKeyer {
   const std::string& Key(const Stage& stage);
   //! Same as MakeStageSpec(graph, stage), without re-deriving per-node text.
   StageSpec Spec(const Stage& stage);
+  //! Spec(stage) together with its binding, found in the same pass: op k of
+  //! group g is the node the canonical order put there, external i the node
+  //! first read i-th. Throws as MakeStageSpec does.
+  BoundStage Bind(const Stage& stage);
 
  private:
   const Graph& graph_;

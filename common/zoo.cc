@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/slices.h"
 #include "common/zoo_builder.h"
 
 namespace ios {
@@ -69,20 +70,17 @@ Inputs GraphBuilder::Concat(std::initializer_list<std::initializer_list<NodeId>>
 }
 
 int GraphBuilder::Channels(const Inputs& inputs) const {
-  int channels = 0;
-  for (const Term& term : inputs) channels += term.at(0).channels();
-  return channels;
+  const NodeId next = static_cast<NodeId>(graph_.nodes.size());
+  return ResolveNodeInput(graph_, next, OpKind::kIdentity, inputs).shape.c;
 }
 
 NodeId GraphBuilder::Add(const std::string& name, OpParams op, Inputs inputs, std::string hint) {
   if (!in_block_) throw std::logic_error("zoo: '" + name + "' added outside a block");
   if (!names_.insert(name).second)
     throw std::logic_error("zoo: duplicate node name '" + name + "'");
-  std::vector<Shape> term_shapes;
-  for (const Term& term : inputs) {
-    const Shape& producer = shape(term.at(0).producer);
-    term_shapes.push_back(Shape{term[0].channels(), producer.h, producer.w});
-  }
+  const std::vector<Shape> term_shapes =
+      ResolveNodeInput(graph_, static_cast<NodeId>(graph_.nodes.size()), op.kind, inputs)
+          .TermShapes();
   Node node;
   node.name = name;
   node.hint = std::move(hint);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -38,7 +39,7 @@ struct CliOptions {
   std::string model;
   std::string evaluate;
   bool list_models = false;
-  std::string device = "sim:v100";
+  std::string device = "cpu";
   std::string strategy = "both";
   bool no_pruning = false;
   std::string db = "ios-farm.db";
@@ -68,7 +69,7 @@ std::string FarmOptionProblem(const CliOptions& cli) {
     const std::string problem = net::EndpointProblem(cli.farm.bind, net::EndpointUse::kBind);
     if (!problem.empty()) return "--bind '" + cli.farm.bind + "': " + problem;
   }
-  if (cli.device.empty()) return "--device is empty; give a device, e.g. --device sim:v100";
+  if (cli.device.empty()) return "--device is empty; give a device, e.g. --device cpu";
   if (LocalWorkers(cli) > 0) {
     // The embedded workers measure on --device: it must be a backend here.
     // (With remote workers only, it selects them by name and may be anything.)
@@ -131,17 +132,28 @@ class ProgressPrinter {
     const double rate = p.elapsed_s > 0 ? p.measured / p.elapsed_s : 0;
     const double eta = rate > 0 ? remaining / rate : 0;
     std::fprintf(stderr,
-                 "%smeasure: %lld/%lld stages, measured %lld, reused %lld, failed %lld, "
-                 "remaining %lld, %.0f/s, ETA %.0f s, %d worker%s%s",
-                 tty_ ? "\r" : "", static_cast<long long>(p.reused + p.measured),
-                 static_cast<long long>(p.total), static_cast<long long>(p.measured),
-                 static_cast<long long>(p.reused), static_cast<long long>(p.failed),
-                 static_cast<long long>(remaining), rate, eta, p.workers, p.workers == 1 ? "" : "s",
+                 "%smeasure %s %lld/%lld stages, measured %lld, reused %lld, failed %lld, "
+                 "%.0f/s, ETA %.0f s, %d worker%s%s",
+                 tty_ ? "\r" : "",
+                 Bar(p.total > 0 ? double(p.total - remaining) / p.total : 1).c_str(),
+                 static_cast<long long>(p.reused + p.measured), static_cast<long long>(p.total),
+                 static_cast<long long>(p.measured), static_cast<long long>(p.reused),
+                 static_cast<long long>(p.failed), rate, eta, p.workers, p.workers == 1 ? "" : "s",
                  tty_ && !done ? "\x1b[K" : "\n");
     std::fflush(stderr);
   }
 
  private:
+  //! "[#######.............]  35%"
+  static std::string Bar(double fraction) {
+    constexpr int kWidth = 24;
+    const int filled = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * kWidth);
+    char percent[8];
+    std::snprintf(percent, sizeof percent, "%3d%%", static_cast<int>(fraction * 100));
+    return "[" + std::string(static_cast<size_t>(filled), '#') +
+           std::string(static_cast<size_t>(kWidth - filled), '.') + "] " + percent;
+  }
+
   bool quiet_, tty_;
   bool printed_done_ = false;
   std::chrono::steady_clock::time_point last_{};
@@ -200,11 +212,25 @@ std::string DescribeSchedule(const Graph& graph, const Schedule& schedule) {
   return text;
 }
 
+// The first line of every run: which device the latencies come from, so a
+// simulated figure is never taken for a measurement. On stderr when stdout
+// carries the schedule (--out -).
+void AnnounceDevice(const CliOptions& cli, Measurer& farm, const std::string& what) {
+  const DeviceInfo& device = farm.Device();
+  std::fprintf(cli.out == "-" ? stderr : stdout, "ios-coordinator: %s on %s, batch %d, %s (%s)\n",
+               what.c_str(), device.name.c_str(), cli.search.batch_size,
+               device.simulated ? "SIMULATED latencies (an analytical model, not a measurement)"
+                                : "measured latencies",
+               cli.search.settings.Key().c_str());
+  std::fflush(cli.out == "-" ? stderr : stdout);
+}
+
 int Search(const CliOptions& cli) {
   const std::string started_at = NowUtc();
   auto [graph, model_name] = ResolveModel(cli.model);
   auto store = db::ProfileStore::Open(cli.db);
   auto farm = StartFarm(cli);
+  AnnounceDevice(cli, *farm, "searching " + model_name);
   ProgressPrinter progress(cli.quiet);
   // A long DP walk (the library calls at most once a second).
   auto plan_progress = [&cli](const PlanProgress& p) {
@@ -268,6 +294,7 @@ int Evaluate(const CliOptions& cli) {
   }
   auto store = db::ProfileStore::Open(cli.db);
   auto farm = StartFarm(cli);
+  AnnounceDevice(cli, *farm, "pricing " + cli.evaluate);
   SearchPlan plan;
   StageKeyer keyer(loaded.graph);
   std::vector<BlockSchedule> blocks;
@@ -314,10 +341,11 @@ int main(int argc, char** argv) {
       ->default_val(1)
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--device", cli.device,
-                 "device to measure on: the embedded workers' backend (sim:v100, sim:k80, "
-                 "sim:2080ti, sim:a100, sim:h100), and which ios-worker processes may serve "
-                 "the search (those whose device name, backend or fingerprint it equals)")
-      ->default_val("sim:v100");
+                 "device to measure on: the embedded workers' backend (cpu or cpu,threads=N: "
+                 "this machine's CPU through oneDNN; sim:v100, sim:k80, sim:2080ti, sim:a100, "
+                 "sim:h100: simulated GPUs), and which ios-worker processes may serve the search "
+                 "(those whose device name, backend or fingerprint it equals)")
+      ->default_val("cpu");
   app.add_option("--strategy", cli.strategy, "stage strategies the DP may use")
       ->default_val("both")
       ->check(CLI::IsMember({"both", "parallel", "merge"}));
@@ -355,15 +383,29 @@ int main(int argc, char** argv) {
                  "write the searched schedule JSON here ('-' for stdout); not with --evaluate");
   app.add_flag("--baselines,!--no-baselines", cli.baselines,
                "also report the sequential and greedy baselines (default on)");
-  app.add_option("--warmup", cli.search.settings.warmup, "warm-up runs per measurement")
-      ->default_val(2)
-      ->check(CLI::Range(0, 1000));
-  app.add_option("--number", cli.search.settings.number, "runs per repeat")
-      ->default_val(6)
-      ->check(CLI::Range(1, 1000));
-  app.add_option("--repeat", cli.search.settings.repeat, "repeats (median of their means)")
-      ->default_val(6)
-      ->check(CLI::Range(1, 1000));
+  // Defaults depend on the device (DefaultMeasureSettings): filled in below.
+  MeasureSettings given;
+  CLI::Option* warmup =
+      app.add_option("--warmup", given.warmup, "warm-up runs per measurement (default 2)")
+          ->check(CLI::Range(0, 1000));
+  CLI::Option* number = app.add_option("--number", given.number, "runs per repeat (default 6)")
+                            ->check(CLI::Range(1, 1000));
+  CLI::Option* repeat =
+      app.add_option("--repeat", given.repeat,
+                     "repeats: the median and spread of the means of the last REPEAT repeats are "
+                     "stored (default 6)")
+          ->check(CLI::Range(1, 1000));
+  CLI::Option* max_repeat =
+      app.add_option("--max-repeat", given.max_repeat,
+                     "adaptive: up to this many repeats until the last REPEAT agree within "
+                     "--max-spread (default 30 on real devices; sim: not adaptive)")
+          ->check(CLI::Range(0, 1000));
+  double max_spread_percent = 5;
+  CLI::Option* max_spread =
+      app.add_option("--max-spread", max_spread_percent,
+                     "adaptive: relative spread (max - min over median, in percent) to stop at "
+                     "(default 5)")
+          ->check(CLI::Range(0.0, 100.0));
   app.add_flag("--quiet,-q", cli.quiet,
                "no progress lines (warnings still go to the log: --log-level)");
   app.add_option("--log-level", cli.log_level, "trace, debug, info, warn, error, off")
@@ -418,6 +460,17 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   cli.bind_given = bind_option->count() > 0;
+  {
+    MeasureSettings& settings = cli.search.settings;
+    settings = DefaultMeasureSettings(cli.device.starts_with("sim:"));
+    if (warmup->count() > 0) settings.warmup = given.warmup;
+    if (number->count() > 0) settings.number = given.number;
+    if (repeat->count() > 0) settings.repeat = given.repeat;
+    if (max_repeat->count() > 0) settings.max_repeat = given.max_repeat;
+    if (max_spread->count() > 0 || max_repeat->count() > 0) {
+      settings.max_relative_spread = max_spread_percent / 100;
+    }
+  }
   // Options of the search that pricing a given schedule would silently
   // ignore: given with --evaluate, they are a mistake worth saying.
   for (const char* name : {"--model", "--out", "--strategy", "-r", "-s", "--no-pruning",

@@ -80,6 +80,9 @@ class FarmImpl final : public Farm {
       // The coordinator can name a simulated device itself, so a search
       // whose stages are all in the DB needs no worker at all.
       shared_.device = worker::CreateBackend(options_.device)->Device();
+    } else if (!backends.empty()) {
+      // Embedded workers measure on this machine: their device is known now.
+      shared_.device = backends.front()->Device();
     }
     std::random_device entropy;
     // Query ids start at a random point so that a result meant for an

@@ -19,8 +19,13 @@ using std::chrono::milliseconds;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// Backend options after a comma ("cpu,threads=2") configure the embedded
+// workers; a remote worker's own --backend decides its options, and once the
+// device is known (from the embedded workers or the first worker) only equal
+// fingerprints serve.
 bool Serves(const std::string& selector, const DeviceInfo& device) {
-  return selector == device.name || selector == device.backend || selector == device.fingerprint;
+  const std::string kind = selector.substr(0, selector.find(','));
+  return selector == device.name || kind == device.backend || selector == device.fingerprint;
 }
 
 // What the router thread knows of one connected worker.

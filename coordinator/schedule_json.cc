@@ -17,6 +17,30 @@ namespace {
 
 json NumberOrNull(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
 
+//! The measurement settings recorded in an ios-farm schedule file searched
+//! on a real device; nullopt for a simulated one (its settings mean nothing
+//! on a real device) or when absent. Throws naming the field when malformed.
+std::optional<MeasureSettings> ReadMeasureSettings(const json& doc, const std::string& path) {
+  if (!doc.contains("settings") || !doc["settings"].is_object()) return std::nullopt;
+  if (doc.contains("device") && doc["device"].is_object() &&
+      doc["device"].value("simulated", false)) {
+    return std::nullopt;
+  }
+  const json& js = doc["settings"];
+  MeasureSettings settings;
+  try {
+    settings.warmup = js.at("warmup").get<int>();
+    settings.number = js.at("number").get<int>();
+    settings.repeat = js.at("repeat").get<int>();
+    settings.dtype = js.at("dtype").get<std::string>();
+    settings.max_repeat = js.value("max_repeat", 0);
+    settings.max_relative_spread = js.value("max_relative_spread", 0.0);
+  } catch (const json::exception& e) {
+    throw Error(path + ": settings: " + e.what());
+  }
+  return settings;
+}
+
 }  // namespace
 
 std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const ScheduleInfo& info) {
@@ -44,6 +68,8 @@ std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const S
                      {"warmup", o.settings.warmup},
                      {"number", o.settings.number},
                      {"repeat", o.settings.repeat},
+                     {"max_repeat", o.settings.max_repeat},
+                     {"max_relative_spread", o.settings.max_relative_spread},
                      {"dtype", o.settings.dtype}};
   doc["latency_ms"] = NumberOrNull(schedule.latency_ms);
   json baselines = json::object();
@@ -166,6 +192,7 @@ LoadedSchedule LoadSchedule(const std::string& path) {
       loaded.origin = "ios-farm";
       if (!doc.contains("graph")) throw Error(path + ": graph: missing field");
       loaded.graph = ParseIosJson(doc["graph"].dump(), path + " (graph)").graph;
+      loaded.settings = ReadMeasureSettings(doc, path);
       const json& blocks = doc.at("blocks");
       for (const json& jb : blocks) {
         names.emplace_back();

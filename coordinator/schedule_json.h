@@ -30,6 +30,9 @@ struct LoadedSchedule {
   Graph graph;
   std::vector<std::vector<Stage>> blocks;
   std::string origin;  // "ios-farm" or "ios-reference"
+  //! The measurement settings of the search that wrote it (ios-farm files
+  //! searched on a real device), so a prediction reuses its measurements.
+  std::optional<MeasureSettings> settings;
 };
 
 //! Reads an ios-farm schedule file, or an IOS reference schedule (IOS JSON

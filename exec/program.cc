@@ -50,7 +50,19 @@ std::vector<int> ProgramBuilder::TakeTemps() { return std::exchange(temps_, {});
 
 View ProgramBuilder::Gather(int lane, const std::vector<std::vector<View>>& terms,
                             const std::string& label) {
-  if (terms.size() == 1 && terms[0].size() == 1) return terms[0][0];
+  // Terms that are consecutive channels of one buffer (a concatenation
+  // served as a view) need no copy.
+  bool contiguous = true;
+  for (size_t t = 0; t < terms.size() && contiguous; ++t) {
+    contiguous =
+        terms[t].size() == 1 && terms[t][0].buffer == terms[0][0].buffer &&
+        (t == 0 || terms[t][0].offset == terms[t - 1][0].offset + terms[t - 1][0].channels);
+  }
+  if (contiguous) {
+    const View& last = terms.back()[0];
+    return {terms[0][0].buffer, terms[0][0].offset,
+            last.offset + last.channels - terms[0][0].offset};
+  }
   std::vector<Shape> shapes;
   for (const auto& term : terms) shapes.push_back(ViewShape(program_, term.at(0)));
   const Shape shape = InputShape(shapes, label);

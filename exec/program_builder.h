@@ -41,9 +41,10 @@ class ProgramBuilder {
   void EmitOp(int lane, const OpParams& op, const std::vector<std::vector<View>>& terms,
               const View& output, const WeightsFor& weights, const std::string& label);
 
-  //! One view holding the terms concatenated (each term summed): the view
-  //! itself when there is one term of one view, else a temp gathered by
-  //! identity steps.
+  //! One view holding the terms concatenated (each term summed): without a
+  //! copy when every term is one view and they are consecutive channels of
+  //! one buffer (a single view, or a concatenation served as a view), else a
+  //! temp gathered by identity steps.
   View Gather(int lane, const std::vector<std::vector<View>>& terms, const std::string& label);
 
   //! Buffers created as temps since the last call (cleared by it).

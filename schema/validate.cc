@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "common/error.h"
+#include "common/slices.h"
 #include "common/stage.h"
 
 namespace ios::schema::detail {
@@ -102,65 +103,15 @@ void CheckParams(const OpParams& op, const std::string& path) {
   }
 }
 
-// Resolves one slice to the shape it contributes to its term, checking the
-// reference first. `position` is the op's index in its group; `where()`
-// gives the slice's path (built only on failure: this runs for every slice).
-template <typename Where>
-Shape SliceShape(const SliceRef& ref, const StageSpec& spec, const std::vector<StageOp>& group,
-                 size_t position, const Where& where) {
-  const Shape* source = nullptr;
-  if (ref.external) {
-    if (ref.index < 0 || static_cast<size_t>(ref.index) >= spec.externals.size()) {
-      Fail(where() + ".index", std::to_string(ref.index) + " out of range (" +
-                                   std::to_string(spec.externals.size()) + " externals)");
-    }
-    source = &spec.externals[static_cast<size_t>(ref.index)];
-  } else {
-    // An op reads only ops placed before it: that is what keeps a group acyclic.
-    if (ref.index < 0 || static_cast<size_t>(ref.index) >= position) {
-      Fail(where() + ".index", std::to_string(ref.index) +
-                                   " is not an earlier op of the group (op " +
-                                   std::to_string(position) + ")");
-    }
-    source = &group[static_cast<size_t>(ref.index)].output;
-  }
-  if (ref.begin < 0) Fail(where() + ".begin", std::to_string(ref.begin) + " is negative");
-  if (ref.begin >= ref.end) {
-    Fail(where() + ".begin",
-         std::to_string(ref.begin) + " not below end " + std::to_string(ref.end));
-  }
-  if (ref.end > source->c) {
-    Fail(where() + ".end", std::to_string(ref.end) + " beyond the " + std::to_string(source->c) +
-                               " channels of the tensor read");
-  }
-  return {ref.end - ref.begin, source->h, source->w};
-}
-
-// Term shapes follow InferShapes (common/graph.cc): the slices of a term are
-// summed, so they must agree in channels, height and width.
-std::vector<Shape> TermShapes(const StageOp& op, const StageSpec& spec,
-                              const std::vector<StageOp>& group, size_t position,
+// Term shapes as every user resolves them (common/slices.h), with the
+// error's field appended to the op's path.
+std::vector<Shape> TermShapes(const StageSpec& spec, size_t group, size_t op,
                               const std::string& path) {
-  if (op.inputs.empty()) Fail(path + ".inputs", "an op needs at least one input term");
-  std::vector<Shape> shapes;
-  shapes.reserve(op.inputs.size());
-  for (size_t t = 0; t < op.inputs.size(); ++t) {
-    const std::vector<SliceRef>& term = op.inputs[t];
-    if (term.empty()) Fail(Indexed(path + ".inputs", t), "a term needs at least one slice");
-    Shape term_shape;
-    for (size_t s = 0; s < term.size(); ++s) {
-      const auto where = [&] { return Indexed(Indexed(path + ".inputs", t), s); };
-      const Shape shape = SliceShape(term[s], spec, group, position, where);
-      if (s == 0) {
-        term_shape = shape;
-      } else if (!(shape == term_shape)) {
-        Fail(where(), "summed slices differ in shape (" + ShapeText(term_shape) + " vs " +
-                          ShapeText(shape) + ")");
-      }
-    }
-    shapes.push_back(term_shape);
+  try {
+    return ResolveStageInput(spec, group, op).TermShapes();
+  } catch (const InputError& e) {
+    throw InvalidField(path + "." + e.what());
   }
-  return shapes;
 }
 
 // The merge rule of CanMerge (common/stage.h) on a spec: one op per group,
@@ -225,7 +176,7 @@ void CheckStage(const StageSpec& spec, const std::string& path) {
       const StageOp& op = group[i];
       const std::string op_path = Indexed(group_path + ".ops", i);
       CheckParams(op.op, op_path + ".op");
-      const std::vector<Shape> term_shapes = TermShapes(op, spec, group, i, op_path);
+      const std::vector<Shape> term_shapes = TermShapes(spec, g, i, op_path);
       CheckShape(op.output, op_path + ".output");
       Shape inferred;
       try {

@@ -47,7 +47,7 @@ build() {
 # Every C++ source must match .clang-format; lists the files that do not.
 check_format() {
   local files bad=()
-  mapfile -t files < <(cd "$ROOT" && find common coordinator db net schema worker tests bench \
+  mapfile -t files < <(cd "$ROOT" && find common coordinator db exec net run schema worker tests bench \
     -name '*.cc' -o -name '*.h' | sort)
   for f in "${files[@]}"; do
     clang-format --dry-run --Werror "$ROOT/$f" >/dev/null 2>&1 || bad+=("$f")
@@ -84,15 +84,28 @@ test_threads() {
     -R 'Farm[A-Z]|Curve|Handshake|Endpoint' -E 'FarmProcess|FarmCli'
 }
 
+# The main job: search SqueezeNet on this machine's CPU (oneDNN), then run the
+# sequential, greedy and IOS schedules end to end with ios-run, each measured
+# beside the DP's prediction. A rerun reuses every measurement in the DB.
+main_job() {
+  local db="${IOS_DB:-$ROOT/ios-farm.db}" out="${IOS_OUT:-$ROOT/schedule.json}"
+  local model="${IOS_MODEL:-squeezenet}" batch="${IOS_BATCH:-1}"
+  "$BUILD_DIR/coordinator/ios-coordinator" --model "$model" --batch "$batch" --db "$db" \
+    --out "$out" "$@"
+  local schedule
+  for schedule in sequential greedy "$out"; do
+    echo
+    "$BUILD_DIR/run/ios-run" --model "$model" --schedule "$schedule" --batch "$batch" \
+      --db "$db" --runs 20
+  done
+}
+
 case "${1:-}" in
   run)
     install_missing
     build OFF
     shift
-    # The main job: Inception V3 on the simulated V100, baselines beside it.
-    # A second run reuses every measurement from ios-farm.db.
-    exec "$BUILD_DIR/coordinator/ios-coordinator" --model inception_v3 --device sim:v100 \
-      --baselines --db "${IOS_DB:-$ROOT/ios-farm.db}" --out "${IOS_OUT:-$ROOT/schedule.json}" "$@"
+    main_job "$@"
     ;;
   test)
     install_missing

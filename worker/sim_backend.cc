@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/slices.h"
 #include "exec/protocol.h"
 
 namespace ios::worker {
@@ -60,43 +61,16 @@ struct OpInput {
   bool sums_slices = false;
 };
 
-Shape SourceShape(const StageSpec& spec, const std::vector<StageOp>& group, size_t op_index,
-                  const SliceRef& ref) {
-  const size_t index = static_cast<size_t>(ref.index);
-  if (ref.external) {
-    if (ref.index < 0 || index >= spec.externals.size()) {
-      throw Error("sim: external input " + std::to_string(ref.index) + " does not exist");
-    }
-    return spec.externals[index];
+//! Op `op_index` of group `group`'s input, resolved as everywhere else
+//! (common/slices.h).
+OpInput ResolveInputs(const StageSpec& spec, size_t group, size_t op_index) {
+  try {
+    const ResolvedInput in = ResolveStageInput(spec, group, op_index);
+    return OpInput{in.TermShapes(), in.elements_read, in.sum_additions, in.sums_slices};
+  } catch (const InputError& e) {
+    throw Error("sim: groups[" + std::to_string(group) + "].ops[" + std::to_string(op_index) +
+                "]." + e.what());
   }
-  // Only earlier ops of the group can be read: a group runs in order.
-  if (ref.index < 0 || index >= op_index) {
-    throw Error("sim: op " + std::to_string(op_index) + " reads op " + std::to_string(ref.index) +
-                " which does not precede it in its group");
-  }
-  return group[index].output;
-}
-
-OpInput ResolveInputs(const StageSpec& spec, const std::vector<StageOp>& group, size_t op_index) {
-  const StageOp& op = group[op_index];
-  OpInput in;
-  for (const std::vector<SliceRef>& term : op.inputs) {
-    if (term.empty()) throw Error("sim: op " + std::to_string(op_index) + " has an empty term");
-    for (const SliceRef& ref : term) {
-      const Shape src = SourceShape(spec, group, op_index, ref);
-      if (ref.begin < 0 || ref.end > src.c || ref.begin >= ref.end) {
-        throw Error("sim: slice [" + std::to_string(ref.begin) + "," + std::to_string(ref.end) +
-                    ") is outside its source's " + std::to_string(src.c) + " channels");
-      }
-      in.read_elements += Elements(Shape{ref.end - ref.begin, src.h, src.w});
-    }
-    const Shape first = SourceShape(spec, group, op_index, term.front());
-    const Shape term_shape{term.front().end - term.front().begin, first.h, first.w};
-    in.sum_flops += (static_cast<double>(term.size()) - 1) * Elements(term_shape);
-    in.sums_slices = in.sums_slices || term.size() > 1;
-    in.terms.push_back(term_shape);
-  }
-  return in;
 }
 
 //! The input of the next element of a kSequential chain: one plain tensor.
@@ -281,7 +255,7 @@ std::vector<KernelWork> MergedWork(const StageSpec& spec, const WorkContext& ctx
   }
   const StageOp& first = spec.groups.front().front();
   const Shape out{out_channels, first.output.h, first.output.w};
-  const OpInput in = ResolveInputs(spec, spec.groups.front(), 0);
+  const OpInput in = ResolveInputs(spec, 0, 0);
   return {ConvWork(MergedConv(convs), in, out, ctx)};
 }
 
@@ -291,10 +265,11 @@ StagePlan PlanStage(const StageSpec& spec, const WorkContext& ctx) {
   if (spec.strategy == Strategy::kMerge) {
     plan.streams.push_back(MergedWork(spec, ctx));
   } else {
-    for (const std::vector<StageOp>& group : spec.groups) {
+    for (size_t g = 0; g < spec.groups.size(); ++g) {
+      const std::vector<StageOp>& group = spec.groups[g];
       std::vector<KernelWork>& stream = plan.streams.emplace_back();
       for (size_t i = 0; i < group.size(); ++i) {
-        AppendOpWork(group[i].op, ResolveInputs(spec, group, i), group[i].output, ctx, stream);
+        AppendOpWork(group[i].op, ResolveInputs(spec, g, i), group[i].output, ctx, stream);
       }
     }
   }

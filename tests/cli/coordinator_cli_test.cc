@@ -64,7 +64,12 @@ class CoordinatorCliTest : public ::testing::Test {
     EXPECT_NE(result.exit_code, 124) << "timed out: " << binary << " " << args;
     return result;
   }
-  CliResult Coordinator(const std::string& args) const { return Run(kCoordinator, args); }
+  // On the simulated V100 unless the test names a device: deterministic and
+  // fast, unlike the default (this machine's CPU).
+  CliResult Coordinator(const std::string& args) const {
+    const bool names_device = args.find("--device") != std::string::npos;
+    return Run(kCoordinator, names_device ? args : args + " --device sim:v100");
+  }
 
   fs::path Path(const std::string& name) const { return dir_ / name; }
   std::string Quoted(const std::string& name) const { return ShellQuote(Path(name).string()); }
@@ -241,7 +246,8 @@ TEST_F(CoordinatorCliTest, EvaluateRefusesWhatIsNotARegularFileInOneLine) {
   for (const auto& [file, reason] : cases) {
     // A bound of 30 s, not 120: before the fix the FIFO blocked for good.
     const CliResult r = ::ios::testing::RunBinary(
-        dir_, kCoordinator, "--evaluate " + ShellQuote(file) + " --db profile.db -q", 30);
+        dir_, kCoordinator,
+        "--evaluate " + ShellQuote(file) + " --db profile.db -q --device sim:v100", 30);
     EXPECT_EQ(r.exit_code, 1) << file << ": " << r.err;
     EXPECT_EQ(r.err, "ios-coordinator: error: --evaluate " + file + ": " + reason + "\n") << file;
   }

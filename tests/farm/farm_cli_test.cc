@@ -79,9 +79,10 @@ class FarmCliTest : public ::testing::Test {
 // Issue 7 item 1 (it used to print "terminate called without an active
 // exception" and exit 134).
 TEST_F(FarmCliTest, CoordinatorWithAnUnusableDeviceSaysSoInOneLineAndExitsWithTwo) {
-  const CliResult search = Run(kCoordinator, "--model squeezenet --db ok.db -q --out s.json");
+  const CliResult search =
+      Run(kCoordinator, "--model squeezenet --db ok.db -q --out s.json --device sim:v100");
   ASSERT_EQ(search.exit_code, 0) << search.err;
-  for (const std::string device : {"v100", "cuda", "cpu,threads=0", "sim", ""}) {
+  for (const std::string device : {"v100", "cuda", "cpu,threads=x", "sim", ""}) {
     for (const std::string mode : {"--model squeezenet", "--evaluate s.json"}) {
       const std::string what = mode + " --device '" + device + "'";
       const CliResult r = Run(kCoordinator, mode + " --db x.db --device " + ShellQuote(device));
@@ -108,8 +109,8 @@ TEST_F(FarmCliTest, CoordinatorRefusesAnEndpointItCannotBind) {
       {"127.0.0.1:5555", "unsupported transport"},
   };
   for (const auto& c : cases) {
-    const CliResult r =
-        Run(kCoordinator, "--model squeezenet --db x.db --bind " + ShellQuote(c.endpoint));
+    const CliResult r = Run(kCoordinator, "--model squeezenet --device sim:v100 --db x.db --bind " +
+                                              ShellQuote(c.endpoint));
     ExpectOneLineRefusal(r, 2, {"--bind '" + std::string(c.endpoint) + "'", c.expected},
                          c.endpoint);
   }
@@ -179,7 +180,8 @@ TEST_F(FarmCliTest, HintToStartWorkersIncludesTheCurveFlags) {
   fs::copy_file(Path("keys/worker1.pub"), Path("allowed/worker1.pub"));
   const CliResult r =
       Run(kCoordinator,
-          "--model squeezenet --db c.db --bind 'tcp://127.0.0.1:*' --wait-workers-s 1 -q "
+          "--model squeezenet --device sim:v100 --db c.db --bind 'tcp://127.0.0.1:*' "
+          "--wait-workers-s 1 -q "
           "--curve-secret-key keys/coordinator.key --curve-allow allowed");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, ::testing::ContainsRegex(

@@ -162,6 +162,9 @@ class FarmProcessTest : public ::testing::Test {
     c.out = Path(name + ".out");
     c.log = Path(name + ".log");
     std::vector<std::string> argv = {kCoordinator, "--db", Path(db).string()};
+    if (std::find(args.begin(), args.end(), "--device") == args.end()) {
+      argv.insert(argv.end(), {"--device", "sim:v100"});
+    }
     argv.insert(argv.end(), args.begin(), args.end());
     c.process = std::make_unique<ChildProcess>(argv, c.out, c.log);
     EXPECT_TRUE(c.process->started()) << kCoordinator;
@@ -279,9 +282,10 @@ class FarmProcessTest : public ::testing::Test {
 
   // A reference search on a fresh DB with one embedded worker and no delay.
   void ReferenceSearch(const std::string& model, const std::string& db, const std::string& out) {
-    const testing::CliResult r = Run(
-        kCoordinator, "--model " + model + " --db " + ShellQuote(Path(db).string()) + " --out " +
-                          ShellQuote(Path(out).string()) + " --local-workers 1 --quiet");
+    const testing::CliResult r =
+        Run(kCoordinator, "--model " + model + " --db " + ShellQuote(Path(db).string()) +
+                              " --out " + ShellQuote(Path(out).string()) +
+                              " --local-workers 1 --quiet --device sim:v100");
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
@@ -403,7 +407,8 @@ TEST_F(FarmProcessTest, CoordinatorKilledMidSearchThenRerunMeasuresNothingAlread
   EXPECT_EQ(Searches("p.db").size(), 0u) << "a killed search records no search";
 
   const std::string rerun_args = "--model inception_v3 --db " + ShellQuote(Path("p.db").string()) +
-                                 " --quiet --out " + ShellQuote(Path("p.json").string());
+                                 " --quiet --device sim:v100 --out " +
+                                 ShellQuote(Path("p.json").string());
   const testing::CliResult second = Run(kCoordinator, rerun_args);
   ASSERT_EQ(second.exit_code, 0) << second.err;
   json searches = Searches("p.db");
@@ -678,7 +683,7 @@ TEST_F(FarmProcessTest, SecurityDocSetupCommandsWorkAsWritten) {
 TEST_F(FarmProcessTest, MinWorkersTimeoutExplainsWhatIsMissing) {
   const testing::CliResult r =
       Run(kCoordinator,
-          "--model squeezenet --db " + ShellQuote(Path("t.db").string()) +
+          "--model squeezenet --device sim:v100 --db " + ShellQuote(Path("t.db").string()) +
               " --bind 'tcp://127.0.0.1:*' --min-workers 2 --wait-workers-s 1 "
               "--heartbeat-ms 100 --quiet",
           30);
@@ -689,7 +694,10 @@ TEST_F(FarmProcessTest, MinWorkersTimeoutExplainsWhatIsMissing) {
   EXPECT_TRUE(std::regex_search(
       r.err, std::regex(R"(ios-worker --connect tcp://127\.0\.0\.1:[0-9]+ --backend sim:v100)")))
       << r.err;
-  EXPECT_EQ(r.out, "");
+  // Only the first line, naming the device: no schedule.
+  EXPECT_EQ(r.out,
+            "ios-coordinator: searching squeezenet on sim:v100, batch 1, SIMULATED latencies (an "
+            "analytical model, not a measurement) (w2-n6-r6-float32)\n");
 }
 
 // The issue's acceptance scenario: four workers measure NASNet, and the same

@@ -421,7 +421,7 @@ TEST(FarmTest, WorkerReconnectsToARestartedCoordinatorAndServesIt) {
 // Issue 7 item 1: a backend that cannot be made is an error, thrown before
 // any thread starts (it used to unwind a running std::thread: abort).
 TEST(FarmTest, StartWithAnUnknownBackendThrowsInsteadOfAborting) {
-  for (const char* backend : {"v100", "cuda", "cpu,threads=0", "sim", "", "sim:nope"}) {
+  for (const char* backend : {"v100", "cuda", "cpu,threads=x", "sim", "", "sim:nope"}) {
     FarmOptions options = FastOptions();
     options.local_workers = 2;
     options.local_backend = backend;

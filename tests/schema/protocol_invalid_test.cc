@@ -37,6 +37,12 @@ const InvalidCase kInvalidQueries[] = {
      "query.stage.groups[1].ops[0].output: declared 64x14x14 but the inputs give 48x14x14"},
     {"summed slices differ", [](StageQuery& q) { q.stage.groups[2][0].inputs[0][1].end = 30; },
      "query.stage.groups[2].ops[0].inputs[0][1]: summed slices differ"},
+    {"concatenation wider than a worker can read",
+     [](StageQuery& q) {
+       q.stage.externals[0].c = 65536;
+       q.stage.groups[0][0].inputs = {{External(0, 0, 65536)}, {External(0, 0, 65536)}};
+     },
+     "query.stage.groups[0].ops[0].inputs: channel count 131072 exceeds the limit of 65536"},
     {"empty sequential chain", [](StageQuery& q) { q.stage.groups[0][1].op.chain.clear(); },
      "query.stage.groups[0].ops[1].op.chain: a sequential op needs at least one step"},
     {"sequential inside sequential",

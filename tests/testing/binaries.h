@@ -12,6 +12,7 @@ inline constexpr const char* kCoordinator = IOS_BINARY_DIR "/coordinator/ios-coo
 inline constexpr const char* kWorker = IOS_BINARY_DIR "/worker/ios-worker";
 inline constexpr const char* kIosDb = IOS_BINARY_DIR "/db/ios-db";
 inline constexpr const char* kKeygen = IOS_BINARY_DIR "/net/ios-keygen";
+inline constexpr const char* kIosRun = IOS_BINARY_DIR "/run/ios-run";
 
 //! The lines of `text` that hold more than white space.
 inline std::vector<std::string> NonEmptyLines(const std::string& text) {

@@ -1,0 +1,344 @@
+// BuildNetworkProgram: a whole network under a schedule, with its memory
+// plan (where each tensor lives, concatenations as views, slot reuse).
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/stage.h"
+#include "exec/program.h"
+#include "exec/program_builder.h"
+
+namespace ios::exec {
+namespace {
+
+using detail::SubView;
+
+std::string Quoted(const std::string& s) { return "'" + s + "'"; }
+
+// Where each operator runs.
+struct Placement {
+  std::vector<int> stage, group, position;
+};
+
+bool IsMerge(const Stage& stage) {
+  return stage.strategy == Strategy::kMerge && stage.OperatorCount() > 1;
+}
+
+std::vector<NodeId> Members(const Stage& stage) {
+  std::vector<NodeId> all;
+  for (const auto& g : stage.groups) all.insert(all.end(), g.begin(), g.end());
+  return all;
+}
+
+// Checks that `stages` run every operator once, after its producers.
+Placement Place(const Graph& graph, const std::vector<Stage>& stages) {
+  const size_t n = graph.nodes.size();
+  Placement at{std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<int>(n, -1)};
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const std::string where = "schedule: stage " + std::to_string(s);
+    for (size_t g = 0; g < stages[s].groups.size(); ++g) {
+      const auto& group = stages[s].groups[g];
+      if (group.empty()) throw Error(where + ": group " + std::to_string(g) + " is empty");
+      for (size_t i = 0; i < group.size(); ++i) {
+        const NodeId id = group[i];
+        if (id <= 0 || id >= static_cast<NodeId>(n)) {
+          throw Error(where + ": operator #" + std::to_string(id) + " does not exist");
+        }
+        if (at.stage[static_cast<size_t>(id)] != -1) {
+          throw Error(where + ": node " + Quoted(graph.node(id).name) +
+                      " is already scheduled in stage " +
+                      std::to_string(at.stage[static_cast<size_t>(id)]));
+        }
+        at.stage[static_cast<size_t>(id)] = static_cast<int>(s);
+        at.group[static_cast<size_t>(id)] = static_cast<int>(g);
+        at.position[static_cast<size_t>(id)] = static_cast<int>(i);
+      }
+    }
+    if (IsMerge(stages[s]) && !CanMerge(graph, Members(stages[s]))) {
+      throw Error(where + ": a merge stage whose operators do not merge");
+    }
+  }
+  for (NodeId id = 1; id < static_cast<NodeId>(n); ++id) {
+    const auto u = static_cast<size_t>(id);
+    if (at.stage[u] == -1) {
+      throw Error("schedule: node " + Quoted(graph.node(id).name) + " is in no stage");
+    }
+    for (const Term& term : graph.node(id).inputs) {
+      for (const Slice& slice : term) {
+        if (slice.producer == 0) continue;
+        const auto p = static_cast<size_t>(slice.producer);
+        const bool earlier_stage = at.stage[p] < at.stage[u];
+        const bool earlier_in_group = at.stage[p] == at.stage[u] && at.group[p] == at.group[u] &&
+                                      at.position[p] < at.position[u] &&
+                                      !IsMerge(stages[static_cast<size_t>(at.stage[u])]);
+        if (!earlier_stage && !earlier_in_group) {
+          throw Error("schedule: node " + Quoted(graph.node(id).name) + " (stage " +
+                      std::to_string(at.stage[u]) + ") reads " +
+                      Quoted(graph.node(slice.producer).name) + " (stage " +
+                      std::to_string(at.stage[p]) +
+                      "), which does not run before it in its stage or an earlier one");
+        }
+      }
+    }
+  }
+  return at;
+}
+
+// A concatenation of whole producer outputs: the producers, or empty when
+// `node`'s input is not one (an eltwise combines its terms instead).
+std::vector<NodeId> WholeConcatenation(const Graph& graph, const Node& node) {
+  if (node.op.kind == OpKind::kEltwise || node.inputs.size() < 2) return {};
+  std::vector<NodeId> producers;
+  for (const Term& term : node.inputs) {
+    if (term.size() != 1) return {};
+    const Slice& s = term[0];
+    if (s.producer == 0 || s.begin != 0 || s.end != graph.node(s.producer).output.c) return {};
+    producers.push_back(s.producer);
+  }
+  if (std::set<NodeId>(producers.begin(), producers.end()).size() != producers.size()) return {};
+  return producers;
+}
+
+class NetworkBuilder {
+ public:
+  NetworkBuilder(const Graph& graph, const std::vector<Stage>& stages, const WeightStore& weights)
+      : graph_(graph),
+        stages_(stages),
+        weights_(weights),
+        at_(Place(graph, stages)),
+        builder_(result_.program),
+        home_(graph.nodes.size()),
+        fixed_(graph.nodes.size(), false),
+        alias_(graph.nodes.size(), false) {}
+
+  NetworkProgram Build() {
+    PlaceTensors();
+    Emit();
+    PlanMemory();
+    Program& p = result_.program;
+    p.inputs = {home_[0].buffer};
+    p.outputs = {Home(static_cast<NodeId>(graph_.nodes.size()) - 1)};
+    return std::move(result_);
+  }
+
+ private:
+  // The view holding a node's output; its own buffer unless placed.
+  View Home(NodeId id) {
+    View& home = home_[static_cast<size_t>(id)];
+    if (home.buffer < 0) {
+      const Node& node = graph_.node(id);
+      home = {builder_.AddBuffer(node.output, node.name), 0, node.output.c};
+    }
+    return home;
+  }
+
+  // Decides, before any step exists, where tensors that are not plain own
+  // buffers live: merge members in their stage's stacked output, producers
+  // of a whole concatenation in one buffer at channel offsets, single-view
+  // identities as aliases.
+  void PlaceTensors() {
+    Home(0);
+    fixed_[0] = true;  // the network input is written by the caller, never moved
+    for (size_t s = 0; s < stages_.size(); ++s) {
+      if (!IsMerge(stages_[s])) continue;
+      const std::vector<NodeId> members = Members(stages_[s]);
+      int channels = 0;
+      for (NodeId m : members) channels += graph_.node(m).output.c;
+      const Shape& first = graph_.node(members[0]).output;
+      std::string label = "merge(";
+      for (NodeId m : members) label += (m == members[0] ? "" : ", ") + graph_.node(m).name;
+      const int buffer = builder_.AddBuffer({channels, first.h, first.w}, label + ")");
+      int offset = 0;
+      for (NodeId m : members) {
+        const int c = graph_.node(m).output.c;
+        home_[static_cast<size_t>(m)] = {buffer, offset, c};
+        fixed_[static_cast<size_t>(m)] = true;
+        offset += c;
+      }
+    }
+    std::map<std::vector<NodeId>, View> concat_views;
+    for (NodeId id = 1; id < static_cast<NodeId>(graph_.nodes.size()); ++id) {
+      const Node& node = graph_.node(id);
+      const std::vector<NodeId> producers = WholeConcatenation(graph_, node);
+      if (!producers.empty() && !concat_views.count(producers)) {
+        const bool all_free = std::none_of(producers.begin(), producers.end(), [&](NodeId p) {
+          return fixed_[static_cast<size_t>(p)];
+        });
+        if (all_free) {
+          std::vector<Shape> shapes;
+          std::string label = "concat(";
+          for (NodeId p : producers) {
+            shapes.push_back(graph_.node(p).output);
+            label += (p == producers[0] ? "" : ", ") + graph_.node(p).name;
+          }
+          const Shape shape = InputShape(shapes, node.name);
+          const int buffer = builder_.AddBuffer(shape, label + ")");
+          int offset = 0;
+          for (NodeId p : producers) {
+            const int c = graph_.node(p).output.c;
+            home_[static_cast<size_t>(p)] = {buffer, offset, c};
+            fixed_[static_cast<size_t>(p)] = true;
+            offset += c;
+          }
+          concat_views.emplace(producers, View{buffer, 0, shape.c});
+          ++result_.memory.concat_views;
+        }
+      }
+      if (node.op.kind != OpKind::kIdentity || fixed_[static_cast<size_t>(id)]) continue;
+      // An identity is free when its input already is one view: a single
+      // slice, or a concatenation served as a view. It aliases it.
+      if (node.inputs.size() == 1 && node.inputs[0].size() == 1) {
+        const Slice& s = node.inputs[0][0];
+        home_[static_cast<size_t>(id)] = SubView(Home(s.producer), s.begin, s.end);
+        fixed_[static_cast<size_t>(s.producer)] = true;
+      } else if (const auto it = concat_views.find(producers);
+                 !producers.empty() && it != concat_views.end()) {
+        home_[static_cast<size_t>(id)] = it->second;
+      } else {
+        continue;
+      }
+      fixed_[static_cast<size_t>(id)] = true;
+      alias_[static_cast<size_t>(id)] = true;
+    }
+  }
+
+  std::vector<std::vector<View>> Terms(const Node& node) {
+    std::vector<std::vector<View>> terms;
+    for (const Term& term : node.inputs) {
+      std::vector<View> views;
+      for (const Slice& s : term) views.push_back(SubView(Home(s.producer), s.begin, s.end));
+      terms.push_back(std::move(views));
+    }
+    return terms;
+  }
+
+  void Emit() {
+    temps_by_stage_.resize(stages_.size());
+    for (size_t s = 0; s < stages_.size(); ++s) {
+      const Stage& stage = stages_[s];
+      if (IsMerge(stage)) {
+        EmitMerge(Members(stage));
+      } else {
+        builder_.AddStage(static_cast<int>(stage.groups.size()));
+        for (size_t g = 0; g < stage.groups.size(); ++g) {
+          for (NodeId id : stage.groups[g]) {
+            if (alias_[static_cast<size_t>(id)]) continue;
+            const Node& node = graph_.node(id);
+            const auto weights_for = [this, id](int chain_index, const ConvParams&, int) {
+              return weights_.At({id, chain_index});
+            };
+            builder_.EmitOp(static_cast<int>(g), node.op, Terms(node), Home(id), weights_for,
+                            node.name);
+          }
+        }
+      }
+      temps_by_stage_[s] = builder_.TakeTemps();
+    }
+  }
+
+  void EmitMerge(const std::vector<NodeId>& members) {
+    builder_.AddStage(1);
+    std::vector<ConvParams> convs;
+    std::vector<const ConvWeights*> member_weights;
+    std::string label = "merged";
+    for (NodeId m : members) {
+      convs.push_back(graph_.node(m).op.conv);
+      member_weights.push_back(&weights_.At({m, 0}));
+      label += " " + graph_.node(m).name;
+    }
+    Step step;
+    step.op.kind = OpKind::kConv;
+    step.op.conv = MergedConv(convs);
+    step.inputs = {builder_.Gather(0, Terms(graph_.node(members[0])), label)};
+    const View first = home_[static_cast<size_t>(members[0])];
+    step.output = {first.buffer, 0, step.op.conv.out_channels};
+    result_.program.weights.push_back(StackMergedWeights(convs, member_weights));
+    step.weights = static_cast<int>(result_.program.weights.size()) - 1;
+    step.label = label;
+    builder_.AddStep(0, std::move(step));
+  }
+
+  // Lifetimes at stage granularity, then first-fit slots.
+  void PlanMemory() {
+    Program& p = result_.program;
+    const int end = static_cast<int>(stages_.size());
+    const size_t buffers = p.buffers.size();
+    std::vector<int> first(buffers, end), last(buffers, -1);
+    const auto live = [&](int buffer, int from, int to) {
+      first[static_cast<size_t>(buffer)] = std::min(first[static_cast<size_t>(buffer)], from);
+      last[static_cast<size_t>(buffer)] = std::max(last[static_cast<size_t>(buffer)], to);
+    };
+    // A program runs many times: the input lives throughout (the caller
+    // writes it once), the output from its writer to the end.
+    live(home_[0].buffer, 0, end);
+    live(Home(static_cast<NodeId>(graph_.nodes.size()) - 1).buffer, end, end);
+    for (NodeId id = 1; id < static_cast<NodeId>(graph_.nodes.size()); ++id) {
+      const int s = at_.stage[static_cast<size_t>(id)];
+      live(Home(id).buffer, s, s);
+      for (const Term& term : graph_.node(id).inputs) {
+        for (const Slice& slice : term) live(Home(slice.producer).buffer, s, s);
+      }
+    }
+    for (size_t s = 0; s < temps_by_stage_.size(); ++s) {
+      for (int t : temps_by_stage_[s]) live(t, static_cast<int>(s), static_cast<int>(s));
+    }
+    // A buffer now lives from its first writer's stage to its last reader's.
+    // First fit by start: a slot is free once its last occupant's last
+    // reader's stage has ended (lanes of a stage run concurrently).
+    std::vector<size_t> order(buffers);
+    for (size_t b = 0; b < buffers; ++b) order[b] = b;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return first[a] < first[b]; });
+    std::vector<int> slot_last;
+    p.slot_elements.clear();
+    for (size_t b : order) {
+      const int64_t elements =
+          int64_t{p.buffers[b].shape.c} * p.buffers[b].shape.h * p.buffers[b].shape.w;
+      size_t slot = 0;
+      while (slot < slot_last.size() && slot_last[slot] >= first[b]) ++slot;
+      if (slot == slot_last.size()) {
+        slot_last.push_back(-1);
+        p.slot_elements.push_back(0);
+      }
+      slot_last[slot] = last[b];
+      p.slot_elements[slot] = std::max(p.slot_elements[slot], elements);
+      p.buffers[b].slot = static_cast<int>(slot);
+    }
+    MemoryPlanSummary& m = result_.memory;
+    m.buffers = static_cast<int>(buffers);
+    m.slots = static_cast<int>(p.slot_elements.size());
+    m.allocated_bytes = p.ActivationBytes(1);
+    for (int s = 0; s < end; ++s) {
+      int64_t bytes = 0;
+      for (size_t b = 0; b < buffers; ++b) {
+        if (first[b] <= s && s <= last[b]) {
+          bytes += int64_t{4} * p.buffers[b].shape.c * p.buffers[b].shape.h * p.buffers[b].shape.w;
+        }
+      }
+      m.peak_live_bytes = std::max(m.peak_live_bytes, bytes);
+    }
+  }
+
+  const Graph& graph_;
+  const std::vector<Stage>& stages_;
+  const WeightStore& weights_;
+  const Placement at_;
+  NetworkProgram result_;
+  detail::ProgramBuilder builder_;
+  std::vector<View> home_;
+  std::vector<bool> fixed_;  // may not move into a concatenation buffer
+  std::vector<bool> alias_;  // an identity computed by no step
+  std::vector<std::vector<int>> temps_by_stage_;
+};
+
+}  // namespace
+
+NetworkProgram BuildNetworkProgram(const Graph& graph, const std::vector<Stage>& stages,
+                                   const WeightStore& weights) {
+  return NetworkBuilder(graph, stages, weights).Build();
+}
+
+}  // namespace ios::exec

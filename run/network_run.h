@@ -1,0 +1,72 @@
+// Running a whole network under a schedule on an execution device: what
+// ios-run does, as a library so tests and benchmarks drive it directly.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/graph.h"
+#include "common/measurement.h"
+#include "common/stage.h"
+#include "exec/device.h"
+#include "exec/program.h"
+#include "exec/weights.h"
+
+namespace ios::run {
+
+//! Stages of a whole network in execution order, and where they came from.
+struct NetworkSchedule {
+  std::string name;  // "sequential", "greedy" or the schedule file
+  std::vector<Stage> stages;
+};
+
+//! One operator per stage, block after block.
+NetworkSchedule SequentialNetworkSchedule(const Graph& graph);
+//! Every ready operator of a block in one concurrent stage (the greedy
+//! baseline of the search), block after block.
+NetworkSchedule GreedyNetworkSchedule(const Graph& graph);
+
+//! End-to-end latency of repeated whole-network runs.
+struct Timing {
+  MeasureResult protocol;         // median and spread of the repeat means
+  double min_ms = 0, max_ms = 0;  // fastest and slowest repeat mean
+  int repeats = 0;
+};
+
+struct Execution {
+  std::vector<float> output;  // the network's output, batch x c x h x w
+  Shape output_shape;
+  exec::MemoryPlanSummary memory;
+  int stages = 0, steps = 0;
+  Timing timing;  // only when timed
+};
+
+//! Builds `schedule` of `graph` as one program, prepares it on `device` at
+//! `batch`, writes `input` (batch x input shape values), runs it once and
+//! reads the output; then, when `timing` is given, times whole runs with
+//! the shared protocol. Throws exec::ExecError or ios::Error with context.
+Execution Execute(exec::Device& device, const Graph& graph, const NetworkSchedule& schedule,
+                  const exec::WeightStore& weights, int batch, std::span<const float> input,
+                  const MeasureSettings* timing);
+
+//! `count` seeded uniform values in [-1, 1), the same on every machine.
+std::vector<float> RandomInput(size_t count, uint64_t seed);
+
+//! How far `got` is from `want`: the largest absolute difference, against
+//! the largest absolute value of `want`.
+struct Comparison {
+  double max_abs_diff = 0;
+  double max_abs_reference = 0;
+  //! True when max_abs_diff <= relative * max_abs_reference (and sizes agree).
+  bool Within(double relative) const;
+  bool sizes_differ = false;
+};
+Comparison Compare(std::span<const float> got, std::span<const float> want);
+
+//! Whether the naive reference device runs `graph` at `batch` in a few
+//! seconds at most (a bound on its multiply-adds).
+bool SmallEnoughForReference(const Graph& graph, int batch);
+
+}  // namespace ios::run

@@ -1,0 +1,273 @@
+// ios-run: runs a whole network under a schedule on a real device, reports
+// its end-to-end latency beside the DP's prediction from the profiling DB
+// and its peak activation memory, and checks its output.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "common/error.h"
+#include "common/model_source.h"
+#include "coordinator/schedule_json.h"
+#include "coordinator/search.h"
+#include "db/profile_store.h"
+#include "exec/device.h"
+#include "run/devices.h"
+#include "run/network_run.h"
+
+namespace {
+
+using namespace ios;
+
+struct CliOptions {
+  std::string model;
+  std::string schedule = "sequential";
+  std::string device = "cpu";
+  std::string db = "ios-farm.db";
+  std::string weights_file;
+  std::string format = "text";
+  int batch = 1;
+  int runs = 10;
+  int warmup = 2;
+  uint64_t seed = 1;
+  bool check = false;
+  bool predict = true;
+};
+
+// Relative tolerance of --check: schedules change the order of floating-point
+// sums (merged kernels, other algorithms), never the arithmetic.
+constexpr double kCheckTolerance = 1e-4;
+
+struct Loaded {
+  Graph graph;
+  std::string model_name;
+  run::NetworkSchedule schedule;
+  std::optional<MeasureSettings> settings;  // the search's, from a schedule file
+};
+
+Loaded LoadInputs(const CliOptions& cli) {
+  Loaded loaded;
+  const bool named = cli.schedule == "sequential" || cli.schedule == "greedy";
+  if (named) {
+    if (cli.model.empty()) throw Error("--model is required with --schedule " + cli.schedule);
+    LoadedModel model = LoadModel(cli.model);
+    loaded.graph = std::move(model.graph);
+    loaded.model_name = model.name;
+    loaded.schedule = cli.schedule == "sequential" ? run::SequentialNetworkSchedule(loaded.graph)
+                                                   : run::GreedyNetworkSchedule(loaded.graph);
+    return loaded;
+  }
+  coordinator::LoadedSchedule file;
+  try {
+    file = coordinator::LoadSchedule(cli.schedule);
+  } catch (const Error& e) {
+    throw Error("--schedule " + std::string(e.what()));
+  }
+  loaded.graph = std::move(file.graph);
+  loaded.model_name = loaded.graph.name;
+  loaded.settings = file.settings;
+  if (!cli.model.empty()) {
+    // The file carries its graph; --model must name the same network.
+    LoadedModel model = LoadModel(cli.model);
+    const bool same = model.graph.nodes.size() == loaded.graph.nodes.size() &&
+                      std::equal(model.graph.nodes.begin(), model.graph.nodes.end(),
+                                 loaded.graph.nodes.begin(), [](const Node& a, const Node& b) {
+                                   return a.name == b.name && a.op == b.op && a.inputs == b.inputs;
+                                 });
+    if (!same) {
+      throw Error("--schedule " + cli.schedule + " schedules another network than --model " +
+                  cli.model);
+    }
+    loaded.model_name = model.name;
+  }
+  loaded.schedule.name = cli.schedule;
+  for (auto& block : file.blocks) {
+    for (Stage& stage : block) loaded.schedule.stages.push_back(std::move(stage));
+  }
+  return loaded;
+}
+
+struct Prediction {
+  double latency_ms = NAN;
+  int64_t measured = 0, reused = 0, failed = 0;
+  bool simulated = false;
+};
+
+//! The DP's price of the schedule: the sum of its stages' latencies in the
+//! DB for this device, batch and settings, measuring the stages it lacks.
+Prediction Predict(const CliOptions& cli, const Loaded& loaded) {
+  auto store = db::ProfileStore::Open(cli.db);
+  coordinator::SearchPlan plan;
+  StageKeyer keyer(loaded.graph);
+  coordinator::BlockSchedule block;
+  for (const Stage& s : loaded.schedule.stages) block.emplace_back(s, plan.Intern(keyer, s));
+  auto measurer = coordinator::MakeLocalMeasurer(run::OpenMeasuringBackend(cli.device));
+  coordinator::SearchOptions options;
+  options.batch_size = cli.batch;
+  options.settings = loaded.settings.value_or(DefaultMeasureSettings(measurer->Device().simulated));
+  const coordinator::LatencyTable table =
+      coordinator::MeasureStages(loaded.graph, plan, *store, *measurer, options);
+  const coordinator::Schedule priced = coordinator::PriceSchedule({block}, table.latency_ms);
+  return {priced.latency_ms, table.stats.measured, table.stats.reused, table.stats.failed,
+          measurer->Device().simulated};
+}
+
+double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+int Run(const CliOptions& cli) {
+  const Loaded loaded = LoadInputs(cli);
+  const exec::WeightStore weights = cli.weights_file.empty()
+                                        ? exec::WeightStore::Random(loaded.graph, cli.seed)
+                                        : exec::WeightStore::Load(loaded.graph, cli.weights_file);
+  std::unique_ptr<exec::Device> device = run::OpenDevice(cli.device);
+  const Shape in = loaded.graph.node(0).output;
+  const std::vector<float> input = run::RandomInput(
+      static_cast<size_t>(cli.batch) * static_cast<size_t>(in.c) * in.h * in.w, cli.seed);
+  MeasureSettings timing;
+  timing.warmup = cli.warmup;
+  timing.number = 1;
+  timing.repeat = cli.runs;
+  const bool text = cli.format == "text";
+  if (text) {
+    std::printf("ios-run: %s on %s, batch %d, schedule %s (%zu stages)\n",
+                loaded.model_name.c_str(), device->Info().name.c_str(), cli.batch,
+                loaded.schedule.name.c_str(), loaded.schedule.stages.size());
+    std::fflush(stdout);
+  }
+  const run::Execution execution =
+      run::Execute(*device, loaded.graph, loaded.schedule, weights, cli.batch, input, &timing);
+  const Prediction prediction = cli.predict ? Predict(cli, loaded) : Prediction{};
+
+  nlohmann::json check = nullptr;
+  bool check_passed = true;
+  if (cli.check) {
+    const run::NetworkSchedule sequential = run::SequentialNetworkSchedule(loaded.graph);
+    const run::Execution baseline =
+        run::Execute(*device, loaded.graph, sequential, weights, cli.batch, input, nullptr);
+    const run::Comparison vs_sequential = run::Compare(execution.output, baseline.output);
+    check_passed = vs_sequential.Within(kCheckTolerance);
+    check = {{"tolerance", kCheckTolerance},
+             {"against_sequential",
+              {{"max_abs_diff", vs_sequential.max_abs_diff},
+               {"max_abs_reference", vs_sequential.max_abs_reference},
+               {"passed", vs_sequential.Within(kCheckTolerance)}}}};
+    if (run::SmallEnoughForReference(loaded.graph, cli.batch)) {
+      std::unique_ptr<exec::Device> reference = exec::MakeReferenceDevice();
+      const run::Execution naive =
+          run::Execute(*reference, loaded.graph, sequential, weights, cli.batch, input, nullptr);
+      const run::Comparison a = run::Compare(execution.output, naive.output);
+      const run::Comparison b = run::Compare(baseline.output, naive.output);
+      check_passed = check_passed && a.Within(kCheckTolerance) && b.Within(kCheckTolerance);
+      check["against_reference"] = {
+          {"schedule_max_abs_diff", a.max_abs_diff},
+          {"sequential_max_abs_diff", b.max_abs_diff},
+          {"max_abs_reference", a.max_abs_reference},
+          {"passed", a.Within(kCheckTolerance) && b.Within(kCheckTolerance)}};
+    } else {
+      check["against_reference"] = "skipped: too large for the naive reference device";
+    }
+    check["passed"] = check_passed;
+  }
+
+  const run::Timing& t = execution.timing;
+  if (text) {
+    std::printf("measured end to end: median %.3f ms (min %.3f, max %.3f, spread %.3f; %d runs)\n",
+                t.protocol.median_ms, t.min_ms, t.max_ms, t.protocol.spread_ms, t.repeats);
+    if (cli.predict) {
+      std::printf(
+          "DP prediction:       %.3f ms%s (sum of the stages' latencies in %s: %lld "
+          "measured now, %lld reused, %lld failed)\n",
+          prediction.latency_ms, prediction.simulated ? " (simulated)" : "", cli.db.c_str(),
+          static_cast<long long>(prediction.measured), static_cast<long long>(prediction.reused),
+          static_cast<long long>(prediction.failed));
+    }
+    std::printf(
+        "activation memory:   %.2f MiB allocated, %.2f MiB live at peak (%d buffers in %d "
+        "slots, %d concatenations as views)\n",
+        MiB(execution.memory.allocated_bytes * cli.batch),
+        MiB(execution.memory.peak_live_bytes * cli.batch), execution.memory.buffers,
+        execution.memory.slots, execution.memory.concat_views);
+    if (cli.check) {
+      std::printf("check: %s\n%s\n", check_passed ? "PASSED" : "FAILED", check.dump(2).c_str());
+    }
+  } else {
+    nlohmann::json out = {
+        {"model", loaded.model_name},
+        {"schedule", loaded.schedule.name},
+        {"device", device->Info().name},
+        {"fingerprint", device->Info().fingerprint},
+        {"batch", cli.batch},
+        {"stages", execution.stages},
+        {"measured_ms",
+         {{"min", t.min_ms},
+          {"median", t.protocol.median_ms},
+          {"max", t.max_ms},
+          {"spread", t.protocol.spread_ms},
+          {"runs", t.repeats}}},
+        {"predicted_ms", cli.predict && std::isfinite(prediction.latency_ms)
+                             ? nlohmann::json(prediction.latency_ms)
+                             : nlohmann::json(nullptr)},
+        {"stages_measured_for_prediction", prediction.measured},
+        {"peak_activation_bytes", execution.memory.allocated_bytes * cli.batch},
+        {"peak_live_activation_bytes", execution.memory.peak_live_bytes * cli.batch},
+        {"check", check}};
+    std::printf("%s\n", out.dump(2).c_str());
+  }
+  return check_passed ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CliOptions cli;
+  CLI::App app{
+      "ios-run: run a whole network under a schedule on a real device; report its measured "
+      "end-to-end latency beside the DP's prediction from the profiling DB, its activation "
+      "memory, and (--check) whether its output equals sequential execution"};
+  app.add_option("--model,-m", cli.model,
+                 "zoo name or IOS JSON graph file (optional with a schedule file, which carries "
+                 "its graph)");
+  app.add_option("--schedule", cli.schedule,
+                 "sequential, greedy, or a schedule file (ios-coordinator --out, or an IOS "
+                 "reference schedule)")
+      ->default_val(cli.schedule);
+  app.add_option("--device", cli.device, "cpu[,threads=N], or reference (naive loops, slow)")
+      ->default_val(cli.device);
+  app.add_option("--batch,-b", cli.batch, "batch size")->default_val(1)->check(CLI::Range(1, 4096));
+  app.add_option("--runs", cli.runs, "timed whole-network runs (median, min, max over them)")
+      ->default_val(cli.runs)
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", cli.warmup, "untimed runs first")
+      ->default_val(cli.warmup)
+      ->check(CLI::Range(0, 100000));
+  app.add_flag("--check", cli.check,
+               "compare the output with sequential execution (and, on small graphs, with the "
+               "naive reference device) within 1e-4 of the largest |value|; exit 1 if not");
+  app.add_option("--db", cli.db, "profiling DB for the prediction (created if missing)")
+      ->default_val(cli.db);
+  app.add_flag("!--no-predict", cli.predict, "skip the DP's prediction (no DB is opened)");
+  app.add_option("--weights", cli.weights_file,
+                 "weights file (docs/execution.md); default: seeded random weights");
+  app.add_option("--seed", cli.seed, "seed of the random weights and input")->default_val(cli.seed);
+  app.add_option("--format", cli.format, "text or json")
+      ->default_val(cli.format)
+      ->check(CLI::IsMember({"text", "json"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  spdlog::set_level(spdlog::level::warn);
+  try {
+    return Run(cli);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ios-run: %s\n", e.what());
+    return 1;
+  }
+}

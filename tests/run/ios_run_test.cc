@@ -1,0 +1,160 @@
+// Runs the built ios-run (and ios-coordinator) the way a user does: whole
+// networks on the CPU under searched schedules, checked against sequential
+// execution and the naive reference.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+
+#include "tests/testing/binaries.h"
+#include "tests/testing/process.h"
+
+namespace ios {
+namespace {
+
+namespace fs = std::filesystem;
+using ::ios::testing::CliResult;
+using ::ios::testing::kCoordinator;
+using ::ios::testing::kIosRun;
+using ::ios::testing::ShellQuote;
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// One thread per process: ctest runs two tests at once on CI's two cores,
+// and OpenMP teams on oversubscribed cores wait on each other.
+constexpr const char* kCpu = "--device cpu,threads=1";
+
+class IosRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "ios_run_test.XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  CliResult Run(const std::string& binary, const std::string& args, int timeout_s = 600) const {
+    CliResult result = ::ios::testing::RunBinary(dir_, binary, args, timeout_s);
+    EXPECT_NE(result.exit_code, 124) << "timed out: " << binary << " " << args;
+    return result;
+  }
+  static std::string DataFile(const std::string& name) {
+    return ShellQuote((fs::path(IOS_TEST_DATA_DIR) / name).string());
+  }
+  static json ParseJson(const CliResult& r) {
+    try {
+      return json::parse(r.out);
+    } catch (const json::exception& e) {
+      ADD_FAILURE() << "not JSON: " << e.what() << "\n" << r.out << "\n" << r.err;
+      return json::object();
+    }
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(IosRunTest, TinyModelEqualsSequentialAndTheNaiveReferenceUnderGreedy) {
+  const CliResult r =
+      Run(kIosRun, "--model " + DataFile("tiny_model.json") +
+                       " --schedule greedy --check --format json --runs 2 " + kCpu + " --db t.db");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json out = ParseJson(r);
+  EXPECT_EQ(out["schedule"], "greedy");
+  EXPECT_TRUE(out["check"]["against_sequential"]["passed"].get<bool>()) << out.dump(2);
+  ASSERT_TRUE(out["check"]["against_reference"].is_object()) << out.dump(2);
+  EXPECT_TRUE(out["check"]["against_reference"]["passed"].get<bool>()) << out.dump(2);
+  EXPECT_GT(out["check"]["against_reference"]["max_abs_reference"].get<double>(), 0);
+  EXPECT_GT(out["measured_ms"]["median"].get<double>(), 0);
+  EXPECT_EQ(out["measured_ms"]["runs"], 2);
+  EXPECT_GT(out["predicted_ms"].get<double>(), 0);
+  EXPECT_GT(out["stages_measured_for_prediction"].get<int>(), 0);
+  EXPECT_GT(out["peak_activation_bytes"].get<long long>(), 0);
+}
+
+TEST_F(IosRunTest, PredictionReusesTheDbOnASecondRun) {
+  const std::string args = "--model " + DataFile("tiny_model.json") + " --schedule greedy " + kCpu +
+                           " --db t.db --runs 1 --format json";
+  ASSERT_EQ(Run(kIosRun, args).exit_code, 0);
+  const CliResult again = Run(kIosRun, args);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(ParseJson(again)["stages_measured_for_prediction"], 0);
+}
+
+TEST_F(IosRunTest, BadInputsFailWithOneLine) {
+  struct Case {
+    std::string args, expected;
+    int code;
+  };
+  const Case cases[] = {
+      {"--model no_such_model", "unknown model 'no_such_model'", 1},
+      {"--model squeezenet --device sim:v100", "cannot run a network", 1},
+      {"--model squeezenet --device gpu", "unknown --device 'gpu'", 1},
+      {"--schedule sequential", "--model is required", 1},
+      {"--model squeezenet --schedule no_such_file.json", "--schedule no_such_file.json", 1},
+      {"--model squeezenet --batch 0", "--batch", 2},
+  };
+  for (const Case& c : cases) {
+    const CliResult r = Run(kIosRun, c.args + " --no-predict", 60);
+    EXPECT_EQ(r.exit_code, c.code) << c.args << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.expected)) << c.args;
+    EXPECT_EQ(r.out, "") << c.args;
+  }
+}
+
+// The acceptance check: every zoo model under a schedule with merges
+// and concurrent stages (searched on the simulated V100, which is fast)
+// computes what sequential execution computes.
+class ZooCheckTest : public IosRunTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(ZooCheckTest, IosScheduleEqualsSequentialOnTheCpu) {
+  const std::string model = GetParam();
+  const CliResult search =
+      Run(kCoordinator, "--model " + model + " --device sim:v100 --db sim.db -q --out s.json");
+  ASSERT_EQ(search.exit_code, 0) << search.err;
+  const CliResult r = Run(kIosRun,
+                          "--schedule s.json --check --no-predict --runs 1 --warmup 0 "
+                          "--format json " +
+                              std::string(kCpu));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json out = ParseJson(r);
+  EXPECT_TRUE(out["check"]["passed"].get<bool>()) << out.dump(2);
+  EXPECT_TRUE(out["check"]["against_sequential"]["passed"].get<bool>()) << out.dump(2);
+  EXPECT_GT(out["check"]["against_sequential"]["max_abs_reference"].get<double>(), 0);
+  EXPECT_EQ(out["model"], model);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooCheckTest,
+                         ::testing::Values("squeezenet", "inception_v3", "nasnet", "randwire"));
+
+// The README's main job, shortened protocol: SqueezeNet measured on this
+// machine's CPU; the same command again measures nothing.
+TEST_F(IosRunTest, MainJobOnSqueezeNetMeasuresOnTheCpuAndARerunMeasuresNothing) {
+  const std::string search = "--model squeezenet " + std::string(kCpu) +
+                             " --db cpu.db --warmup 0 --number 1 --repeat 1 --out s.json";
+  const CliResult first = Run(kCoordinator, search);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_THAT(first.out, ::testing::StartsWith("ios-coordinator: searching squeezenet on cpu:"));
+  EXPECT_THAT(first.out, HasSubstr("measured latencies"));
+  EXPECT_THAT(first.out, Not(HasSubstr("simulated")));
+  EXPECT_THAT(first.out, ::testing::ContainsRegex("measured [1-9][0-9]*, reused from DB 0"));
+
+  const CliResult second = Run(kCoordinator, search);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_THAT(second.out, ::testing::ContainsRegex("measured 0, reused from DB [1-9]"));
+
+  // ios-run prices the searched schedule from the same measurements.
+  const CliResult run =
+      Run(kIosRun, "--schedule s.json --db cpu.db --runs 2 --format json " + std::string(kCpu));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json out = ParseJson(run);
+  EXPECT_EQ(out["stages_measured_for_prediction"], 0) << out.dump(2);
+  EXPECT_GT(out["predicted_ms"].get<double>(), 0);
+}
+
+}  // namespace
+}  // namespace ios
