@@ -33,6 +33,12 @@ using cpu::Call;
 using cpu::Executor;
 using cpu::MemoryBudget;
 using exec::ExecError;
+
+//! How this device runs a program (storage layout, where reorders go): part
+//! of the fingerprint, so timings taken by a version that ran stages
+//! differently are not mixed with these. v1: NCHW storage; v2: NHWC storage,
+//! dense temporaries for channel ranges.
+constexpr int kDeviceVersion = 2;
 int64_t PhysicalMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page_size = sysconf(_SC_PAGESIZE);
@@ -313,11 +319,11 @@ class CpuDevice : public exec::Device {
     const int cores = std::min(threads_, static_cast<int>(cpus_.size()));
     info_.backend = "cpu";
     info_.name = "cpu:" + model;
-    info_.fingerprint = "cpu|model=" + model + "|isa=" + IsaName(dnnl::get_effective_cpu_isa()) +
-                        "|cores=" + std::to_string(cores) + "|threads=" + std::to_string(threads_) +
-                        "|onednn=" + std::to_string(version->major) + "." +
-                        std::to_string(version->minor) + "." + std::to_string(version->patch) +
-                        "|fp32";
+    info_.fingerprint =
+        "cpu-v" + std::to_string(kDeviceVersion) + "|model=" + model +
+        "|isa=" + IsaName(dnnl::get_effective_cpu_isa()) + "|cores=" + std::to_string(cores) +
+        "|threads=" + std::to_string(threads_) + "|onednn=" + std::to_string(version->major) + "." +
+        std::to_string(version->minor) + "." + std::to_string(version->patch) + "|fp32";
     info_.simulated = false;
   }
 

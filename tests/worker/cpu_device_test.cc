@@ -367,6 +367,7 @@ TEST_F(CpuDeviceTest, FingerprintNamesTheCpuAndIsStableAcrossInstances) {
   EXPECT_EQ(info.backend, "cpu");
   EXPECT_TRUE(info.name.starts_with("cpu:"));
   EXPECT_FALSE(info.simulated);
+  EXPECT_TRUE(info.fingerprint.starts_with("cpu-v2|")) << info.fingerprint;
   for (const char* field : {"model=", "isa=", "cores=", "threads=", "onednn=2.6"}) {
     EXPECT_THAT(info.fingerprint, ::testing::HasSubstr(field));
   }
