@@ -233,20 +233,29 @@ class CpuPreparedProgram : public exec::PreparedProgram {
         });
       }
     }
-    // Scratchpads, one per executing thread, sized for its largest need.
+    // Scratchpads and arenas of temporaries, one per executing thread, sized
+    // for its largest need.
     std::vector<Executor*> executors{&main_};
     for (auto& [lanes, crew] : crews_) {
       for (auto& worker : crew) executors.push_back(&worker->executor);
     }
     for (Executor* executor : executors) {
-      if (executor->scratch_bytes == 0) continue;
-      budget.Reserve(static_cast<int64_t>(executor->scratch_bytes), "a scratchpad");
-      executor->scratch = cpu::AllocateFloats(
-          static_cast<int64_t>((executor->scratch_bytes + sizeof(float) - 1) / sizeof(float)),
-          "a scratchpad");
-      for (dnnl::memory& user : executor->scratch_users)
+      executor->scratch = Arena(executor->scratch_bytes, "a scratchpad", budget);
+      for (dnnl::memory& user : executor->scratch_users) {
         user.set_data_handle(executor->scratch.get());
+      }
+      executor->temps = Arena(executor->temp_bytes, "layout temporaries", budget);
+      for (auto& [user, offset] : executor->temp_users) {
+        user.set_data_handle(reinterpret_cast<char*>(executor->temps.get()) + offset);
+      }
     }
+  }
+
+  static cpu::Storage Arena(size_t bytes, const std::string& what, MemoryBudget& budget) {
+    if (bytes == 0) return nullptr;
+    budget.Reserve(static_cast<int64_t>(bytes), what);
+    return cpu::AllocateFloats(static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float)),
+                               what);
   }
 
   dnnl::engine engine_;

@@ -90,6 +90,7 @@ class LaneCompiler {
     for (size_t i = 0; i < lane.steps.size(); ++i) {
       const exec::Step& step = lane.steps[i];
       where_ = where + " step " + std::to_string(i) + " (" + step.label + ")";
+      step_temp_bytes_ = 0;  // a step's temporaries are dead once it has run
       try {
         CompileStep(step, calls);
       } catch (const dnnl::error& e) {
@@ -141,6 +142,17 @@ class LaneCompiler {
     return memory(ViewDesc(view), engine_, buffer_data_.at(view.buffer) + view.offset);
   }
 
+  //! A temporary of the current step, in the executor's arena (bound after
+  //! every lane is compiled).
+  memory Temp(const memory::desc& desc) {
+    memory temp(desc, engine_, DNNL_MEMORY_NONE);
+    executor_.temp_users.emplace_back(temp, step_temp_bytes_);
+    step_temp_bytes_ += (desc.get_size() + kAlignment - 1) / kAlignment * kAlignment;
+    executor_.temp_bytes = std::max(executor_.temp_bytes, step_temp_bytes_);
+    return temp;
+  }
+
+  //! Memory the primitives keep (weights, bias), allocated now.
   memory Allocate(const memory::desc& desc, const std::string& what) {
     budget_.Reserve(static_cast<int64_t>(desc.get_size()), where_ + ": " + what);
     doing_ = "allocating " + what;
@@ -229,13 +241,12 @@ class LaneCompiler {
     memory src = ViewMemory(in);
     if (pd.src_desc() != src.get_desc()) {
       memory plain = src;
-      src = Allocate(pd.src_desc(), "the convolution input in oneDNN's layout");
+      src = Temp(pd.src_desc());
       Copy(calls, plain, src);
     }
     const memory dst_view = ViewMemory(out);
     const bool direct = pd.dst_desc() == dst_view.get_desc();
-    const memory dst =
-        direct ? dst_view : Allocate(pd.dst_desc(), "the convolution output in oneDNN's layout");
+    const memory dst = direct ? dst_view : Temp(pd.dst_desc());
     args.emplace(DNNL_ARG_SRC, src);
     args.emplace(DNNL_ARG_DST, dst);
     doing_ = "creating a convolution_forward";
@@ -256,8 +267,7 @@ class LaneCompiler {
     memory plain = ViewMemory(view);
     if (IsDense(view)) return plain;
     const Shape& s = ShapeOf(view);
-    memory dense = Allocate(memory::desc(Dims{batch_, view.channels, s.h, s.w}, kF32, Tag::nhwc),
-                            "a dense copy of a channel range");
+    memory dense = Temp(memory::desc(Dims{batch_, view.channels, s.h, s.w}, kF32, Tag::nhwc));
     Copy(calls, plain, dense);
     return dense;
   }
@@ -267,8 +277,7 @@ class LaneCompiler {
   memory DenseOutput(const exec::View& view) {
     if (IsDense(view)) return ViewMemory(view);
     const Shape& s = ShapeOf(view);
-    return Allocate(memory::desc(Dims{batch_, view.channels, s.h, s.w}, kF32, Tag::nhwc),
-                    "a dense result for a channel range");
+    return Temp(memory::desc(Dims{batch_, view.channels, s.h, s.w}, kF32, Tag::nhwc));
   }
 
   void FinishOutput(std::vector<Call>& calls, const exec::View& view, const memory& written) {
@@ -345,6 +354,7 @@ class LaneCompiler {
   Executor& executor_;
   dnnl::primitive_attr attr_;
   std::string where_, doing_;
+  size_t step_temp_bytes_ = 0;
 };
 
 }  // namespace

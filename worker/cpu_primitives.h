@@ -9,6 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "exec/program.h"
@@ -46,14 +47,21 @@ Storage AllocateFloats(int64_t count, const std::string& what);
 //! says where and quotes oneDNN.
 [[noreturn]] void ThrowDnnl(const dnnl::error& e, const std::string& where);
 
-//! What one thread needs to run primitives: its stream and its scratchpad,
-//! sized to the largest need of the primitives it runs.
+//! What one thread needs to run primitives: its stream, its scratchpad
+//! (sized to the largest need of the primitives it runs) and its arena of
+//! temporaries.
 struct Executor {
   explicit Executor(const dnnl::engine& engine) : stream(engine) {}
   dnnl::stream stream;
   size_t scratch_bytes = 0;
   std::vector<dnnl::memory> scratch_users;  // bound to `scratch` once it exists
   Storage scratch;
+  //! Temporaries of one step (copies between layouts), placed at offsets of
+  //! one arena: the steps a thread runs run one after another, so they all
+  //! share it. Sized to the step that needs most.
+  size_t temp_bytes = 0;
+  std::vector<std::pair<dnnl::memory, size_t>> temp_users;  // bound to `temps` at their offset
+  Storage temps;
 };
 
 struct Call {
