@@ -87,7 +87,7 @@ void LaneThread::Body() {
       cpu_set_t set;
       CPU_ZERO(&set);
       for (int cpu : share_.cpus) CPU_SET(cpu, &set);
-      pinned_as_asked_ = pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+      pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
     }
     omp_set_num_threads(share_.threads);
     busy_ = false;

@@ -35,7 +35,8 @@ std::vector<LaneShare> SplitCores(int threads, const std::vector<int>& cpus, int
 //! empty (falls back to 0..hardware_concurrency-1).
 std::vector<int> AllowedCpus();
 
-//! One persistent thread for one lane: it pins itself to its share's cores,
+//! One persistent thread for one lane: it pins itself to its share's cores
+//! (a refused pinning, e.g. by a container's cpuset, leaves it unpinned),
 //! sets its OpenMP thread count (before any primitive is created on it, as
 //! oneDNN fixes the count at creation), then runs posted jobs one at a time.
 //! A job's exception is caught on the thread and rethrown by Wait. Owned:
@@ -53,8 +54,6 @@ class LaneThread {
   //! Waits for the posted job (returns at once if none) and rethrows what it
   //! threw.
   void Wait();
-  //! Whether pinning to the share's cores succeeded (true when unpinned).
-  bool pinned_as_asked() const { return pinned_as_asked_; }
 
  private:
   void Body();
@@ -65,7 +64,6 @@ class LaneThread {
   const std::function<void()>* job_ = nullptr;  // guarded by mutex_
   bool busy_ = false;                           // a job posted and not finished
   bool stop_ = false;
-  bool pinned_as_asked_ = true;
   std::exception_ptr error_;
   std::thread thread_;  // last: starts after every other member exists
 };

@@ -182,6 +182,19 @@ TEST_P(BackendConformanceTest, SequentialGroupsConcurrentGroupsAndMergeStagesMea
   ExpectMeasures(net_.Spec(Strategy::kMerge, {{"conv1"}, {"conv5_for_merge"}}), 2);
 }
 
+TEST_P(BackendConformanceTest, AdaptiveSettingsMeasureWithinTheirCap) {
+  MeasureSettings adaptive = Quick();
+  adaptive.max_repeat = 4;
+  adaptive.max_relative_spread = 0.5;
+  MeasureResult result;
+  ASSERT_NO_THROW(result = backend_->Measure(net_.Spec(Strategy::kParallel, {{"conv3"}, {"conv1"}}),
+                                             1, adaptive));
+  EXPECT_TRUE(result.ok()) << result.error_message;
+  EXPECT_GE(result.samples, adaptive.number * adaptive.repeat);
+  EXPECT_LE(result.samples, adaptive.number * adaptive.max_repeat);
+  EXPECT_GT(result.median_ms, 0);
+}
+
 TEST_P(BackendConformanceTest, FingerprintIsStableAcrossInstances) {
   const DeviceInfo& info = backend_->Device();
   EXPECT_FALSE(info.fingerprint.empty());

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "common/limits.h"
@@ -367,6 +368,7 @@ TEST_F(CpuDeviceTest, FingerprintNamesTheCpuAndIsStableAcrossInstances) {
   EXPECT_EQ(info.backend, "cpu");
   EXPECT_TRUE(info.name.starts_with("cpu:"));
   EXPECT_FALSE(info.simulated);
+  EXPECT_TRUE(info.fingerprint.starts_with("cpu-v2|")) << info.fingerprint;
   for (const char* field : {"model=", "isa=", "cores=", "threads=", "onednn=2.6"}) {
     EXPECT_THAT(info.fingerprint, ::testing::HasSubstr(field));
   }
@@ -607,6 +609,22 @@ TEST(CpuSplitCoresTest, LanesShareTheBudgetAndArePinnedToDisjointCoresWhenTheyFi
   // A budget beyond the cores: shared, not pinned.
   EXPECT_THAT(SplitCores(8, cpus, 2), ElementsAre(LaneShare{4, {}}, LaneShare{4, {}}));
   EXPECT_FALSE(AllowedCpus().empty());
+}
+
+TEST(CpuLaneThreadTest, RethrowsAJobsExceptionOnWaitAndKeepsServing) {
+  LaneThread thread(LaneShare{1, {}});
+  int runs = 0;
+  const std::function<void()> fails = [&] {
+    ++runs;
+    throw Error("lane failed");
+  };
+  const std::function<void()> works = [&] { ++runs; };
+  thread.Post(fails);
+  EXPECT_THROW(thread.Wait(), Error);
+  thread.Post(works);
+  EXPECT_NO_THROW(thread.Wait());
+  EXPECT_NO_THROW(thread.Wait());  // nothing posted: returns at once
+  EXPECT_EQ(runs, 2);
 }
 
 TEST(CpuOptionsTest, ParsesTheThreadBudgetAndRefusesAnythingElse) {

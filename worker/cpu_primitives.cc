@@ -1,0 +1,405 @@
+#include "worker/cpu_primitives.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <utility>
+
+#include "exec/device.h"
+
+namespace ios::worker::cpu {
+namespace {
+
+using dnnl::memory;
+using exec::ExecError;
+using Dims = memory::dims;
+using Tag = memory::format_tag;
+constexpr memory::data_type kF32 = memory::data_type::f32;
+constexpr size_t kAlignment = 64;  // a cache line; enough for every ISA oneDNN uses
+
+std::string FormatBytes(double bytes) {
+  std::ostringstream out;
+  out.precision(3);
+  if (bytes >= double(1 << 30)) {
+    out << bytes / double(1 << 30) << " GiB";
+  } else if (bytes >= double(1 << 20)) {
+    out << bytes / double(1 << 20) << " MiB";
+  } else {
+    out << static_cast<int64_t>(bytes) << " bytes";
+  }
+  return out.str();
+}
+
+MeasureError KindOf(const dnnl::error& e) {
+  switch (e.status) {
+    case dnnl_unimplemented:
+      return MeasureError::kUnsupported;
+    case dnnl_out_of_memory:
+      return MeasureError::kOutOfMemory;
+    default:
+      return MeasureError::kBackendFailure;
+  }
+}
+
+dnnl::algorithm EltwiseAlgorithm(Activation act) {
+  switch (act) {
+    case Activation::kRelu:
+      return dnnl::algorithm::eltwise_relu;
+    case Activation::kSigmoid:
+      return dnnl::algorithm::eltwise_logistic;
+    case Activation::kTanh:
+      return dnnl::algorithm::eltwise_tanh;
+    case Activation::kNone:
+      break;
+  }
+  throw ExecError(MeasureError::kUnsupported, "cpu: no eltwise algorithm for activation none");
+}
+
+//! A memory descriptor for messages: dims, strides and inner blocks.
+std::string DescribeDesc(const memory::desc& desc) {
+  const dnnl_memory_desc_t& d = desc.data;
+  std::string text = "dims";
+  for (int i = 0; i < d.ndims; ++i) text += (i ? "x" : " ") + std::to_string(d.dims[i]);
+  if (d.format_kind != dnnl_blocked) return text + " (not a blocked layout)";
+  const dnnl_blocking_desc_t& blocking = d.format_desc.blocking;
+  text += " strides";
+  for (int i = 0; i < d.ndims; ++i) text += (i ? "," : " ") + std::to_string(blocking.strides[i]);
+  for (int i = 0; i < blocking.inner_nblks; ++i) {
+    text += " block" + std::to_string(blocking.inner_idxs[i]) + ":" +
+            std::to_string(blocking.inner_blks[i]);
+  }
+  return text;
+}
+
+//! Turns the steps of one lane into primitives. Runs on the thread that will
+//! execute them, after its OpenMP thread count is set.
+class LaneCompiler {
+ public:
+  explicit LaneCompiler(const LaneContext& context)
+      : engine_(context.engine),
+        program_(context.program),
+        buffer_data_(context.buffer_data),
+        batch_(context.batch),
+        budget_(context.budget),
+        executor_(context.executor) {
+    attr_.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  }
+
+  std::vector<Call> Compile(const exec::Lane& lane, const std::string& where) {
+    std::vector<Call> calls;
+    for (size_t i = 0; i < lane.steps.size(); ++i) {
+      const exec::Step& step = lane.steps[i];
+      where_ = where + " step " + std::to_string(i) + " (" + step.label + ")";
+      step_temp_bytes_ = 0;  // a step's temporaries are dead once it has run
+      try {
+        CompileStep(step, calls);
+      } catch (const dnnl::error& e) {
+        ThrowDnnl(e, where_ + ": " + doing_);
+      }
+    }
+    return calls;
+  }
+
+ private:
+  void CompileStep(const exec::Step& step, std::vector<Call>& calls) {
+    switch (step.op.kind) {
+      case OpKind::kConv:
+        return Conv(step, calls);
+      case OpKind::kPool:
+        return Pool(step, calls);
+      case OpKind::kActivation:
+        return Activate(step, calls);
+      case OpKind::kEltwise:
+        return Combine(step,
+                       step.op.eltwise == EltwiseType::kMul ? dnnl::algorithm::binary_mul
+                                                            : dnnl::algorithm::binary_add,
+                       calls);
+      case OpKind::kIdentity:
+        return Combine(step, dnnl::algorithm::binary_add, calls);
+      case OpKind::kInput:
+      case OpKind::kSequential:
+        break;
+    }
+    throw ExecError(MeasureError::kUnsupported, "cpu: " + where_ + ": a program step cannot be " +
+                                                    std::string(ToString(step.op.kind)));
+  }
+
+  const Shape& ShapeOf(const exec::View& view) const {
+    return program_.buffers.at(view.buffer).shape;
+  }
+
+  //! The descriptor of a view in its buffer's NHWC storage: channels
+  //! [offset, offset + channels) at every pixel, the pixel stride being the
+  //! buffer's channel count. A view of a whole buffer is a dense nhwc tensor,
+  //! the layout oneDNN's AVX-512 convolutions pick themselves.
+  memory::desc ViewDesc(const exec::View& view) const {
+    const Shape& s = ShapeOf(view);
+    return memory::desc(Dims{batch_, view.channels, s.h, s.w}, kF32,
+                        Dims{int64_t{s.c} * s.h * s.w, 1, int64_t{s.w} * s.c, s.c});
+  }
+
+  memory ViewMemory(const exec::View& view) const {
+    return memory(ViewDesc(view), engine_, buffer_data_.at(view.buffer) + view.offset);
+  }
+
+  //! A temporary of the current step, in the executor's arena (bound after
+  //! every lane is compiled).
+  memory Temp(const memory::desc& desc) {
+    memory temp(desc, engine_, DNNL_MEMORY_NONE);
+    executor_.temp_users.emplace_back(temp, step_temp_bytes_);
+    step_temp_bytes_ += (desc.get_size() + kAlignment - 1) / kAlignment * kAlignment;
+    executor_.temp_bytes = std::max(executor_.temp_bytes, step_temp_bytes_);
+    return temp;
+  }
+
+  //! Memory the primitives keep (weights, bias), allocated now.
+  memory Allocate(const memory::desc& desc, const std::string& what) {
+    budget_.Reserve(static_cast<int64_t>(desc.get_size()), where_ + ": " + what);
+    doing_ = "allocating " + what;
+    return memory(desc, engine_);
+  }
+
+  //! Appends a call of `primitive` (created from `pd`), with its share of
+  //! the thread's scratchpad.
+  void Add(std::vector<Call>& calls, const dnnl::primitive_desc_base& pd,
+           const dnnl::primitive& primitive, std::unordered_map<int, memory> args) {
+    const memory::desc scratch = pd.scratchpad_desc();
+    if (scratch.get_size() > 0) {
+      memory user(scratch, engine_, DNNL_MEMORY_NONE);
+      args.emplace(DNNL_ARG_SCRATCHPAD, user);
+      executor_.scratch_users.push_back(user);
+      executor_.scratch_bytes = std::max(executor_.scratch_bytes, scratch.get_size());
+    }
+    calls.push_back(Call{primitive, std::move(args)});
+  }
+
+  //! A copy between layouts (or between views).
+  void Copy(std::vector<Call>& calls, const memory& from, const memory& to) {
+    doing_ = "reorder::primitive_desc from " + DescribeDesc(from.get_desc()) + " to " +
+             DescribeDesc(to.get_desc());
+    const dnnl::reorder::primitive_desc pd(engine_, from.get_desc(), engine_, to.get_desc(), attr_);
+    doing_ = "creating a reorder";
+    Add(calls, pd, dnnl::reorder(pd), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+  }
+
+  void Conv(const exec::Step& step, std::vector<Call>& calls) {
+    const ConvParams& c = step.op.conv;
+    const exec::View& in = step.inputs.at(0);
+    const exec::View& out = step.output;
+    const exec::ConvWeights& w = program_.weights.at(step.weights);
+    const int groups = c.groups;
+    if (w.out_channels != out.channels || int64_t{w.in_per_group} * groups != in.channels ||
+        w.kernel_h != c.kernel.h || w.kernel_w != c.kernel.w ||
+        w.kernel.size() != size_t(w.out_channels) * w.in_per_group * w.kernel_h * w.kernel_w ||
+        (!w.bias.empty() && w.bias.size() != size_t(w.out_channels))) {
+      throw ExecError(MeasureError::kBackendFailure,
+                      "cpu: " + where_ + ": the weights do not fit the convolution");
+    }
+    const Shape& is = ShapeOf(in);
+    const Shape& os = ShapeOf(out);
+    const memory::desc src_any(Dims{batch_, in.channels, is.h, is.w}, kF32, Tag::any);
+    const memory::desc dst_any(Dims{batch_, out.channels, os.h, os.w}, kF32, Tag::any);
+    const Dims weight_dims =
+        groups == 1 ? Dims{w.out_channels, w.in_per_group, w.kernel_h, w.kernel_w}
+                    : Dims{groups, w.out_channels / groups, w.in_per_group, w.kernel_h, w.kernel_w};
+    const memory::desc weights_any(weight_dims, kF32, Tag::any);
+    const bool bias = !w.bias.empty();
+    const memory::desc bias_desc =
+        bias ? memory::desc(Dims{w.out_channels}, kF32, Tag::a) : memory::desc();
+    // A fresh attribute: copies of dnnl::primitive_attr share one object.
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (c.act != Activation::kNone) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.f, EltwiseAlgorithm(c.act), 0.f, 0.f);
+      attr.set_post_ops(ops);
+    }
+    doing_ = "convolution_forward::primitive_desc";
+    const dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto, src_any, weights_any,
+        bias_desc, dst_any, Dims{c.stride.h, c.stride.w}, Dims{c.dilation.h - 1, c.dilation.w - 1},
+        Dims{c.padding.h, c.padding.w}, Dims{c.padding.h, c.padding.w});
+    const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine_);
+
+    // Weights: reordered once, here, from OIHW (GOIHW when grouped: the
+    // same values in the same order) into the layout the primitive wants.
+    memory weights = Allocate(pd.weights_desc(), "convolution weights");
+    {
+      doing_ = "reordering the weights";
+      memory user(memory::desc(weight_dims, kF32, groups == 1 ? Tag::oihw : Tag::goihw), engine_,
+                  const_cast<float*>(w.kernel.data()));
+      dnnl::reorder(user, weights).execute(executor_.stream, user, weights);
+      executor_.stream.wait();
+    }
+    std::unordered_map<int, memory> args{{DNNL_ARG_WEIGHTS, weights}};
+    if (bias) {
+      memory bias_memory = Allocate(bias_desc, "convolution bias");
+      std::memcpy(bias_memory.get_data_handle(), w.bias.data(), w.bias.size() * sizeof(float));
+      args.emplace(DNNL_ARG_BIAS, bias_memory);
+    }
+
+    memory src = ViewMemory(in);
+    if (pd.src_desc() != src.get_desc()) {
+      memory plain = src;
+      src = Temp(pd.src_desc());
+      Copy(calls, plain, src);
+    }
+    const memory dst_view = ViewMemory(out);
+    const bool direct = pd.dst_desc() == dst_view.get_desc();
+    const memory dst = direct ? dst_view : Temp(pd.dst_desc());
+    args.emplace(DNNL_ARG_SRC, src);
+    args.emplace(DNNL_ARG_DST, dst);
+    doing_ = "creating a convolution_forward";
+    Add(calls, pd, dnnl::convolution_forward(pd), std::move(args));
+    if (!direct) Copy(calls, dst, dst_view);
+  }
+
+  //! Whether a view is a whole buffer: a dense nhwc tensor.
+  bool IsDense(const exec::View& view) const {
+    return view.offset == 0 && view.channels == ShapeOf(view).c;
+  }
+
+  //! A view as a dense tensor for pooling, eltwise and binary primitives,
+  //! which have only reference (slow) implementations for strided data: the
+  //! view itself when it is a whole buffer, else a temporary the run fills
+  //! from it with a (fast) reorder.
+  memory DenseInput(std::vector<Call>& calls, const exec::View& view) {
+    memory plain = ViewMemory(view);
+    if (IsDense(view)) return plain;
+    const Shape& s = ShapeOf(view);
+    memory dense = Temp(memory::desc(Dims{batch_, view.channels, s.h, s.w}, kF32, Tag::nhwc));
+    Copy(calls, plain, dense);
+    return dense;
+  }
+
+  //! Where such a primitive writes a view: the view itself when it is a whole
+  //! buffer, else a temporary that FinishOutput copies into the view.
+  memory DenseOutput(const exec::View& view) {
+    if (IsDense(view)) return ViewMemory(view);
+    const Shape& s = ShapeOf(view);
+    return Temp(memory::desc(Dims{batch_, view.channels, s.h, s.w}, kF32, Tag::nhwc));
+  }
+
+  void FinishOutput(std::vector<Call>& calls, const exec::View& view, const memory& written) {
+    if (!IsDense(view)) Copy(calls, written, ViewMemory(view));
+  }
+
+  void Pool(const exec::Step& step, std::vector<Call>& calls) {
+    const PoolParams& p = step.op.pool;
+    const exec::View& in = step.inputs.at(0);
+    const Shape& is = ShapeOf(in);
+    const bool global = p.type == PoolType::kGlobalMax || p.type == PoolType::kGlobalAvg;
+    const bool max = p.type == PoolType::kMax || p.type == PoolType::kGlobalMax;
+    // IOS's average pooling divides by the whole window, padding included.
+    const dnnl::algorithm algorithm =
+        max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
+    const Dims kernel = global ? Dims{is.h, is.w} : Dims{p.kernel.h, p.kernel.w};
+    const Dims strides = global ? Dims{1, 1} : Dims{p.stride.h, p.stride.w};
+    const Dims padding = global ? Dims{0, 0} : Dims{p.padding.h, p.padding.w};
+    const memory src = DenseInput(calls, in);
+    const memory dst = DenseOutput(step.output);
+    doing_ = "pooling_forward::primitive_desc";
+    const dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm,
+                                           src.get_desc(), dst.get_desc(), strides, kernel, padding,
+                                           padding);
+    const dnnl::pooling_forward::primitive_desc pd(desc, attr_, engine_);
+    doing_ = "creating a pooling_forward";
+    Add(calls, pd, dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    FinishOutput(calls, step.output, dst);
+  }
+
+  void Activate(const exec::Step& step, std::vector<Call>& calls) {
+    if (step.op.act == Activation::kNone) {
+      return Copy(calls, ViewMemory(step.inputs.at(0)), ViewMemory(step.output));
+    }
+    // Both dense and of equal dims: one descriptor serves source and
+    // destination, as oneDNN 2.x's eltwise requires.
+    const memory src = DenseInput(calls, step.inputs.at(0));
+    const memory dst = DenseOutput(step.output);
+    doing_ = "eltwise_forward::primitive_desc";
+    const dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                           EltwiseAlgorithm(step.op.act), dst.get_desc(), 0.f, 0.f);
+    const dnnl::eltwise_forward::primitive_desc pd(desc, attr_, engine_);
+    doing_ = "creating an eltwise_forward";
+    Add(calls, pd, dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    FinishOutput(calls, step.output, dst);
+  }
+
+  //! out = in0 (op) in1 (op) ... as a chain of binary primitives, the later
+  //! ones in place on the output; one input is a copy.
+  void Combine(const exec::Step& step, dnnl::algorithm algorithm, std::vector<Call>& calls) {
+    if (step.inputs.size() == 1) {
+      return Copy(calls, ViewMemory(step.inputs[0]), ViewMemory(step.output));
+    }
+    const memory dst = DenseOutput(step.output);
+    const memory first = DenseInput(calls, step.inputs[0]);
+    for (size_t i = 1; i < step.inputs.size(); ++i) {
+      const memory src0 = i == 1 ? first : dst;
+      const memory src1 = DenseInput(calls, step.inputs[i]);
+      doing_ = "binary::primitive_desc";
+      const dnnl::binary::desc desc(algorithm, src0.get_desc(), src1.get_desc(), dst.get_desc());
+      const dnnl::binary::primitive_desc pd(desc, attr_, engine_);
+      doing_ = "creating a binary";
+      Add(calls, pd, dnnl::binary(pd),
+          {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
+    }
+    FinishOutput(calls, step.output, dst);
+  }
+
+  const dnnl::engine& engine_;
+  const exec::Program& program_;
+  const std::vector<float*>& buffer_data_;
+  int64_t batch_;
+  MemoryBudget& budget_;
+  Executor& executor_;
+  dnnl::primitive_attr attr_;
+  std::string where_, doing_;
+  size_t step_temp_bytes_ = 0;
+};
+
+}  // namespace
+
+void MemoryBudget::Reserve(int64_t bytes, const std::string& what) {
+  if (bytes < 0 || bytes > limit_ - used_) {
+    throw ExecError(MeasureError::kOutOfMemory,
+                    "cpu: " + what + " needs " +
+                        (bytes < 0 ? std::string("more than 2^63 bytes") : FormatBytes(bytes)) +
+                        (used_ > 0 ? " beside " + FormatBytes(used_) + " already planned" : "") +
+                        "; this machine has " + FormatBytes(limit_) + " of physical memory");
+  }
+  used_ += bytes;
+}
+
+Storage AllocateFloats(int64_t count, const std::string& what) {
+  const size_t bytes =
+      (static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float) + kAlignment - 1) /
+      kAlignment * kAlignment;
+  void* data = std::aligned_alloc(kAlignment, bytes);
+  if (data == nullptr) {
+    throw ExecError(MeasureError::kOutOfMemory,
+                    "cpu: could not allocate " + FormatBytes(double(bytes)) + " for " + what);
+  }
+  std::memset(data, 0, bytes);
+  return Storage(static_cast<float*>(data));
+}
+
+void ThrowDnnl(const dnnl::error& e, const std::string& where) {
+  throw ExecError(KindOf(e), "cpu: " + where + ": oneDNN: " + e.what() + " (status " +
+                                 std::to_string(static_cast<int>(e.status)) + ")");
+}
+
+void RunCalls(std::vector<Call>& calls, Executor& executor) {
+  try {
+    for (Call& call : calls) call.primitive.execute(executor.stream, call.args);
+    executor.stream.wait();
+  } catch (const dnnl::error& e) {
+    ThrowDnnl(e, "running a primitive");
+  }
+}
+
+std::vector<Call> CompileLane(const LaneContext& context, const exec::Lane& lane,
+                              const std::string& where) {
+  return LaneCompiler(context).Compile(lane, where);
+}
+
+}  // namespace ios::worker::cpu
