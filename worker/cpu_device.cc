@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -313,6 +315,18 @@ std::string IsaName(dnnl::cpu_isa isa) {
   return "isa" + std::to_string(static_cast<int>(isa));
 }
 
+//! OpenMP's wait policy, read by libgomp when it loads (so it cannot be set
+//! from here): spinning threads make a loaded machine's timings many times
+//! slower, sleeping ones cost small operators a wake-up. Timings taken
+//! under different policies are not comparable.
+std::string OmpWaitPolicy() {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  if (policy == nullptr || *policy == '\0') return "default";
+  std::string value(policy);
+  for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return value == "active" || value == "passive" ? value : "default";
+}
+
 class CpuDevice : public exec::Device {
  public:
   explicit CpuDevice(const CpuOptions& options) : cpus_(AllowedCpus()) {
@@ -328,11 +342,12 @@ class CpuDevice : public exec::Device {
     const int cores = std::min(threads_, static_cast<int>(cpus_.size()));
     info_.backend = "cpu";
     info_.name = "cpu:" + model;
-    info_.fingerprint =
-        "cpu-v" + std::to_string(kDeviceVersion) + "|model=" + model +
-        "|isa=" + IsaName(dnnl::get_effective_cpu_isa()) + "|cores=" + std::to_string(cores) +
-        "|threads=" + std::to_string(threads_) + "|onednn=" + std::to_string(version->major) + "." +
-        std::to_string(version->minor) + "." + std::to_string(version->patch) + "|fp32";
+    info_.fingerprint = "cpu-v" + std::to_string(kDeviceVersion) + "|model=" + model +
+                        "|isa=" + IsaName(dnnl::get_effective_cpu_isa()) +
+                        "|cores=" + std::to_string(cores) + "|threads=" + std::to_string(threads_) +
+                        "|onednn=" + std::to_string(version->major) + "." +
+                        std::to_string(version->minor) + "." + std::to_string(version->patch) +
+                        "|omp_wait=" + OmpWaitPolicy() + "|fp32";
     info_.simulated = false;
   }
 
