@@ -36,11 +36,9 @@ done
 
 if ! "$PY" -c 'import torch, torchvision' 2>/dev/null; then
   echo "cpu_e2e.sh: installing python3-torch python3-torchvision (Debian)" >&2
-  if [[ $EUID -eq 0 ]]; then
-    apt-get install -y python3-torch python3-torchvision >"$OUT/apt.log"
-  else
-    sudo apt-get install -y python3-torch python3-torchvision >"$OUT/apt.log"
-  fi
+  as_root=()
+  [[ $EUID -eq 0 ]] || as_root=(sudo)
+  "${as_root[@]}" apt-get install -y python3-torch python3-torchvision >"$OUT/apt.log"
 fi
 
 # Appends the JSON object on stdin (one object, any layout) to results.jsonl,
