@@ -12,7 +12,12 @@ Prints one JSON object per (model, batch, mode) on stdout:
      "mode": "eager" | "jit_frozen", "runs": 5, "warmup": 3,
      "measured_ms": {"min": .., "median": .., "max": ..}, "output_shape": [1, 2048],
      "torch": "1.13.0a0", "torchvision": "0.14.1a0", "blas": "/usr/lib/.../libblas.so.3.11.0",
-     "onednn": "/usr/lib/.../libdnnl.so.2.6", "load_avg_1m": ..}
+     "onednn": "/usr/lib/.../libdnnl.so.2.6", "load_avg_1m": [before, after],
+     "cpu_pressure_avg10": [before, after]}
+
+The last two say how busy the machine was (load average; % of the last 10 s
+in which some task waited for a CPU, from /proc/pressure/cpu): on a shared
+machine, trust a timing only when both are low.
 
 Both modes: random weights from a fixed seed, eval mode, torch.no_grad(),
 FP32, NCHW input uniform in [0, 1). "jit_frozen" is the traced model after
@@ -185,6 +190,19 @@ def loaded_library(stem):
     return None
 
 
+def machine_load():
+    """1-minute load average and the share of the last 10 s in which some
+    runnable task waited for a CPU (Linux PSI), to judge a timing on a
+    shared machine."""
+    pressure = None
+    try:
+        with open("/proc/pressure/cpu") as psi:
+            pressure = float(psi.readline().split()[1].split("=")[1])
+    except (OSError, IndexError, ValueError):
+        pass
+    return round(os.getloadavg()[0], 2), pressure
+
+
 def benchmark(args):
     torch.set_num_threads(args.threads)
     libraries = {"blas": loaded_library("libblas.so"), "onednn": loaded_library("libdnnl.so")}
@@ -198,13 +216,16 @@ def benchmark(args):
                 for mode in args.mode:
                     runnable = model if mode == "eager" else frozen(model, x)
                     output = runnable(x)
+                    load_before = machine_load()
                     measured = time_runs(lambda: runnable(x), args.warmup, args.runs)
+                    load_after = machine_load()
                     print(json.dumps({
                         "peer": "pytorch", "model": name, "batch": batch, "threads": args.threads,
                         "mode": mode, "runs": args.runs, "warmup": args.warmup,
                         "measured_ms": measured, "output_shape": list(output.shape),
                         "torch": torch.__version__, "torchvision": torchvision.__version__,
-                        **libraries, "load_avg_1m": round(os.getloadavg()[0], 2)}), flush=True)
+                        **libraries, "load_avg_1m": [load_before[0], load_after[0]],
+                        "cpu_pressure_avg10": [load_before[1], load_after[1]]}), flush=True)
 
 
 # ---- --check-shapes: operator-by-operator comparison with the IOS export ----
