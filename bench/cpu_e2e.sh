@@ -5,8 +5,9 @@
 # (bench/pytorch_peer.py: eager and frozen TorchScript) with the same thread
 # count, in the same run on the same machine. Prints markdown tables.
 #   bash bench/cpu_e2e.sh [MODELS] [BATCHES]     # defaults: "squeezenet inception_v3" "1 8"
-# Environment: RUNS (timed runs of each, default 5), THREADS (PyTorch threads,
-# default every core, which is what ios-run uses), BIN (build directory,
+# Environment: RUNS (timed runs of each, default 5), THREADS (threads of both
+# sides: --device cpu,threads=N for the search and ios-run, torch.set_num_threads
+# for PyTorch; default every core), BIN (build directory,
 # default build), OUT (directory for the DB, schedules, logs and raw
 # results.jsonl; default a new /tmp/cpu_e2e.XXXXXX, kept), COORDINATOR,
 # IOS_RUN, IOS_DB (override the programs, e.g. with fakes to test the script).
@@ -27,6 +28,7 @@ PY=/usr/bin/python3
 OUT="${OUT:-$(mktemp -d /tmp/cpu_e2e.XXXXXX)}"
 mkdir -p "$OUT"
 DB="$OUT/cpu.db"
+DEVICE="cpu,threads=$THREADS"
 RESULTS="$OUT/results.jsonl"
 : >"$RESULTS"
 
@@ -56,7 +58,7 @@ for model in "${MODELS[@]}"; do
     tag="$model-b$batch"
     echo "cpu_e2e.sh: $tag: search" >&2
     start=$(date +%s.%N)
-    if "$COORDINATOR" --model "$model" --batch "$batch" --device cpu --db "$DB" \
+    if "$COORDINATOR" --model "$model" --batch "$batch" --device "$DEVICE" --db "$DB" \
       --out "$OUT/$tag.json" >"$OUT/$tag.search.txt" 2>"$OUT/$tag.search.log"; then
       end=$(date +%s.%N)
       "$IOS_DB" --db "$DB" searches --format json |
@@ -76,7 +78,7 @@ print(json.dumps({k: s.get(k) for k in ("stages_measured", "stages_reused", "enu
     for schedule in "${schedules[@]}"; do
       name=$([[ "$schedule" == */* ]] && echo ios || echo "$schedule")
       echo "cpu_e2e.sh: $tag: ios-run $name" >&2
-      if "$IOS_RUN" --model "$model" --schedule "$schedule" --device cpu --batch "$batch" \
+      if "$IOS_RUN" --model "$model" --schedule "$schedule" --device "$DEVICE" --batch "$batch" \
         --db "$DB" --runs "$RUNS" --format json >"$OUT/$tag.$name.json" \
         2>"$OUT/$tag.$name.log"; then
         record "{\"row\": \"ios-run\", \"name\": \"$name\", \"model\": \"$model\",
@@ -98,7 +100,7 @@ print(json.dumps({k: s.get(k) for k in ("stages_measured", "stages_reused", "enu
 done
 
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
-echo "Machine: $cpu, $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M UTC'); PyTorch threads $THREADS;" \
+echo "Machine: $cpu, $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M UTC'); $THREADS threads each side;" \
   "$RUNS timed runs each; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 "$PY" - "$RESULTS" <<'EOF'
