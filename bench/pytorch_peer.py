@@ -37,8 +37,8 @@ How the models are made equal to ours (common/zoo.cc, docs/models.md):
   fire3/5/7/9), dropout replaced by an identity. It has no BatchNorm.
 What stays different: torchvision flattens the pooled output to N x C (a
 view, no arithmetic; ours is N x C x 1 x 1), and PyTorch applies each relu
-as an operator of its own in eager mode (ours fuses it into the
-convolution; TorchScript's optimize_for_inference fuses it too).
+as an operator of its own, eager and frozen alike (ours fuses it into the
+convolution).
 
 --check-shapes traces each model with torch.fx and compares it operator by
 operator (kind, parameters, output shape, and which operators each one
