@@ -10,7 +10,8 @@
 # for PyTorch; default every core), BIN (build directory,
 # default build), OUT (directory for the DB, schedules, logs and raw
 # results.jsonl; default a new /tmp/cpu_e2e.XXXXXX, kept), COORDINATOR,
-# IOS_RUN, IOS_DB (override the programs, e.g. with fakes to test the script),
+# IOS_RUN, IOS_DB, PEER (override the programs, e.g. with fakes to test the
+# script; with PEER set, PyTorch is neither needed nor installed),
 # HIGH_PRIORITY=1 (root: run every timed program in a scheduler autogroup of
 # its own at nice -10, so other users' jobs on a shared machine take less CPU
 # from both sides alike; default off).
@@ -28,6 +29,7 @@ COORDINATOR="${COORDINATOR:-$BIN/coordinator/ios-coordinator}"
 IOS_RUN="${IOS_RUN:-$BIN/run/ios-run}"
 IOS_DB="${IOS_DB:-$BIN/db/ios-db}"
 PY=/usr/bin/python3
+PEER="${PEER:-}"
 OUT="${OUT:-$(mktemp -d /tmp/cpu_e2e.XXXXXX)}"
 mkdir -p "$OUT"
 DB="$OUT/cpu.db"
@@ -39,7 +41,7 @@ for program in "$COORDINATOR" "$IOS_RUN" "$IOS_DB"; do
   [[ -x "$program" ]] || { echo "cpu_e2e.sh: $program not found; build first (README)" >&2; exit 1; }
 done
 
-if ! "$PY" -c 'import torch, torchvision' 2>/dev/null; then
+if [[ -z "$PEER" ]] && ! "$PY" -c 'import torch, torchvision' 2>/dev/null; then
   echo "cpu_e2e.sh: installing python3-torch python3-torchvision (Debian)" >&2
   as_root=()
   [[ $EUID -eq 0 ]] || as_root=(sudo)
@@ -103,11 +105,11 @@ print(json.dumps({k: s.get(k) for k in ("stages_measured", "stages_reused", "enu
       fi
     done
     echo "cpu_e2e.sh: $tag: PyTorch" >&2
-    if timed "$PY" "$ROOT/bench/pytorch_peer.py" --model "$model" --batch "$batch" \
+    if timed "${PEER:-$ROOT/bench/pytorch_peer.py}" --model "$model" --batch "$batch" \
       --threads "$THREADS" --runs "$RUNS" >"$OUT/$tag.pytorch.jsonl" 2>"$OUT/$tag.pytorch.log"; then
       record '{"row": "pytorch"}' lines <"$OUT/$tag.pytorch.jsonl"
     else
-      echo "cpu_e2e.sh: $tag: pytorch_peer.py failed, see $OUT/$tag.pytorch.log" >&2
+      echo "cpu_e2e.sh: $tag: the PyTorch peer failed, see $OUT/$tag.pytorch.log" >&2
     fi
   done
 done
