@@ -60,6 +60,7 @@ import torch
 import torch.fx
 import torchvision
 from torch import nn
+from torch.fx.passes.shape_prop import ShapeProp
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 INPUT_SIZE = {"inception_v3": 299, "squeezenet": 224}
@@ -272,7 +273,6 @@ def torch_ops(model, size):
     relus fold into the convolution they follow, a concatenation of a
     concatenation into one, and identities, flatten and dropout are views."""
     graph_module = torch.fx.symbolic_trace(model)
-    from torch.fx.passes.shape_prop import ShapeProp
     ShapeProp(graph_module).propagate(torch.rand(1, 3, size, size))
     modules = dict(graph_module.named_modules())
     alias, where, concat_terms, readers, inner = {}, {}, {}, {}, set()
