@@ -250,7 +250,8 @@ int main(int argc, char** argv) {
                "naive reference device) within 1e-4 of the largest |value|; exit 1 if not");
   app.add_option("--db", cli.db, "profiling DB for the prediction (created if missing)")
       ->default_val(cli.db);
-  app.add_flag("!--no-predict", cli.predict, "skip the DP's prediction (no DB is opened)");
+  bool no_predict = false;
+  app.add_flag("--no-predict", no_predict, "skip the DP's prediction (no DB is opened)");
   app.add_option("--weights", cli.weights_file,
                  "weights file (docs/execution.md); default: seeded random weights");
   app.add_option("--seed", cli.seed, "seed of the random weights and input")->default_val(cli.seed);
@@ -263,6 +264,7 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  cli.predict = !no_predict;
   spdlog::set_level(spdlog::level::warn);
   try {
     return Run(cli);

@@ -54,7 +54,7 @@ class StopOnSignal {
 int main(int argc, char** argv) {
   using namespace ios;
   worker::WorkerOptions options;
-  std::string backend_name = "sim:v100";
+  std::string backend_name = "cpu";  // as ios-coordinator's --device
   worker::BackendOptions backend_options;
   std::string curve_server_key, curve_key, log_level = "info";
   int heartbeat_ms = 1000;

@@ -193,6 +193,9 @@ class FarmProcessTest : public ::testing::Test {
       argv.push_back(kFastHeartbeatMs);
     }
     argv.insert(argv.end(), args.begin(), args.end());
+    if (std::find(args.begin(), args.end(), "--backend") == args.end()) {
+      argv.insert(argv.end(), {"--backend", "sim:v100"});  // the default is this machine's cpu
+    }
     auto worker = std::make_unique<ChildProcess>(argv, Path(id + ".log"));
     EXPECT_TRUE(worker->started()) << kWorker;
     return worker;
