@@ -8,6 +8,8 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/printable.h"
+#include "common/slices.h"
 #include "common/stage.h"
 
 namespace ios::exec {
@@ -46,8 +48,6 @@ uint64_t HashName(const std::string& name) {
 
 uint64_t Mix(uint64_t a, uint64_t b) { return SplitMix64(a ^ (b * 0x9E3779B97F4A7C15ull)).Next(); }
 
-std::string Quoted(const std::string& s) { return "'" + s + "'"; }
-
 // A convolution of a graph with the input channels it reads.
 struct ConvAt {
   ConvSite site;
@@ -61,14 +61,16 @@ std::vector<ConvAt> Convolutions(const Graph& graph) {
   for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes.size()); ++id) {
     const Node& node = graph.nodes[id];
     if (node.op.kind != OpKind::kConv && node.op.kind != OpKind::kSequential) continue;
-    std::vector<Shape> terms;
-    for (const Term& term : node.inputs) {
-      if (term.empty()) throw Error("node " + Quoted(node.name) + ": inputs: empty term");
-      const Shape& p = graph.node(term[0].producer).output;
-      terms.push_back({term[0].channels(), p.h, p.w});
-    }
     const std::string where = "node " + Quoted(node.name);
-    Shape in = InputShape(terms, where);
+    const OpKind first = node.op.kind == OpKind::kSequential && !node.op.chain.empty()
+                             ? node.op.chain.front().kind
+                             : node.op.kind;
+    Shape in;
+    try {
+      in = ResolveNodeInput(graph, id, first, node.inputs).shape;
+    } catch (const Error& e) {
+      throw Error(where + ": " + e.what());
+    }
     if (node.op.kind == OpKind::kConv) {
       out.push_back({{id, 0}, &node.op.conv, in.c});
       continue;
@@ -149,6 +151,13 @@ class Reader {
 };
 
 }  // namespace
+
+std::vector<float> SeededValues(size_t count, uint64_t seed) {
+  std::vector<float> values(count);
+  SplitMix64 rng(seed);
+  for (float& value : values) value = rng.Symmetric();
+  return values;
+}
 
 ConvWeights RandomConvWeights(const ConvParams& conv, int in_channels, uint64_t seed) {
   if (conv.groups < 1 || conv.out_channels < 1 || in_channels < 1 ||

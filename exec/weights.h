@@ -23,6 +23,11 @@ struct ConvWeights {
   friend bool operator==(const ConvWeights&, const ConvWeights&) = default;
 };
 
+//! `count` values uniform in [-1, 1) from `seed`, the same bits on every
+//! machine (splitmix64; no std:: distributions, whose output is
+//! implementation-defined): inputs of measured stages and of ios-run.
+std::vector<float> SeededValues(size_t count, uint64_t seed);
+
 //! Seeded He-uniform kernel and small random bias for `conv` reading
 //! `in_channels` channels: the same seed gives the same values on every
 //! machine (no std:: distributions, whose output is implementation-defined).

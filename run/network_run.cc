@@ -19,13 +19,6 @@ std::vector<std::vector<NodeId>> BlockOperators(const Graph& graph) {
   return blocks;
 }
 
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 }  // namespace
 
 NetworkSchedule SequentialNetworkSchedule(const Graph& graph) {
@@ -89,16 +82,6 @@ Execution Execute(exec::Device& device, const Graph& graph, const NetworkSchedul
     execution.timing.repeats = static_cast<int>(means.size());
   }
   return execution;
-}
-
-std::vector<float> RandomInput(size_t count, uint64_t seed) {
-  std::vector<float> values(count);
-  uint64_t state = seed;
-  for (float& v : values) {
-    // 24 random bits -> [0, 1) exactly representable, then [-1, 1).
-    v = static_cast<float>(SplitMix64(state) >> 40) * 0x1p-24f * 2.0f - 1.0f;
-  }
-  return values;
 }
 
 bool Comparison::Within(double relative) const {

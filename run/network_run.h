@@ -51,9 +51,6 @@ Execution Execute(exec::Device& device, const Graph& graph, const NetworkSchedul
                   const exec::WeightStore& weights, int batch, std::span<const float> input,
                   const MeasureSettings* timing);
 
-//! `count` seeded uniform values in [-1, 1), the same on every machine.
-std::vector<float> RandomInput(size_t count, uint64_t seed);
-
 //! How far `got` is from `want`: the largest absolute difference, against
 //! the largest absolute value of `want`.
 struct Comparison {

@@ -126,7 +126,7 @@ int Run(const CliOptions& cli) {
                                         : exec::WeightStore::Load(loaded.graph, cli.weights_file);
   std::unique_ptr<exec::Device> device = run::OpenDevice(cli.device);
   const Shape in = loaded.graph.node(0).output;
-  const std::vector<float> input = run::RandomInput(
+  const std::vector<float> input = exec::SeededValues(
       static_cast<size_t>(cli.batch) * static_cast<size_t>(in.c) * in.h * in.w, cli.seed);
   MeasureSettings timing;
   timing.warmup = cli.warmup;

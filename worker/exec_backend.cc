@@ -6,21 +6,10 @@
 
 #include "exec/program.h"
 #include "exec/protocol.h"
+#include "exec/weights.h"
 
 namespace ios::worker {
 namespace {
-
-//! Values in [-1, 1) from a 64-bit linear congruential generator: the same
-//! inputs on every machine (no std:: distributions).
-std::vector<float> SeededValues(size_t count, uint64_t seed) {
-  std::vector<float> values(count);
-  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (float& value : values) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    value = static_cast<float>(static_cast<double>(state >> 40) / double(1ull << 23) - 1.0);
-  }
-  return values;
-}
 
 MeasureResult Failure(MeasureError kind, std::string message) {
   MeasureResult result;
@@ -51,9 +40,9 @@ class ExecBackend : public Backend {
       std::unique_ptr<exec::PreparedProgram> prepared = device_->Prepare(program, batch_size);
       for (size_t i = 0; i < program.inputs.size(); ++i) {
         const Shape& shape = program.buffers.at(program.inputs[i]).shape;
-        prepared->Write(
-            program.inputs[i],
-            SeededValues(static_cast<size_t>(batch_size) * shape.c * shape.h * shape.w, i + 1));
+        prepared->Write(program.inputs[i],
+                        exec::SeededValues(
+                            static_cast<size_t>(batch_size) * shape.c * shape.h * shape.w, i + 1));
       }
       return exec::RunProtocol(settings, [&](int runs) { return prepared->TimedRuns(runs); });
     } catch (const exec::ExecError& e) {
