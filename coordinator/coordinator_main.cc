@@ -41,6 +41,7 @@ struct CliOptions {
   bool list_models = false;
   std::string device = "cpu";
   std::string strategy = "both";
+  std::string measure = "lazy";
   bool no_pruning = false;
   std::string db = "ios-farm.db";
   std::string out;
@@ -123,7 +124,11 @@ class ProgressPrinter {
   void operator()(const MeasureProgress& p) {
     if (quiet_) return;
     const auto now = std::chrono::steady_clock::now();
-    const bool done = p.reused + p.measured >= p.total;
+    if (p.lazy) {
+      PrintLazy(p, now);
+      return;
+    }
+    const bool done = p.finished || p.reused + p.measured >= p.total;
     if (done && printed_done_) return;
     if (!tty_ && !done && now - last_ < std::chrono::seconds(5)) return;
     printed_done_ = done;
@@ -144,6 +149,32 @@ class ProgressPrinter {
   }
 
  private:
+  //! Lazy measurement has no known total: rounds, what was measured, and
+  //! how far apart the bounded and the measured optimum still are.
+  void PrintLazy(const MeasureProgress& p, std::chrono::steady_clock::time_point now) {
+    if (p.finished && printed_done_) return;
+    if (!tty_ && !p.finished && now - last_ < std::chrono::seconds(5)) return;
+    printed_done_ = p.finished;
+    last_ = now;
+    const double rate = p.elapsed_s > 0 ? p.measured / p.elapsed_s : 0;
+    const double share = p.total > 0 ? 100.0 * (p.measured + p.reused) / p.total : 0;
+    std::string gap = "-";
+    if (p.rounds > 0 && std::isfinite(p.upper_ms) && p.upper_ms > 0) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.1f%%", 100 * (p.upper_ms - p.lower_ms) / p.upper_ms);
+      gap = text;
+    }
+    std::fprintf(stderr,
+                 "%smeasure (lazy): round %lld, %lld of %lld candidate stages (%.1f%%): measured "
+                 "%lld, reused %lld, failed %lld; bound gap %s; %.0f/s, %d worker%s%s",
+                 tty_ ? "\r" : "", static_cast<long long>(p.rounds),
+                 static_cast<long long>(p.measured + p.reused), static_cast<long long>(p.total),
+                 share, static_cast<long long>(p.measured), static_cast<long long>(p.reused),
+                 static_cast<long long>(p.failed), gap.c_str(), rate, p.workers,
+                 p.workers == 1 ? "" : "s", tty_ && !p.finished ? "\x1b[K" : "\n");
+    std::fflush(stderr);
+  }
+
   //! "[#######.............]  35%"
   static std::string Bar(double fraction) {
     constexpr int kWidth = 24;
@@ -257,7 +288,7 @@ int Search(const CliOptions& cli) {
   record.settings_json = "{\"strategy\":\"" + cli.strategy +
                          "\",\"r\":" + std::to_string(cli.search.dp.max_group_size) +
                          ",\"s\":" + std::to_string(cli.search.dp.max_groups) + ",\"settings\":\"" +
-                         cli.search.settings.Key() + "\"}";
+                         cli.search.settings.Key() + "\",\"measure\":\"" + cli.measure + "\"}";
   record.schedule_json = schedule_json;
   record.latency_ms = outcome.ios.latency_ms;
   record.stages_measured = outcome.table.stats.measured;
@@ -340,11 +371,12 @@ int main(int argc, char** argv) {
   app.add_option("--batch,-b", cli.search.batch_size, "batch size")
       ->default_val(1)
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--device", cli.device,
-                 "device to measure on: the embedded workers' backend (cpu or cpu,threads=N: "
-                 "this machine's CPU through oneDNN; sim:v100, sim:k80, sim:2080ti, sim:a100, "
-                 "sim:h100: simulated GPUs), and which ios-worker processes may serve the search "
-                 "(those whose device name, backend or fingerprint it equals)")
+  app.add_option(
+         "--device", cli.device,
+         "device to measure on: the embedded workers' backend (cpu[,threads=N][,cache=cold|warm]: "
+         "this machine's CPU through oneDNN; sim:v100, sim:k80, sim:2080ti, sim:a100, "
+         "sim:h100: simulated GPUs), and which ios-worker processes may serve the search "
+         "(those whose device name, backend or fingerprint it equals)")
       ->default_val("cpu");
   app.add_option("--strategy", cli.strategy, "stage strategies the DP may use")
       ->default_val("both")
@@ -378,6 +410,19 @@ int main(int argc, char** argv) {
                  "or scheduled greedily like parts over --max-dp-stages")
       ->default_val(SearchOptions::kDefaultMaxSearchStages)
       ->check(CLI::Range(int64_t{1}, DpOptions::kMaxBudget));
+  app.add_option("--measure", cli.measure,
+                 "which candidate stages to measure: lazy (those lower bounds from the single "
+                 "operators cannot rule out; the same schedule as all, docs/search-cost.md) or "
+                 "all")
+      ->default_val("lazy")
+      ->check(CLI::IsMember({"lazy", "all"}));
+  double bound_margin_percent = -1;
+  CLI::Option* bound_margin =
+      app.add_option("--bound-margin", bound_margin_percent,
+                     "lazy: how far below the measured single operators a stage's lower bound is "
+                     "kept, in percent, for measurement noise (default 0 on sim:*, 10 on real "
+                     "devices)")
+          ->check(CLI::Range(0.0, 99.0));
   app.add_option("--db", cli.db, "profiling DB file (created if missing)")->default_val(cli.db);
   app.add_option("--out,-o", cli.out,
                  "write the searched schedule JSON here ('-' for stdout); not with --evaluate");
@@ -471,11 +516,14 @@ int main(int argc, char** argv) {
       settings.max_relative_spread = max_spread_percent / 100;
     }
   }
+  cli.search.measure = cli.measure == "all" ? MeasureMode::kAll : MeasureMode::kLazy;
+  if (bound_margin->count() > 0) cli.search.bound_margin = bound_margin_percent / 100;
   // Options of the search that pricing a given schedule would silently
   // ignore: given with --evaluate, they are a mistake worth saying.
-  for (const char* name : {"--model", "--out", "--strategy", "-r", "-s", "--no-pruning",
-                           "--max-part-size", "--max-dp-states", "--max-dp-transitions",
-                           "--max-dp-stages", "--max-search-stages", "--baselines"}) {
+  for (const char* name :
+       {"--model", "--out", "--strategy", "-r", "-s", "--no-pruning", "--max-part-size",
+        "--max-dp-states", "--max-dp-transitions", "--max-dp-stages", "--max-search-stages",
+        "--baselines", "--measure", "--bound-margin"}) {
     if (app.get_option(name)->count() == 0) continue;
     cli.unused_by_evaluate.push_back(std::string(name) == "--baselines" ? "--[no-]baselines"
                                                                         : name);

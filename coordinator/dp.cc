@@ -560,6 +560,47 @@ PartSpace::Solution PartSpace::Solve(const std::vector<double>& stage_latency_ms
   return solution;
 }
 
+std::vector<double> PartSpace::StageSlack(const std::vector<double>& stage_latency_ms) const {
+  if (stage_latency_ms.size() != stages_.size()) {
+    throw Error("latency table has " + std::to_string(stage_latency_ms.size()) + " entries for " +
+                std::to_string(stages_.size()) + " stages");
+  }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // rest[s]: the cheapest way to run the operators of state s (what Solve
+  // computes); done[s]: the cheapest way from the whole part down to s.
+  std::vector<double> rest(states_.size(), kInf), done(states_.size(), kInf);
+  rest[0] = 0;
+  for (uint32_t s : solve_order_) {
+    const State& st = states_[s];
+    for (uint32_t t = st.first_transition; t < st.transition_end; ++t) {
+      const Transition& tr = transitions_[t];
+      rest[s] = std::min(rest[s], rest[tr.next_state] + stage_latency_ms[tr.stage]);
+    }
+  }
+  done[root_] = 0;
+  for (auto it = solve_order_.rbegin(); it != solve_order_.rend(); ++it) {
+    const State& st = states_[*it];
+    if (done[*it] == kInf) continue;
+    for (uint32_t t = st.first_transition; t < st.transition_end; ++t) {
+      const Transition& tr = transitions_[t];
+      done[tr.next_state] = std::min(done[tr.next_state], done[*it] + stage_latency_ms[tr.stage]);
+    }
+  }
+  std::vector<double> slack(stages_.size(), kInf);
+  const double best = rest[root_];
+  if (best == kInf) return slack;
+  for (uint32_t s : solve_order_) {
+    if (done[s] == kInf) continue;
+    const State& st = states_[s];
+    for (uint32_t t = st.first_transition; t < st.transition_end; ++t) {
+      const Transition& tr = transitions_[t];
+      const double through = done[s] + stage_latency_ms[tr.stage] + rest[tr.next_state];
+      if (through < kInf) slack[tr.stage] = std::min(slack[tr.stage], through - best);
+    }
+  }
+  return slack;
+}
+
 std::vector<Stage> SequentialSchedule(const std::vector<NodeId>& ops) {
   std::vector<Stage> stages;
   for (NodeId id : ops) stages.push_back({Strategy::kParallel, {{id}}});

@@ -111,7 +111,14 @@ class PartSpace {
     std::vector<int> stage_sequence;  // stage ids, in execution order
   };
   //! Runs the DP on a latency per stage (infinity: failed or unusable).
+  //! Ties go to the first ending enumerated, whatever the other values:
+  //! the lazy search relies on that (docs/search-cost.md).
   Solution Solve(const std::vector<double>& stage_latency_ms) const;
+  //! Per stage: how much more than the optimum the best schedule through
+  //! it costs (0 on an optimal schedule, up to rounding; infinity when no
+  //! finite schedule uses it). The lazy search measures the stages whose
+  //! bounds leave the least slack first.
+  std::vector<double> StageSlack(const std::vector<double>& stage_latency_ms) const;
 
  private:
   struct State {

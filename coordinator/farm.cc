@@ -204,11 +204,14 @@ class FarmImpl final : public Farm {
     if (!shared_.fatal.empty()) throw Error(shared_.fatal);
   }
 
-  void MeasureAll(const std::vector<const StageSpec*>& specs, int batch_size,
-                  const MeasureSettings& settings,
-                  const std::function<void(std::span<const IndexedResult>)>& on_results) override {
+  void MeasureStream(
+      std::vector<const StageSpec*> specs, int batch_size, const MeasureSettings& settings,
+      const std::function<MoreSpecs(std::span<const IndexedResult>)>& on_results) override {
     if (specs.empty()) return;
     WaitForWorkers();
+    // Query ids stay unique across batches (a late answer to an earlier
+    // batch must not pass for one of this batch): the batch takes the next
+    // ids, and more as it grows.
     const uint64_t first_id = next_query_id_;
     next_query_id_ += specs.size();
     {
@@ -225,9 +228,9 @@ class FarmImpl final : public Farm {
       ~CloseBatchOnExit() { farm.CloseBatch(); }
     } close_batch{*this};
     std::vector<IndexedResult> delivered;
-    size_t next = 0, remaining = specs.size();
+    size_t next = 0, answered = 0;
     int refused = 0;
-    while (remaining > 0) {
+    while (answered < specs.size()) {
       if (next < specs.size()) {
         next = Post(specs, next, first_id, batch_size, settings, delivered, refused);
       }
@@ -243,9 +246,17 @@ class FarmImpl final : public Farm {
         shared_.arrived.clear();
       }
       if (delivered.empty()) continue;
-      remaining -= std::min(remaining, delivered.size());
-      on_results(delivered);
+      answered += delivered.size();
+      const MoreSpecs more = on_results(delivered);
       delivered.clear();
+      if (!more.empty()) {
+        specs.insert(specs.end(), more.begin(), more.end());
+        next_query_id_ += more.size();
+        // The router learns the new size before it sees their queries
+        // (Post announces them after this).
+        std::lock_guard lock(shared_.mutex);
+        shared_.batch.size = specs.size();
+      }
     }
     if (refused > kRefusalsLogged) {
       spdlog::warn("{} stages in all were beyond what a worker accepts (stored as unsupported)",

@@ -137,6 +137,8 @@ class FarmRouter {
         queries_.assign(batch.size, QueryState{});
         open_ = 0;
       }
+      // A growing batch (MeasureStream): room for the queries it added.
+      if (active_ && batch.size > queries_.size()) queries_.resize(batch.size);
       if (active_) taken.swap(shared_.posted);
     }
     for (PostedQuery& posted : taken) {

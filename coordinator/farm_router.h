@@ -32,9 +32,9 @@ struct PostedQuery {
   std::string bytes;    // the encoded StageQuery, id first_query_id + offset
 };
 
-//! The batch a MeasureAll call is measuring.
+//! The batch a MeasureStream call is measuring (it may grow).
 struct FarmBatch {
-  uint64_t generation = 0;      // one per MeasureAll call; 0: none yet
+  uint64_t generation = 0;      // one per MeasureStream call; 0: none yet
   bool open = false;            // false once the caller has closed it
   uint64_t first_query_id = 0;  // the query of `offset` has id first_query_id + offset
   size_t size = 0;              // specs in the batch (some answered by the caller)

@@ -15,25 +15,53 @@
 namespace ios::coordinator {
 
 struct IndexedResult {
-  size_t index = 0;  // into the specs given to MeasureAll
+  size_t index = 0;  // into the specs given to MeasureStream (or MeasureAll)
   MeasureResult result;
 };
 
 class Measurer {
  public:
+  //! Specs a search adds to a running MeasureStream.
+  using MoreSpecs = std::vector<const StageSpec*>;
+
   virtual ~Measurer() = default;
   //! The device class every result is valid for. May block until the first
   //! worker that serves it has connected (when only a worker can tell).
   virtual const DeviceInfo& Device() const = 0;
-  //! Measures every spec at `batch_size`. Calls `on_results` on the calling
-  //! thread with the results that arrived since its last call (at least
-  //! one), so the caller can commit them together without waiting for more;
-  //! over the whole call every spec gets exactly one result.
-  virtual void MeasureAll(
-      const std::vector<const StageSpec*>& specs, int batch_size, const MeasureSettings& settings,
-      const std::function<void(std::span<const IndexedResult>)>& on_results) = 0;
+  //! Measures `specs` at `batch_size`, and whatever `on_results` hands back:
+  //! it is called on the calling thread with the results that arrived since
+  //! its last call (at least one), so the caller can commit them together
+  //! and decide what to measure next without the workers waiting; the specs
+  //! it returns are numbered after those given so far. Returns when every
+  //! spec given has exactly one result. A spec must stay valid until its
+  //! result has been delivered.
+  virtual void MeasureStream(
+      std::vector<const StageSpec*> specs, int batch_size, const MeasureSettings& settings,
+      const std::function<MoreSpecs(std::span<const IndexedResult>)>& on_results) = 0;
+  //! MeasureStream of a fixed set.
+  void MeasureAll(const std::vector<const StageSpec*>& specs, int batch_size,
+                  const MeasureSettings& settings,
+                  const std::function<void(std::span<const IndexedResult>)>& on_results) {
+    MeasureStream(specs, batch_size, settings, [&](std::span<const IndexedResult> results) {
+      on_results(results);
+      return MoreSpecs{};
+    });
+  }
   //! Workers serving the search now (for progress lines); thread-safe.
   virtual int ActiveWorkers() const { return 1; }
+};
+
+//! Measures one spec at a time on the calling thread, each result delivered
+//! at once: in-process measurers and test doubles implement MeasureOne.
+class OneAtATimeMeasurer : public Measurer {
+ public:
+  void MeasureStream(
+      std::vector<const StageSpec*> specs, int batch_size, const MeasureSettings& settings,
+      const std::function<MoreSpecs(std::span<const IndexedResult>)>& on_results) override;
+
+ protected:
+  virtual MeasureResult MeasureOne(const StageSpec& spec, int batch_size,
+                                   const MeasureSettings& settings) = 0;
 };
 
 //! Measures on `backend` in the calling thread, one stage at a time.

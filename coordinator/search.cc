@@ -11,23 +11,22 @@
 
 #include "common/error.h"
 #include "common/printable.h"
+#include "coordinator/measure_session.h"
 #include "coordinator/part_cut.h"
 
 namespace ios::coordinator {
 
 namespace {
 
-class LocalMeasurer final : public Measurer {
+class LocalMeasurer final : public OneAtATimeMeasurer {
  public:
   explicit LocalMeasurer(std::unique_ptr<worker::Backend> backend) : backend_(std::move(backend)) {}
   const DeviceInfo& Device() const override { return backend_->Device(); }
-  void MeasureAll(const std::vector<const StageSpec*>& specs, int batch_size,
-                  const MeasureSettings& settings,
-                  const std::function<void(std::span<const IndexedResult>)>& on_results) override {
-    for (size_t i = 0; i < specs.size(); ++i) {
-      const IndexedResult one{i, backend_->Measure(*specs[i], batch_size, settings)};
-      on_results({&one, 1});
-    }
+
+ protected:
+  MeasureResult MeasureOne(const StageSpec& spec, int batch_size,
+                           const MeasureSettings& settings) override {
+    return backend_->Measure(spec, batch_size, settings);
   }
 
  private:
@@ -35,6 +34,16 @@ class LocalMeasurer final : public Measurer {
 };
 
 }  // namespace
+
+void OneAtATimeMeasurer::MeasureStream(
+    std::vector<const StageSpec*> specs, int batch_size, const MeasureSettings& settings,
+    const std::function<MoreSpecs(std::span<const IndexedResult>)>& on_results) {
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const IndexedResult one{i, MeasureOne(*specs[i], batch_size, settings)};
+    const MoreSpecs more = on_results({&one, 1});
+    specs.insert(specs.end(), more.begin(), more.end());
+  }
+}
 
 std::unique_ptr<Measurer> MakeLocalMeasurer(std::unique_ptr<worker::Backend> backend) {
   return std::make_unique<LocalMeasurer>(std::move(backend));
@@ -283,106 +292,43 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
   return plan;
 }
 
+const char* ToString(MeasureMode mode) {
+  switch (mode) {
+    case MeasureMode::kLazy:
+      return "lazy";
+    case MeasureMode::kAll:
+      return "all";
+  }
+  return "?";
+}
+
 LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::ProfileStore& store,
                            Measurer& measurer, const SearchOptions& options,
                            const std::function<void(const MeasureProgress&)>& progress) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  const DeviceInfo& device = measurer.Device();
-  const std::string settings_key = options.settings.Key();
-  store.UpsertDevice(device);
-  const std::vector<std::string>& keys = plan.keys;
-  LatencyTable table{std::vector<double>(keys.size(), kInf),
-                     std::vector<bool>(keys.size(), false),
-                     {},
-                     {static_cast<int64_t>(keys.size()), 0, 0, 0, 0}};
-  // Specs only for the stages to measure, and only a chunk of them at a
-  // time: a search may have 10^5 candidates and a spec takes kilobytes.
-  StageKeyer keyer(graph);
-  std::vector<double>& latency = table.latency_ms;
-  MeasureProgress& stats = table.stats;
-  std::vector<size_t> missing;
-  store.RunInReadTransaction([&] {
-    for (size_t i = 0; i < keys.size(); ++i) {
-      const db::MeasurementKey key{keys[i], device.fingerprint, options.batch_size, settings_key};
-      auto stored = store.Lookup(key);
-      // A transient failure (timeout, lost worker, backend failure) is kept
-      // for diagnosis but measured again; OOM and unsupported are reused.
-      if (stored && !stored->ok() && IsTransient(stored->error)) stored.reset();
-      if (stored) {
-        ++stats.reused;
-        if (stored->ok()) {
-          latency[i] = stored->median_ms;
-        } else {
-          ++stats.failed;
-          table.failures[static_cast<int>(i)] = {stored->error, stored->error_message};
-        }
-      } else {
-        missing.push_back(i);
-        table.measured_now[i] = true;
-      }
-    }
-  });
-  stats.workers = measurer.ActiveWorkers();
-  if (progress) progress(stats);
-  auto last_report = std::chrono::steady_clock::now();
-  const size_t chunk = static_cast<size_t>(std::max(1, options.measure_chunk));
-  for (size_t begin = 0; begin < missing.size(); begin += chunk) {
-    const size_t end = std::min(missing.size(), begin + chunk);
-    // Specs and descriptions are built before the write lock is taken:
-    // other coordinators sharing the DB wait only for the inserts.
-    std::vector<StageSpec> specs;
-    std::vector<std::string> descriptions;
-    specs.reserve(end - begin);
-    descriptions.reserve(end - begin);
-    for (size_t m = begin; m < end; ++m) {
-      specs.push_back(keyer.Spec(plan.StageOf(static_cast<int>(missing[m]))));
-      descriptions.push_back(specs.back().Describe());
-    }
-    store.RunInTransaction([&] {
-      for (size_t m = begin; m < end; ++m) {
-        store.UpsertStage(keys[missing[m]], descriptions[m - begin]);
-      }
-    });
-    std::vector<const StageSpec*> queries;
-    queries.reserve(specs.size());
-    for (const StageSpec& spec : specs) queries.push_back(&spec);
-    measurer.MeasureAll(
-        queries, options.batch_size, options.settings, [&](std::span<const IndexedResult> results) {
-          // One transaction for whatever has arrived: each result is
-          // committed as soon as the previous commit allows.
-          store.RunInTransaction([&] {
-            for (const IndexedResult& r : results) {
-              const size_t i = missing.at(begin + r.index);
-              store.Store({keys[i], device.fingerprint, options.batch_size, settings_key},
-                          r.result);
-            }
-          });
-          for (const IndexedResult& r : results) {
-            const size_t i = missing.at(begin + r.index);
-            ++stats.measured;
-            if (r.result.ok()) {
-              latency[i] = r.result.median_ms;
-            } else {
-              ++stats.failed;
-              table.failures[static_cast<int>(i)] = {r.result.error, r.result.error_message};
-            }
-          }
-          const auto now = std::chrono::steady_clock::now();
-          if (progress && now - last_report > std::chrono::milliseconds(200)) {
-            last_report = now;
-            stats.elapsed_s = elapsed();
-            stats.workers = measurer.ActiveWorkers();
-            progress(stats);
-          }
-        });
+  MeasureSession session(graph, plan, store, measurer, options, progress);
+  std::vector<int> missing;
+  for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+    if (!session.Known(id)) missing.push_back(id);
   }
-  stats.elapsed_s = elapsed();
-  if (progress) progress(stats);
-  return table;
+  // At most measure_chunk stages in the measurer's hands (a spec takes
+  // kilobytes; a search may have 10^5 candidates), topped up as results
+  // arrive so the workers never wait for the next chunk.
+  const size_t window = static_cast<size_t>(std::max(1, options.measure_chunk));
+  size_t handed = std::min(window, missing.size()), in_flight = handed;
+  session.Measure({missing.begin(), missing.begin() + static_cast<std::ptrdiff_t>(handed)},
+                  [&](std::span<const int> arrived) {
+                    in_flight -= arrived.size();
+                    std::vector<int> more;
+                    if (in_flight <= window / 2 && handed < missing.size()) {
+                      const size_t end = std::min(missing.size(), handed + window - in_flight);
+                      more.assign(missing.begin() + static_cast<std::ptrdiff_t>(handed),
+                                  missing.begin() + static_cast<std::ptrdiff_t>(end));
+                      in_flight += end - handed;
+                      handed = end;
+                    }
+                    return more;
+                  });
+  return session.Finish();
 }
 
 namespace {
@@ -553,8 +499,20 @@ SearchOutcome RunSearch(const Graph& graph, const std::string& model, const Sear
   outcome.plan = PlanSearch(graph, options, plan_progress);
   outcome.enumerate_s = seconds_since(t);
   t = Clock::now();
-  outcome.table = MeasureStages(graph, outcome.plan, store, measurer, options, progress);
-  store.LinkModelStages(model, outcome.plan.keys);
+  outcome.table = options.measure == MeasureMode::kLazy
+                      ? MeasureLazily(graph, outcome.plan, store, measurer, options, progress)
+                      : MeasureStages(graph, outcome.plan, store, measurer, options, progress);
+  // Only what the DB holds: a skipped stage's key would cost a row for nothing.
+  const std::vector<bool>& skipped = outcome.table.skipped;
+  if (std::find(skipped.begin(), skipped.end(), true) == skipped.end()) {
+    store.LinkModelStages(model, outcome.plan.keys);
+  } else {
+    std::vector<std::string> kept;
+    for (size_t i = 0; i < outcome.plan.keys.size(); ++i) {
+      if (!skipped[i]) kept.push_back(outcome.plan.keys[i]);
+    }
+    store.LinkModelStages(model, kept);
+  }
   outcome.measure_s = seconds_since(t);
   t = Clock::now();
   outcome.ios = SolveSchedule(outcome.plan, outcome.table.latency_ms, graph.blocks.size(),

@@ -18,6 +18,11 @@
 
 namespace ios::coordinator {
 
+//! kAll measures every candidate stage; kLazy only those that lower bounds
+//! cannot rule out, with the same schedule as a result (docs/search-cost.md).
+enum class MeasureMode { kLazy, kAll };
+const char* ToString(MeasureMode mode);
+
 struct SearchOptions {
   DpOptions dp;
   //! Blocks (and explicit parts) larger than this are cut, at narrow cuts,
@@ -37,9 +42,15 @@ struct SearchOptions {
   static constexpr int64_t kDefaultMaxSearchStages = 500'000;
   int batch_size = 1;
   MeasureSettings settings;
-  //! Stages handed to the measurer at once: bounds the memory of the
+  //! Stages in the measurer's hands at once: bounds the memory of the
   //! measure phase (a stage's spec takes a few kilobytes).
   int measure_chunk = 16384;
+  //! Which candidate stages a search measures (docs/search-cost.md).
+  MeasureMode measure = MeasureMode::kLazy;
+  //! Lazy: how far below the measured single operators an unmeasured
+  //! stage's bound is set, as a fraction, for measurement noise; negative:
+  //! the device's default (DefaultBoundMargin).
+  double bound_margin = -1;
 };
 
 //! How the schedule of a part was found.
@@ -124,7 +135,14 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
 struct MeasureProgress {
   int64_t total = 0, reused = 0, measured = 0, failed = 0;
   double elapsed_s = 0;
-  int workers = 0;  // serving the search now
+  int workers = 0;        // serving the search now
+  bool finished = false;  // the last report of the phase
+  //! Lazy measurement: rounds of re-solving so far, and the DP's optimum
+  //! over all parts with bounds for unmeasured stages (lower) and with
+  //! measured stages only (upper); the search ends when they meet.
+  bool lazy = false;
+  int64_t rounds = 0;
+  double lower_ms = 0, upper_ms = 0;
 };
 
 //! Why a stage has no latency: its stored or new failed result.
@@ -134,16 +152,31 @@ struct StageFailure {
 };
 
 struct LatencyTable {
-  std::vector<double> latency_ms;                  // per distinct stage; infinity when it failed
-  std::vector<bool> measured_now;                  // false: reused from the DB
+  //! Per distinct stage; infinity when it failed or was not measured.
+  std::vector<double> latency_ms;
+  std::vector<bool> measured_now;  // measured by this search (else from the DB, or skipped)
+  //! Lazy measurement: neither stored nor measured, because its lower bound
+  //! kept it off every optimal schedule.
+  std::vector<bool> skipped;
   std::unordered_map<int, StageFailure> failures;  // by stage id, for messages
   MeasureProgress stats;
 };
 
-//! Phase 2. Looks every stage up in `store` for the measurer's device;
-//! measures only the misses and commits each result as it arrives.
-//! `progress` is called now and then with the running counts.
+//! Phase 2, every stage. Looks every stage up in `store` for the
+//! measurer's device; measures only the misses and commits each result as
+//! it arrives. `progress` is called now and then with the running counts.
 LatencyTable MeasureStages(const Graph& graph, const SearchPlan& plan, db::ProfileStore& store,
+                           Measurer& measurer, const SearchOptions& options,
+                           const std::function<void(const MeasureProgress&)>& progress = {});
+
+//! Phase 2, lazily (docs/search-cost.md): the stored stages, the single
+//! operators and the baselines' stages first; then, round by round, the
+//! unmeasured stages on each part's optimum under lower bounds (and the
+//! next-best ones, to keep every worker busy), until every part's optimum
+//! consists of measured stages. SolveSchedule on the result finds the
+//! schedule it would find on a table of every stage. Unmeasured stages are
+//! `skipped` and infinite in the table.
+LatencyTable MeasureLazily(const Graph& graph, const SearchPlan& plan, db::ProfileStore& store,
                            Measurer& measurer, const SearchOptions& options,
                            const std::function<void(const MeasureProgress&)>& progress = {});
 

@@ -40,6 +40,12 @@ class PreparedProgram {
   //! milliseconds by the device's own clock; whatever a run pays (layout
   //! reorders, thread fork and join) is inside it.
   virtual double TimedRuns(int runs) = 0;
+  //! Like TimedRuns, but each run starts with the run's own data (weights,
+  //! activations, scratch) flushed from the caches, as a stage inside a
+  //! whole network finds it: the rest of the network has displaced it. The
+  //! flush is not timed. Stage measurement uses this; a device without the
+  //! notion (or told to measure warm) runs TimedRuns.
+  virtual double TimedColdRuns(int runs) { return TimedRuns(runs); }
 };
 
 //! One device. Not thread-safe: one thread owns it.

@@ -30,7 +30,7 @@ bool IsUnbuiltBackend(const std::string& name) {
 }
 
 std::string ValidNames() {
-  std::string names = kHaveCpu ? "cpu, cpu,threads=N" : "";
+  std::string names = kHaveCpu ? "cpu[,threads=N][,cache=cold|warm]" : "";
   for (const SimGpuSpec& gpu : SimGpuSpecs()) {
     names += (names.empty() ? "" : ", ") + std::string(kSimPrefix) + gpu.name;
   }

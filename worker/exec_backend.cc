@@ -44,7 +44,7 @@ class ExecBackend : public Backend {
                         exec::SeededValues(
                             static_cast<size_t>(batch_size) * shape.c * shape.h * shape.w, i + 1));
       }
-      return exec::RunProtocol(settings, [&](int runs) { return prepared->TimedRuns(runs); });
+      return exec::RunProtocol(settings, [&](int runs) { return prepared->TimedColdRuns(runs); });
     } catch (const exec::ExecError& e) {
       return Failure(e.kind(), e.what());
     } catch (const std::bad_alloc&) {

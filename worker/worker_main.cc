@@ -64,8 +64,10 @@ int main(int argc, char** argv) {
   app.add_option("--connect,-c", options.endpoint, "coordinator endpoint, e.g. tcp://host:5555")
       ->required();
   app.add_option("--backend", backend_name,
-                 "measurement backend: cpu or cpu,threads=N (this machine's CPU on oneDNN, "
-                 "N threads per stage, default every core; docs/cpu-backend.md), sim:v100, "
+                 "measurement backend: cpu[,threads=N][,cache=cold|warm] (this machine's CPU on "
+                 "oneDNN, N threads per stage, default every core; cache=cold, the default, "
+                 "flushes a stage's data from the caches before each timed run; "
+                 "docs/cpu-backend.md), sim:v100, "
                  "sim:k80, sim:2080ti, sim:a100, sim:h100 (simulated GPUs)")
       ->default_val(backend_name);
   app.add_option("--gpu", backend_options.gpu, "GPU ordinal (cuda backend)")

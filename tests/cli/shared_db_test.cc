@@ -74,8 +74,8 @@ class SharedDbTest : public ::testing::Test {
                                   const fs::path& db) {
     std::vector<std::unique_ptr<ChildProcess>> children;
     for (size_t i = 0; i < args.size(); ++i) {
-      std::vector<std::string> argv = {kCoordinator, "--db",     db.string(),
-                                       "-q",         "--device", "sim:v100"};
+      std::vector<std::string> argv = {kCoordinator, "--db",     db.string(), "-q",
+                                       "--device",   "sim:v100", "--measure", "all"};
       argv.insert(argv.end(), args[i].begin(), args[i].end());
       children.push_back(std::make_unique<ChildProcess>(argv, OutFile(i), ErrFile(i)));
     }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
@@ -19,55 +20,63 @@ namespace ios::coordinator::testing {
 
 // ------------------------------------------------------------ test doubles
 
-// Measures on the simulated V100 and counts what it was asked to measure.
-// With `fail_merges`, every merge stage fails with out-of-memory instead.
-class CountingMeasurer final : public Measurer {
+// Measures on the simulated V100 and counts what it was asked to measure:
+// streams, stages, and the most stages it held at once. With
+// `fail_merges`, every merge stage fails with out-of-memory instead.
+class CountingMeasurer final : public OneAtATimeMeasurer {
  public:
   explicit CountingMeasurer(bool fail_merges = false)
-      : inner_(MakeLocalMeasurer(worker::CreateSimBackend("v100"))), fail_merges_(fail_merges) {}
+      : backend_(worker::CreateSimBackend("v100")), fail_merges_(fail_merges) {}
 
-  const DeviceInfo& Device() const override { return inner_->Device(); }
+  const DeviceInfo& Device() const override { return backend_->Device(); }
 
-  void MeasureAll(const std::vector<const StageSpec*>& specs, int batch_size,
-                  const MeasureSettings& settings,
-                  const std::function<void(std::span<const IndexedResult>)>& on_results) override {
+  void MeasureStream(
+      std::vector<const StageSpec*> specs, int batch_size, const MeasureSettings& settings,
+      const std::function<MoreSpecs(std::span<const IndexedResult>)>& on_results) override {
     ++calls;
-    asked += static_cast<int64_t>(specs.size());
-    std::vector<const StageSpec*> pass;
-    std::vector<size_t> index;
-    for (size_t i = 0; i < specs.size(); ++i) {
-      if (fail_merges_ && specs[i]->strategy == Strategy::kMerge) {
-        MeasureResult oom;
-        oom.error = MeasureError::kOutOfMemory;
-        oom.error_message = "test double: merge stages run out of memory";
-        ++failed_merges;
-        const IndexedResult failed{i, oom};
-        on_results({&failed, 1});
-      } else {
-        pass.push_back(specs[i]);
-        index.push_back(i);
-      }
-    }
-    inner_->MeasureAll(pass, batch_size, settings, [&](std::span<const IndexedResult> results) {
-      for (IndexedResult r : results) {
-        r.index = index.at(r.index);
-        on_results({&r, 1});
-      }
-    });
+    int64_t held = static_cast<int64_t>(specs.size());
+    max_held = std::max(max_held, held);
+    OneAtATimeMeasurer::MeasureStream(
+        std::move(specs), batch_size, settings, [&](std::span<const IndexedResult> results) {
+          MoreSpecs more = on_results(results);
+          held += static_cast<int64_t>(more.size()) - static_cast<int64_t>(results.size());
+          max_held = std::max(max_held, held);
+          return more;
+        });
   }
 
   int calls = 0;
-  int64_t asked = 0, failed_merges = 0;
+  int64_t asked = 0, failed_merges = 0, max_held = 0;
+  std::set<std::string> keys_asked;
+  bool asked_twice = false;
+
+ protected:
+  MeasureResult MeasureOne(const StageSpec& spec, int batch_size,
+                           const MeasureSettings& settings) override {
+    ++asked;
+    asked_twice = !keys_asked.insert(spec.Key()).second || asked_twice;
+    if (fail_merges_ && spec.strategy == Strategy::kMerge) {
+      MeasureResult oom;
+      oom.error = MeasureError::kOutOfMemory;
+      oom.error_message = "test double: merge stages run out of memory";
+      ++failed_merges;
+      return oom;
+    }
+    return backend_->Measure(spec, batch_size, settings);
+  }
 
  private:
-  std::unique_ptr<Measurer> inner_;
+  std::unique_ptr<worker::Backend> backend_;
   bool fail_merges_;
 };
 
 // ----------------------------------------------------------------- helpers
 
+// Measures every stage: the search tests are about what is measured,
+// stored and reused; lazy_measure_test.cc covers kLazy against it.
 inline SearchOptions DefaultOptions(int batch = 1) {
   SearchOptions options;
+  options.measure = MeasureMode::kAll;
   options.dp.max_group_size = 3;
   options.dp.max_groups = 8;
   options.dp.strategies = StrategySet::kBoth;

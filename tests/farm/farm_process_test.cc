@@ -165,6 +165,10 @@ class FarmProcessTest : public ::testing::Test {
     if (std::find(args.begin(), args.end(), "--device") == args.end()) {
       argv.insert(argv.end(), {"--device", "sim:v100"});
     }
+    // These tests count what is measured and stored: every stage.
+    if (std::find(args.begin(), args.end(), "--measure") == args.end()) {
+      argv.insert(argv.end(), {"--measure", "all"});
+    }
     argv.insert(argv.end(), args.begin(), args.end());
     c.process = std::make_unique<ChildProcess>(argv, c.out, c.log);
     EXPECT_TRUE(c.process->started()) << kCoordinator;
@@ -288,7 +292,7 @@ class FarmProcessTest : public ::testing::Test {
     const testing::CliResult r =
         Run(kCoordinator, "--model " + model + " --db " + ShellQuote(Path(db).string()) +
                               " --out " + ShellQuote(Path(out).string()) +
-                              " --local-workers 1 --quiet --device sim:v100");
+                              " --local-workers 1 --quiet --device sim:v100 --measure all");
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
@@ -410,7 +414,7 @@ TEST_F(FarmProcessTest, CoordinatorKilledMidSearchThenRerunMeasuresNothingAlread
   EXPECT_EQ(Searches("p.db").size(), 0u) << "a killed search records no search";
 
   const std::string rerun_args = "--model inception_v3 --db " + ShellQuote(Path("p.db").string()) +
-                                 " --quiet --device sim:v100 --out " +
+                                 " --quiet --device sim:v100 --measure all --out " +
                                  ShellQuote(Path("p.json").string());
   const testing::CliResult second = Run(kCoordinator, rerun_args);
   ASSERT_EQ(second.exit_code, 0) << second.err;

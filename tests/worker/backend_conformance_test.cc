@@ -244,17 +244,23 @@ TEST_P(BackendConformanceTest, AnAbsurdBatchSizeIsOutOfMemoryNotACrash) {
 }
 
 #ifdef IOS_HAVE_CPU_BACKEND
-TEST(CpuBackendNameTest, TakesAThreadBudgetAndRefusesOtherOptionsWithTheGrammar) {
+TEST(CpuBackendNameTest, TakesAThreadBudgetAndACacheStateAndRefusesOtherOptions) {
   EXPECT_EQ(CreateBackend("cpu")->Device().backend, "cpu");
+#if defined(__x86_64__)
+  EXPECT_NE(CreateBackend("cpu")->Device().fingerprint.find("|cache=cold|"), std::string::npos);
+#endif
+  EXPECT_NE(CreateBackend("cpu,cache=warm")->Device().fingerprint.find("|cache=warm|"),
+            std::string::npos);
   EXPECT_NE(CreateBackend("cpu,threads=1")->Device().fingerprint.find("|threads=1|"),
             std::string::npos);
-  for (const char* bad : {"cpu,threads=0", "cpu,fast=1", "cpu:0"}) {
+  for (const char* bad : {"cpu,threads=0", "cpu,fast=1", "cpu:0", "cpu,cache=hot"}) {
     try {
       CreateBackend(bad);
       ADD_FAILURE() << "no error for " << bad;
     } catch (const Error& e) {
-      EXPECT_TRUE(std::string(e.what()).find("cpu,threads=N") != std::string::npos ||
-                  std::string(e.what()).find("threads must be") != std::string::npos)
+      EXPECT_TRUE(std::string(e.what()).find("cpu[,threads=N]") != std::string::npos ||
+                  std::string(e.what()).find("threads must be") != std::string::npos ||
+                  std::string(e.what()).find("cache must be cold or warm") != std::string::npos)
           << e.what();
     }
   }

@@ -1,0 +1,75 @@
+#include "coordinator/stage_bounds.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "coordinator/search.h"
+
+namespace ios::coordinator {
+
+double DefaultBoundMargin(const DeviceInfo& device) {
+  return device.simulated ? 0.0 : kRealDeviceBoundMargin;
+}
+
+StageBounds::StageBounds(const SearchPlan& plan) {
+  std::unordered_map<NodeId, int> singleton_of;
+  for (const BlockSchedule& block : plan.sequential) {
+    for (const auto& [stage, id] : block) {
+      singleton_of[stage.groups.front().front()] = id;
+      if (std::find(singletons_.begin(), singletons_.end(), id) == singletons_.end()) {
+        singletons_.push_back(id);
+      }
+    }
+  }
+  stages_.resize(plan.stage_count());
+  group_begin_.push_back(0);
+  for (size_t id = 0; id < plan.stage_count(); ++id) {
+    const Stage stage = plan.StageOf(static_cast<int>(id));
+    StageShape& shape = stages_[id];
+    shape.merge = stage.strategy == Strategy::kMerge;
+    shape.first_group = static_cast<uint32_t>(group_begin_.size() - 1);
+    if (!shape.merge) {
+      for (const std::vector<NodeId>& group : stage.groups) {
+        for (NodeId op : group) {
+          const auto it = singleton_of.find(op);
+          members_.push_back(it == singleton_of.end() ? -1 : it->second);
+        }
+        group_begin_.push_back(static_cast<uint32_t>(members_.size()));
+      }
+    }
+    shape.group_end = static_cast<uint32_t>(group_begin_.size() - 1);
+  }
+}
+
+double StageBounds::Overhead(const std::vector<double>& latency) const {
+  double smallest = std::numeric_limits<double>::infinity();
+  for (int id : singletons_) {
+    if (std::isfinite(latency.at(id))) smallest = std::min(smallest, latency[id]);
+  }
+  return std::isfinite(smallest) ? smallest : 0.0;
+}
+
+double StageBounds::LowerBound(int id, const std::vector<double>& latency, double overhead,
+                               double margin) const {
+  const StageShape& shape = stages_.at(id);
+  double bound = 0;
+  for (uint32_t g = shape.first_group; g < shape.group_end; ++g) {
+    double sum = 0, largest = 0;
+    int counted = 0;
+    for (uint32_t m = group_begin_[g]; m < group_begin_[g + 1]; ++m) {
+      if (members_[m] < 0) continue;
+      const double t = latency.at(members_[m]);
+      if (!std::isfinite(t)) continue;
+      sum += t;
+      largest = std::max(largest, t);
+      ++counted;
+    }
+    if (counted == 0) continue;
+    bound = std::max({bound, largest, sum - (counted - 1) * overhead});
+  }
+  return std::max(0.0, (1 - margin) * bound);
+}
+
+}  // namespace ios::coordinator

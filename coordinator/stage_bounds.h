@@ -1,0 +1,65 @@
+// Lower bounds of stage latencies from the measured single operators: what
+// lets the lazy search (MeasureLazily, docs/search-cost.md) leave stages
+// unmeasured and still find the schedule measuring every stage would find.
+//
+// For a concurrent stage, each group runs its operators one after another,
+// and groups running at once never make one another faster. A group alone
+// costs what its operators cost alone, minus the per-stage overhead (launch
+// of the stage, synchronisation at its end) it pays once instead of once per
+// operator; the smallest single-operator latency of the plan is at least
+// that overhead. So
+//   bound(group) = max(max_o t(o), sum_o t(o) - (|group| - 1) * min t)
+//   bound(stage) = (1 - margin) * max over groups of bound(group)
+// where `margin` allows for measurement noise (0 on the deterministic
+// simulator). A merged convolution can beat every member alone (one large
+// kernel fills the device where a small one does not), so its bound is 0.
+// Single operators whose measurement failed are left out of the sums.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/measurement.h"
+
+namespace ios::coordinator {
+
+struct SearchPlan;
+
+//! The margin a device's bounds keep below the measured sum: 0 on a
+//! simulated device (deterministic), kRealDeviceBoundMargin on a real one.
+double DefaultBoundMargin(const DeviceInfo& device);
+inline constexpr double kRealDeviceBoundMargin = 0.10;
+
+class StageBounds {
+ public:
+  //! Reads every distinct stage of `plan` once: its groups as lists of
+  //! single-operator stage ids (the plan's sequential baselines hold one
+  //! per operator).
+  explicit StageBounds(const SearchPlan& plan);
+
+  //! Stage ids of the single operators, each once, in first-seen order.
+  const std::vector<int>& singletons() const { return singletons_; }
+
+  //! The smallest finite single-operator latency in `latency` (by stage id),
+  //! or 0 when there is none: a bound of the per-stage overhead.
+  double Overhead(const std::vector<double>& latency) const;
+
+  //! A lower bound of stage `id`'s latency from the singletons' latencies
+  //! in `latency` (non-finite ones are left out), the `overhead` from
+  //! Overhead() and the noise `margin` (a fraction in [0, 1)).
+  double LowerBound(int id, const std::vector<double>& latency, double overhead,
+                    double margin) const;
+
+ private:
+  struct StageShape {
+    bool merge = false;
+    uint32_t first_group = 0, group_end = 0;  // into group_begin_
+  };
+  std::vector<int> singletons_;
+  std::vector<StageShape> stages_;  // by stage id
+  std::vector<uint32_t>
+      group_begin_;               // per group: its first entry in members_; one past the end last
+  std::vector<int32_t> members_;  // singleton stage id per operator of a group (-1: none)
+};
+
+}  // namespace ios::coordinator

@@ -1,0 +1,318 @@
+// Lazy measurement (MeasureLazily, docs/search-cost.md): the schedule equals
+// the one measuring every stage finds, no stage is measured twice, and on
+// the zoo models under the simulated V100 at most half the stages are
+// measured.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/error.h"
+#include "common/zoo.h"
+#include "coordinator/search.h"
+#include "coordinator/stage_bounds.h"
+#include "db/profile_store.h"
+#include "tests/coordinator/search_testing.h"
+#include "tests/testing/sanitizers.h"
+
+namespace ios::coordinator {
+namespace {
+
+using testing::CountingMeasurer;
+using testing::DefaultOptions;
+using testing::StagesOf;
+
+SearchOptions WithMode(MeasureMode mode) {
+  SearchOptions options = DefaultOptions();
+  options.measure = mode;
+  return options;
+}
+
+// ------------------------------------------------------------- bounds
+
+// On SqueezeNet's candidates: a concurrent stage's bound is its slowest
+// group's, a group's the larger of its slowest operator and its operators'
+// sum less one overhead per extra operator; merges are bounded by 0.
+TEST(StageBoundsTest, GroupsCostTheirOperatorsLessTheOverheadAndRunAtOnce) {
+  const Graph g = BuildZooModel("squeezenet");
+  const SearchPlan plan = PlanSearch(g, DefaultOptions());
+  const StageBounds bounds(plan);
+  std::map<NodeId, int> singleton;
+  for (const BlockSchedule& block : plan.sequential) {
+    for (const auto& [stage, id] : block) singleton[stage.groups[0][0]] = id;
+  }
+  ASSERT_EQ(static_cast<int>(singleton.size()), g.OperatorCount());
+  // Singleton latencies 1, 2, 3, ... (identical operators share an id).
+  std::vector<double> latency(plan.stage_count(), std::numeric_limits<double>::infinity());
+  double next = 1;
+  for (int id : bounds.singletons()) latency[id] = next++;
+  EXPECT_DOUBLE_EQ(bounds.Overhead(latency), 1.0);
+  int chains = 0, concurrent = 0, merges = 0;
+  for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+    const Stage stage = plan.StageOf(id);
+    const double bound = bounds.LowerBound(id, latency, 1.0, 0.0);
+    if (stage.strategy == Strategy::kMerge) {
+      EXPECT_EQ(bound, 0.0);
+      ++merges;
+      continue;
+    }
+    double expected = 0;
+    for (const auto& group : stage.groups) {
+      double sum = 0, largest = 0;
+      for (NodeId op : group) {
+        const double t = latency[singleton.at(op)];
+        sum += t;
+        largest = std::max(largest, t);
+      }
+      expected = std::max({expected, largest, sum - static_cast<double>(group.size() - 1)});
+    }
+    EXPECT_DOUBLE_EQ(bound, expected) << "stage " << id;
+    EXPECT_DOUBLE_EQ(bounds.LowerBound(id, latency, 1.0, 0.25), 0.75 * expected);
+    if (stage.groups.size() == 1 && stage.groups[0].size() > 1) ++chains;
+    if (stage.groups.size() > 1) ++concurrent;
+  }
+  EXPECT_GT(chains, 0);
+  EXPECT_GT(concurrent, 0);
+  EXPECT_GT(merges, 0);
+}
+
+// A failed single operator says nothing: it is left out of the sums.
+TEST(StageBoundsTest, FailedSingleOperatorsAreLeftOut) {
+  const Graph g = BuildZooModel("squeezenet");
+  const SearchPlan plan = PlanSearch(g, DefaultOptions());
+  const StageBounds bounds(plan);
+  std::vector<double> latency(plan.stage_count(), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(bounds.Overhead(latency), 0.0);
+  for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+    EXPECT_EQ(bounds.LowerBound(id, latency, 0.0, 0.0), 0.0);
+  }
+}
+
+// ------------------------------------------------- random DAGs, made-up tables
+
+// 1x1 convolutions of random widths on an 8x8 map; an operator with several
+// producers reads their concatenation; one block.
+Graph RandomDag(int n, std::mt19937& rng) {
+  std::uniform_int_distribution<int> width(1, 3);
+  std::bernoulli_distribution edge(0.35);
+  Graph g;
+  g.name = "random";
+  Node input{"in", "", {}, {}, {8, 8, 8}};
+  input.op.kind = OpKind::kInput;
+  g.nodes.push_back(input);
+  std::vector<int> channels{8};
+  for (int v = 1; v <= n; ++v) {
+    Node node{"op" + std::to_string(v), "", {}, {}, {}};
+    node.op.kind = OpKind::kConv;
+    node.op.conv.out_channels = 8 * width(rng);
+    node.op.conv.kernel = {1, 1};
+    for (int u = 1; u < v; ++u) {
+      if (edge(rng)) node.inputs.push_back({{u, 0, channels[u]}});
+    }
+    if (node.inputs.empty()) node.inputs.push_back({{0, 0, 8}});
+    channels.push_back(node.op.conv.out_channels);
+    g.nodes.push_back(node);
+  }
+  Block block{0, {}, n, {}};
+  for (int v = 1; v < n; ++v) block.inner.push_back(v);
+  g.blocks.push_back(block);
+  InferShapes(g);
+  return g;
+}
+
+// Answers from a table made up per stage id (by key), counting requests.
+class TableMeasurer final : public OneAtATimeMeasurer {
+ public:
+  TableMeasurer(const SearchPlan& plan, std::vector<double> table) : table_(std::move(table)) {
+    for (size_t id = 0; id < plan.keys.size(); ++id) ids_[plan.keys[id]] = static_cast<int>(id);
+    device_ = {"fake", "fake:table", "fake-table-v1", true};
+  }
+  const DeviceInfo& Device() const override { return device_; }
+  std::map<std::string, int> asked;
+
+ protected:
+  MeasureResult MeasureOne(const StageSpec& spec, int, const MeasureSettings&) override {
+    const std::string key = spec.Key();
+    ++asked[key];
+    MeasureResult result;
+    result.median_ms = table_.at(ids_.at(key));
+    result.samples = 1;
+    return result;
+  }
+
+ private:
+  std::vector<double> table_;
+  std::unordered_map<std::string, int> ids_;
+  DeviceInfo device_;
+};
+
+// A latency per stage that honours the documented bounds: random single
+// operators, then each other concurrent stage its bound plus a random
+// excess (none for a quarter of them: bounds may be tight), merges anywhere
+// from nothing up to twice their largest member.
+std::vector<double> TableWithinBounds(const SearchPlan& plan, std::mt19937& rng) {
+  std::uniform_real_distribution<double> single(0.05, 1.0), excess(0.0, 1.0);
+  std::bernoulli_distribution tight(0.25);
+  const StageBounds bounds(plan);
+  std::vector<double> table(plan.stage_count(), 0.0);
+  for (int id : bounds.singletons()) table[id] = single(rng);
+  const double overhead = bounds.Overhead(table);
+  std::vector<bool> is_single(plan.stage_count(), false);
+  for (int id : bounds.singletons()) is_single[id] = true;
+  for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+    if (is_single[id]) continue;
+    const Stage stage = plan.StageOf(id);
+    if (stage.strategy == Strategy::kMerge) {
+      table[id] = 2.0 * excess(rng);
+      continue;
+    }
+    const double bound = bounds.LowerBound(id, table, overhead, 0.0);
+    table[id] = tight(rng) ? bound : bound * (1 + excess(rng));
+  }
+  return table;
+}
+
+TEST(LazyMeasureTest, RandomDagsWithTablesWithinTheBoundsGiveTheExhaustiveSchedule) {
+  std::mt19937 rng(2026);
+  int64_t measured_lazily = 0, candidates = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const Graph g = RandomDag(3 + trial % 8, rng);
+    const SearchPlan plan = PlanSearch(g, DefaultOptions());
+    const std::vector<double> table = TableWithinBounds(plan, rng);
+    auto all_store = db::ProfileStore::Open(":memory:");
+    TableMeasurer all_measurer(plan, table);
+    const LatencyTable all =
+        MeasureStages(g, plan, *all_store, all_measurer, WithMode(MeasureMode::kAll));
+    auto lazy_store = db::ProfileStore::Open(":memory:");
+    TableMeasurer lazy_measurer(plan, table);
+    const LatencyTable lazy =
+        MeasureLazily(g, plan, *lazy_store, lazy_measurer, WithMode(MeasureMode::kLazy));
+    const Schedule expected = SolveSchedule(plan, all.latency_ms, g.blocks.size());
+    const Schedule found = SolveSchedule(plan, lazy.latency_ms, g.blocks.size());
+    EXPECT_EQ(StagesOf(found), StagesOf(expected)) << "trial " << trial;
+    EXPECT_EQ(found.latency_ms, expected.latency_ms) << "trial " << trial;
+    for (const auto& [key, times] : lazy_measurer.asked) {
+      EXPECT_EQ(times, 1) << "trial " << trial << ": a stage measured " << times << " times";
+    }
+    int64_t skipped = 0;
+    for (size_t id = 0; id < plan.stage_count(); ++id) {
+      if (!lazy.skipped[id]) continue;
+      ++skipped;
+      EXPECT_TRUE(std::isinf(lazy.latency_ms[id]));
+      EXPECT_FALSE(lazy.measured_now[id]);
+    }
+    EXPECT_EQ(lazy.stats.measured + skipped, static_cast<int64_t>(plan.stage_count()));
+    EXPECT_EQ(lazy.stats.lower_ms, lazy.stats.upper_ms) << "the bound gap closes";
+    measured_lazily += lazy.stats.measured;
+    candidates += static_cast<int64_t>(plan.stage_count());
+  }
+  RecordProperty("measured_share", std::to_string(double(measured_lazily) / candidates));
+  EXPECT_LT(measured_lazily, candidates) << "the bounds never ruled a stage out";
+}
+
+// A stage measured before (stored) is not measured again, and a second lazy
+// search on the same DB measures nothing and finds the same schedule.
+TEST(LazyMeasureTest, ARerunOnTheSameDbMeasuresNothing) {
+  const Graph g = BuildZooModel("squeezenet");
+  auto store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer first;
+  const SearchOutcome one = RunSearch(g, "squeezenet", WithMode(MeasureMode::kLazy), *store, first);
+  EXPECT_GT(first.asked, 0);
+  EXPECT_FALSE(first.asked_twice);
+  CountingMeasurer second;
+  const SearchOutcome two =
+      RunSearch(g, "squeezenet", WithMode(MeasureMode::kLazy), *store, second);
+  EXPECT_EQ(second.asked, 0);
+  EXPECT_EQ(StagesOf(two.ios), StagesOf(one.ios));
+  EXPECT_EQ(two.ios.latency_ms, one.ios.latency_ms);
+  // An exhaustive search afterwards measures only what lazy skipped.
+  CountingMeasurer rest;
+  const SearchOutcome all = RunSearch(g, "squeezenet", WithMode(MeasureMode::kAll), *store, rest);
+  EXPECT_EQ(rest.asked + first.asked, static_cast<int64_t>(all.plan.stage_count()));
+  EXPECT_EQ(StagesOf(all.ios), StagesOf(one.ios));
+}
+
+// ---------------------------------------------------- zoo models, sim:v100
+
+struct ZooCase {
+  const char* model;
+  bool heavy;  // skipped under the sanitizers (minutes there)
+};
+
+class LazyZooTest : public ::testing::TestWithParam<ZooCase> {};
+
+TEST_P(LazyZooTest, SameScheduleAsMeasuringEverythingWithAtMostHalfTheStages) {
+  if (GetParam().heavy && ::ios::testing::kSanitized) {
+    GTEST_SKIP() << GetParam().model << ": every stage on the sim takes minutes under sanitizers";
+  }
+  const Graph g = BuildZooModel(GetParam().model);
+  const SearchPlan plan = PlanSearch(g, DefaultOptions());
+  auto all_store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer all_measurer;
+  const LatencyTable all =
+      MeasureStages(g, plan, *all_store, all_measurer, WithMode(MeasureMode::kAll));
+  auto lazy_store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer lazy_measurer;
+  const LatencyTable lazy =
+      MeasureLazily(g, plan, *lazy_store, lazy_measurer, WithMode(MeasureMode::kLazy));
+  const Schedule expected = SolveSchedule(plan, all.latency_ms, g.blocks.size());
+  const Schedule found = SolveSchedule(plan, lazy.latency_ms, g.blocks.size());
+  EXPECT_EQ(StagesOf(found), StagesOf(expected));
+  EXPECT_EQ(found.latency_ms, expected.latency_ms);
+  EXPECT_FALSE(lazy_measurer.asked_twice);
+  // The simulator honours the bounds (what makes the result exact).
+  const StageBounds bounds(plan);
+  const double overhead = bounds.Overhead(all.latency_ms);
+  int violations = 0;
+  for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+    const double bound = bounds.LowerBound(id, all.latency_ms, overhead, 0.0);
+    if (all.latency_ms[id] < bound * (1 - 1e-12) && ++violations <= 3) {
+      ADD_FAILURE() << "stage " << plan.StageOf(id).OperatorCount()
+                    << " ops: " << all.latency_ms[id] << " ms < bound " << bound;
+    }
+  }
+  EXPECT_EQ(violations, 0);
+  {
+    int merges = 0, merges_all = 0, multi = 0, multi_all = 0, chains = 0, chains_all = 0;
+    for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+      const Stage st = plan.StageOf(id);
+      const bool m = lazy.measured_now[id];
+      if (st.strategy == Strategy::kMerge) {
+        merges_all++;
+        merges += m;
+      } else if (st.groups.size() > 1) {
+        multi_all++;
+        multi += m;
+      } else if (st.groups[0].size() > 1) {
+        chains_all++;
+        chains += m;
+      }
+    }
+    std::printf("DEBUG merges %d/%d concurrent %d/%d chains %d/%d\n", merges, merges_all, multi,
+                multi_all, chains, chains_all);
+  }
+  const double share = double(lazy.stats.measured) / double(plan.stage_count());
+  RecordProperty("candidates", std::to_string(plan.stage_count()));
+  RecordProperty("measured", std::to_string(lazy.stats.measured));
+  RecordProperty("rounds", std::to_string(lazy.stats.rounds));
+  std::printf("%s: lazy measured %lld of %zu stages (%.1f%%) in %lld rounds\n", GetParam().model,
+              static_cast<long long>(lazy.stats.measured), plan.stage_count(), 100 * share,
+              static_cast<long long>(lazy.stats.rounds));
+  if (std::string(GetParam().model) != "squeezenet") {
+    EXPECT_LE(share, 0.5);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, LazyZooTest,
+                         ::testing::Values(ZooCase{"squeezenet", false},
+                                           ZooCase{"inception_v3", false}, ZooCase{"nasnet", true},
+                                           ZooCase{"randwire", true}),
+                         [](const auto& test) { return std::string(test.param.model); });
+
+}  // namespace
+}  // namespace ios::coordinator
