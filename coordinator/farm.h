@@ -56,7 +56,7 @@ struct WorkerReport {
 };
 
 //! A Measurer backed by workers. Thread-compatible: one thread calls the
-//! Measurer methods; the socket lives on an internal thread. MeasureAll
+//! Measurer methods; the socket lives on an internal thread. MeasureStream
 //! encodes every query on the calling thread and hands the bytes over, so
 //! its specs are not read once it returns; a stage beyond the wire
 //! protocol's budgets (which every worker would refuse) is answered at once

@@ -19,6 +19,7 @@
 #include "coordinator/measure_session.h"
 #include "coordinator/search.h"
 #include "coordinator/stage_bounds.h"
+#include "worker/backend.h"
 
 namespace ios::coordinator {
 namespace {
@@ -44,7 +45,7 @@ struct PartStatus {
 class LazyMeasurement {
  public:
   LazyMeasurement(const SearchPlan& plan, MeasureSession& session, const StageBounds& bounds,
-                  double overhead, double margin, int workers)
+                  const StageBounds::Model& model, int workers)
       : plan_(plan),
         session_(session),
         state_(plan.stage_count(), StageState::kUnmeasured),
@@ -60,7 +61,7 @@ class LazyMeasurement {
         state_[id] = StageState::kDone;
         value_[id] = session.latency()[id];
       } else {
-        value_[id] = bounds.LowerBound(id, session.latency(), overhead, margin);
+        value_[id] = bounds.LowerBound(id, session.latency(), model);
       }
     }
     // Which parts each stage belongs to (once each, though identical
@@ -257,13 +258,18 @@ LatencyTable MeasureLazily(const Graph& graph, const SearchPlan& plan, db::Profi
     }
   }
   session.Measure(first);
-  const double margin =
+  StageBounds::Model model;
+  model.overhead_ms = bounds.Overhead(session.latency());
+  const worker::StageCostFacts facts = worker::StageCostFactsOf(measurer.Device());
+  model.serial_op_ms = facts.serial_op_ms;
+  model.max_parallelism = facts.max_parallelism;
+  model.margin =
       options.bound_margin >= 0 ? options.bound_margin : DefaultBoundMargin(measurer.Device());
-  const double overhead = bounds.Overhead(session.latency());
-  spdlog::debug("lazy measurement: bounds with overhead {:.6f} ms, margin {:.0f}%", overhead,
-                margin * 100);
-  LazyMeasurement lazy(plan, session, bounds, overhead, margin,
-                       std::max(1, measurer.ActiveWorkers()));
+  spdlog::debug(
+      "lazy measurement: bounds with overhead {:.6f} ms, {:.6f} ms per operator, parallelism {}, "
+      "margin {:.0f}%",
+      model.overhead_ms, model.serial_op_ms, model.max_parallelism, model.margin * 100);
+  LazyMeasurement lazy(plan, session, bounds, model, std::max(1, measurer.ActiveWorkers()));
   session.Measure(lazy.Start(),
                   [&](std::span<const int> arrived) { return lazy.Arrived(arrived); });
   LatencyTable table = session.Finish();

@@ -1,6 +1,7 @@
 #include "coordinator/measure_session.h"
 
 #include <limits>
+#include <unordered_map>
 #include <utility>
 
 namespace ios::coordinator {
@@ -26,24 +27,36 @@ MeasureSession::MeasureSession(const Graph& graph, const SearchPlan& plan, db::P
   known_.assign(n, 0);
   store_.UpsertDevice(device_);
   MeasureProgress& stats = table_.stats;
-  store_.RunInReadTransaction([&] {
-    for (size_t i = 0; i < n; ++i) {
-      auto stored =
-          store_.Lookup({plan.keys[i], device_.fingerprint, options.batch_size, settings_key_});
-      // A transient failure (timeout, lost worker, backend failure) is kept
-      // for diagnosis but measured again; OOM and unsupported are reused.
-      if (stored && !stored->ok() && IsTransient(stored->error)) stored.reset();
-      if (!stored) continue;
-      known_[i] = 1;
-      ++stats.reused;
-      if (stored->ok()) {
-        table_.latency_ms[i] = stored->median_ms;
-      } else {
-        ++stats.failed;
-        table_.failures[static_cast<int>(i)] = {stored->error, stored->error_message};
-      }
-    }
-  });
+  // One read of the device's slice of the DB, matched against the plan by
+  // the hashes of its keys.
+  std::unordered_map<int64_t, int> by_hash;
+  by_hash.reserve(n);
+  std::vector<int64_t> checks(n);
+  for (size_t i = 0; i < n; ++i) {
+    const db::StageKeyHash hash = db::HashStageKey(plan.keys[i]);
+    by_hash.emplace(hash.id, static_cast<int>(i));
+    checks[i] = hash.check;
+  }
+  store_.ForEachMeasurement(device_.fingerprint, options.batch_size, settings_key_,
+                            [&](const db::StageKeyHash& stage, const MeasureResult& stored) {
+                              const auto it = by_hash.find(stage.id);
+                              if (it == by_hash.end() || checks[it->second] != stage.check)
+                                return;  // not ours
+                              const int id = it->second;
+                              if (known_[id]) return;  // seen before a retried read
+                              // A transient failure (timeout, lost worker, backend failure) is
+                              // kept for diagnosis but measured again; OOM and unsupported are
+                              // reused.
+                              if (!stored.ok() && IsTransient(stored.error)) return;
+                              known_[id] = 1;
+                              ++stats.reused;
+                              if (stored.ok()) {
+                                table_.latency_ms[id] = stored.median_ms;
+                              } else {
+                                ++stats.failed;
+                                table_.failures[id] = {stored.error, stored.error_message};
+                              }
+                            });
   stats.workers = measurer_.ActiveWorkers();
   Report(true);
 }

@@ -96,6 +96,11 @@ struct SearchPlan {
   //! plan's graph. `part` / `local`: where the stage lives in parts (so it
   //! need not be copied); part -1 keeps a copy.
   int Intern(StageKeyer& keyer, const Stage& stage, int part = -1, int local = 0);
+  //! The id of the stage with canonical key `key`, or -1.
+  int IdOf(std::string_view key) const {
+    const auto it = index_.find(key);
+    return it == index_.end() ? -1 : it->second;
+  }
 
  private:
   struct StringHash {

@@ -29,6 +29,7 @@ StageBounds::StageBounds(const SearchPlan& plan) {
     const Stage stage = plan.StageOf(static_cast<int>(id));
     StageShape& shape = stages_[id];
     shape.merge = stage.strategy == Strategy::kMerge;
+    shape.operators = stage.OperatorCount();
     shape.first_group = static_cast<uint32_t>(group_begin_.size() - 1);
     if (!shape.merge) {
       for (const std::vector<NodeId>& group : stage.groups) {
@@ -51,10 +52,13 @@ double StageBounds::Overhead(const std::vector<double>& latency) const {
   return std::isfinite(smallest) ? smallest : 0.0;
 }
 
-double StageBounds::LowerBound(int id, const std::vector<double>& latency, double overhead,
-                               double margin) const {
+double StageBounds::LowerBound(int id, const std::vector<double>& latency,
+                               const Model& model) const {
   const StageShape& shape = stages_.at(id);
-  double bound = 0;
+  // One kernel for a merged convolution; at least one per operator else.
+  double bound = model.serial_op_ms * (shape.merge ? 1 : shape.operators);
+  double total = 0;  // over every group
+  int total_counted = 0;
   for (uint32_t g = shape.first_group; g < shape.group_end; ++g) {
     double sum = 0, largest = 0;
     int counted = 0;
@@ -67,9 +71,15 @@ double StageBounds::LowerBound(int id, const std::vector<double>& latency, doubl
       ++counted;
     }
     if (counted == 0) continue;
-    bound = std::max({bound, largest, sum - (counted - 1) * overhead});
+    bound = std::max({bound, largest, sum - (counted - 1) * model.overhead_ms});
+    total += sum;
+    total_counted += counted;
   }
-  return std::max(0.0, (1 - margin) * bound);
+  if (model.max_parallelism > 0 && total_counted > 0) {
+    bound = std::max(bound, (total - (total_counted - 1) * model.overhead_ms) /
+                                static_cast<double>(model.max_parallelism));
+  }
+  return std::max(0.0, (1 - model.margin) * bound);
 }
 
 }  // namespace ios::coordinator

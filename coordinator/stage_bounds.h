@@ -11,9 +11,15 @@
 //   bound(group) = max(max_o t(o), sum_o t(o) - (|group| - 1) * min t)
 //   bound(stage) = (1 - margin) * max over groups of bound(group)
 // where `margin` allows for measurement noise (0 on the deterministic
-// simulator). A merged convolution can beat every member alone (one large
-// kernel fills the device where a small one does not), so its bound is 0.
-// Single operators whose measurement failed are left out of the sums.
+// simulator). What the device class knows (worker::StageCostFacts) adds
+// two more: with a serial cost per operator L (the simulator's kernel
+// launch, paid on one host thread whatever runs concurrently), a stage of n
+// operators costs at least n * L; with at most P operators making progress
+// at once (the cpu backend's thread budget), a stage costs at least its
+// operators' sum, less the overheads, over P. A merged convolution can beat every member alone
+// (one large kernel fills the device where a small one does not), so its
+// bound is L alone. Single operators whose measurement failed are left out
+// of the sums.
 #pragma once
 
 #include <cstdint>
@@ -44,15 +50,22 @@ class StageBounds {
   //! or 0 when there is none: a bound of the per-stage overhead.
   double Overhead(const std::vector<double>& latency) const;
 
+  //! What a bound assumes besides the single operators' latencies.
+  struct Model {
+    double overhead_ms = 0;   // per-stage overhead bound, from Overhead()
+    double serial_op_ms = 0;  // serial cost per operator (L above)
+    double margin = 0;        // noise, a fraction in [0, 1)
+    int max_parallelism = 0;  // P above; 0: no limit known
+  };
+
   //! A lower bound of stage `id`'s latency from the singletons' latencies
-  //! in `latency` (non-finite ones are left out), the `overhead` from
-  //! Overhead() and the noise `margin` (a fraction in [0, 1)).
-  double LowerBound(int id, const std::vector<double>& latency, double overhead,
-                    double margin) const;
+  //! in `latency` (non-finite ones are left out) under `model`.
+  double LowerBound(int id, const std::vector<double>& latency, const Model& model) const;
 
  private:
   struct StageShape {
     bool merge = false;
+    int operators = 0;
     uint32_t first_group = 0, group_end = 0;  // into group_begin_
   };
   std::vector<int> singletons_;

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "db/sqlite_util.h"
+#include "db/stage_text.h"
 
 namespace ios::db {
 namespace {
@@ -17,9 +18,15 @@ using sqlite::Statement;
 
 // "IOSF": marks a file as an ios-farm profiling DB (PRAGMA application_id).
 constexpr int64_t kApplicationId = 0x494F5346;
-constexpr int64_t kSchemaVersion = 1;
+constexpr int64_t kSchemaVersion = 2;
 
-constexpr const char* kSchemaV1 = R"sql(
+// Version 2 (docs/profiling-db.md): a stage row is its key's hash (the row
+// id, with a second hash to check it) and its key and description deflated
+// (db/stage_text.h) instead of a ~1 KB key text, its unique index and a
+// description; settings keys and model names are stored once each;
+// measurements and model links are clustered on their keys (WITHOUT ROWID)
+// instead of carrying a row id and a second index.
+constexpr const char* kDevicesTable = R"sql(
 CREATE TABLE devices(
   id          INTEGER PRIMARY KEY,
   fingerprint TEXT NOT NULL UNIQUE,
@@ -28,31 +35,9 @@ CREATE TABLE devices(
   simulated   INTEGER NOT NULL CHECK (simulated IN (0, 1)),
   first_seen  TEXT NOT NULL
 );
-CREATE TABLE stages(
-  id          INTEGER PRIMARY KEY,
-  stage_key   TEXT NOT NULL UNIQUE,
-  description TEXT NOT NULL
-);
-CREATE TABLE measurements(
-  id            INTEGER PRIMARY KEY,
-  stage_id      INTEGER NOT NULL REFERENCES stages(id),
-  device_id     INTEGER NOT NULL REFERENCES devices(id),
-  batch_size    INTEGER NOT NULL,
-  settings_key  TEXT NOT NULL,
-  median_ms     REAL NOT NULL,
-  spread_ms     REAL NOT NULL,
-  samples       INTEGER NOT NULL,
-  error         TEXT,
-  error_message TEXT NOT NULL DEFAULT '',
-  measured_at   TEXT NOT NULL,
-  UNIQUE (stage_id, device_id, batch_size, settings_key)
-);
-CREATE INDEX measurements_by_device ON measurements(device_id);
-CREATE TABLE model_stages(
-  model    TEXT NOT NULL,
-  stage_id INTEGER NOT NULL REFERENCES stages(id),
-  UNIQUE (model, stage_id)
-);
+)sql";
+
+constexpr const char* kSearchesTable = R"sql(
 CREATE TABLE searches(
   id                 INTEGER PRIMARY KEY,
   model              TEXT NOT NULL,
@@ -69,6 +54,130 @@ CREATE TABLE searches(
   started_at         TEXT NOT NULL
 );
 )sql";
+
+// The tables version 2 adds or replaces, each named with `suffix` (the
+// migration builds them beside the version 1 tables, then renames them).
+std::string StageTablesV2(const std::string& suffix) {
+  return "CREATE TABLE stages" + suffix + R"sql((
+  id        INTEGER PRIMARY KEY,  -- HashStageKey(key).id
+  key_check INTEGER NOT NULL,     -- HashStageKey(key).check
+  text      BLOB NOT NULL         -- PackStageText(key, description)
+);
+CREATE TABLE settings(
+  id           INTEGER PRIMARY KEY,
+  settings_key TEXT NOT NULL UNIQUE
+);
+CREATE TABLE measurements)sql" +
+         suffix + R"sql((
+  stage_id      INTEGER NOT NULL REFERENCES stages(id),
+  device_id     INTEGER NOT NULL REFERENCES devices(id),
+  batch_size    INTEGER NOT NULL,
+  settings_id   INTEGER NOT NULL REFERENCES settings(id),
+  median_ms     REAL NOT NULL,
+  spread_ms     REAL NOT NULL,
+  samples       INTEGER NOT NULL,
+  error         TEXT,
+  error_message TEXT NOT NULL DEFAULT '',
+  measured_at   INTEGER NOT NULL,  -- Unix time, seconds
+  PRIMARY KEY (stage_id, device_id, batch_size, settings_id)
+) WITHOUT ROWID;
+CREATE TABLE models(
+  id   INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE
+);
+CREATE TABLE model_stages)sql" +
+         suffix + R"sql((
+  model_id INTEGER NOT NULL REFERENCES models(id),
+  stage_id INTEGER NOT NULL REFERENCES stages(id),
+  PRIMARY KEY (model_id, stage_id)
+) WITHOUT ROWID;
+)sql";
+}
+
+// Version 1 to 2, in place, inside the caller's transaction, with foreign
+// key enforcement off. Every measurement, model link, device and search is
+// kept; a hash collision between two stored keys fails the primary key and
+// with it the whole migration (nothing changes).
+constexpr const char* kMigrateV1ToV2 = R"sql(
+INSERT INTO stages_v2(id, key_check, text)
+  SELECT ios_stage_id(stage_key), ios_stage_check(stage_key),
+         ios_pack_stage(stage_key, description) FROM stages;
+INSERT INTO settings(settings_key) SELECT DISTINCT settings_key FROM measurements;
+INSERT INTO measurements_v2
+  SELECT ios_stage_id(s.stage_key), m.device_id, m.batch_size, st.id, m.median_ms, m.spread_ms,
+         m.samples, m.error, m.error_message,
+         COALESCE(CAST(strftime('%s', m.measured_at) AS INTEGER), 0)
+  FROM measurements m JOIN stages s ON s.id = m.stage_id
+  JOIN settings st ON st.settings_key = m.settings_key;
+INSERT INTO models(name) SELECT DISTINCT model FROM model_stages;
+INSERT INTO model_stages_v2
+  SELECT mo.id, ios_stage_id(s.stage_key)
+  FROM model_stages ms JOIN stages s ON s.id = ms.stage_id JOIN models mo ON mo.name = ms.model;
+DROP TABLE model_stages;
+DROP TABLE measurements;
+DROP TABLE stages;
+ALTER TABLE stages_v2 RENAME TO stages;
+ALTER TABLE measurements_v2 RENAME TO measurements;
+ALTER TABLE model_stages_v2 RENAME TO model_stages;
+)sql";
+
+// SQL functions over stage keys (db/stage_text.h), for the migration and
+// for listing keys and descriptions: ios_stage_id(key), ios_stage_check(key),
+// ios_pack_stage(key, description), ios_stage_key(text),
+// ios_stage_description(text).
+std::string_view TextArgument(sqlite3_value* value) {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_value_text(value));
+  return text == nullptr ? std::string_view()
+                         : std::string_view(text, static_cast<size_t>(sqlite3_value_bytes(value)));
+}
+
+void StageIdFunction(sqlite3_context* context, int, sqlite3_value** argv) {
+  sqlite3_result_int64(context, HashStageKey(TextArgument(argv[0])).id);
+}
+
+void StageCheckFunction(sqlite3_context* context, int, sqlite3_value** argv) {
+  sqlite3_result_int64(context, HashStageKey(TextArgument(argv[0])).check);
+}
+
+void PackStageFunction(sqlite3_context* context, int, sqlite3_value** argv) {
+  try {
+    const std::string packed =
+        PackStageText({std::string(TextArgument(argv[0])), std::string(TextArgument(argv[1]))});
+    sqlite3_result_blob(context, packed.data(), static_cast<int>(packed.size()), SQLITE_TRANSIENT);
+  } catch (const std::exception& e) {
+    sqlite3_result_error(context, e.what(), -1);
+  }
+}
+
+template <bool kKey>
+void UnpackStageFunction(sqlite3_context* context, int, sqlite3_value** argv) {
+  try {
+    const auto* bytes = static_cast<const char*>(sqlite3_value_blob(argv[0]));
+    const StageText text = UnpackStageText(std::string_view(
+        bytes == nullptr ? "" : bytes, static_cast<size_t>(sqlite3_value_bytes(argv[0]))));
+    const std::string& out = kKey ? text.key : text.description;
+    sqlite3_result_text(context, out.data(), static_cast<int>(out.size()), SQLITE_TRANSIENT);
+  } catch (const std::exception& e) {
+    sqlite3_result_error(context, e.what(), -1);
+  }
+}
+
+void RegisterStageFunctions(sqlite3* db) {
+  constexpr int kFlags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
+  struct Function {
+    const char* name;
+    int arguments;
+    void (*body)(sqlite3_context*, int, sqlite3_value**);
+  };
+  for (const Function& f : {Function{"ios_stage_id", 1, StageIdFunction},
+                            Function{"ios_stage_check", 1, StageCheckFunction},
+                            Function{"ios_pack_stage", 2, PackStageFunction},
+                            Function{"ios_stage_key", 1, UnpackStageFunction<true>},
+                            Function{"ios_stage_description", 1, UnpackStageFunction<false>}}) {
+    IOS_SQLITE_CHECK(db, sqlite3_create_function_v2(db, f.name, f.arguments, kFlags, nullptr,
+                                                    f.body, nullptr, nullptr, nullptr));
+  }
+}
 
 // measurements.error holds ToString(error) for a failed measurement and NULL
 // for a good one. This is its inverse; tolerant of case, spaces and dashes.
@@ -105,32 +214,44 @@ struct Statements {
                       "VALUES(?1, ?2, ?3, ?4, strftime('%Y-%m-%dT%H:%M:%SZ', 'now')) "
                       "ON CONFLICT(fingerprint) DO UPDATE SET backend = excluded.backend, "
                       "name = excluded.name, simulated = excluded.simulated"),
+        // A stage's text is replaced only when its check matches (the same
+        // key): a colliding key must not overwrite another stage.
         upsert_stage(db,
-                     "INSERT INTO stages(stage_key, description) VALUES(?1, ?2) "
-                     "ON CONFLICT(stage_key) DO UPDATE SET description = excluded.description "
-                     "WHERE description <> excluded.description"),
+                     "INSERT INTO stages(id, key_check, text) VALUES(?1, ?2, ?3) "
+                     "ON CONFLICT(id) DO UPDATE SET text = excluded.text "
+                     "WHERE key_check = excluded.key_check AND text <> excluded.text"),
         insert_stage_if_missing(db,
-                                "INSERT INTO stages(stage_key, description) VALUES(?1, '') "
-                                "ON CONFLICT(stage_key) DO NOTHING"),
+                                "INSERT INTO stages(id, key_check, text) VALUES(?1, ?2, ?3) "
+                                "ON CONFLICT(id) DO NOTHING"),
+        stage_check(db, "SELECT key_check FROM stages WHERE id = ?1"),
+        upsert_model(db, "INSERT INTO models(name) VALUES(?1) ON CONFLICT(name) DO NOTHING"),
+        model_id(db, "SELECT id FROM models WHERE name = ?1"),
         link_model_stage(db,
-                         "INSERT INTO model_stages(model, stage_id) "
-                         "SELECT ?1, id FROM stages WHERE stage_key = ?2 "
-                         "ON CONFLICT(model, stage_id) DO NOTHING"),
-        stage_id(db, "SELECT id FROM stages WHERE stage_key = ?1"),
+                         "INSERT INTO model_stages(model_id, stage_id) VALUES(?1, ?2) "
+                         "ON CONFLICT(model_id, stage_id) DO NOTHING"),
         device_id(db, "SELECT id FROM devices WHERE fingerprint = ?1"),
+        upsert_settings(db,
+                        "INSERT INTO settings(settings_key) VALUES(?1) "
+                        "ON CONFLICT(settings_key) DO NOTHING"),
+        settings_id(db, "SELECT id FROM settings WHERE settings_key = ?1"),
         lookup(db,
                "SELECT m.median_ms, m.spread_ms, m.samples, m.error, m.error_message "
-               "FROM measurements m "
-               "JOIN stages s ON s.id = m.stage_id "
-               "JOIN devices d ON d.id = m.device_id "
-               "WHERE s.stage_key = ?1 AND d.fingerprint = ?2 AND m.batch_size = ?3 "
-               "AND m.settings_key = ?4"),
+               "FROM measurements m JOIN stages s ON s.id = m.stage_id "
+               "WHERE m.stage_id = ?1 AND s.key_check = ?2 "
+               "AND m.device_id = (SELECT id FROM devices WHERE fingerprint = ?3) "
+               "AND m.batch_size = ?4 "
+               "AND m.settings_id = (SELECT id FROM settings WHERE settings_key = ?5)"),
+        slice(db,
+              "SELECT m.stage_id, s.key_check, m.median_ms, m.spread_ms, m.samples, m.error, "
+              "m.error_message FROM measurements m JOIN stages s ON s.id = m.stage_id "
+              "WHERE m.device_id = (SELECT id FROM devices WHERE fingerprint = ?1) "
+              "AND m.batch_size = ?2 "
+              "AND m.settings_id = (SELECT id FROM settings WHERE settings_key = ?3)"),
         store(db,
-              "INSERT INTO measurements(stage_id, device_id, batch_size, settings_key, "
+              "INSERT INTO measurements(stage_id, device_id, batch_size, settings_id, "
               "median_ms, spread_ms, samples, error, error_message, measured_at) "
-              "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-              "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')) "
-              "ON CONFLICT(stage_id, device_id, batch_size, settings_key) DO UPDATE SET "
+              "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, CAST(strftime('%s', 'now') AS INTEGER)) "
+              "ON CONFLICT(stage_id, device_id, batch_size, settings_id) DO UPDATE SET "
               "median_ms = excluded.median_ms, spread_ms = excluded.spread_ms, "
               "samples = excluded.samples, error = excluded.error, "
               "error_message = excluded.error_message, measured_at = excluded.measured_at"),
@@ -149,7 +270,7 @@ struct Statements {
               "(SELECT count(*) FROM measurements), "
               "(SELECT count(*) FROM measurements WHERE error IS NOT NULL), "
               "(SELECT count(*) FROM searches), "
-              "(SELECT count(*) FROM (SELECT model FROM model_stages "
+              "(SELECT count(*) FROM (SELECT name FROM models "
               "UNION SELECT model FROM searches))"),
         searches(db,
                  "SELECT model, device_fingerprint, settings_json, schedule_json, batch_size, "
@@ -157,21 +278,24 @@ struct Statements {
                  "started_at FROM searches ORDER BY id"),
         all_measurements(db, MeasurementsSql("").c_str()),
         model_measurements(db, MeasurementsSql("JOIN model_stages ms ON ms.stage_id = m.stage_id "
-                                               "WHERE ms.model = ?1 ")
+                                               "JOIN models mo ON mo.id = ms.model_id "
+                                               "WHERE mo.name = ?1 ")
                                    .c_str()) {}
 
   static std::string MeasurementsSql(const std::string& filter) {
-    return "SELECT s.stage_key, s.description, d.name, m.batch_size, m.settings_key, "
-           "m.median_ms, m.spread_ms, m.samples, m.error, m.error_message, m.measured_at "
+    return "SELECT ios_stage_key(s.text) AS stage_key, ios_stage_description(s.text), d.name, "
+           "m.batch_size, st.settings_key, m.median_ms, m.spread_ms, m.samples, m.error, "
+           "m.error_message, strftime('%Y-%m-%dT%H:%M:%SZ', m.measured_at, 'unixepoch') "
            "FROM measurements m "
            "JOIN stages s ON s.id = m.stage_id "
-           "JOIN devices d ON d.id = m.device_id " +
-           filter + "ORDER BY d.name, d.id, s.stage_key, m.batch_size, m.settings_key";
+           "JOIN devices d ON d.id = m.device_id "
+           "JOIN settings st ON st.id = m.settings_id " +
+           filter + "ORDER BY d.name, d.id, stage_key, m.batch_size, st.settings_key";
   }
 
-  Statement upsert_device, upsert_stage, insert_stage_if_missing, link_model_stage, stage_id,
-      device_id, lookup, store, record_search, devices, stats, searches, all_measurements,
-      model_measurements;
+  Statement upsert_device, upsert_stage, insert_stage_if_missing, stage_check, upsert_model,
+      model_id, link_model_stage, device_id, upsert_settings, settings_id, lookup, slice, store,
+      record_search, devices, stats, searches, all_measurements, model_measurements;
 };
 
 // Reads columns [first, first + 5) laid out as median, spread, samples,
@@ -201,6 +325,7 @@ class SqliteProfileStore final : public ProfileStore {
       // covers the calls it returns from at once. Both stop at the budget.
       const auto budget_ms = std::min<int64_t>(options.busy_budget.count(), INT_MAX);
       IOS_SQLITE_CHECK(db(), sqlite3_busy_timeout(db(), static_cast<int>(budget_ms)));
+      RegisterStageFunctions(db());
       if (options.mode != OpenMode::kReadOnly && sqlite3_db_readonly(db(), "main") == 1) {
         throw Error("cannot open profiling DB " + path + " for writing: the file is read-only");
       }
@@ -227,52 +352,92 @@ class SqliteProfileStore final : public ProfileStore {
   }
 
   void UpsertStage(const std::string& stage_key, const std::string& description) override {
+    const StageKeyHash hash = HashStageKey(stage_key);
+    const std::string text = PackStageText({stage_key, description});
     Waiting("registering a stage", [&] {
-      Cursor cursor(statements_->upsert_stage);
-      cursor.BindText(1, stage_key).BindText(2, description).Run();
+      {
+        Cursor cursor(statements_->upsert_stage);
+        cursor.BindInt(1, hash.id).BindInt(2, hash.check).BindBlob(3, text).Run();
+      }
+      CheckStage(stage_key, hash, /*must_exist=*/true);
     });
   }
 
   void LinkModelStages(const std::string& model,
                        const std::vector<std::string>& stage_keys) override {
     RunInTransaction([&] {
+      {
+        Cursor cursor(statements_->upsert_model);
+        cursor.BindText(1, model).Run();
+      }
+      Cursor id(statements_->model_id);
+      id.BindText(1, model);
+      if (!id.Next()) throw Error("profiling DB " + path_ + ": model '" + model + "' vanished");
+      const int64_t model_id = id.Int(0);
       for (const std::string& key : stage_keys) {
+        const StageKeyHash hash = HashStageKey(key);
         {
           // A stage not upserted yet is registered without a description.
           Cursor cursor(statements_->insert_stage_if_missing);
-          cursor.BindText(1, key).Run();
+          cursor.BindInt(1, hash.id).BindInt(2, hash.check).BindBlob(3, PackStageText({key, ""}));
+          cursor.Run();
         }
+        CheckStage(key, hash, /*must_exist=*/true);
         Cursor cursor(statements_->link_model_stage);
-        cursor.BindText(1, model).BindText(2, key).Run();
+        cursor.BindInt(1, model_id).BindInt(2, hash.id).Run();
       }
     });
   }
 
   std::optional<MeasureResult> Lookup(const MeasurementKey& key) override {
+    const StageKeyHash hash = HashStageKey(key.stage_key);
     return Waiting("looking a measurement up", [&]() -> std::optional<MeasureResult> {
       Cursor cursor(statements_->lookup);
-      cursor.BindText(1, key.stage_key)
-          .BindText(2, key.device_fingerprint)
-          .BindInt(3, key.batch_size)
-          .BindText(4, key.settings_key);
+      cursor.BindInt(1, hash.id)
+          .BindInt(2, hash.check)
+          .BindText(3, key.device_fingerprint)
+          .BindInt(4, key.batch_size)
+          .BindText(5, key.settings_key);
       if (!cursor.Next()) return std::nullopt;
       return ReadResult(cursor, 0);
     });
   }
 
+  void ForEachMeasurement(
+      const std::string& device_fingerprint, int batch_size, const std::string& settings_key,
+      const std::function<void(const StageKeyHash& stage, const MeasureResult& result)>& visit)
+      override {
+    Waiting("reading the measurements of a device", [&] {
+      Cursor cursor(statements_->slice);
+      cursor.BindText(1, device_fingerprint).BindInt(2, batch_size).BindText(3, settings_key);
+      while (cursor.Next()) visit({cursor.Int(0), cursor.Int(1)}, ReadResult(cursor, 2));
+    });
+  }
+
   void Store(const MeasurementKey& key, const MeasureResult& result) override {
-    // Outside a transaction the two look-ups and the insert are separate
+    const StageKeyHash hash = HashStageKey(key.stage_key);
+    // Outside a transaction the look-ups and the insert are separate
     // statements: a stage or device cannot disappear in between, since
     // nothing deletes them.
     Waiting("storing a measurement", [&] {
-      const int64_t stage_id = IdOf(statements_->stage_id, key.stage_key, "stage", "UpsertStage");
-      const int64_t device_id =
-          IdOf(statements_->device_id, key.device_fingerprint, "device", "UpsertDevice");
+      if (!CheckStage(key.stage_key, hash, /*must_exist=*/false)) {
+        throw Error("cannot store a measurement for unknown stage '" + Abbreviate(key.stage_key) +
+                    "' in " + path_ + ": call UpsertStage first");
+      }
+      Cursor device(statements_->device_id);
+      device.BindText(1, key.device_fingerprint);
+      if (!device.Next()) {
+        throw Error("cannot store a measurement for unknown device '" +
+                    Abbreviate(key.device_fingerprint) + "' in " + path_ +
+                    ": call UpsertDevice first");
+      }
+      const int64_t device_id = device.Int(0);
+      const int64_t settings_id = SettingsId(key.settings_key);
       Cursor cursor(statements_->store);
-      cursor.BindInt(1, stage_id)
+      cursor.BindInt(1, hash.id)
           .BindInt(2, device_id)
           .BindInt(3, key.batch_size)
-          .BindText(4, key.settings_key)
+          .BindInt(4, settings_id)
           .BindReal(5, result.median_ms)
           .BindReal(6, result.spread_ms)
           .BindInt(7, result.samples)
@@ -320,7 +485,9 @@ class SqliteProfileStore final : public ProfileStore {
       sql += " AND device_id IN (SELECT id FROM devices WHERE name = ?1001 OR fingerprint = ?1001)";
     }
     if (!filter.model.empty()) {
-      sql += " AND stage_id IN (SELECT stage_id FROM model_stages WHERE model = ?1002)";
+      sql +=
+          " AND stage_id IN (SELECT ms.stage_id FROM model_stages ms JOIN models mo "
+          "ON mo.id = ms.model_id WHERE mo.name = ?1002)";
     }
     return Waiting("forgetting measurements", [&] {
       Statement statement(db(), sql.c_str());
@@ -527,8 +694,8 @@ class SqliteProfileStore final : public ProfileStore {
     const auto deadline = Deadline();
     const SchemaState state = sqlite::RetryWhileBusy(deadline, [&] { return ReadSchemaState(); });
     CheckOurs(state);
-    sqlite::Exec(db(), "PRAGMA foreign_keys = ON");
     if (options_.mode != OpenMode::kCreate) {
+      sqlite::Exec(db(), "PRAGMA foreign_keys = ON");
       // Opened to read or to forget: never create or convert anything.
       if (state.blank()) {
         throw Error(path_ + " is not an ios-farm profiling DB: an SQLite database without " +
@@ -541,18 +708,44 @@ class SqliteProfileStore final : public ProfileStore {
       }
       return;
     }
+    bool migrated = false;
     if (state.version != kSchemaVersion) {
+      // Foreign keys are still off here: the migration drops and renames
+      // tables that others refer to (the pragma is a no-op in a transaction).
       sqlite::RetryWhileBusy(deadline, [&] {
         Transact("BEGIN IMMEDIATE", [&] {
-          // Another process may have created the schema since the check above.
+          // Another process may have created or upgraded the schema since
+          // the check above.
           const SchemaState now = ReadSchemaState();
           CheckOurs(now);
           if (now.version == kSchemaVersion) return;
-          sqlite::Exec(db(), kSchemaV1);
-          sqlite::Exec(db(), ("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
+          if (now.blank()) {
+            sqlite::Exec(db(), kDevicesTable);
+            sqlite::Exec(db(), StageTablesV2("").c_str());
+            sqlite::Exec(db(), kSearchesTable);
+            sqlite::Exec(db(),
+                         ("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
+          } else if (now.version == 1) {
+            sqlite::Exec(db(), StageTablesV2("_v2").c_str());
+            sqlite::Exec(db(), kMigrateV1ToV2);
+            migrated = true;
+          } else {
+            throw Error(path_ + " has profiling DB schema version " + std::to_string(now.version) +
+                        ", which this build cannot upgrade");
+          }
           sqlite::Exec(db(), ("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
         });
       });
+    }
+    sqlite::Exec(db(), "PRAGMA foreign_keys = ON");
+    if (migrated && path_ != ":memory:") {
+      // Give the space of the old keys back (best effort: another process
+      // reading the file makes VACUUM wait or fail, and then the file only
+      // stays larger than it needs to be).
+      try {
+        sqlite::Exec(db(), "VACUUM");
+      } catch (const sqlite::SqliteError&) {
+      }
     }
     if (path_ != ":memory:") {
       // Readers (ios-db) may run while coordinators write. Switching needs
@@ -565,13 +758,34 @@ class SqliteProfileStore final : public ProfileStore {
     sqlite::Exec(db(), "PRAGMA synchronous = NORMAL");
   }
 
-  int64_t IdOf(Statement& statement, const std::string& key, const char* what, const char* upsert) {
-    Cursor cursor(statement);
-    cursor.BindText(1, key);
+  // Whether the stage of `key` is stored; throws when its row belongs to
+  // another key (a 63-bit hash collision: never mix two stages' results),
+  // or, with `must_exist`, when it is missing.
+  bool CheckStage(const std::string& key, const StageKeyHash& hash, bool must_exist) {
+    Cursor cursor(statements_->stage_check);
+    cursor.BindInt(1, hash.id);
     if (!cursor.Next()) {
-      throw Error(std::string("cannot store a measurement for unknown ") + what + " '" +
-                  Abbreviate(key) + "' in " + path_ + ": call " + upsert + " first");
+      if (must_exist) {
+        throw Error("profiling DB " + path_ + ": stage '" + Abbreviate(key) + "' was not stored");
+      }
+      return false;
     }
+    if (cursor.Int(0) != hash.check) {
+      throw Error("profiling DB " + path_ + ": the key of stage '" + Abbreviate(key) +
+                  "' collides with another stored stage's (hash " + std::to_string(hash.id) +
+                  "); this stage cannot be stored in this DB");
+    }
+    return true;
+  }
+
+  int64_t SettingsId(const std::string& settings_key) {
+    {
+      Cursor cursor(statements_->upsert_settings);
+      cursor.BindText(1, settings_key).Run();
+    }
+    Cursor cursor(statements_->settings_id);
+    cursor.BindText(1, settings_key);
+    if (!cursor.Next()) throw Error("profiling DB " + path_ + ": settings row vanished");
     return cursor.Int(0);
   }
 

@@ -76,6 +76,14 @@ Cursor& Cursor::BindText(int index, std::string_view value) {
   return *this;
 }
 
+Cursor& Cursor::BindBlob(int index, std::string_view bytes) {
+  IOS_SQLITE_CHECK(
+      statement_.db(),
+      sqlite3_bind_blob64(statement_.get(), index, bytes.data(), bytes.size(), SQLITE_TRANSIENT),
+      sqlite3_sql(statement_.get()));
+  return *this;
+}
+
 Cursor& Cursor::BindNull(int index) {
   IOS_SQLITE_CHECK(statement_.db(), sqlite3_bind_null(statement_.get(), index),
                    sqlite3_sql(statement_.get()));

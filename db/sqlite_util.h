@@ -107,6 +107,7 @@ class Cursor {
   Cursor& BindInt(int index, int64_t value);
   Cursor& BindReal(int index, double value);
   Cursor& BindText(int index, std::string_view value);
+  Cursor& BindBlob(int index, std::string_view bytes);
   Cursor& BindNull(int index);
 
   //! Steps once; true while a row is available.

@@ -15,7 +15,7 @@ JOBS="${JOBS:-$(nproc)}"
 
 PACKAGES=(
   g++ cmake ninja-build pkg-config
-  libsqlite3-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
+  libsqlite3-dev zlib1g-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libzmq3-dev cppzmq-dev capnproto libcapnp-dev
   libdnnl-dev ocl-icd-opencl-dev

@@ -1,6 +1,7 @@
 // Backend selection by command-line name.
 #include "worker/backend.h"
 
+#include <cstdlib>
 #include <string_view>
 
 #include "common/error.h"
@@ -56,6 +57,30 @@ std::unique_ptr<Backend> CreateBackend(const std::string& name, const BackendOpt
   throw Error("unknown backend '" + name + "'; valid names: " + ValidNames() +
               (kHaveCpu ? " (cuda is not available in this build)"
                         : " (cuda and cpu are not available in this build)"));
+}
+
+namespace {
+
+//! The number after `name` (e.g. "|threads=") in a fingerprint, or 0.
+double FingerprintNumber(const std::string& fingerprint, std::string_view name) {
+  const size_t at = fingerprint.find(name);
+  if (at == std::string::npos) return 0;
+  const char* text = fingerprint.c_str() + at + name.size();
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  return end == text || !(value > 0) || value > 1e6 ? 0 : value;
+}
+
+}  // namespace
+
+StageCostFacts StageCostFactsOf(const DeviceInfo& device) {
+  StageCostFacts facts;
+  if (device.backend == "sim") {
+    facts.serial_op_ms = FingerprintNumber(device.fingerprint, "|launch_us=") / 1000;
+  } else if (device.backend == "cpu") {
+    facts.max_parallelism = static_cast<int>(FingerprintNumber(device.fingerprint, "|threads="));
+  }
+  return facts;
 }
 
 }  // namespace ios::worker

@@ -35,4 +35,21 @@ struct BackendOptions {
 //! Throws ios::Error listing the valid names when `name` is unknown.
 std::unique_ptr<Backend> CreateBackend(const std::string& name, const BackendOptions& options = {});
 
+//! What a device class tells about every stage it runs, as far as its
+//! fingerprint says (lazy measurement bounds unmeasured stages with it,
+//! docs/search-cost.md).
+struct StageCostFacts {
+  //! What every operator costs one after another whatever runs
+  //! concurrently, in ms: on the simulator one host thread launches every
+  //! kernel of a stage (launch_us each, each operator at least one
+  //! kernel). 0: nothing known.
+  double serial_op_ms = 0;
+  //! How many operators can make progress at once: the cpu backend's
+  //! thread budget (a lane never runs faster on fewer threads, and there
+  //! are no more threads than that). 0: no limit known (a GPU overlaps
+  //! small kernels freely).
+  int max_parallelism = 0;
+};
+StageCostFacts StageCostFactsOf(const DeviceInfo& device);
+
 }  // namespace ios::worker

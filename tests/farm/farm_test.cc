@@ -192,6 +192,35 @@ TEST(FarmTest, SearchThroughTheFarmFindsTheSameScheduleAsInProcessMeasurement) {
   EXPECT_EQ(farm_store->GetStats().measurements, local_store->GetStats().measurements);
 }
 
+// Lazy measurement through the farm: stages are added to the running batch
+// as results arrive; four workers find the schedule measuring everything
+// finds, and no stage is measured twice.
+TEST(FarmTest, LazySearchThroughTheFarmFindsTheExhaustiveSchedule) {
+  const Graph graph = BuildZooModel("inception_v3");
+  const auto all_options = coordinator::testing::DefaultOptions();
+  auto all_store = db::ProfileStore::Open(":memory:");
+  coordinator::testing::CountingMeasurer all;
+  const auto expected = coordinator::RunSearch(graph, "inception_v3", all_options, *all_store, all);
+
+  coordinator::SearchOptions lazy_options = all_options;
+  lazy_options.measure = coordinator::MeasureMode::kLazy;
+  FarmOptions farm_options = FastOptions();
+  farm_options.local_workers = 4;
+  auto farm = Farm::Start(farm_options);
+  auto farm_store = db::ProfileStore::Open(":memory:");
+  const auto found =
+      coordinator::RunSearch(graph, "inception_v3", lazy_options, *farm_store, *farm);
+  EXPECT_EQ(coordinator::testing::StagesOf(found.ios),
+            coordinator::testing::StagesOf(expected.ios));
+  EXPECT_DOUBLE_EQ(found.ios.latency_ms, expected.ios.latency_ms);
+  EXPECT_LT(found.table.stats.measured, expected.table.stats.measured / 2);
+  // Every result stored once: as many rows as stages measured.
+  EXPECT_EQ(farm_store->GetStats().measurements, found.table.stats.measured);
+  int64_t answered = 0;
+  for (const coordinator::WorkerReport& report : farm->Workers()) answered += report.answered;
+  EXPECT_EQ(answered, found.table.stats.measured) << "no stage measured twice";
+}
+
 TEST(FarmTest, WorkerOfAnotherDeviceClassGetsNoQueries) {
   const ZooStages stages = StagesOf("squeezenet", 60);
   FarmOptions options = LoopbackOptions(1);

@@ -1,0 +1,129 @@
+#include "db/stage_text.h"
+
+#include <zlib.h>
+
+#include <cstring>
+
+#include "common/error.h"
+
+namespace ios::db {
+namespace {
+
+// Format byte of a packed text: 1 = raw deflate against kDictionaryV1 of
+// key, NUL, description. A new dictionary needs a new format byte; the old
+// one stays readable forever.
+constexpr unsigned char kFormatV1 = 1;
+
+// Fragments that recur in canonical keys and descriptions (common/stage.cc:
+// StageSpec::Key, StageKeyer, Describe). Deflate finds matches anywhere in
+// it; those nearest the end are the cheapest to refer to, so the commonest
+// come last. Part of the file format: never edit, add a new version.
+constexpr std::string_view kDictionaryV1 =
+    "seq[act(sigmoid);act(tanh);act(none);]pool(global_max,k1x1,s1x1,p0x0)"
+    "pool(global_avg,k1x1,s1x1,p0x0)global_avgpool global_maxpool sigmoid tanh "
+    "mul<X0[0:32]+|X1[0:32]+|>add<L0[0:64]+|X1[0:64]+|>id<X0[0:128]+X1[0:128]+|>"
+    "identity eltwise add sequential conv7x7/2x2 p3x3 conv1x7/1x1 p0x3 conv7x1/1x1 p3x0 "
+    ",k7x7,s2x2,p3x3,d1x1,g1,b1,relu),k1x7,s1x1,p0x3,d1x1,g1,b1,relu)"
+    ",k7x1,s1x1,p3x0,d1x1,g1,b1,relu),k5x5,s1x1,p2x2,d1x1,g1,b1,relu)"
+    ",k3x3,s2x2,p0x0,d1x1,g1,b1,relu),k3x3,s2x2,p1x1,d1x1,g1,b1,relu)"
+    ",k3x3,s1x1,p1x1,d1x1,g32,b0,none),k5x5,s1x1,p2x2,d1x1,g32,b0,none)"
+    ",k1x1,s1x1,p0x0,d1x1,g1,b0,none)pool(max,k3x3,s2x2,p0x0)pool(max,k3x3,s2x2,p1x1)"
+    "pool(max,k3x3,s1x1,p1x1)pool(avg,k3x3,s2x2,p1x1)pool(avg,k3x3,s1x1,p1x1)"
+    "maxpool3x3/2x2 p0x0 maxpool3x3/1x1 p1x1 avgpool3x3/1x1 p1x1 conv5x5/1x1 p2x2 "
+    "conv3x3/2x2 p0x0 relu -> act(relu)<X0[0:256]+|>v1;merge;in=768x17x17,2048x8x8,"
+    "1280x8x8,288x35x35,192x35x35,256x35x35,512x14x14,96x55x55,128x55x55,64x55x55,"
+    " on 64x56x56, 32x32x32, 16x16x16, 8x16x16 merge conv1x1/1x1 p0x0 64 relu || "
+    "conv3x3/1x1 p1x1 96 relu || conv1x1/1x1 p0x0 192 relu -> conv3x3/1x1 p1x1 128 relu"
+    " parallel conv1x1/1x1 p0x0 48 relu || <X0[0:192]+|>conv(o192,k1x1,s1x1,p0x0,d1x1,g1,b1,"
+    "relu)<L0[0:64]+|>conv(o96,k3x3,s1x1,p1x1,d1x1,g1,b1,relu)<L1[0:96]+|>;g=conv(o64,"
+    "k1x1,s1x1,p0x0,d1x1,g1,b1,relu)<X0[0:256]+|>;g=conv(o128,k1x1,s1x1,p0x0,d1x1,g1,b1,"
+    "relu)<X1[0:128]+|>v1;parallel;in=";
+
+void Check(int status, const char* what) {
+  if (status != Z_OK) throw Error(std::string("stage text: zlib ") + what + " failed");
+}
+
+uint64_t Mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Eight bytes at a time, little-endian, each mixed in with a full avalanche:
+// byte order and length both change the result.
+uint64_t Hash64(std::string_view text, uint64_t seed) {
+  uint64_t h = Mix(seed ^ text.size());
+  size_t i = 0;
+  for (; i + 8 <= text.size(); i += 8) {
+    uint64_t word = 0;
+    for (int b = 7; b >= 0; --b) word = (word << 8) | static_cast<unsigned char>(text[i + b]);
+    h = Mix(h ^ word) + 0x9e3779b97f4a7c15ULL;
+  }
+  uint64_t tail = 0;
+  for (size_t b = text.size(); b > i; --b)
+    tail = (tail << 8) | static_cast<unsigned char>(text[b - 1]);
+  return Mix(h ^ tail ^ 0xff51afd7ed558ccdULL);
+}
+
+}  // namespace
+
+StageKeyHash HashStageKey(std::string_view key) {
+  return {static_cast<int64_t>(Hash64(key, 0x1d5c9a3e7b21f403ULL) >> 1),
+          static_cast<int64_t>(Hash64(key, 0x6a09e667f3bcc908ULL))};
+}
+
+std::string PackStageText(const StageText& text) {
+  std::string raw = text.key;
+  raw += '\0';
+  raw += text.description;
+  z_stream stream{};
+  Check(deflateInit2(&stream, Z_BEST_COMPRESSION, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY),
+        "deflateInit2");
+  std::string packed(1 + deflateBound(&stream, raw.size()), '\0');
+  packed[0] = static_cast<char>(kFormatV1);
+  int status = deflateSetDictionary(&stream, reinterpret_cast<const Bytef*>(kDictionaryV1.data()),
+                                    static_cast<uInt>(kDictionaryV1.size()));
+  if (status == Z_OK) {
+    stream.next_in = reinterpret_cast<Bytef*>(raw.data());
+    stream.avail_in = static_cast<uInt>(raw.size());
+    stream.next_out = reinterpret_cast<Bytef*>(packed.data() + 1);
+    stream.avail_out = static_cast<uInt>(packed.size() - 1);
+    status = deflate(&stream, Z_FINISH) == Z_STREAM_END ? Z_OK : Z_BUF_ERROR;
+  }
+  packed.resize(1 + stream.total_out);
+  deflateEnd(&stream);
+  Check(status, "deflate");
+  return packed;
+}
+
+StageText UnpackStageText(std::string_view packed) {
+  if (packed.empty() || static_cast<unsigned char>(packed[0]) != kFormatV1) {
+    throw Error("stage text: not a packed stage text (unknown format byte)");
+  }
+  z_stream stream{};
+  Check(inflateInit2(&stream, -15), "inflateInit2");
+  const bool dictionary_ok =
+      inflateSetDictionary(&stream, reinterpret_cast<const Bytef*>(kDictionaryV1.data()),
+                           static_cast<uInt>(kDictionaryV1.size())) == Z_OK;
+  std::string raw;
+  int status = dictionary_ok ? Z_OK : Z_DATA_ERROR;
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(packed.data() + 1));
+  stream.avail_in = static_cast<uInt>(packed.size() - 1);
+  char buffer[4096];
+  while (status == Z_OK) {
+    stream.next_out = reinterpret_cast<Bytef*>(buffer);
+    stream.avail_out = sizeof buffer;
+    status = inflate(&stream, Z_NO_FLUSH);
+    raw.append(buffer, sizeof buffer - stream.avail_out);
+    if (status == Z_OK && stream.avail_in == 0 && stream.avail_out != 0) status = Z_DATA_ERROR;
+  }
+  inflateEnd(&stream);
+  if (status != Z_STREAM_END) throw Error("stage text: a packed stage text is damaged");
+  const size_t nul = raw.find('\0');
+  if (nul == std::string::npos) throw Error("stage text: a packed stage text is damaged");
+  return {raw.substr(0, nul), raw.substr(nul + 1)};
+}
+
+}  // namespace ios::db

@@ -1,0 +1,223 @@
+// Schema version 2 (compact stage keys): a version 1 file written by the
+// previous build (tests/data/profile_v1.db: a SqueezeNet search on sim:v100,
+// 21 stored out-of-memory failures of a tiny model on sim:k80, one recorded
+// search) is upgraded in place by a coordinator's open and keeps every
+// measurement, key, description, model link, device and search; stage texts
+// round-trip; hashes are stable; a colliding key is refused, not mixed.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/error.h"
+#include "db/profile_store.h"
+#include "db/stage_text.h"
+#include "tests/db/profile_store_testing.h"
+#include "tests/testing/paths.h"
+#include "tests/testing/process.h"
+
+namespace ios::db {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::kUserVersionOffset;
+using testing::ReadHeaderField;
+
+// One v1 measurement as plain SQLite reads it.
+struct V1Row {
+  std::string key, description, fingerprint, settings, error, error_message, measured_at;
+  int batch = 0;
+  double median = 0, spread = 0;
+  int64_t samples = 0;
+};
+
+std::string Column(sqlite3_stmt* statement, int column) {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(statement, column));
+  return text == nullptr ? "" : text;
+}
+
+std::vector<V1Row> ReadV1(const fs::path& path, std::map<std::string, int>* links) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* statement = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT s.stage_key, s.description, d.fingerprint, m.settings_key, "
+                               "m.error, m.error_message, m.measured_at, m.batch_size, "
+                               "m.median_ms, m.spread_ms, m.samples FROM measurements m "
+                               "JOIN stages s ON s.id = m.stage_id "
+                               "JOIN devices d ON d.id = m.device_id",
+                               -1, &statement, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  std::vector<V1Row> rows;
+  while (sqlite3_step(statement) == SQLITE_ROW) {
+    rows.push_back({Column(statement, 0), Column(statement, 1), Column(statement, 2),
+                    Column(statement, 3), Column(statement, 4), Column(statement, 5),
+                    Column(statement, 6), sqlite3_column_int(statement, 7),
+                    sqlite3_column_double(statement, 8), sqlite3_column_double(statement, 9),
+                    sqlite3_column_int64(statement, 10)});
+  }
+  sqlite3_finalize(statement);
+  EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT model, count(*) FROM model_stages GROUP BY model", -1,
+                               &statement, nullptr),
+            SQLITE_OK);
+  while (sqlite3_step(statement) == SQLITE_ROW) {
+    (*links)[Column(statement, 0)] = sqlite3_column_int(statement, 1);
+  }
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return rows;
+}
+
+class ProfileStoreMigrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.path().empty());
+    fs::copy_file(fs::path(IOS_TEST_DATA_DIR) / "profile_v1.db", path_);
+  }
+
+ private:
+  ::ios::testing::TempDir dir_{"ios_migration_test"};  // first: path_ lives in it
+
+ protected:
+  fs::path path_ = dir_.path() / "old.db";
+};
+
+TEST_F(ProfileStoreMigrationTest, AVersionOneFileKeepsEveryMeasurementAfterTheUpgrade) {
+  ASSERT_EQ(ReadHeaderField(path_, kUserVersionOffset), 1u) << "the test data is version 1";
+  std::map<std::string, int> links;
+  const std::vector<V1Row> before = ReadV1(path_, &links);
+  ASSERT_EQ(before.size(), 179u);
+  const uintmax_t old_size = fs::file_size(path_);
+
+  // ios-db refuses the old file until a coordinator has opened it.
+  OpenOptions read_only;
+  read_only.mode = OpenMode::kReadOnly;
+  try {
+    ProfileStore::Open(path_.string(), read_only);
+    ADD_FAILURE() << "a version 1 file opened read-only";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("upgrade it to version 2"), std::string::npos) << e.what();
+  }
+
+  auto store = ProfileStore::Open(path_.string());
+  int failures = 0;
+  for (const V1Row& row : before) {
+    const auto stored = store->Lookup({row.key, row.fingerprint, row.batch, row.settings});
+    ASSERT_TRUE(stored.has_value()) << row.key;
+    EXPECT_EQ(stored->median_ms, row.median);
+    EXPECT_EQ(stored->spread_ms, row.spread);
+    EXPECT_EQ(stored->samples, row.samples);
+    EXPECT_EQ(stored->error_message, row.error_message);
+    EXPECT_EQ(stored->ok(), row.error.empty());
+    if (!row.error.empty()) {
+      EXPECT_EQ(ToString(stored->error), row.error);
+      ++failures;
+    }
+  }
+  EXPECT_EQ(failures, 21);
+  // Keys, descriptions and times read back as they were.
+  std::map<std::string, std::tuple<std::string, std::string>> listed;
+  for (const MeasurementRow& row : store->Measurements("")) {
+    listed[row.stage_key + "|" + std::to_string(row.batch_size)] = {row.stage_description,
+                                                                    row.measured_at};
+  }
+  ASSERT_EQ(listed.size(), before.size());
+  for (const V1Row& row : before) {
+    const auto it = listed.find(row.key + "|" + std::to_string(row.batch));
+    ASSERT_NE(it, listed.end()) << row.key;
+    EXPECT_EQ(std::get<0>(it->second), row.description);
+    EXPECT_EQ(std::get<1>(it->second), row.measured_at);
+  }
+  // Model links, devices, the search.
+  ASSERT_FALSE(links.empty());
+  for (const auto& [model, count] : links) {
+    EXPECT_EQ(static_cast<int>(store->Measurements(model).size()), count) << model;
+  }
+  const Stats stats = store->GetStats();
+  EXPECT_EQ(stats.devices, 2);
+  EXPECT_EQ(stats.measurements, 179);
+  EXPECT_EQ(stats.failed_measurements, 21);
+  EXPECT_EQ(stats.searches, 1);
+  // The space of the old keys is given back; closing checkpoints the WAL
+  // into the file, whose header then says version 2.
+  store.reset();
+  EXPECT_EQ(ReadHeaderField(path_, kUserVersionOffset), 2u);
+  EXPECT_LT(fs::file_size(path_), old_size);
+  // Opening again changes nothing.
+  auto again = ProfileStore::Open(path_.string());
+  EXPECT_EQ(again->GetStats().measurements, 179);
+}
+
+TEST(StageTextTest, KeysAndDescriptionsRoundTripAndShrink) {
+  const std::string key =
+      "v1;parallel;in=256x35x35,;g=conv(o48,k1x1,s1x1,p0x0,d1x1,g1,b1,relu)<X0[0:256]+|>;"
+      "g=conv(o64,k1x1,s1x1,p0x0,d1x1,g1,b1,relu)<X0[0:256]+|>conv(o96,k3x3,s1x1,p1x1,d1x1,g1,"
+      "b1,relu)<L0[0:64]+|>conv(o96,k3x3,s1x1,p1x1,d1x1,g1,b1,relu)<L1[0:96]+|>;"
+      "g=pool(avg,k3x3,s1x1,p1x1)<X0[0:256]+|>";
+  const std::string description =
+      "parallel conv1x1/1x1 p0x0 48 relu || conv1x1/1x1 p0x0 64 relu -> conv3x3/1x1 p1x1 96 "
+      "relu -> conv3x3/1x1 p1x1 96 relu || avgpool3x3/1x1 p1x1 on 256x35x35";
+  const std::string packed = PackStageText({key, description});
+  EXPECT_LT(packed.size() * 3, key.size() + description.size());
+  const StageText back = UnpackStageText(packed);
+  EXPECT_EQ(back.key, key);
+  EXPECT_EQ(back.description, description);
+  EXPECT_EQ(PackStageText({key, description}), packed) << "deterministic";
+  const StageText empty = UnpackStageText(PackStageText({"", ""}));
+  EXPECT_EQ(empty.key, "");
+  EXPECT_THROW(UnpackStageText(""), Error);
+  EXPECT_THROW(UnpackStageText(std::string("\x01garbage", 8)), Error);
+  EXPECT_THROW(UnpackStageText(std::string("\x07", 1)), Error);
+}
+
+// The hashes are part of the file format: they must not change.
+TEST(StageTextTest, HashesAreStableAndIndependent) {
+  const StageKeyHash a = HashStageKey("v1;parallel;in=8x8x8,;g=id<X0[0:8]+|>");
+  EXPECT_GE(a.id, 0);
+  EXPECT_EQ(a, HashStageKey("v1;parallel;in=8x8x8,;g=id<X0[0:8]+|>"));
+  EXPECT_NE(a.id, HashStageKey("v1;parallel;in=8x8x8,;g=id<X0[0:8]+|> ").id);
+  EXPECT_NE(a.id, a.check);
+  EXPECT_EQ(HashStageKey("").id, HashStageKey(std::string_view()).id);
+  EXPECT_NE(HashStageKey("a").id, HashStageKey("b").id);
+  EXPECT_NE(HashStageKey("abcdefgh").id, HashStageKey(std::string_view("abcdefgh\0", 9)).id)
+      << "length counts";
+}
+
+// A key whose id is taken by another stage (forged here: the same row id,
+// another check) is refused rather than given the other stage's results.
+TEST(StageTextTest, ACollidingKeyIsRefusedNotMixed) {
+  ::ios::testing::TempDir dir{"ios_collision_test"};
+  const fs::path path = dir.path() / "c.db";
+  const std::string key = "v1;parallel;in=8x8x8,;g=id<X0[0:8]+|>";
+  {
+    auto store = ProfileStore::Open(path.string());
+    store->UpsertDevice(testing::SimV100());
+    store->UpsertStage(key, "identity");
+    store->Store(testing::Key(key, testing::SimV100()), testing::Ok(1.0));
+  }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_exec(db, "UPDATE stages SET key_check = key_check + 1", nullptr, nullptr, nullptr),
+        SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = ProfileStore::Open(path.string());
+  EXPECT_FALSE(store->Lookup(testing::Key(key, testing::SimV100())).has_value())
+      << "a row of another key is not this key's result";
+  try {
+    store->UpsertStage(key, "identity");
+    ADD_FAILURE() << "a colliding key was stored";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("collides"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ios::db
