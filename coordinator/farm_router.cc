@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <set>
 #include <unordered_set>
 #include <zmq.hpp>
 
@@ -424,12 +425,18 @@ class FarmRouter {
     workers_.erase(it);
   }
 
+  // Hands pending queries out one per worker in turn, so that a short queue
+  // (a lazy search's next few stages) is spread over every worker instead of
+  // filling the first workers' credit while the others idle.
   void Dispatch() {
     if (!active_) return;
     std::vector<std::string> unreachable;
-    for (auto& [id, w] : workers_) {
-      if (!w.matches) continue;
-      while (w.outstanding.size() < w.capacity) {
+    std::set<std::string> full;  // busy pipe or no credit left: skipped until the next call
+    bool sent_any = true;
+    while (sent_any && !pending_.empty()) {
+      sent_any = false;
+      for (auto& [id, w] : workers_) {
+        if (!w.matches || full.count(id) || w.outstanding.size() >= w.capacity) continue;
         std::optional<uint32_t> next = NextPending();
         if (!next) break;
         const uint64_t query_id = first_id_ + *next;
@@ -437,15 +444,16 @@ class FarmRouter {
         if (sent != Sent::kYes) {
           pending_.push_front(*next);
           if (sent == Sent::kGone) unreachable.push_back(id);
-          break;  // kBusy: its queue is full for now; try again next round
+          full.insert(id);  // kBusy: its queue is full for now; try again next round
+          continue;
         }
         QueryState& q = queries_[*next];
         ++q.attempts;
         q.holder = id;
         q.deadline = Clock::now() + options_.query_timeout;
         w.outstanding.insert(query_id);
+        sent_any = true;
       }
-      if (pending_.empty()) break;
     }
     for (const std::string& id : unreachable) Drop(id, "unreachable");
   }

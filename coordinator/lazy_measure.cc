@@ -192,6 +192,7 @@ class LazyMeasurement {
       }
     }
     in_flight_ += static_cast<int64_t>(picks.size());
+    spdlog::debug("lazy round {}: {} picked, {} in flight", stats.rounds, picks.size(), in_flight_);
     UpdateGap(picks.empty() && in_flight_ == 0);
     return picks;
   }

@@ -376,13 +376,13 @@ class SqliteProfileStore final : public ProfileStore {
       const int64_t model_id = id.Int(0);
       for (const std::string& key : stage_keys) {
         const StageKeyHash hash = HashStageKey(key);
-        {
-          // A stage not upserted yet is registered without a description.
+        if (!CheckStage(key, hash, /*must_exist=*/false)) {
+          // A stage not upserted yet is registered without a description
+          // (packed only then: deflating every key of a rerun costs seconds).
           Cursor cursor(statements_->insert_stage_if_missing);
           cursor.BindInt(1, hash.id).BindInt(2, hash.check).BindBlob(3, PackStageText({key, ""}));
           cursor.Run();
         }
-        CheckStage(key, hash, /*must_exist=*/true);
         Cursor cursor(statements_->link_model_stage);
         cursor.BindInt(1, model_id).BindInt(2, hash.id).Run();
       }

