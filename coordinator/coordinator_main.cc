@@ -416,12 +416,12 @@ int main(int argc, char** argv) {
                  "all")
       ->default_val("lazy")
       ->check(CLI::IsMember({"lazy", "all"}));
-  double bound_margin_percent = -1;
+  double bound_margin_percent = 0;
   CLI::Option* bound_margin =
       app.add_option("--bound-margin", bound_margin_percent,
                      "lazy: how far below the measured single operators a stage's lower bound is "
-                     "kept, in percent, for measurement noise (default 0 on sim:*, 10 on real "
-                     "devices)")
+                     "kept, in percent, against measurement noise (default 0: stored latencies "
+                     "are taken as they are)")
           ->check(CLI::Range(0.0, 99.0));
   app.add_option("--db", cli.db, "profiling DB file (created if missing)")->default_val(cli.db);
   app.add_option("--out,-o", cli.out,

@@ -264,8 +264,7 @@ LatencyTable MeasureLazily(const Graph& graph, const SearchPlan& plan, db::Profi
   const worker::StageCostFacts facts = worker::StageCostFactsOf(measurer.Device());
   model.serial_op_ms = facts.serial_op_ms;
   model.max_parallelism = facts.max_parallelism;
-  model.margin =
-      options.bound_margin >= 0 ? options.bound_margin : DefaultBoundMargin(measurer.Device());
+  model.margin = options.bound_margin;
   spdlog::debug(
       "lazy measurement: bounds with overhead {:.6f} ms, {:.6f} ms per operator, parallelism {}, "
       "margin {:.0f}%",

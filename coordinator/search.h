@@ -48,9 +48,9 @@ struct SearchOptions {
   //! Which candidate stages a search measures (docs/search-cost.md).
   MeasureMode measure = MeasureMode::kLazy;
   //! Lazy: how far below the measured single operators an unmeasured
-  //! stage's bound is set, as a fraction, for measurement noise; negative:
-  //! the device's default (DefaultBoundMargin).
-  double bound_margin = -1;
+  //! stage's bound is set, as a fraction, for measurement noise (0: the
+  //! stored latencies are taken as they are; docs/search-cost.md).
+  double bound_margin = 0;
 };
 
 //! How the schedule of a part was found.

@@ -9,10 +9,6 @@
 
 namespace ios::coordinator {
 
-double DefaultBoundMargin(const DeviceInfo& device) {
-  return device.simulated ? 0.0 : kRealDeviceBoundMargin;
-}
-
 StageBounds::StageBounds(const SearchPlan& plan) {
   std::unordered_map<NodeId, int> singleton_of;
   for (const BlockSchedule& block : plan.sequential) {

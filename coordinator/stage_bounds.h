@@ -10,31 +10,22 @@
 // that overhead. So
 //   bound(group) = max(max_o t(o), sum_o t(o) - (|group| - 1) * min t)
 //   bound(stage) = (1 - margin) * max over groups of bound(group)
-// where `margin` allows for measurement noise (0 on the deterministic
-// simulator). What the device class knows (worker::StageCostFacts) adds
-// two more: with a serial cost per operator L (the simulator's kernel
-// launch, paid on one host thread whatever runs concurrently), a stage of n
-// operators costs at least n * L; with at most P operators making progress
-// at once (the cpu backend's thread budget), a stage costs at least its
-// operators' sum, less the overheads, over P. A merged convolution can beat every member alone
-// (one large kernel fills the device where a small one does not), so its
-// bound is L alone. Single operators whose measurement failed are left out
-// of the sums.
+// where `margin` (--bound-margin, default 0) allows for measurement noise. What the device class
+// knows (worker::StageCostFacts) adds two more: with a serial cost per operator L (the simulator's
+// kernel launch, paid on one host thread whatever runs concurrently), a stage of n operators costs
+// at least n * L; with at most P operators making progress at once (the cpu backend's thread
+// budget), a stage costs at least its operators' sum, less the overheads, over P. A merged
+// convolution can beat every member alone (one large kernel fills the device where a small one does
+// not), so its bound is L alone. Single operators whose measurement failed are left out of the
+// sums.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "common/measurement.h"
-
 namespace ios::coordinator {
 
 struct SearchPlan;
-
-//! The margin a device's bounds keep below the measured sum: 0 on a
-//! simulated device (deterministic), kRealDeviceBoundMargin on a real one.
-double DefaultBoundMargin(const DeviceInfo& device);
-inline constexpr double kRealDeviceBoundMargin = 0.10;
 
 class StageBounds {
  public:
