@@ -1,6 +1,7 @@
 // ios-db: query the profiling DB (devices, stats, searches, measurements),
-// export its measurements as CSV or JSON, and forget measurements. Queries
-// open the file read-only; only `forget` writes, and nothing creates a DB.
+// export its measurements as CSV or JSON, import another farm's export, and
+// forget measurements. Queries open the file read-only; only `import` and
+// `forget` write, and nothing creates a DB.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
@@ -15,6 +16,7 @@
 
 #include "common/error.h"
 #include "common/printable.h"
+#include "db/measurement_import.h"
 #include "db/profile_store.h"
 
 namespace {
@@ -23,7 +25,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 enum class Format { kTable, kCsv, kJson };
-enum class Command { kDevices, kStats, kSearches, kMeasurements, kExport, kForget };
+enum class Command { kDevices, kStats, kSearches, kMeasurements, kExport, kImport, kForget };
 
 //! Everything main() parsed from the command line.
 struct Options {
@@ -34,6 +36,10 @@ struct Options {
   std::string model;   // measurements --model; empty: all
   int limit = 0;       // measurements --limit; 0: all
   std::string output;  // export --output; "-": stdout
+  std::string device;  // export: only this device; import: the receiving device
+  std::string input;   // import: the file
+  std::string settings;
+  bool force = false;
   // forget: what to drop and the filters.
   bool forget_failures = false, forget_measurements = false, forget_all = false;
   std::vector<std::string> forget_kinds;
@@ -277,30 +283,44 @@ Listing SearchesListing(ios::db::ProfileStore& store, Format format) {
   return listing;
 }
 
-Listing MeasurementsListing(ios::db::ProfileStore& store, const std::string& model, size_t limit,
-                            size_t* total) {
-  // Rows carry the device name; a name is marked simulated when any device
-  // of that name is.
-  std::map<std::string, bool> simulated;
-  for (const ios::db::DeviceRow& device : store.Devices()) {
-    simulated[device.name] = simulated[device.name] || device.simulated;
-  }
+// `device` (name or fingerprint; empty: all) narrows the rows.
+Listing MeasurementsListing(ios::db::ProfileStore& store, const std::string& model,
+                            const std::string& device, size_t limit, size_t* total) {
+  std::map<std::string, bool> simulated;  // by fingerprint
+  for (const ios::db::DeviceRow& row : store.Devices()) simulated[row.fingerprint] = row.simulated;
   std::vector<ios::db::MeasurementRow> rows = store.Measurements(model);
+  if (!device.empty()) {
+    std::erase_if(rows, [&](const ios::db::MeasurementRow& row) {
+      return row.device_name != device && row.device_fingerprint != device;
+    });
+  }
   *total = rows.size();
   if (limit > 0 && rows.size() > limit) rows.resize(limit);
 
   Listing listing;
-  listing.columns = {{"device"},        kSimulatedColumn, {"batch_size"},  {"settings"},
-                     {"median_ms"},     {"spread_ms"},    {"samples"},     {"status"},
-                     {"error_message"}, {"stage"},        {"measured_at"}, {"stage_key", false}};
+  listing.columns = {{"device"},
+                     kSimulatedColumn,
+                     {"batch_size"},
+                     {"settings"},
+                     {"median_ms"},
+                     {"spread_ms"},
+                     {"samples"},
+                     {"status"},
+                     {"error_message"},
+                     {"stage"},
+                     {"measured_at"},
+                     {"stage_key", false},
+                     {"device_fingerprint", false},
+                     {"backend", false}};
   for (const ios::db::MeasurementRow& row : rows) {
     const ios::MeasureResult& result = row.result;
     listing.rows.push_back(
-        {row.device_name, simulated[row.device_name], row.batch_size, row.settings_key,
+        {row.device_name, simulated[row.device_fingerprint], row.batch_size, row.settings_key,
          OkOrNull(result, result.median_ms), OkOrNull(result, result.spread_ms), result.samples,
          StatusText(result),
          result.error_message.empty() ? json(nullptr) : json(result.error_message),
-         row.stage_description, row.measured_at, row.stage_key});
+         row.stage_description, row.measured_at, row.stage_key, row.device_fingerprint,
+         row.device_backend});
   }
   return listing;
 }
@@ -381,6 +401,25 @@ void Forget(const Options& options, ios::db::ProfileStore& store) {
   std::cout << "dropped " << dropped << " " << what << " from " << options.db_path << '\n';
 }
 
+// import: another farm's JSON export, the rows this DB's searches can use.
+void Import(const Options& options, ios::db::ProfileStore& store) {
+  std::ifstream in(options.input, std::ios::binary);
+  if (!in) throw ios::Error("import: cannot read " + options.input);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const ios::db::ImportReport report = ios::db::ImportMeasurements(
+      store, text, options.input, {options.device, options.settings, options.force});
+  std::cout << "imported " << report.imported << " of " << report.rows << " measurements from "
+            << options.input << " into " << options.db_path;
+  if (report.present > 0) std::cout << "; " << report.present << " already here (kept ours)";
+  std::cout << '\n';
+  for (const auto& [reason, count] : report.refused) {
+    std::cout << "refused " << count << ": " << reason << '\n';
+  }
+  if (!report.refused.empty()) {
+    std::cout << "(--force takes refused rows too, each under its own device and settings)\n";
+  }
+}
+
 // The DB must exist: querying never creates one.
 void RequireExistingDb(const std::string& path) {
   std::error_code error;
@@ -398,8 +437,8 @@ void Run(const Options& options) {
   RequireExistingDb(options.db_path);
   // Queries never change the file; only forget opens it for writing.
   ios::db::OpenOptions open;
-  open.mode = options.command == Command::kForget ? ios::db::OpenMode::kReadWrite
-                                                  : ios::db::OpenMode::kReadOnly;
+  const bool writes = options.command == Command::kForget || options.command == Command::kImport;
+  open.mode = writes ? ios::db::OpenMode::kReadWrite : ios::db::OpenMode::kReadOnly;
   std::unique_ptr<ios::db::ProfileStore> store = ios::db::ProfileStore::Open(options.db_path, open);
 
   switch (options.command) {
@@ -414,8 +453,8 @@ void Run(const Options& options) {
       break;
     case Command::kMeasurements: {
       size_t total = 0;
-      const Listing listing =
-          MeasurementsListing(*store, options.model, static_cast<size_t>(options.limit), &total);
+      const Listing listing = MeasurementsListing(*store, options.model, "",
+                                                  static_cast<size_t>(options.limit), &total);
       Print(listing, format, std::cout);
       if (listing.rows.size() < total) {
         std::cerr << "(showing " << listing.rows.size() << " of " << total << " measurements)\n";
@@ -424,7 +463,11 @@ void Run(const Options& options) {
     }
     case Command::kExport: {
       size_t total = 0;
-      const Listing listing = MeasurementsListing(*store, "", 0, &total);
+      const Listing listing = MeasurementsListing(*store, "", options.device, 0, &total);
+      if (!options.device.empty() && total == 0) {
+        throw ios::Error("export: no measurements of a device named or fingerprinted '" +
+                         options.device + "' in " + options.db_path + " (see ios-db devices)");
+      }
       // The stage key is what makes a row reusable: always exported.
       if (options.output == "-") {
         // stdout carries the data alone; the summary goes to stderr.
@@ -442,6 +485,9 @@ void Run(const Options& options) {
       std::cout << "exported " << total << " measurements to " << options.output << '\n';
       break;
     }
+    case Command::kImport:
+      Import(options, *store);
+      break;
     case Command::kForget:
       Forget(options, *store);
       break;
@@ -455,8 +501,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Query the ios-farm profiling DB: devices, stats, searches, measurements,\n"
       "and export of all measurements as CSV or JSON (queries open the file\n"
-      "read-only); forget failures or measurements. Rows from simulated devices\n"
-      "are marked \"simulated\".",
+      "read-only); import another farm's measurements; forget failures or\n"
+      "measurements. Rows from simulated devices are marked \"simulated\".",
       "ios-db"};
   app.fallthrough();  // --db/--format may also follow the command
   app.require_subcommand(1);
@@ -492,6 +538,22 @@ int main(int argc, char** argv) {
   export_command
       ->add_option("--output,-o", options.output, "File to write ('-': stdout, needs --format)")
       ->required();
+  export_command->add_option("--device", options.device,
+                             "Only this device's measurements (name or fingerprint)");
+  CLI::App* import_command = app.add_subcommand(
+      "import",
+      "Add another farm's measurements (a JSON export) for the device and settings this DB's "
+      "searches use; rows of other devices or settings are refused unless --force");
+  import_command->add_option("file", options.input, "JSON file written by ios-db export")
+      ->required();
+  import_command->add_option(
+      "--device", options.device,
+      "The receiving device: its fingerprint, or the name of a device this DB knows");
+  import_command->add_option("--settings", options.settings,
+                             "The measurement settings key rows must have (e.g. "
+                             "w2-n6-r6-max30-spread5%-float32; ios-coordinator prints it)");
+  import_command->add_flag("--force", options.force,
+                           "Take every row, each under its own device and settings");
   CLI::App* forget = app.add_subcommand(
       "forget",
       "Drop stored failures (--failures) or measurements (--measurements, with --device, "
@@ -523,6 +585,7 @@ int main(int argc, char** argv) {
   if (searches->parsed()) options.command = Command::kSearches;
   if (measurements->parsed()) options.command = Command::kMeasurements;
   if (export_command->parsed()) options.command = Command::kExport;
+  if (import_command->parsed()) options.command = Command::kImport;
   if (forget->parsed()) options.command = Command::kForget;
 
   try {

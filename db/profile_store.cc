@@ -285,8 +285,8 @@ struct Statements {
   static std::string MeasurementsSql(const std::string& filter) {
     return "SELECT ios_stage_key(s.text) AS stage_key, ios_stage_description(s.text), d.name, "
            "m.batch_size, st.settings_key, m.median_ms, m.spread_ms, m.samples, m.error, "
-           "m.error_message, strftime('%Y-%m-%dT%H:%M:%SZ', m.measured_at, 'unixepoch') "
-           "FROM measurements m "
+           "m.error_message, strftime('%Y-%m-%dT%H:%M:%SZ', m.measured_at, 'unixepoch'), "
+           "d.fingerprint, d.backend FROM measurements m "
            "JOIN stages s ON s.id = m.stage_id "
            "JOIN devices d ON d.id = m.device_id "
            "JOIN settings st ON st.id = m.settings_id " +
@@ -625,6 +625,8 @@ class SqliteProfileStore final : public ProfileStore {
       row.settings_key = cursor.Text(4);
       row.result = ReadResult(cursor, 5);
       row.measured_at = cursor.Text(10);
+      row.device_fingerprint = cursor.Text(11);
+      row.device_backend = cursor.Text(12);
     }
     return rows;
   }

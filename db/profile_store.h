@@ -30,7 +30,7 @@ struct DeviceRow {
 };
 
 struct MeasurementRow {
-  std::string stage_key, stage_description, device_name;
+  std::string stage_key, stage_description, device_name, device_fingerprint, device_backend;
   int batch_size = 1;
   std::string settings_key;
   MeasureResult result;

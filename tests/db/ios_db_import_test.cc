@@ -1,0 +1,170 @@
+// Sharing measurements between farms: `ios-db export` of one DB, `ios-db
+// import` into another, through the built binary. Only rows for the
+// receiving device and settings come in unless --force; ours are kept;
+// a malformed file is refused naming the row and field, before anything
+// is written.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "db/profile_store.h"
+#include "tests/testing/binaries.h"
+#include "tests/testing/process.h"
+
+namespace ios::db {
+namespace {
+
+namespace fs = std::filesystem;
+using ::ios::testing::CliResult;
+using ::ios::testing::kIosDb;
+using ::ios::testing::ReadFile;
+using ::ios::testing::ShellQuote;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+const DeviceInfo kV100{"sim", "sim:v100", "sim:v100|sm70", true};
+const DeviceInfo kH100{"cuda", "NVIDIA H100 80GB HBM3", "cuda|H100|sm90", false};
+constexpr const char* kSettings = "w2-n6-r6-float32";
+
+MeasureResult Ok(double ms) {
+  MeasureResult result;
+  result.median_ms = ms;
+  result.spread_ms = ms / 100;
+  result.samples = 36;
+  return result;
+}
+
+class IosDbImportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.path().empty());
+    // Theirs: three V100 rows (one a failure), one in other settings, one
+    // H100 row.
+    auto theirs = ProfileStore::Open(Path("theirs.db"));
+    theirs->UpsertDevice(kV100);
+    theirs->UpsertDevice(kH100);
+    for (const char* key : {"stage-a", "stage-b", "stage-c"}) {
+      theirs->UpsertStage(key, std::string("description of ") + key);
+    }
+    theirs->Store({"stage-a", kV100.fingerprint, 1, kSettings}, Ok(0.5));
+    theirs->Store({"stage-b", kV100.fingerprint, 8, kSettings}, Ok(2.0));
+    MeasureResult oom;
+    oom.error = MeasureError::kOutOfMemory;
+    oom.error_message = "needs 40 GiB";
+    theirs->Store({"stage-c", kV100.fingerprint, 1, kSettings}, oom);
+    theirs->Store({"stage-a", kV100.fingerprint, 1, "w1-n1-r1-float32"}, Ok(0.6));
+    theirs->Store({"stage-a", kH100.fingerprint, 1, kSettings}, Ok(0.1));
+    // Ours: the V100, and our own measurement of stage-a, which is kept.
+    auto ours = ProfileStore::Open(Path("ours.db"));
+    ours->UpsertDevice(kV100);
+    ours->UpsertStage("stage-a", "description of stage-a");
+    ours->Store({"stage-a", kV100.fingerprint, 1, kSettings}, Ok(0.45));
+  }
+
+  std::string Path(const std::string& name) const { return (dir_.path() / name).string(); }
+
+  CliResult Run(const std::vector<std::string>& args) const {
+    std::string quoted;
+    for (const std::string& arg : args) quoted += " " + ShellQuote(arg);
+    return ::ios::testing::RunBinary(dir_.path(), kIosDb, quoted, 60, 1 << 20);
+  }
+
+  void Export() const {
+    const CliResult result = Run({"--db", Path("theirs.db"), "export", "--output", Path("x.json")});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+  }
+
+ private:
+  ::ios::testing::TempDir dir_{"ios_db_import_test"};
+};
+
+TEST_F(IosDbImportTest, OnlyTheReceivingDeviceAndSettingsComeInAndOursAreKept) {
+  Export();
+  const CliResult result = Run({"--db", Path("ours.db"), "import", Path("x.json"), "--device",
+                                "sim:v100", "--settings", kSettings});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("imported 2 of 5 measurements"));
+  EXPECT_THAT(result.out, HasSubstr("1 already here (kept ours)"));
+  EXPECT_THAT(result.out, HasSubstr("refused 1: device fingerprint differs (NVIDIA H100"));
+  EXPECT_THAT(result.out, HasSubstr("refused 1: settings differ (w1-n1-r1-float32)"));
+
+  auto ours = ProfileStore::Open(Path("ours.db"));
+  EXPECT_EQ(ours->Lookup({"stage-a", kV100.fingerprint, 1, kSettings})->median_ms, 0.45);
+  const auto b = ours->Lookup({"stage-b", kV100.fingerprint, 8, kSettings});
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->median_ms, 2.0);
+  EXPECT_EQ(b->samples, 36);
+  const auto c = ours->Lookup({"stage-c", kV100.fingerprint, 1, kSettings});
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->error, MeasureError::kOutOfMemory);
+  EXPECT_EQ(c->error_message, "needs 40 GiB");
+  EXPECT_FALSE(ours->Lookup({"stage-a", kH100.fingerprint, 1, kSettings}).has_value());
+  EXPECT_FALSE(ours->Lookup({"stage-a", kV100.fingerprint, 1, "w1-n1-r1-float32"}).has_value());
+  // Descriptions come along.
+  bool described = false;
+  for (const MeasurementRow& row : ours->Measurements("")) {
+    described = described || row.stage_description == "description of stage-b";
+  }
+  EXPECT_TRUE(described);
+}
+
+TEST_F(IosDbImportTest, ForceTakesEveryRowUnderItsOwnDeviceAndSettings) {
+  Export();
+  const CliResult result = Run({"--db", Path("ours.db"), "import", Path("x.json"), "--force"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("imported 4 of 5"));
+  auto ours = ProfileStore::Open(Path("ours.db"));
+  EXPECT_EQ(ours->Lookup({"stage-a", kH100.fingerprint, 1, kSettings})->median_ms, 0.1);
+  EXPECT_EQ(ours->Lookup({"stage-a", kV100.fingerprint, 1, "w1-n1-r1-float32"})->median_ms, 0.6);
+  EXPECT_EQ(ours->Lookup({"stage-a", kV100.fingerprint, 1, kSettings})->median_ms, 0.45);
+  EXPECT_EQ(ours->GetStats().devices, 2);
+}
+
+TEST_F(IosDbImportTest, UnclearRequestsAndBadFilesAreRefusedBeforeAnythingIsWritten) {
+  Export();
+  const auto before = ProfileStore::Open(Path("ours.db"))->GetStats().measurements;
+  // No receiving device and settings, and no --force.
+  CliResult result = Run({"--db", Path("ours.db"), "import", Path("x.json")});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("--device and --settings"));
+  // A device this DB does not know, by name.
+  result = Run({"--db", Path("ours.db"), "import", Path("x.json"), "--device", "sim:k80",
+                "--settings", kSettings});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("no device named 'sim:k80'"));
+  // A row with a field of the wrong type: file, row and field named.
+  json rows = json::parse(ReadFile(Path("x.json")));
+  rows[2]["median_ms"] = "fast";
+  rows[2]["status"] = "ok";
+  std::ofstream(Path("bad.json")) << rows.dump();
+  result = Run({"--db", Path("ours.db"), "import", Path("bad.json"), "--force"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("bad.json: row 3: field 'median_ms': expected a number"));
+  // Not JSON at all; a CSV export.
+  ASSERT_EQ(Run({"--db", Path("theirs.db"), "export", "--output", Path("x.csv")}).exit_code, 0);
+  result = Run({"--db", Path("ours.db"), "import", Path("x.csv"), "--force"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("x.csv: not JSON"));
+  EXPECT_EQ(ProfileStore::Open(Path("ours.db"))->GetStats().measurements, before);
+}
+
+TEST_F(IosDbImportTest, ExportOfOneDeviceHasOnlyItsRows) {
+  const CliResult result = Run(
+      {"--db", Path("theirs.db"), "export", "--device", "sim:v100", "--output", Path("v100.json")});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const json rows = json::parse(ReadFile(Path("v100.json")));
+  ASSERT_EQ(rows.size(), 4u);
+  for (const json& row : rows) EXPECT_EQ(row["device_fingerprint"], kV100.fingerprint);
+  EXPECT_EQ(
+      Run({"--db", Path("theirs.db"), "export", "--device", "nope", "--output", Path("n.json")})
+          .exit_code,
+      1);
+}
+
+}  // namespace
+}  // namespace ios::db
