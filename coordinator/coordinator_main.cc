@@ -423,6 +423,10 @@ int main(int argc, char** argv) {
                      "kept, in percent, against measurement noise (default 0: stored latencies "
                      "are taken as they are)")
           ->check(CLI::Range(0.0, 99.0));
+  app.add_flag("--sub-stage-bounds", cli.search.sub_stage_bounds,
+               "lazy: also bound a stage by its sub-stages (without one of its groups); measures "
+               "far fewer stages but may return a slightly slower schedule than --measure all "
+               "(docs/search-cost.md)");
   app.add_option("--db", cli.db, "profiling DB file (created if missing)")->default_val(cli.db);
   app.add_option("--out,-o", cli.out,
                  "write the searched schedule JSON here ('-' for stdout); not with --evaluate");

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 #include <utility>
 
 #include "coordinator/measure_session.h"
@@ -25,6 +26,10 @@ namespace ios::coordinator {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// Rounds of raising bounds from sub-stages and solving again before a round
+// picks what to measure (each raise is only an improvement; the cap keeps a
+// round's cost bounded).
+constexpr int kMaxRefinePasses = 64;
 
 enum class StageState : char { kUnmeasured, kInFlight, kDone };
 
@@ -39,13 +44,60 @@ struct PartStatus {
   double lower_ms = 0, upper_ms = kInf;
   std::vector<int> optimum;                       // global ids of the optimum's stages
   std::vector<int> optimum_unmeasured;            // those not measured yet
+  std::vector<int> optimum_unmeasured_local;      // the same, as the part's local ids
   std::vector<std::pair<double, int>> next_best;  // (slack, global id), ascending
+};
+
+//! Per part: the sub-stages of each concurrent stage, i.e. the stage
+//! without one of its groups, where the part has that candidate. Adding a
+//! group rarely makes the others faster, so a stage costs about at least
+//! any of its sub-stages, measured or bounded; not always (the simulator
+//! launches streams in canonical group order, which removing a group can
+//! change): hence SearchOptions::sub_stage_bounds, off by default.
+class SubStages {
+ public:
+  explicit SubStages(const PartPlan& part) {
+    std::unordered_map<NodeId, int> bit;
+    for (size_t i = 0; i < part.ops.size(); ++i) bit[part.ops[i]] = static_cast<int>(i);
+    const int n = part.space.stage_count();
+    first_.assign(n + 1, 0);
+    full_.assign(n, 0);
+    Stage stage;
+    for (int local = 0; local < n; ++local) {
+      part.space.FillStage(local, stage);
+      if (stage.strategy == Strategy::kParallel && stage.groups.size() > 1) {
+        for (const std::vector<NodeId>& group : stage.groups) {
+          uint64_t mask = 0;
+          for (NodeId op : group) mask |= uint64_t{1} << bit.at(op);
+          groups_.push_back(mask);
+          full_[local] |= mask;
+        }
+      } else if (stage.strategy == Strategy::kParallel) {
+        for (NodeId op : stage.groups.front()) full_[local] |= uint64_t{1} << bit.at(op);
+      }
+      if (stage.strategy == Strategy::kParallel) by_mask_.emplace(full_[local], local);
+      first_[local + 1] = static_cast<uint32_t>(groups_.size());
+    }
+  }
+
+  //! Appends to `out` the local ids of `local`'s sub-stages.
+  void Of(int local, std::vector<int>& out) const {
+    for (uint32_t g = first_[local]; g < first_[local + 1]; ++g) {
+      const auto it = by_mask_.find(full_[local] & ~groups_[g]);
+      if (it != by_mask_.end()) out.push_back(it->second);
+    }
+  }
+
+ private:
+  std::vector<uint32_t> first_;  // per local stage: its first group in groups_
+  std::vector<uint64_t> groups_, full_;
+  std::unordered_map<uint64_t, int> by_mask_;  // concurrent stages by operator set
 };
 
 class LazyMeasurement {
  public:
   LazyMeasurement(const SearchPlan& plan, MeasureSession& session, const StageBounds& bounds,
-                  const StageBounds::Model& model, int workers)
+                  const StageBounds::Model& model, int workers, bool sub_stage_bounds)
       : plan_(plan),
         session_(session),
         state_(plan.stage_count(), StageState::kUnmeasured),
@@ -81,6 +133,10 @@ class LazyMeasurement {
         if (end > parts_of_begin_[id] && parts_of_[end - 1] == p) continue;
         parts_of_[end++] = static_cast<uint32_t>(p);
       }
+    }
+    if (sub_stage_bounds) {
+      sub_stages_.reserve(plan.parts.size());
+      for (const PartPlan& part : plan.parts) sub_stages_.emplace_back(part);
     }
   }
 
@@ -136,10 +192,14 @@ class LazyMeasurement {
     status.lower_ms = optimum.latency_ms;
     status.optimum.clear();
     status.optimum_unmeasured.clear();
+    status.optimum_unmeasured_local.clear();
     for (int local : optimum.stage_sequence) {
       const int id = part.stage_ids[local];
       status.optimum.push_back(id);
-      if (state_[id] != StageState::kDone) status.optimum_unmeasured.push_back(id);
+      if (state_[id] != StageState::kDone) {
+        status.optimum_unmeasured.push_back(id);
+        status.optimum_unmeasured_local.push_back(local);
+      }
     }
     status.open = !status.optimum_unmeasured.empty();
     // A closed part's optimum is measured: no measured schedule is cheaper.
@@ -168,6 +228,16 @@ class LazyMeasurement {
   std::vector<int> Round() {
     MeasureProgress& stats = session_.stats();
     ++stats.rounds;
+    // Before measuring a stage on an optimum, raise its bound to what its
+    // sub-stages already say; solve again while that moves an optimum.
+    for (int pass = 0; pass < kMaxRefinePasses && !sub_stages_.empty(); ++pass) {
+      bool raised = false;
+      for (size_t p = 0; p < parts_.size(); ++p) {
+        if (parts_[p].dirty) Solve(p);
+        raised = RaiseFromSubStages(p) || raised;
+      }
+      if (!raised) break;
+    }
     std::vector<int> picks;
     for (size_t p = 0; p < parts_.size(); ++p) {
       if (parts_[p].dirty) Solve(p);
@@ -218,6 +288,31 @@ class LazyMeasurement {
     stats.upper_ms = upper;
   }
 
+  //! Raises the bounds of part `p`'s unmeasured optimum stages to their
+  //! sub-stages' values; marks every part holding a raised stage dirty.
+  bool RaiseFromSubStages(size_t p) {
+    bool raised = false;
+    const PartStatus& status = parts_[p];
+    const std::vector<int>& ids = plan_.parts[p].stage_ids;
+    for (size_t k = 0; k < status.optimum_unmeasured_local.size(); ++k) {
+      const int local = status.optimum_unmeasured_local[k];
+      const int id = ids[local];
+      if (state_[id] != StageState::kUnmeasured) continue;
+      scratch_.clear();
+      sub_stages_[p].Of(local, scratch_);
+      double best = value_[id];
+      for (int sub : scratch_) best = std::max(best, value_[ids[sub]]);
+      if (!(best > value_[id])) continue;
+      value_[id] = best;
+      raised = true;
+      for (uint32_t q = parts_of_begin_[id]; q < parts_of_end_[id]; ++q) {
+        PartStatus& other = parts_[parts_of_[q]];
+        other.dirty = other.slack_stale = other.upper_stale = true;
+      }
+    }
+    return raised;
+  }
+
   void Pick(int id, std::vector<int>& picks) {
     if (state_[id] != StageState::kUnmeasured) return;
     state_[id] = StageState::kInFlight;
@@ -233,6 +328,8 @@ class LazyMeasurement {
   int64_t in_flight_ = 0;
   const int64_t target_in_flight_, low_water_;
   std::chrono::steady_clock::time_point last_gap_{};
+  std::vector<SubStages> sub_stages_;  // by part; empty: sub-stage bounds are off
+  std::vector<int> scratch_;
 };
 
 }  // namespace
@@ -269,7 +366,8 @@ LatencyTable MeasureLazily(const Graph& graph, const SearchPlan& plan, db::Profi
       "lazy measurement: bounds with overhead {:.6f} ms, {:.6f} ms per operator, parallelism {}, "
       "margin {:.0f}%",
       model.overhead_ms, model.serial_op_ms, model.max_parallelism, model.margin * 100);
-  LazyMeasurement lazy(plan, session, bounds, model, std::max(1, measurer.ActiveWorkers()));
+  LazyMeasurement lazy(plan, session, bounds, model, std::max(1, measurer.ActiveWorkers()),
+                       options.sub_stage_bounds);
   session.Measure(lazy.Start(),
                   [&](std::span<const int> arrived) { return lazy.Arrived(arrived); });
   LatencyTable table = session.Finish();

@@ -51,6 +51,13 @@ struct SearchOptions {
   //! stage's bound is set, as a fraction, for measurement noise (0: the
   //! stored latencies are taken as they are; docs/search-cost.md).
   double bound_margin = 0;
+  //! Lazy: also raise a stage's bound to its measured or bounded sub-stages
+  //! (the stage without one of its groups) before measuring it. Measures
+  //! far fewer stages, but is not exact: on the simulator a sub-stage can be
+  //! up to ~10% slower than the stage (launch order follows the canonical
+  //! group order), so the schedule may differ slightly from --measure all's
+  //! (docs/search-cost.md). Off by default.
+  bool sub_stage_bounds = false;
 };
 
 //! How the schedule of a part was found.

@@ -334,6 +334,36 @@ TEST_P(LazyZooTest, SameScheduleAsMeasuringEverythingWithAtMostHalfTheStages) {
   EXPECT_LE(share, GetParam().max_share);
 }
 
+// Sub-stage bounds (opt-in) measure far fewer stages; the schedule is not
+// guaranteed to be the exhaustive one, so it is held to within 1% of it.
+TEST(LazySubStageTest, MeasureFewerStagesForAScheduleWithinOnePercent) {
+  for (const char* model : {"inception_v3", "nasnet"}) {
+    if (::ios::testing::kSanitized && std::string(model) == "nasnet") continue;
+    const Graph g = BuildZooModel(model);
+    const SearchPlan plan = PlanSearch(g, DefaultOptions());
+    auto all_store = db::ProfileStore::Open(":memory:");
+    CountingMeasurer all_measurer;
+    const LatencyTable all =
+        MeasureStages(g, plan, *all_store, all_measurer, WithMode(MeasureMode::kAll));
+    SearchOptions options = WithMode(MeasureMode::kLazy);
+    options.sub_stage_bounds = true;
+    auto store = db::ProfileStore::Open(":memory:");
+    CountingMeasurer measurer;
+    const LatencyTable lazy = MeasureLazily(g, plan, *store, measurer, options);
+    const Schedule expected = SolveSchedule(plan, all.latency_ms, g.blocks.size());
+    const Schedule found = SolveSchedule(plan, lazy.latency_ms, g.blocks.size());
+    EXPECT_LE(found.latency_ms, expected.latency_ms * 1.01) << model;
+    EXPECT_FALSE(measurer.asked_twice);
+    std::printf(
+        "%s with sub-stage bounds: measured %lld of %zu (%.1f%%), schedule %.6f ms "
+        "against %.6f ms exhaustive (%+.4f%%)\n",
+        model, static_cast<long long>(lazy.stats.measured), plan.stage_count(),
+        100.0 * lazy.stats.measured / plan.stage_count(), found.latency_ms, expected.latency_ms,
+        100 * (found.latency_ms / expected.latency_ms - 1));
+    EXPECT_LT(lazy.stats.measured, static_cast<int64_t>(plan.stage_count()) * 35 / 100);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Zoo, LazyZooTest,
                          ::testing::Values(ZooCase{"squeezenet", false, 0.8},
                                            ZooCase{"inception_v3", false, 0.5},
