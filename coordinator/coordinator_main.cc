@@ -367,7 +367,8 @@ int main(int argc, char** argv) {
                  "price a schedule file (ios-farm --out file or IOS reference schedule) at "
                  "--batch on --device, measuring only stages the DB lacks; the search options "
                  "(--model, --out, --strategy, -r, -s, --no-pruning, the DP budgets, "
-                 "--no-baselines) do not apply to it and are refused");
+                 "--no-baselines, --measure, --bound-margin, --sub-stage-bounds) do not apply to "
+                 "it and are refused");
   app.add_option("--batch,-b", cli.search.batch_size, "batch size")
       ->default_val(1)
       ->check(CLI::Range(1, 1 << 20));
@@ -430,8 +431,9 @@ int main(int argc, char** argv) {
   app.add_option("--db", cli.db, "profiling DB file (created if missing)")->default_val(cli.db);
   app.add_option("--out,-o", cli.out,
                  "write the searched schedule JSON here ('-' for stdout); not with --evaluate");
-  app.add_flag("--baselines,!--no-baselines", cli.baselines,
-               "also report the sequential and greedy baselines (default on)");
+  bool no_baselines = false;
+  app.add_flag("--no-baselines", no_baselines,
+               "do not report the sequential and greedy baselines (reported by default)");
   // Defaults depend on the device (DefaultMeasureSettings): filled in below.
   MeasureSettings given;
   CLI::Option* warmup =
@@ -527,11 +529,11 @@ int main(int argc, char** argv) {
   for (const char* name :
        {"--model", "--out", "--strategy", "-r", "-s", "--no-pruning", "--max-part-size",
         "--max-dp-states", "--max-dp-transitions", "--max-dp-stages", "--max-search-stages",
-        "--baselines", "--measure", "--bound-margin"}) {
+        "--no-baselines", "--measure", "--bound-margin", "--sub-stage-bounds"}) {
     if (app.get_option(name)->count() == 0) continue;
-    cli.unused_by_evaluate.push_back(std::string(name) == "--baselines" ? "--[no-]baselines"
-                                                                        : name);
+    cli.unused_by_evaluate.push_back(name);
   }
+  cli.baselines = !no_baselines;
   spdlog::set_default_logger(spdlog::stderr_color_mt("ios-coordinator"));
   spdlog::set_level(spdlog::level::from_str(cli.log_level));
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e [%l] %v");

@@ -269,7 +269,10 @@ TEST_F(CoordinatorCliTest, EvaluateRefusesTheOptionsItDoesNotUse) {
       {"--no-pruning", "--no-pruning"},
       {"--max-dp-states 100", "--max-dp-states"},
       {"--max-search-stages 100", "--max-search-stages"},
-      {"--no-baselines", "--[no-]baselines"},
+      {"--no-baselines", "--no-baselines"},
+      {"--measure all", "--measure"},
+      {"--sub-stage-bounds", "--sub-stage-bounds"},
+      {"--bound-margin 5", "--bound-margin"},
   };
   for (const auto& [option, name] : cases) {
     const CliResult r = Coordinator("--evaluate s.json --db profile.db -q " + option);
