@@ -387,6 +387,13 @@ void Forget(const Options& options, ios::db::ProfileStore& store) {
                        options.db_path + " (see ios-db devices)");
     }
   }
+  if (!filter.model.empty()) {
+    const std::vector<std::string> models = store.Models();
+    if (std::find(models.begin(), models.end(), filter.model) == models.end()) {
+      throw ios::Error("forget: no model named '" + filter.model + "' in " + options.db_path +
+                       " (models are recorded by the searches that used them)");
+    }
+  }
   const int64_t dropped = store.ForgetMeasurements(filter);
   std::string what = options.forget_measurements ? "measurements" : "failed measurements";
   if (!options.forget_kinds.empty()) {

@@ -114,6 +114,7 @@ struct Statements {
                  "SELECT model, device_fingerprint, settings_json, schedule_json, batch_size, "
                  "latency_ms, stages_measured, stages_reused, enumerate_s, measure_s, solve_s, "
                  "started_at FROM searches ORDER BY id"),
+        models(db, "SELECT name FROM models UNION SELECT model FROM searches ORDER BY 1"),
         all_measurements(db, MeasurementsSql("").c_str()),
         model_measurements(db, MeasurementsSql("JOIN model_stages ms ON ms.stage_id = m.stage_id "
                                                "JOIN models mo ON mo.id = ms.model_id "
@@ -133,7 +134,7 @@ struct Statements {
 
   Statement upsert_device, upsert_stage, insert_stage_if_missing, stage_check, upsert_model,
       model_id, link_model_stage, device_id, upsert_settings, settings_id, lookup, slice, store,
-      record_search, devices, stats, searches, all_measurements, model_measurements;
+      record_search, devices, stats, searches, models, all_measurements, model_measurements;
 };
 
 // Reads columns [first, first + 5) laid out as median, spread, samples,
@@ -420,6 +421,15 @@ class SqliteProfileStore final : public ProfileStore {
 
   std::vector<SearchRecord> Searches() override {
     return Waiting("listing searches", [&] { return ReadSearches(); });
+  }
+
+  std::vector<std::string> Models() override {
+    return Waiting("listing models", [&] {
+      std::vector<std::string> names;
+      Cursor cursor(statements_->models);
+      while (cursor.Next()) names.push_back(cursor.Text(0));
+      return names;
+    });
   }
 
   std::vector<MeasurementRow> Measurements(const std::string& model) override {

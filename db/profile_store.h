@@ -135,6 +135,8 @@ class ProfileStore {
   virtual std::vector<DeviceRow> Devices() = 0;
   virtual Stats GetStats() = 0;
   virtual std::vector<SearchRecord> Searches() = 0;
+  //! Names of the models this DB knows (linked stages or recorded searches).
+  virtual std::vector<std::string> Models() = 0;
   //! Measurements of the stages a model uses (empty model name: all).
   virtual std::vector<MeasurementRow> Measurements(const std::string& model) = 0;
 };

@@ -576,6 +576,7 @@ TEST_F(IosDbForgetTest, RefusesUnclearRequestsAndChangesNothing) {
       {{"--failures", "--all", "--device", "sim:v100"}, "cannot be combined"},
       {{"--failures", "--kind", "slow"}, "--kind: slow not in"},
       {{"--failures", "--device", "tpu"}, "no device named or fingerprinted 'tpu'"},
+      {{"--measurements", "--model", "nosuch"}, "no model named 'nosuch'"},
   };
   for (const auto& [args, fragment] : cases) {
     CliResult result = Forget(args);
