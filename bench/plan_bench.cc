@@ -3,11 +3,12 @@
 // candidate stages counted per part (as the IOS reference does) and after
 // cross-block deduplication by canonical key.
 //
-//   build/bench/plan_bench [repeats]      (default 5; prints medians)
+//   build/bench/plan_bench [repeats [model]]   (default 5; prints medians; all zoo models)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "bench/bench_util.h"
@@ -28,7 +29,10 @@ int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   std::printf("%-13s %-8s %10s %10s %10s %12s %10s\n", "model", "pruning", "enumerate", "solve",
               "total", "per-part", "distinct");
+  // Optional: only this zoo model.
+  const std::string only = argc > 2 ? argv[2] : "";
   for (const ZooEntry& model : ZooModels()) {
+    if (!only.empty() && model.name != only) continue;
     const Graph graph = BuildZooModel(model.name);
     for (bool pruned : {true, false}) {
       SearchOptions options;

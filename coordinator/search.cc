@@ -3,10 +3,15 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
+#include <deque>
+#include <exception>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 
 #include "common/error.h"
@@ -49,19 +54,66 @@ std::unique_ptr<Measurer> MakeLocalMeasurer(std::unique_ptr<worker::Backend> bac
   return std::make_unique<LocalMeasurer>(std::move(backend));
 }
 
+db::StageKeyHash SearchPlan::HashKey(std::string_view key) {
+  // Two independent lanes over 8-byte words (memcpy: any alignment), each
+  // word mixed in with a multiply-xorshift; the length seeds both.
+  const auto mix = [](uint64_t x) {
+    x ^= x >> 32;
+    x *= 0xd6e8feb86659fd93ULL;
+    x ^= x >> 32;
+    x *= 0xd6e8feb86659fd93ULL;
+    return x ^ (x >> 32);
+  };
+  uint64_t a = 0x243f6a8885a308d3ULL ^ key.size(), b = 0x13198a2e03707344ULL + key.size();
+  size_t i = 0;
+  for (; i + 8 <= key.size(); i += 8) {
+    uint64_t word;
+    std::memcpy(&word, key.data() + i, 8);
+    a = (a ^ word) * 0x9e3779b97f4a7c15ULL;
+    a ^= a >> 29;
+    b = std::rotl(b + word, 23) * 0xbf58476d1ce4e5b9ULL;
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, key.data() + i, key.size() - i);
+  a = mix(a ^ tail);
+  b = mix(b + tail + 0x94d049bb133111ebULL);
+  return {static_cast<int64_t>(a), static_cast<int64_t>(b)};
+}
+
 int SearchPlan::Intern(StageKeyer& keyer, const Stage& stage, int part, int local) {
   const std::string& key = keyer.Key(stage);
-  if (auto it = index_.find(std::string_view(key)); it != index_.end()) return it->second;
-  const int id = static_cast<int>(keys.size());
-  index_.emplace(key, id);
-  keys.push_back(key);
+  return InternHashed(key, SearchPlan::HashKey(key), &stage, part, local);
+}
+
+int SearchPlan::InternKey(std::string_view key, const db::StageKeyHash& hash, int part,
+                          int local) {
+  if (part < 0) throw Error("SearchPlan::InternKey: a stage of no part needs Intern");
+  return InternHashed(key, hash, nullptr, part, local);
+}
+
+int SearchPlan::InternHashed(std::string_view key, const db::StageKeyHash& hash,
+                             const Stage* stage, int part, int local) {
+  const auto [it, added] = index_.try_emplace(hash, static_cast<int>(keys.size()));
+  if (!added) {
+    if (keys[it->second] != key) {
+      throw Error("two distinct canonical stage keys share a 128-bit hash (stage " +
+                  std::to_string(it->second) + "): cannot tell the stages apart");
+    }
+    return it->second;
+  }
+  keys.emplace_back(key);
   if (part < 0) {
     refs_.push_back({-1, static_cast<int>(loose_stages_.size())});
-    loose_stages_.push_back(stage);
+    loose_stages_.push_back(*stage);
   } else {
     refs_.push_back({part, local});
   }
-  return id;
+  return it->second;
+}
+
+int SearchPlan::IdOf(std::string_view key) const {
+  const auto it = index_.find(SearchPlan::HashKey(key));
+  return it == index_.end() || keys[it->second] != key ? -1 : it->second;
 }
 
 Stage SearchPlan::StageOf(int id) const {
@@ -202,6 +254,87 @@ std::string DescribeSizeCut(const Graph& graph, int block_index, const Block& bl
   return text;
 }
 
+// The canonical keys of a part's candidate stages, in stage order: texts
+// back to back in one buffer (no allocation per stage), with their hashes.
+struct PartKeys {
+  std::string text;
+  std::vector<size_t> ends;  // ends[i]: end of key i in text
+  std::vector<db::StageKeyHash> hashes;
+
+  std::string_view Key(int i) const {
+    const size_t begin = i == 0 ? 0 : ends[i - 1];
+    return std::string_view(text).substr(begin, ends[i] - begin);
+  }
+};
+
+// Builds PartKeys on up to `threads` threads, each with its own keyer over
+// a contiguous range of stages; the result does not depend on the count.
+class KeyPool {
+ public:
+  KeyPool(const Graph& graph, int threads) {
+    for (int t = 0; t < threads; ++t) {
+      keyers_.emplace_back(graph);
+      slices_.emplace_back();
+    }
+  }
+
+  void Build(const PartSpace& space, PartKeys& out) {
+    const int count = space.stage_count();
+    // Below this many stages a thread costs more than it saves.
+    constexpr int kMinStagesPerThread = 2048;
+    const int threads =
+        std::clamp(count / kMinStagesPerThread, 1, static_cast<int>(keyers_.size()));
+    std::vector<std::exception_ptr> errors(threads);
+    {
+      std::vector<std::jthread> workers;
+      for (int t = 1; t < threads; ++t) {
+        workers.emplace_back([&, t] { Run(space, t, threads, count, errors[t]); });
+      }
+      Run(space, 0, threads, count, errors[0]);
+    }  // joined here
+    for (const std::exception_ptr& error : errors) {
+      if (error) std::rethrow_exception(error);
+    }
+    std::swap(out, slices_[0]);  // no copy of the first slice (the only one on one thread)
+    out.ends.reserve(count);
+    out.hashes.reserve(count);
+    for (int t = 1; t < threads; ++t) {
+      const size_t base = out.text.size();
+      out.text += slices_[t].text;
+      for (size_t end : slices_[t].ends) out.ends.push_back(base + end);
+      out.hashes.insert(out.hashes.end(), slices_[t].hashes.begin(), slices_[t].hashes.end());
+    }
+  }
+
+ private:
+  // Keys of stages [count * t / threads, count * (t + 1) / threads) into
+  // slices_[t]; an exception is kept for the caller.
+  void Run(const PartSpace& space, int t, int threads, int count,
+           std::exception_ptr& error) noexcept {
+    try {
+      const int begin = static_cast<int>(int64_t{count} * t / threads);
+      const int end = static_cast<int>(int64_t{count} * (t + 1) / threads);
+      PartKeys& slice = slices_[t];
+      slice.text.clear();
+      slice.ends.clear();
+      slice.hashes.clear();
+      Stage stage;
+      for (int local = begin; local < end; ++local) {
+        space.FillStage(local, stage);
+        const std::string& key = keyers_[t].Key(stage);
+        slice.text += key;
+        slice.ends.push_back(slice.text.size());
+        slice.hashes.push_back(SearchPlan::HashKey(key));
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+
+  std::deque<StageKeyer> keyers_;
+  std::vector<PartKeys> slices_;
+};
+
 }  // namespace
 
 SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
@@ -215,8 +348,19 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
                 std::to_string(DpOptions::kMaxBudget));
   }
   if (options.batch_size < 1) throw Error("batch size must be >= 1");
+  if (options.plan_threads < 0 || options.plan_threads > SearchOptions::kMaxPlanThreads) {
+    throw Error("plan threads must be between 0 (one per hardware thread) and " +
+                std::to_string(SearchOptions::kMaxPlanThreads));
+  }
   SearchPlan plan;
   StageKeyer keyer(graph);
+  int threads = options.plan_threads;
+  if (threads == 0) {
+    threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1,
+                         SearchOptions::kMaxPlanThreads);
+  }
+  KeyPool key_pool(graph, threads);
+  PartKeys keys;
   for (size_t b = 0; b < graph.blocks.size(); ++b) {
     const Block& block = graph.blocks[b];
     std::vector<bool> cut_by_size;
@@ -265,10 +409,10 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
         part.space = std::move(pieces[k].space);
         const int part_index = static_cast<int>(plan.parts.size());
         part.stage_ids.reserve(part.space.stage_count());
-        Stage stage;
+        key_pool.Build(part.space, keys);
         for (int local = 0; local < part.space.stage_count(); ++local) {
-          part.space.FillStage(local, stage);
-          part.stage_ids.push_back(plan.Intern(keyer, stage, part_index, local));
+          part.stage_ids.push_back(
+              plan.InternKey(keys.Key(local), keys.hashes[local], part_index, local));
         }
         plan.stage_occurrences += part.space.stage_count();
         plan.parts.push_back(std::move(part));

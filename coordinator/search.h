@@ -15,6 +15,7 @@
 #include "coordinator/dp.h"
 #include "coordinator/measurer.h"
 #include "db/profile_store.h"
+#include "db/stage_text.h"
 
 namespace ios::coordinator {
 
@@ -58,6 +59,11 @@ struct SearchOptions {
   //! group order), so the schedule may differ slightly from --measure all's
   //! (docs/search-cost.md). Off by default.
   bool sub_stage_bounds = false;
+  //! Threads that build the canonical keys of a part's candidate stages
+  //! (the plan is the same for any count: ids follow part order); 0: one
+  //! per hardware thread, at most kMaxPlanThreads.
+  int plan_threads = 0;
+  static constexpr int kMaxPlanThreads = 16;
 };
 
 //! How the schedule of a part was found.
@@ -103,24 +109,31 @@ struct SearchPlan {
   //! plan's graph. `part` / `local`: where the stage lives in parts (so it
   //! need not be copied); part -1 keeps a copy.
   int Intern(StageKeyer& keyer, const Stage& stage, int part = -1, int local = 0);
+  //! 128-bit hash of a canonical key, for deduplication in memory only (not
+  //! stable across builds; the DB's is db::HashStageKey).
+  static db::StageKeyHash HashKey(std::string_view key);
+  //! Same as Intern, for a stage of part `part` (>= 0) whose key `key`
+  //! (with its HashKey) was built elsewhere.
+  int InternKey(std::string_view key, const db::StageKeyHash& hash, int part, int local);
   //! The id of the stage with canonical key `key`, or -1.
-  int IdOf(std::string_view key) const {
-    const auto it = index_.find(key);
-    return it == index_.end() ? -1 : it->second;
-  }
+  int IdOf(std::string_view key) const;
 
  private:
-  struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  // Keys are indexed by their 128-bit hash (the text is kept once, in
+  // keys); a hit is checked against the text, so a collision is an error,
+  // never a merge of two distinct stages.
+  struct KeyHashHash {
+    size_t operator()(const db::StageKeyHash& h) const { return static_cast<size_t>(h.id); }
   };
+  int InternHashed(std::string_view key, const db::StageKeyHash& hash, const Stage* stage,
+                   int part, int local);
   struct StageRef {
     int part = -1;  // -1: loose_stages_[local]
     int local = 0;
   };
   std::vector<StageRef> refs_;
   std::vector<Stage> loose_stages_;  // baselines, evaluated schedules
-  std::unordered_map<std::string, int, StringHash, std::equal_to<>> index_;
+  std::unordered_map<db::StageKeyHash, int, KeyHashHash> index_;
 };
 
 //! Splits `block` into the parts the DP schedules one after another: its
