@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
-#include <deque>
-#include <exception>
 #include <cmath>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <limits>
 #include <optional>
 #include <thread>
@@ -85,14 +85,13 @@ int SearchPlan::Intern(StageKeyer& keyer, const Stage& stage, int part, int loca
   return InternHashed(key, SearchPlan::HashKey(key), &stage, part, local);
 }
 
-int SearchPlan::InternKey(std::string_view key, const db::StageKeyHash& hash, int part,
-                          int local) {
+int SearchPlan::InternKey(std::string_view key, const db::StageKeyHash& hash, int part, int local) {
   if (part < 0) throw Error("SearchPlan::InternKey: a stage of no part needs Intern");
   return InternHashed(key, hash, nullptr, part, local);
 }
 
-int SearchPlan::InternHashed(std::string_view key, const db::StageKeyHash& hash,
-                             const Stage* stage, int part, int local) {
+int SearchPlan::InternHashed(std::string_view key, const db::StageKeyHash& hash, const Stage* stage,
+                             int part, int local) {
   const auto [it, added] = index_.try_emplace(hash, static_cast<int>(keys.size()));
   if (!added) {
     if (keys[it->second] != key) {

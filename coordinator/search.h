@@ -125,8 +125,8 @@ struct SearchPlan {
   struct KeyHashHash {
     size_t operator()(const db::StageKeyHash& h) const { return static_cast<size_t>(h.id); }
   };
-  int InternHashed(std::string_view key, const db::StageKeyHash& hash, const Stage* stage,
-                   int part, int local);
+  int InternHashed(std::string_view key, const db::StageKeyHash& hash, const Stage* stage, int part,
+                   int local);
   struct StageRef {
     int part = -1;  // -1: loose_stages_[local]
     int local = 0;
