@@ -1,7 +1,8 @@
 // Enumerate + solve wall time of a search, measurement excluded: for each zoo
 // model, at r=3 s=8 and with no pruning, strategy both. Also the number of
 // candidate stages counted per part (as the IOS reference does) and after
-// cross-block deduplication by canonical key.
+// cross-block deduplication by canonical key, and how many parts were
+// planned by reusing an earlier part of the same structure.
 //
 //   build/bench/plan_bench [repeats [model]]   (default 5; prints medians; all zoo models)
 #include <algorithm>
@@ -27,8 +28,8 @@ using bench::Seconds;
 
 int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
-  std::printf("%-13s %-8s %10s %10s %10s %12s %10s\n", "model", "pruning", "enumerate", "solve",
-              "total", "per-part", "distinct");
+  std::printf("%-13s %-8s %10s %10s %10s %12s %10s %12s\n", "model", "pruning", "enumerate",
+              "solve", "total", "per-part", "distinct", "reused parts");
   // Optional: only this zoo model.
   const std::string only = argc > 2 ? argv[2] : "";
   for (const ZooEntry& model : ZooModels()) {
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
       std::vector<double> enumerate_s, solve_s, total_s;
       int64_t occurrences = 0;
       size_t distinct = 0;
+      int reused = 0, parts = 0;
       for (int r = 0; r < repeats; ++r) {
         auto t = Clock::now();
         const SearchPlan plan = PlanSearch(graph, options);
@@ -56,11 +58,13 @@ int main(int argc, char** argv) {
         total_s.push_back(enumerate_s.back() + solve_s.back());
         occurrences = plan.stage_occurrences;
         distinct = plan.stage_count();
+        reused = plan.reused_parts;
+        parts = static_cast<int>(plan.parts.size());
         if (!(schedule.latency_ms > 0)) return 1;
       }
-      std::printf("%-13s %-8s %9.3fs %9.3fs %9.3fs %12lld %10zu\n", model.name.c_str(),
+      std::printf("%-13s %-8s %9.3fs %9.3fs %9.3fs %12lld %10zu %6d of %3d\n", model.name.c_str(),
                   pruned ? "r3-s8" : "none", Median(enumerate_s), Median(solve_s), Median(total_s),
-                  static_cast<long long>(occurrences), distinct);
+                  static_cast<long long>(occurrences), distinct, reused, parts);
       std::fflush(stdout);
     }
   }

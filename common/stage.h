@@ -84,6 +84,8 @@ struct CanonicalGroup {
   std::vector<NodeId> nodes;      // canonical order
   std::vector<NodeId> externals;  // outside inputs, in order of first use
 };
+//! The first reason CanMerge(graph, nodes) refuses, for messages.
+std::string WhyNotMergeable(const Graph& graph, const std::vector<NodeId>& nodes);
 //! Reused buffers, so keying a stage allocates nothing in the common case.
 struct KeyScratch {
   std::vector<NodeId> placed, fresh, chosen_fresh;
@@ -99,6 +101,13 @@ class StageKeyer {
   explicit StageKeyer(const Graph& graph);
   //! The key of `stage`; the reference stays valid until the next call.
   const std::string& Key(const Stage& stage);
+  //! A text equal for two operator lists exactly when they compute the same
+  //! thing up to renaming nodes, taken in the order given: each op's key
+  //! text and output shape, its inputs by position in the list or, from
+  //! outside it, by order of first use with their shape. Two parts with
+  //! equal texts have the same candidate stages with the same keys. The
+  //! reference stays valid until the next call.
+  const std::string& OrderedKey(const std::vector<NodeId>& ops);
   //! Same as MakeStageSpec(graph, stage), without re-deriving per-node text.
   StageSpec Spec(const Stage& stage);
   //! Spec(stage) together with its binding, found in the same pass: op k of

@@ -90,6 +90,16 @@ class PartSpace {
   //! schedule (GreedySchedule below, restricted to the part).
   static PartSpace Greedy(const Graph& graph, const std::vector<NodeId>& part);
 
+  //! This space for another part of the same structure (equal
+  //! StageKeyer::OrderedKey): the same states and stages, over `part`'s
+  //! operators, without walking it again.
+  PartSpace Rebound(std::vector<NodeId> part) const {
+    if (part.size() != part_.size()) throw Error("PartSpace::Rebound: the parts differ in size");
+    PartSpace copy = *this;
+    copy.part_ = std::move(part);
+    return copy;
+  }
+
   //! Number of distinct candidate stages (by strategy and operator set);
   //! stage ids are 0..stage_count()-1.
   int stage_count() const { return static_cast<int>(stages_.size()); }

@@ -1,7 +1,6 @@
 #include "coordinator/measure_session.h"
 
 #include <limits>
-#include <unordered_map>
 #include <utility>
 
 namespace ios::coordinator {
@@ -19,7 +18,7 @@ MeasureSession::MeasureSession(const Graph& graph, const SearchPlan& plan, db::P
       settings_key_(options.settings.Key()),
       start_(std::chrono::steady_clock::now()) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  const size_t n = plan.keys.size();
+  const size_t n = plan.stage_count();
   table_.latency_ms.assign(n, kInf);
   table_.measured_now.assign(n, false);
   table_.skipped.assign(n, false);
@@ -28,21 +27,11 @@ MeasureSession::MeasureSession(const Graph& graph, const SearchPlan& plan, db::P
   store_.UpsertDevice(device_);
   MeasureProgress& stats = table_.stats;
   // One read of the device's slice of the DB, matched against the plan by
-  // the hashes of its keys.
-  std::unordered_map<int64_t, int> by_hash;
-  by_hash.reserve(n);
-  std::vector<int64_t> checks(n);
-  for (size_t i = 0; i < n; ++i) {
-    const db::StageKeyHash hash = db::HashStageKey(plan.keys[i]);
-    by_hash.emplace(hash.id, static_cast<int>(i));
-    checks[i] = hash.check;
-  }
+  // the hashes of its keys (the plan's own identity of a stage).
   store_.ForEachMeasurement(device_.fingerprint, options.batch_size, settings_key_,
                             [&](const db::StageKeyHash& stage, const MeasureResult& stored) {
-                              const auto it = by_hash.find(stage.id);
-                              if (it == by_hash.end() || checks[it->second] != stage.check)
-                                return;  // not ours
-                              const int id = it->second;
+                              const int id = plan.IdOfHash(stage);
+                              if (id < 0) return;      // not ours
                               if (known_[id]) return;  // seen before a retried read
                               // A transient failure (timeout, lost worker, backend failure) is
                               // kept for diagnosis but measured again; OOM and unsupported are
@@ -62,24 +51,25 @@ MeasureSession::MeasureSession(const Graph& graph, const SearchPlan& plan, db::P
 }
 
 Measurer::MoreSpecs MeasureSession::Prepare(const std::vector<int>& ids) {
-  // Specs and descriptions are built before the write lock is taken: other
-  // coordinators sharing the DB wait only for the inserts.
+  // Specs and keys are built before the write lock is taken: other
+  // coordinators sharing the DB wait only for the inserts. No description is
+  // stored: the DB derives it from the key (db/stage_text.h).
   Measurer::MoreSpecs specs;
-  std::vector<std::string> descriptions;
+  std::vector<std::string> keys;
   specs.reserve(ids.size());
-  descriptions.reserve(ids.size());
+  keys.reserve(ids.size());
   for (int id : ids) {
     if (known_.at(id)) throw Error("MeasureSession: stage " + std::to_string(id) + " is known");
     known_[id] = 1;  // from now on: measured or being measured
     table_.measured_now[id] = true;
     auto spec = std::make_unique<StageSpec>(keyer_.Spec(plan_.StageOf(id)));
-    descriptions.push_back(spec->Describe());
+    keys.push_back(spec->Key());
     specs.push_back(spec.get());
     stream_ids_.push_back(id);
     stream_specs_.push_back(std::move(spec));
   }
   store_.RunInTransaction([&] {
-    for (size_t k = 0; k < ids.size(); ++k) store_.UpsertStage(plan_.keys[ids[k]], descriptions[k]);
+    for (const std::string& key : keys) store_.UpsertStage(key, "");
   });
   return specs;
 }
@@ -91,36 +81,36 @@ void MeasureSession::Measure(const std::vector<int>& ids, const NextFn& next) {
   if (first.empty()) return;
   MeasureProgress& stats = table_.stats;
   std::vector<int> arrived;
-  measurer_.MeasureStream(
-      std::move(first), options_.batch_size, options_.settings,
-      [&](std::span<const IndexedResult> results) {
-        // One transaction for whatever has arrived: each result is committed
-        // as soon as the previous commit allows.
-        store_.RunInTransaction([&] {
-          for (const IndexedResult& r : results) {
-            const int id = stream_ids_.at(r.index);
-            store_.Store({plan_.keys[id], device_.fingerprint, options_.batch_size, settings_key_},
-                         r.result);
-          }
-        });
-        arrived.clear();
-        for (const IndexedResult& r : results) {
-          const int id = stream_ids_.at(r.index);
-          stream_specs_.at(r.index).reset();
-          arrived.push_back(id);
-          ++stats.measured;
-          if (r.result.ok()) {
-            table_.latency_ms[id] = r.result.median_ms;
-          } else {
-            ++stats.failed;
-            table_.failures[id] = {r.result.error, r.result.error_message};
-          }
-        }
-        Measurer::MoreSpecs more;
-        if (next) more = Prepare(next(arrived));
-        Report(false);
-        return more;
-      });
+  measurer_.MeasureStream(std::move(first), options_.batch_size, options_.settings,
+                          [&](std::span<const IndexedResult> results) {
+                            // One transaction for whatever has arrived: each result is committed
+                            // as soon as the previous commit allows.
+                            store_.RunInTransaction([&] {
+                              for (const IndexedResult& r : results) {
+                                const int id = stream_ids_.at(r.index);
+                                store_.Store({plan_.KeyOf(keyer_, id), device_.fingerprint,
+                                              options_.batch_size, settings_key_},
+                                             r.result);
+                              }
+                            });
+                            arrived.clear();
+                            for (const IndexedResult& r : results) {
+                              const int id = stream_ids_.at(r.index);
+                              stream_specs_.at(r.index).reset();
+                              arrived.push_back(id);
+                              ++stats.measured;
+                              if (r.result.ok()) {
+                                table_.latency_ms[id] = r.result.median_ms;
+                              } else {
+                                ++stats.failed;
+                                table_.failures[id] = {r.result.error, r.result.error_message};
+                              }
+                            }
+                            Measurer::MoreSpecs more;
+                            if (next) more = Prepare(next(arrived));
+                            Report(false);
+                            return more;
+                          });
   stream_ids_.clear();
   stream_specs_.clear();
 }

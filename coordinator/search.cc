@@ -54,65 +54,27 @@ std::unique_ptr<Measurer> MakeLocalMeasurer(std::unique_ptr<worker::Backend> bac
   return std::make_unique<LocalMeasurer>(std::move(backend));
 }
 
-db::StageKeyHash SearchPlan::HashKey(std::string_view key) {
-  // Two independent lanes over 8-byte words (memcpy: any alignment), each
-  // word mixed in with a multiply-xorshift; the length seeds both.
-  const auto mix = [](uint64_t x) {
-    x ^= x >> 32;
-    x *= 0xd6e8feb86659fd93ULL;
-    x ^= x >> 32;
-    x *= 0xd6e8feb86659fd93ULL;
-    return x ^ (x >> 32);
-  };
-  uint64_t a = 0x243f6a8885a308d3ULL ^ key.size(), b = 0x13198a2e03707344ULL + key.size();
-  size_t i = 0;
-  for (; i + 8 <= key.size(); i += 8) {
-    uint64_t word;
-    std::memcpy(&word, key.data() + i, 8);
-    a = (a ^ word) * 0x9e3779b97f4a7c15ULL;
-    a ^= a >> 29;
-    b = std::rotl(b + word, 23) * 0xbf58476d1ce4e5b9ULL;
-  }
-  uint64_t tail = 0;
-  std::memcpy(&tail, key.data() + i, key.size() - i);
-  a = mix(a ^ tail);
-  b = mix(b + tail + 0x94d049bb133111ebULL);
-  return {static_cast<int64_t>(a), static_cast<int64_t>(b)};
-}
-
 int SearchPlan::Intern(StageKeyer& keyer, const Stage& stage, int part, int local) {
-  const std::string& key = keyer.Key(stage);
-  return InternHashed(key, SearchPlan::HashKey(key), &stage, part, local);
+  return InternHashed(db::HashStageKey(keyer.Key(stage)), &stage, part, local);
 }
 
-int SearchPlan::InternKey(std::string_view key, const db::StageKeyHash& hash, int part, int local) {
-  if (part < 0) throw Error("SearchPlan::InternKey: a stage of no part needs Intern");
-  return InternHashed(key, hash, nullptr, part, local);
+int SearchPlan::InternHash(const db::StageKeyHash& hash, int part, int local) {
+  if (part < 0) throw Error("SearchPlan::InternHash: a stage of no part needs Intern");
+  return InternHashed(hash, nullptr, part, local);
 }
 
-int SearchPlan::InternHashed(std::string_view key, const db::StageKeyHash& hash, const Stage* stage,
-                             int part, int local) {
-  const auto [it, added] = index_.try_emplace(hash, static_cast<int>(keys.size()));
-  if (!added) {
-    if (keys[it->second] != key) {
-      throw Error("two distinct canonical stage keys share a 128-bit hash (stage " +
-                  std::to_string(it->second) + "): cannot tell the stages apart");
-    }
-    return it->second;
-  }
-  keys.emplace_back(key);
+int SearchPlan::InternHashed(const db::StageKeyHash& hash, const Stage* stage, int part,
+                             int local) {
+  const int id = index_.FindOrAdd(hash, static_cast<int>(key_hashes.size()));
+  if (id < static_cast<int>(key_hashes.size())) return id;
+  key_hashes.push_back(hash);
   if (part < 0) {
     refs_.push_back({-1, static_cast<int>(loose_stages_.size())});
     loose_stages_.push_back(*stage);
   } else {
     refs_.push_back({part, local});
   }
-  return it->second;
-}
-
-int SearchPlan::IdOf(std::string_view key) const {
-  const auto it = index_.find(SearchPlan::HashKey(key));
-  return it == index_.end() || keys[it->second] != key ? -1 : it->second;
+  return id;
 }
 
 Stage SearchPlan::StageOf(int id) const {
@@ -253,21 +215,10 @@ std::string DescribeSizeCut(const Graph& graph, int block_index, const Block& bl
   return text;
 }
 
-// The canonical keys of a part's candidate stages, in stage order: texts
-// back to back in one buffer (no allocation per stage), with their hashes.
-struct PartKeys {
-  std::string text;
-  std::vector<size_t> ends;  // ends[i]: end of key i in text
-  std::vector<db::StageKeyHash> hashes;
-
-  std::string_view Key(int i) const {
-    const size_t begin = i == 0 ? 0 : ends[i - 1];
-    return std::string_view(text).substr(begin, ends[i] - begin);
-  }
-};
-
-// Builds PartKeys on up to `threads` threads, each with its own keyer over
-// a contiguous range of stages; the result does not depend on the count.
+// Hashes the canonical keys of a part's candidate stages (in stage order)
+// on up to `threads` threads, each with its own keyer over a contiguous
+// range of stages; the result does not depend on the count. The texts are
+// built in each keyer's buffer and never copied.
 class KeyPool {
  public:
   KeyPool(const Graph& graph, int threads) {
@@ -277,7 +228,7 @@ class KeyPool {
     }
   }
 
-  void Build(const PartSpace& space, PartKeys& out) {
+  void Build(const PartSpace& space, std::vector<db::StageKeyHash>& out) {
     const int count = space.stage_count();
     // Below this many stages a thread costs more than it saves.
     constexpr int kMinStagesPerThread = 2048;
@@ -294,36 +245,25 @@ class KeyPool {
     for (const std::exception_ptr& error : errors) {
       if (error) std::rethrow_exception(error);
     }
-    std::swap(out, slices_[0]);  // no copy of the first slice (the only one on one thread)
-    out.ends.reserve(count);
-    out.hashes.reserve(count);
-    for (int t = 1; t < threads; ++t) {
-      const size_t base = out.text.size();
-      out.text += slices_[t].text;
-      for (size_t end : slices_[t].ends) out.ends.push_back(base + end);
-      out.hashes.insert(out.hashes.end(), slices_[t].hashes.begin(), slices_[t].hashes.end());
-    }
+    out.clear();
+    out.reserve(count);
+    for (int t = 0; t < threads; ++t) out.insert(out.end(), slices_[t].begin(), slices_[t].end());
   }
 
  private:
-  // Keys of stages [count * t / threads, count * (t + 1) / threads) into
+  // Hashes of stages [count * t / threads, count * (t + 1) / threads) into
   // slices_[t]; an exception is kept for the caller.
   void Run(const PartSpace& space, int t, int threads, int count,
            std::exception_ptr& error) noexcept {
     try {
       const int begin = static_cast<int>(int64_t{count} * t / threads);
       const int end = static_cast<int>(int64_t{count} * (t + 1) / threads);
-      PartKeys& slice = slices_[t];
-      slice.text.clear();
-      slice.ends.clear();
-      slice.hashes.clear();
+      std::vector<db::StageKeyHash>& slice = slices_[t];
+      slice.clear();
       Stage stage;
       for (int local = begin; local < end; ++local) {
         space.FillStage(local, stage);
-        const std::string& key = keyers_[t].Key(stage);
-        slice.text += key;
-        slice.ends.push_back(slice.text.size());
-        slice.hashes.push_back(SearchPlan::HashKey(key));
+        slice.push_back(db::HashStageKey(keyers_[t].Key(stage)));
       }
     } catch (...) {
       error = std::current_exception();
@@ -331,7 +271,7 @@ class KeyPool {
   }
 
   std::deque<StageKeyer> keyers_;
-  std::vector<PartKeys> slices_;
+  std::vector<std::vector<db::StageKeyHash>> slices_;
 };
 
 }  // namespace
@@ -359,7 +299,10 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
                          SearchOptions::kMaxPlanThreads);
   }
   KeyPool key_pool(graph, threads);
-  PartKeys keys;
+  std::vector<db::StageKeyHash> hashes;
+  // Parts planned as one exact piece, by StageKeyer::OrderedKey: where a
+  // part of the same structure comes again, its plan is reused.
+  std::unordered_map<std::string, int> planned_parts;
   for (size_t b = 0; b < graph.blocks.size(); ++b) {
     const Block& block = graph.blocks[b];
     std::vector<bool> cut_by_size;
@@ -374,6 +317,29 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
       // What is left of the search's stage budget caps this part's.
       SearchOptions part_options = options;
       const int64_t left = options.max_search_stages - static_cast<int64_t>(plan.stage_count());
+      // A part with the structure of one planned before (NASNet repeats its
+      // cells) has the same candidate stages, with the same keys, in the
+      // same order: that part's space and stage ids are reused, nothing is
+      // walked or keyed again. The budgets see what walking it would give.
+      std::string structure;
+      if (options.reuse_repeated_parts) {
+        structure = keyer.OrderedKey(parts[p]);
+        const auto seen = planned_parts.find(structure);
+        if (seen != planned_parts.end() &&
+            plan.parts[seen->second].space.stage_count() <= std::min(left, options.dp.max_stages)) {
+          PartPlan part;
+          part.block = static_cast<int>(b);
+          part.part = static_cast<int>(p);
+          part.schedule = cut_by_size[p] ? PartSchedule::kCut : PartSchedule::kExact;
+          part.ops = parts[p];
+          part.space = plan.parts[seen->second].space.Rebound(parts[p]);
+          part.stage_ids = plan.parts[seen->second].stage_ids;
+          plan.stage_occurrences += part.space.stage_count();
+          ++plan.reused_parts;
+          plan.parts.push_back(std::move(part));
+          continue;
+        }
+      }
       part_options.dp.max_stages = std::clamp<int64_t>(left, 1, options.dp.max_stages);
       std::vector<Piece> pieces;
       BudgetHit hit;
@@ -394,6 +360,9 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
         }
       }
       const bool cut = pieces.size() > 1;
+      if (!structure.empty() && !cut && pieces[0].schedule != PartSchedule::kGreedy) {
+        planned_parts.emplace(std::move(structure), static_cast<int>(plan.parts.size()));
+      }
       if (cut) {
         pieces.push_back({parts[p], PartSchedule::kGreedy, PartSpace::Greedy(graph, parts[p])});
       }
@@ -408,10 +377,9 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
         part.space = std::move(pieces[k].space);
         const int part_index = static_cast<int>(plan.parts.size());
         part.stage_ids.reserve(part.space.stage_count());
-        key_pool.Build(part.space, keys);
+        key_pool.Build(part.space, hashes);
         for (int local = 0; local < part.space.stage_count(); ++local) {
-          part.stage_ids.push_back(
-              plan.InternKey(keys.Key(local), keys.hashes[local], part_index, local));
+          part.stage_ids.push_back(plan.InternHash(hashes[local], part_index, local));
         }
         plan.stage_occurrences += part.space.stage_count();
         plan.parts.push_back(std::move(part));
@@ -647,15 +615,16 @@ SearchOutcome RunSearch(const Graph& graph, const std::string& model, const Sear
                       : MeasureStages(graph, outcome.plan, store, measurer, options, progress);
   // Only what the DB holds: a skipped stage's key would cost a row for nothing.
   const std::vector<bool>& skipped = outcome.table.skipped;
-  if (std::find(skipped.begin(), skipped.end(), true) == skipped.end()) {
-    store.LinkModelStages(model, outcome.plan.keys);
-  } else {
-    std::vector<std::string> kept;
-    for (size_t i = 0; i < outcome.plan.keys.size(); ++i) {
-      if (!skipped[i]) kept.push_back(outcome.plan.keys[i]);
-    }
-    store.LinkModelStages(model, kept);
+  std::vector<int> linked;
+  std::vector<db::StageKeyHash> linked_hashes;
+  for (int id = 0; id < static_cast<int>(outcome.plan.stage_count()); ++id) {
+    if (skipped[id]) continue;
+    linked.push_back(id);
+    linked_hashes.push_back(outcome.plan.key_hashes[id]);
   }
+  StageKeyer keyer(graph);
+  store.LinkModelStages(model, linked_hashes,
+                        [&](size_t i) { return outcome.plan.KeyOf(keyer, linked[i]); });
   outcome.measure_s = seconds_since(t);
   t = Clock::now();
   outcome.ios = SolveSchedule(outcome.plan, outcome.table.latency_ms, graph.blocks.size(),

@@ -14,6 +14,7 @@
 #include "common/stage.h"
 #include "coordinator/dp.h"
 #include "coordinator/measurer.h"
+#include "coordinator/stage_hash_index.h"
 #include "db/profile_store.h"
 #include "db/stage_text.h"
 
@@ -35,7 +36,7 @@ struct SearchOptions {
   //! are scheduled greedily.
   int max_split_depth = 8;
   //! Budget of the whole search: distinct candidate stages (each one is
-  //! measured, and held as a key of ~1 KB). A part may add at most what is
+  //! measured). A part may add at most what is
   //! left of it, counted before deduplication (else it is cut like a part
   //! over DpOptions::max_stages). The default keeps every zoo model exact,
   //! RandWire unpruned (380,929 distinct) included.
@@ -59,6 +60,10 @@ struct SearchOptions {
   //! group order), so the schedule may differ slightly from --measure all's
   //! (docs/search-cost.md). Off by default.
   bool sub_stage_bounds = false;
+  //! Plan a part with the structure of an earlier one (StageKeyer::
+  //! OrderedKey) by reusing that one's space and stage ids instead of
+  //! walking and keying it again: the plan is the same either way.
+  bool reuse_repeated_parts = true;
   //! Threads that build the canonical keys of a part's candidate stages
   //! (the plan is the same for any count: ids follow part order); 0: one
   //! per hardware thread, at most kMaxPlanThreads.
@@ -95,45 +100,46 @@ using BlockSchedule = std::vector<std::pair<Stage, int>>;
 //! Output of the enumerate phase: everything that must be measured.
 struct SearchPlan {
   std::vector<PartPlan> parts;
-  std::vector<std::string> keys;  // canonical key of each distinct stage, by stage id
+  //! Identity of each distinct stage, by stage id: the profiling DB's hash
+  //! of its canonical key (db::HashStageKey, 127 bits), which is also how
+  //! the DB finds the stage. Two stages are one when their hashes are equal,
+  //! in the plan as in the DB (for 10^6 stages the chance that two distinct
+  //! keys share one is about 10^-27). The texts are not kept (RandWire
+  //! unpruned: 380,929 keys of ~1 KB); KeyOf builds one again.
+  std::vector<db::StageKeyHash> key_hashes;
   int64_t stage_occurrences = 0;  // candidate stages counted per part, before dedupe
+  int reused_parts = 0;  // parts planned by reusing an earlier part's space (see SearchOptions)
   std::vector<BlockSchedule> sequential, greedy;  // baselines, per block
   //! One line per part that went over a DP budget and per block cut by
   //! max_part_size: what was approximated.
   std::vector<std::string> warnings;
 
-  size_t stage_count() const { return keys.size(); }
+  size_t stage_count() const { return key_hashes.size(); }
   //! Distinct stage `id` (one representative of its key).
   Stage StageOf(int id) const;
+  //! The canonical key of stage `id`, built again by `keyer` (of the plan's graph).
+  std::string KeyOf(StageKeyer& keyer, int id) const { return keyer.Key(StageOf(id)); }
   //! Id of `stage`, registering it if its key is new. `keyer` is of the
   //! plan's graph. `part` / `local`: where the stage lives in parts (so it
   //! need not be copied); part -1 keeps a copy.
   int Intern(StageKeyer& keyer, const Stage& stage, int part = -1, int local = 0);
-  //! 128-bit hash of a canonical key, for deduplication in memory only (not
-  //! stable across builds; the DB's is db::HashStageKey).
-  static db::StageKeyHash HashKey(std::string_view key);
-  //! Same as Intern, for a stage of part `part` (>= 0) whose key `key`
-  //! (with its HashKey) was built elsewhere.
-  int InternKey(std::string_view key, const db::StageKeyHash& hash, int part, int local);
+  //! Same as Intern, for a stage of part `part` (>= 0) whose key's hash
+  //! `hash` was computed elsewhere.
+  int InternHash(const db::StageKeyHash& hash, int part, int local);
   //! The id of the stage with canonical key `key`, or -1.
-  int IdOf(std::string_view key) const;
+  int IdOf(std::string_view key) const { return IdOfHash(db::HashStageKey(key)); }
+  //! The id of the stage whose key hashes to `hash`, or -1.
+  int IdOfHash(const db::StageKeyHash& hash) const { return index_.Find(hash); }
 
  private:
-  // Keys are indexed by their 128-bit hash (the text is kept once, in
-  // keys); a hit is checked against the text, so a collision is an error,
-  // never a merge of two distinct stages.
-  struct KeyHashHash {
-    size_t operator()(const db::StageKeyHash& h) const { return static_cast<size_t>(h.id); }
-  };
-  int InternHashed(std::string_view key, const db::StageKeyHash& hash, const Stage* stage, int part,
-                   int local);
+  int InternHashed(const db::StageKeyHash& hash, const Stage* stage, int part, int local);
   struct StageRef {
     int part = -1;  // -1: loose_stages_[local]
     int local = 0;
   };
   std::vector<StageRef> refs_;
   std::vector<Stage> loose_stages_;  // baselines, evaluated schedules
-  std::unordered_map<db::StageKeyHash, int, KeyHashHash> index_;
+  StageHashIndex index_;
 };
 
 //! Splits `block` into the parts the DP schedules one after another: its

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "db/stage_text.h"
 
 namespace ios::db {
 namespace {
@@ -159,7 +160,9 @@ ImportReport ImportMeasurements(ProfileStore& store, const std::string& text,
         continue;
       }
       store.UpsertDevice(row.device);
-      store.UpsertStage(row.stage_key, row.description);
+      // A description the key implies is not stored (it is derived on read).
+      store.UpsertStage(row.stage_key,
+                        row.description == DescribeStageKey(row.stage_key) ? "" : row.description);
       store.Store(key, row.result);
       ++report.imported;
     }

@@ -5,8 +5,10 @@
 #include <filesystem>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 
 #include "common/error.h"
+#include "db/profile_statements.h"
 #include "db/schema.h"
 #include "db/sqlite_util.h"
 #include "db/stage_text.h"
@@ -14,24 +16,10 @@
 namespace ios::db {
 namespace {
 
+using detail::ReadResult;
+using detail::Statements;
 using sqlite::Cursor;
 using sqlite::Statement;
-
-// measurements.error holds ToString(error) for a failed measurement and NULL
-// for a good one. This is its inverse; tolerant of case, spaces and dashes.
-// Unknown text (e.g. written by a newer build) still reads as a failure.
-MeasureError ErrorFromText(std::string_view text) {
-  std::string normalized;
-  for (char c : text) {
-    if (c == ' ' || c == '-') c = '_';
-    normalized += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  for (MeasureError error : {MeasureError::kOutOfMemory, MeasureError::kUnsupported,
-                             MeasureError::kBackendFailure, MeasureError::kTimeout}) {
-    if (normalized == ToString(error)) return error;
-  }
-  return MeasureError::kBackendFailure;
-}
 
 // Keys can be long; error messages quote a prefix.
 std::string Abbreviate(const std::string& text, size_t limit = 120) {
@@ -42,111 +30,6 @@ int64_t QueryInt(sqlite3* db, const char* sql) {
   Statement statement(db, sql);
   Cursor cursor(statement);
   return cursor.Next() ? cursor.Int(0) : 0;
-}
-
-// Every statement the store runs, prepared once per connection.
-struct Statements {
-  explicit Statements(sqlite3* db)
-      : upsert_device(db,
-                      "INSERT INTO devices(fingerprint, backend, name, simulated, first_seen) "
-                      "VALUES(?1, ?2, ?3, ?4, strftime('%Y-%m-%dT%H:%M:%SZ', 'now')) "
-                      "ON CONFLICT(fingerprint) DO UPDATE SET backend = excluded.backend, "
-                      "name = excluded.name, simulated = excluded.simulated"),
-        // A stage's text is replaced only when its check matches (the same
-        // key): a colliding key must not overwrite another stage.
-        upsert_stage(db,
-                     "INSERT INTO stages(id, key_check, text) VALUES(?1, ?2, ?3) "
-                     "ON CONFLICT(id) DO UPDATE SET text = excluded.text "
-                     "WHERE key_check = excluded.key_check AND text <> excluded.text"),
-        insert_stage_if_missing(db,
-                                "INSERT INTO stages(id, key_check, text) VALUES(?1, ?2, ?3) "
-                                "ON CONFLICT(id) DO NOTHING"),
-        stage_check(db, "SELECT key_check FROM stages WHERE id = ?1"),
-        upsert_model(db, "INSERT INTO models(name) VALUES(?1) ON CONFLICT(name) DO NOTHING"),
-        model_id(db, "SELECT id FROM models WHERE name = ?1"),
-        link_model_stage(db,
-                         "INSERT INTO model_stages(model_id, stage_id) VALUES(?1, ?2) "
-                         "ON CONFLICT(model_id, stage_id) DO NOTHING"),
-        device_id(db, "SELECT id FROM devices WHERE fingerprint = ?1"),
-        upsert_settings(db,
-                        "INSERT INTO settings(settings_key) VALUES(?1) "
-                        "ON CONFLICT(settings_key) DO NOTHING"),
-        settings_id(db, "SELECT id FROM settings WHERE settings_key = ?1"),
-        lookup(db,
-               "SELECT m.median_ms, m.spread_ms, m.samples, m.error, m.error_message "
-               "FROM measurements m JOIN stages s ON s.id = m.stage_id "
-               "WHERE m.stage_id = ?1 AND s.key_check = ?2 "
-               "AND m.device_id = (SELECT id FROM devices WHERE fingerprint = ?3) "
-               "AND m.batch_size = ?4 "
-               "AND m.settings_id = (SELECT id FROM settings WHERE settings_key = ?5)"),
-        slice(db,
-              "SELECT m.stage_id, s.key_check, m.median_ms, m.spread_ms, m.samples, m.error, "
-              "m.error_message FROM measurements m JOIN stages s ON s.id = m.stage_id "
-              "WHERE m.device_id = (SELECT id FROM devices WHERE fingerprint = ?1) "
-              "AND m.batch_size = ?2 "
-              "AND m.settings_id = (SELECT id FROM settings WHERE settings_key = ?3)"),
-        store(db,
-              "INSERT INTO measurements(stage_id, device_id, batch_size, settings_id, "
-              "median_ms, spread_ms, samples, error, error_message, measured_at) "
-              "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, CAST(strftime('%s', 'now') AS INTEGER)) "
-              "ON CONFLICT(stage_id, device_id, batch_size, settings_id) DO UPDATE SET "
-              "median_ms = excluded.median_ms, spread_ms = excluded.spread_ms, "
-              "samples = excluded.samples, error = excluded.error, "
-              "error_message = excluded.error_message, measured_at = excluded.measured_at"),
-        record_search(db,
-                      "INSERT INTO searches(model, device_fingerprint, batch_size, "
-                      "settings_json, schedule_json, latency_ms, stages_measured, "
-                      "stages_reused, enumerate_s, measure_s, solve_s, started_at) "
-                      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                      "COALESCE(NULLIF(?12, ''), strftime('%Y-%m-%dT%H:%M:%SZ', 'now')))"),
-        devices(db,
-                "SELECT d.fingerprint, d.backend, d.name, d.simulated, "
-                "(SELECT count(*) FROM measurements m WHERE m.device_id = d.id) "
-                "FROM devices d ORDER BY d.id"),
-        stats(db,
-              "SELECT (SELECT count(*) FROM devices), (SELECT count(*) FROM stages), "
-              "(SELECT count(*) FROM measurements), "
-              "(SELECT count(*) FROM measurements WHERE error IS NOT NULL), "
-              "(SELECT count(*) FROM searches), "
-              "(SELECT count(*) FROM (SELECT name FROM models "
-              "UNION SELECT model FROM searches))"),
-        searches(db,
-                 "SELECT model, device_fingerprint, settings_json, schedule_json, batch_size, "
-                 "latency_ms, stages_measured, stages_reused, enumerate_s, measure_s, solve_s, "
-                 "started_at FROM searches ORDER BY id"),
-        models(db, "SELECT name FROM models UNION SELECT model FROM searches ORDER BY 1"),
-        all_measurements(db, MeasurementsSql("").c_str()),
-        model_measurements(db, MeasurementsSql("JOIN model_stages ms ON ms.stage_id = m.stage_id "
-                                               "JOIN models mo ON mo.id = ms.model_id "
-                                               "WHERE mo.name = ?1 ")
-                                   .c_str()) {}
-
-  static std::string MeasurementsSql(const std::string& filter) {
-    return "SELECT ios_stage_key(s.text) AS stage_key, ios_stage_description(s.text), d.name, "
-           "m.batch_size, st.settings_key, m.median_ms, m.spread_ms, m.samples, m.error, "
-           "m.error_message, strftime('%Y-%m-%dT%H:%M:%SZ', m.measured_at, 'unixepoch'), "
-           "d.fingerprint, d.backend FROM measurements m "
-           "JOIN stages s ON s.id = m.stage_id "
-           "JOIN devices d ON d.id = m.device_id "
-           "JOIN settings st ON st.id = m.settings_id " +
-           filter + "ORDER BY d.name, d.id, stage_key, m.batch_size, st.settings_key";
-  }
-
-  Statement upsert_device, upsert_stage, insert_stage_if_missing, stage_check, upsert_model,
-      model_id, link_model_stage, device_id, upsert_settings, settings_id, lookup, slice, store,
-      record_search, devices, stats, searches, models, all_measurements, model_measurements;
-};
-
-// Reads columns [first, first + 5) laid out as median, spread, samples,
-// error, error_message.
-MeasureResult ReadResult(const Cursor& cursor, int first) {
-  MeasureResult result;
-  result.median_ms = cursor.Real(first);
-  result.spread_ms = cursor.Real(first + 1);
-  result.samples = static_cast<int>(cursor.Int(first + 2));
-  if (!cursor.IsNull(first + 3)) result.error = ErrorFromText(cursor.Text(first + 3));
-  result.error_message = cursor.Text(first + 4);
-  return result;
 }
 
 class SqliteProfileStore final : public ProfileStore {
@@ -202,8 +85,8 @@ class SqliteProfileStore final : public ProfileStore {
     });
   }
 
-  void LinkModelStages(const std::string& model,
-                       const std::vector<std::string>& stage_keys) override {
+  void LinkModelStages(const std::string& model, std::span<const StageKeyHash> stages,
+                       const std::function<std::string(size_t i)>& key_of) override {
     RunInTransaction([&] {
       {
         Cursor cursor(statements_->upsert_model);
@@ -213,13 +96,27 @@ class SqliteProfileStore final : public ProfileStore {
       id.BindText(1, model);
       if (!id.Next()) throw Error("profiling DB " + path_ + ": model '" + model + "' vanished");
       const int64_t model_id = id.Int(0);
-      for (const std::string& key : stage_keys) {
-        const StageKeyHash hash = HashStageKey(key);
-        if (!CheckStage(key, hash, /*must_exist=*/false)) {
+      // A rerun links what is linked already: one read of the model's links
+      // (with their stages' checks) instead of two statements per stage.
+      std::unordered_map<int64_t, int64_t> linked;  // stage id -> key check
+      {
+        Cursor cursor(statements_->model_stage_checks);
+        cursor.BindInt(1, model_id);
+        while (cursor.Next()) linked.emplace(cursor.Int(0), cursor.Int(1));
+      }
+      for (size_t i = 0; i < stages.size(); ++i) {
+        const StageKeyHash& hash = stages[i];
+        const auto it = linked.find(hash.id);
+        if (it != linked.end() && it->second == hash.check) continue;
+        const StageRow row = FindStage(hash);
+        if (row == StageRow::kCollides) throw Collision(key_of(i), hash);
+        if (row == StageRow::kMissing) {
           // A stage not upserted yet is registered without a description
           // (packed only then: deflating every key of a rerun costs seconds).
           Cursor cursor(statements_->insert_stage_if_missing);
-          cursor.BindInt(1, hash.id).BindInt(2, hash.check).BindBlob(3, PackStageText({key, ""}));
+          cursor.BindInt(1, hash.id)
+              .BindInt(2, hash.check)
+              .BindBlob(3, PackStageText({key_of(i), ""}));
           cursor.Run();
         }
         Cursor cursor(statements_->link_model_stage);
@@ -606,21 +503,35 @@ class SqliteProfileStore final : public ProfileStore {
   // Whether the stage of `key` is stored; throws when its row belongs to
   // another key (a 63-bit hash collision: never mix two stages' results),
   // or, with `must_exist`, when it is missing.
-  bool CheckStage(const std::string& key, const StageKeyHash& hash, bool must_exist) {
+  // Whether the stages table has a row for `hash`, and whether it is this
+  // key's (its check matches) or another's.
+  enum class StageRow { kMissing, kPresent, kCollides };
+  StageRow FindStage(const StageKeyHash& hash) {
     Cursor cursor(statements_->stage_check);
     cursor.BindInt(1, hash.id);
-    if (!cursor.Next()) {
-      if (must_exist) {
-        throw Error("profiling DB " + path_ + ": stage '" + Abbreviate(key) + "' was not stored");
-      }
-      return false;
+    if (!cursor.Next()) return StageRow::kMissing;
+    return cursor.Int(0) == hash.check ? StageRow::kPresent : StageRow::kCollides;
+  }
+
+  Error Collision(const std::string& key, const StageKeyHash& hash) const {
+    return Error("profiling DB " + path_ + ": the key of stage '" + Abbreviate(key) +
+                 "' collides with another stored stage's (hash " + std::to_string(hash.id) +
+                 "); this stage cannot be stored in this DB");
+  }
+
+  bool CheckStage(const std::string& key, const StageKeyHash& hash, bool must_exist) {
+    switch (FindStage(hash)) {
+      case StageRow::kPresent:
+        return true;
+      case StageRow::kCollides:
+        throw Collision(key, hash);
+      case StageRow::kMissing:
+        break;
     }
-    if (cursor.Int(0) != hash.check) {
-      throw Error("profiling DB " + path_ + ": the key of stage '" + Abbreviate(key) +
-                  "' collides with another stored stage's (hash " + std::to_string(hash.id) +
-                  "); this stage cannot be stored in this DB");
+    if (must_exist) {
+      throw Error("profiling DB " + path_ + ": stage '" + Abbreviate(key) + "' was not stored");
     }
-    return true;
+    return false;
   }
 
   int64_t SettingsId(const std::string& settings_key) {
@@ -656,6 +567,14 @@ std::unique_ptr<ProfileStore> ProfileStore::Open(const std::string& path,
     if (!std::filesystem::exists(path, error)) throw Error("no profiling DB at " + path);
   }
   return std::make_unique<SqliteProfileStore>(path, options);
+}
+
+void ProfileStore::LinkModelStageKeys(const std::string& model,
+                                      const std::vector<std::string>& stage_keys) {
+  std::vector<StageKeyHash> hashes;
+  hashes.reserve(stage_keys.size());
+  for (const std::string& key : stage_keys) hashes.push_back(HashStageKey(key));
+  LinkModelStages(model, hashes, [&](size_t i) { return stage_keys[i]; });
 }
 
 }  // namespace ios::db

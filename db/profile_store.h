@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -94,11 +95,19 @@ class ProfileStore {
 
   //! Registers (or refreshes) a device; idempotent.
   virtual void UpsertDevice(const DeviceInfo& device) = 0;
-  //! Registers a stage and its readable description; idempotent.
+  //! Registers a stage and its readable description; idempotent. An empty
+  //! description is derived from the key whenever the stage is read.
   virtual void UpsertStage(const std::string& stage_key, const std::string& description) = 0;
-  //! Records that `model` uses `stage_key` (for `ios-db measurements --model`).
-  virtual void LinkModelStages(const std::string& model,
-                               const std::vector<std::string>& stage_keys) = 0;
+  //! Records that `model` uses the stages whose keys hash to `stages` (for
+  //! `ios-db measurements --model`). A stage with no row yet gets one
+  //! without a description, its key from `key_of(i)`, which is called only
+  //! for those (a rerun's stages are all stored: nothing is rebuilt). Fast
+  //! when the links exist: one read of the model's links, writes only for
+  //! new ones.
+  virtual void LinkModelStages(const std::string& model, std::span<const StageKeyHash> stages,
+                               const std::function<std::string(size_t i)>& key_of) = 0;
+  //! The same for stages given by their keys.
+  void LinkModelStageKeys(const std::string& model, const std::vector<std::string>& stage_keys);
 
   //! The stored result for `key`, if any (errors are stored results too;
   //! whether a failure is reused is the caller's choice, see IsTransient).

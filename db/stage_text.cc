@@ -2,9 +2,12 @@
 
 #include <zlib.h>
 
+#include <bit>
 #include <cstring>
+#include <utility>
 
 #include "common/error.h"
+#include "common/stage_key.h"
 
 namespace ios::db {
 namespace {
@@ -64,27 +67,38 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// Eight bytes at a time, little-endian, each mixed in with a full avalanche:
-// byte order and length both change the result.
-uint64_t Hash64(std::string_view text, uint64_t seed) {
-  uint64_t h = Mix(seed ^ text.size());
+// Eight bytes at a time, little-endian, each mixed in with a full
+// avalanche: byte order and length both change the result. Both hashes of a
+// key are computed in one pass (two independent chains of multiplies run
+// side by side): a search hashes every candidate stage's ~1 KB key.
+uint64_t LoadLittleEndian(const char* bytes, size_t count) {
+  uint64_t word = 0;
+  for (size_t b = count; b > 0; --b) word = (word << 8) | static_cast<unsigned char>(bytes[b - 1]);
+  return word;
+}
+
+std::pair<uint64_t, uint64_t> Hash64Pair(std::string_view text, uint64_t seed_a, uint64_t seed_b) {
+  uint64_t a = Mix(seed_a ^ text.size()), b = Mix(seed_b ^ text.size());
   size_t i = 0;
   for (; i + 8 <= text.size(); i += 8) {
-    uint64_t word = 0;
-    for (int b = 7; b >= 0; --b) word = (word << 8) | static_cast<unsigned char>(text[i + b]);
-    h = Mix(h ^ word) + 0x9e3779b97f4a7c15ULL;
+    uint64_t word;
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(&word, text.data() + i, 8);
+    } else {
+      word = LoadLittleEndian(text.data() + i, 8);
+    }
+    a = Mix(a ^ word) + 0x9e3779b97f4a7c15ULL;
+    b = Mix(b ^ word) + 0x9e3779b97f4a7c15ULL;
   }
-  uint64_t tail = 0;
-  for (size_t b = text.size(); b > i; --b)
-    tail = (tail << 8) | static_cast<unsigned char>(text[b - 1]);
-  return Mix(h ^ tail ^ 0xff51afd7ed558ccdULL);
+  const uint64_t tail = LoadLittleEndian(text.data() + i, text.size() - i) ^ 0xff51afd7ed558ccdULL;
+  return {Mix(a ^ tail), Mix(b ^ tail)};
 }
 
 }  // namespace
 
 StageKeyHash HashStageKey(std::string_view key) {
-  return {static_cast<int64_t>(Hash64(key, 0x1d5c9a3e7b21f403ULL) >> 1),
-          static_cast<int64_t>(Hash64(key, 0x6a09e667f3bcc908ULL))};
+  const auto [id, check] = Hash64Pair(key, 0x1d5c9a3e7b21f403ULL, 0x6a09e667f3bcc908ULL);
+  return {static_cast<int64_t>(id >> 1), static_cast<int64_t>(check)};
 }
 
 std::string PackStageText(const StageText& text) {
@@ -136,7 +150,17 @@ StageText UnpackStageText(std::string_view packed) {
   if (status != Z_STREAM_END) throw Error("stage text: a packed stage text is damaged");
   const size_t nul = raw.find('\0');
   if (nul == std::string::npos) throw Error("stage text: a packed stage text is damaged");
-  return {raw.substr(0, nul), raw.substr(nul + 1)};
+  StageText text{raw.substr(0, nul), raw.substr(nul + 1)};
+  if (text.description.empty()) text.description = DescribeStageKey(text.key);
+  return text;
+}
+
+std::string DescribeStageKey(std::string_view key) {
+  try {
+    return ParseStageKey(key).Describe();
+  } catch (const Error&) {
+    return "";  // not a canonical key (tests store made-up ones)
+  }
 }
 
 }  // namespace ios::db

@@ -31,6 +31,12 @@ struct StageText {
 //! Deterministic: equal texts give equal bytes.
 std::string PackStageText(const StageText& text);
 //! The inverse. Throws ios::Error when `packed` is not a packed stage text.
+//! A description stored empty (searches store none since it follows from
+//! the key: ~50 bytes a stage) is derived from the key (DescribeStageKey).
 StageText UnpackStageText(std::string_view packed);
+
+//! StageSpec::Describe() of the stage whose key is `key`; empty when `key`
+//! is not a canonical stage key.
+std::string DescribeStageKey(std::string_view key);
 
 }  // namespace ios::db

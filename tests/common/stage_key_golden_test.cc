@@ -10,32 +10,22 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.h"
 #include "common/graph.h"
 #include "common/stage.h"
+#include "common/stage_key.h"
 #include "tests/testing/golden.h"
 #include "tests/testing/ops.h"
 
 namespace ios {
 namespace {
 
+using ::ios::testing::ActOp;
 using ::ios::testing::ConvOp;
 using ::ios::testing::EltwiseOp;
 using ::ios::testing::IdentityOp;
 using ::ios::testing::PoolOp;
-
-OpParams Act(Activation act) {
-  OpParams op;
-  op.kind = OpKind::kActivation;
-  op.act = act;
-  return op;
-}
-
-OpParams Sequential(std::vector<OpParams> chain) {
-  OpParams op;
-  op.kind = OpKind::kSequential;
-  op.chain = std::move(chain);
-  return op;
-}
+using ::ios::testing::SequentialOp;
 
 // One graph holding every case; it has no blocks (keys need only shapes).
 class KeyGraph {
@@ -58,6 +48,50 @@ class KeyGraph {
   Graph graph_;
 };
 
+// The DB keeps keys only: ParseStageKey must give back the whole spec.
+void ExpectParsesBack(const StageSpec& spec, const std::string& label) {
+  const StageSpec parsed = ParseStageKey(spec.Key());
+  EXPECT_EQ(parsed.Key(), spec.Key()) << label;
+  EXPECT_EQ(parsed.Describe(), spec.Describe()) << label;
+  EXPECT_EQ(parsed.externals, spec.externals) << label;
+  ASSERT_EQ(parsed.groups.size(), spec.groups.size()) << label;
+  for (size_t g = 0; g < spec.groups.size(); ++g) {
+    ASSERT_EQ(parsed.groups[g].size(), spec.groups[g].size()) << label;
+    for (size_t k = 0; k < spec.groups[g].size(); ++k) {
+      EXPECT_EQ(parsed.groups[g][k].op, spec.groups[g][k].op) << label;
+      EXPECT_EQ(parsed.groups[g][k].inputs, spec.groups[g][k].inputs) << label;
+      EXPECT_EQ(parsed.groups[g][k].output, spec.groups[g][k].output) << label;
+    }
+  }
+}
+
+TEST(StageKeyParseTest, MalformedKeysAreRefusedWithTheirPosition) {
+  const std::string good = "v1;parallel;in=16x32x32,;g=act(relu)<X0[0:16]+|>";
+  EXPECT_EQ(ParseStageKey(good).Key(), good);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"", "expected 'v1;'"},
+      {"v2;parallel;in=;g=id<|>", "byte 0: expected 'v1;'"},
+      {"v1;sideways;in=16x32x32,;g=act(relu)<X0[0:16]+|>", "expected a strategy"},
+      {"v1;parallel;in=16x32,;g=act(relu)<X0[0:16]+|>", "byte 20: expected 'x'"},
+      {"v1;parallel;in=16x32x32,", "expected a group"},
+      {"v1;parallel;in=16x32x32,;g=act(gelu)<X0[0:16]+|>", "expected an activation"},
+      {"v1;parallel;in=16x32x32,;g=softmax<X0[0:16]+|>", "expected an operator"},
+      {"v1;parallel;in=16x32x32,;g=act(relu)<X0[0:16]|>", "expected ']+'"},
+      {"v1;parallel;in=16x32x32,;g=act(relu)<X0[0:16]+", "at the end"},
+      {"v1;parallel;in=16x32x32,;g=act(relu)<X3[0:16]+|>", "group 0 op 0"},
+      {"v1;parallel;in=16x32x32,;g=act(relu)<X0[0:99]+|>", "group 0 op 0"},
+  };
+  for (const auto& [key, message] : bad) {
+    try {
+      ParseStageKey(key);
+      ADD_FAILURE() << "accepted: " << key;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos)
+          << key << "\n said: " << e.what();
+    }
+  }
+}
+
 struct KeyCase {
   std::string label;
   Stage stage;
@@ -76,19 +110,19 @@ TEST(StageKeyGoldenTest, KeysOfEveryKindOfStageMatchTheRecordedOnes) {
   const NodeId max_pool = k.Add("maxpool", PoolOp(PoolType::kMax, 3, 2, 1), {whole});
   const NodeId avg_pool = k.Add("avgpool", PoolOp(PoolType::kAvg, 3, 1, 1), {whole});
   const NodeId global_pool = k.Add("gap", PoolOp(PoolType::kGlobalAvg, 1, 1, 0), {whole});
-  const NodeId relu = k.Add("relu", Act(Activation::kRelu), {whole});
-  const NodeId sigmoid = k.Add("sigmoid", Act(Activation::kSigmoid), {whole});
+  const NodeId relu = k.Add("relu", ActOp(Activation::kRelu), {whole});
+  const NodeId sigmoid = k.Add("sigmoid", ActOp(Activation::kSigmoid), {whole});
   const NodeId add = k.Add("add", EltwiseOp(EltwiseType::kAdd), {{{conv3, 0, 8}}, {{conv1, 0, 8}}});
   const NodeId mul = k.Add("mul", EltwiseOp(EltwiseType::kMul), {{{0, 0, 8}}, {{0, 8, 16}}});
   const NodeId concat = k.Add("concat", IdentityOp(), {{{conv3, 0, 8}}, {{conv1, 0, 8}}, whole});
   const NodeId sequential =
       k.Add("sep",
-            Sequential({Act(Activation::kRelu), ConvOp(16, 3, 1, 1, Activation::kNone, 16),
-                        ConvOp(24, 1, 1, 0, Activation::kNone)}),
+            SequentialOp({ActOp(Activation::kRelu), ConvOp(16, 3, 1, 1, Activation::kNone, 16),
+                          ConvOp(24, 1, 1, 0, Activation::kNone)}),
             {whole});
   const NodeId sliced = k.Add("sliced", ConvOp(4, 3, 1, 1, Activation::kTanh), {{{0, 4, 12}}});
   const NodeId summed = k.Add("summed", IdentityOp(), {{{0, 0, 8}, {0, 8, 16}}});
-  const NodeId after = k.Add("after", Act(Activation::kTanh), {{{conv3, 2, 6}}});
+  const NodeId after = k.Add("after", ActOp(Activation::kTanh), {{{conv3, 2, 6}}});
   const Graph& graph = k.Finish();
 
   const auto single = [](NodeId id) { return Stage{Strategy::kParallel, {{id}}}; };
@@ -118,6 +152,7 @@ TEST(StageKeyGoldenTest, KeysOfEveryKindOfStageMatchTheRecordedOnes) {
   for (const KeyCase& c : cases) {
     const std::string key = MakeStageSpec(graph, c.stage).Key();
     EXPECT_EQ(keyer.Key(c.stage), key) << c.label;
+    ExpectParsesBack(MakeStageSpec(graph, c.stage), c.label);
     current += c.label + "\t" + key + "\n";
   }
   const std::string golden = ::ios::testing::Golden("stage_keys.txt", current);

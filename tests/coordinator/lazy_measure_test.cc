@@ -170,8 +170,12 @@ Graph RandomDag(int n, std::mt19937& rng) {
 // Answers from a table made up per stage id (by key), counting requests.
 class TableMeasurer final : public OneAtATimeMeasurer {
  public:
-  TableMeasurer(const SearchPlan& plan, std::vector<double> table) : table_(std::move(table)) {
-    for (size_t id = 0; id < plan.keys.size(); ++id) ids_[plan.keys[id]] = static_cast<int>(id);
+  TableMeasurer(const Graph& graph, const SearchPlan& plan, std::vector<double> table)
+      : table_(std::move(table)) {
+    StageKeyer keyer(graph);
+    for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+      ids_[plan.KeyOf(keyer, id)] = id;
+    }
     device_ = {"fake", "fake:table", "fake-table-v1", true};
   }
   const DeviceInfo& Device() const override { return device_; }
@@ -227,11 +231,11 @@ TEST(LazyMeasureTest, RandomDagsWithTablesWithinTheBoundsGiveTheExhaustiveSchedu
     const SearchPlan plan = PlanSearch(g, DefaultOptions());
     const std::vector<double> table = TableWithinBounds(plan, rng);
     auto all_store = db::ProfileStore::Open(":memory:");
-    TableMeasurer all_measurer(plan, table);
+    TableMeasurer all_measurer(g, plan, table);
     const LatencyTable all =
         MeasureStages(g, plan, *all_store, all_measurer, WithMode(MeasureMode::kAll));
     auto lazy_store = db::ProfileStore::Open(":memory:");
-    TableMeasurer lazy_measurer(plan, table);
+    TableMeasurer lazy_measurer(g, plan, table);
     const LatencyTable lazy =
         MeasureLazily(g, plan, *lazy_store, lazy_measurer, WithMode(MeasureMode::kLazy));
     const Schedule expected = SolveSchedule(plan, all.latency_ms, g.blocks.size());

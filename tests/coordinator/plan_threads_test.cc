@@ -1,9 +1,12 @@
-// Keys built on several threads (SearchOptions::plan_threads) give exactly
-// the plan of one thread: the same distinct stages, in the same id order,
-// and every part's stages mapped to the same ids.
+// Planning gives one plan however it is computed: keys built on several
+// threads (SearchOptions::plan_threads) or repeated parts reused
+// (SearchOptions::reuse_repeated_parts) give exactly the plan of one thread
+// walking every part: the same distinct stages, in the same id order, and
+// every part's stages mapped to the same ids.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -12,12 +15,13 @@
 #include "common/zoo.h"
 #include "coordinator/search.h"
 #include "tests/coordinator/search_testing.h"
+#include "tests/testing/sanitizers.h"
 
 namespace ios::coordinator {
 namespace {
 
 void ExpectSamePlan(const SearchPlan& a, const SearchPlan& b) {
-  ASSERT_EQ(a.keys, b.keys);
+  ASSERT_EQ(a.key_hashes, b.key_hashes);
   EXPECT_EQ(a.stage_occurrences, b.stage_occurrences);
   ASSERT_EQ(a.parts.size(), b.parts.size());
   for (size_t p = 0; p < a.parts.size(); ++p) {
@@ -48,9 +52,10 @@ TEST(PlanThreadsTest, EveryDistinctKeyIsFoundByItsTextAndIsTheKeyOfItsStage) {
   options.plan_threads = 2;
   const SearchPlan plan = PlanSearch(g, options);
   StageKeyer keyer(g);
-  for (size_t id = 0; id < plan.keys.size(); ++id) {
-    EXPECT_EQ(plan.IdOf(plan.keys[id]), static_cast<int>(id));
-    EXPECT_EQ(keyer.Key(plan.StageOf(static_cast<int>(id))), plan.keys[id]);
+  for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+    const std::string key = plan.KeyOf(keyer, id);
+    EXPECT_EQ(plan.IdOf(key), id);
+    EXPECT_EQ(db::HashStageKey(key), plan.key_hashes[id]);
   }
   EXPECT_EQ(plan.IdOf("v1;not a key"), -1);
 }
@@ -62,6 +67,68 @@ TEST(PlanThreadsTest, ThreadCountOutsideItsRangeIsRefused) {
   EXPECT_THROW(PlanSearch(g, options), Error);
   options.plan_threads = SearchOptions::kMaxPlanThreads + 1;
   EXPECT_THROW(PlanSearch(g, options), Error);
+}
+
+// NASNet repeats its cells: parts of the same structure are planned once
+// and reused (SearchOptions::reuse_repeated_parts). The plan must be the one
+// walking every part gives: the same stages in every part, the same ids.
+class PlanReuseTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PlanReuseTest, ReusingRepeatedPartsGivesThePlanOfWalkingEveryPart) {
+  const Graph g = BuildZooModel(GetParam());
+  SearchOptions options = testing::DefaultOptions();
+  options.reuse_repeated_parts = false;
+  const SearchPlan walked = PlanSearch(g, options);
+  options.reuse_repeated_parts = true;
+  const SearchPlan reused = PlanSearch(g, options);
+  EXPECT_EQ(walked.reused_parts, 0);
+  // Every part whose structure came before is reused (each zoo part is exact).
+  StageKeyer keyer(g);
+  std::set<std::string> seen;
+  int repeated = 0;
+  for (const PartPlan& part : walked.parts)
+    repeated += !seen.insert(keyer.OrderedKey(part.ops)).second;
+  EXPECT_EQ(reused.reused_parts, repeated);
+  if (GetParam() == "nasnet") {
+    EXPECT_GE(repeated, 6) << "NASNet repeats normal cells in each of its three stacks";
+  }
+  ExpectSamePlan(walked, reused);
+  for (size_t p = 0; p < walked.parts.size(); ++p) {
+    const PartPlan& a = walked.parts[p];
+    const PartPlan& b = reused.parts[p];
+    ASSERT_EQ(a.ops, b.ops) << "part " << p;
+    EXPECT_EQ(a.schedule, b.schedule) << "part " << p;
+    ASSERT_EQ(a.space.stage_count(), b.space.stage_count()) << "part " << p;
+    EXPECT_EQ(a.space.state_count(), b.space.state_count()) << "part " << p;
+    for (int k = 0; k < a.space.stage_count();
+         k += static_cast<int>(::ios::testing::kExhaustiveStride)) {
+      const Stage x = a.space.stage(k), y = b.space.stage(k);
+      EXPECT_EQ(x.strategy, y.strategy) << "part " << p << " stage " << k;
+      EXPECT_EQ(x.groups, y.groups) << "part " << p << " stage " << k;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, PlanReuseTest, ::testing::Values("inception_v3", "nasnet"));
+
+TEST(PlanReuseTest, OrderedKeysTellRepeatedCellsApartFromDifferentOnes) {
+  const Graph g = BuildZooModel("nasnet");
+  StageKeyer keyer(g);
+  // Two blocks' parts are the same structure only when their texts are equal;
+  // equal texts must then give equal keys for corresponding stages.
+  SearchOptions options = testing::DefaultOptions();
+  options.reuse_repeated_parts = false;
+  const SearchPlan plan = PlanSearch(g, options);
+  int repeats = 0;
+  for (size_t p = 0; p < plan.parts.size(); ++p) {
+    for (size_t q = p + 1; q < plan.parts.size(); ++q) {
+      const std::string first = keyer.OrderedKey(plan.parts[p].ops);
+      if (keyer.OrderedKey(plan.parts[q].ops) != first) continue;
+      ++repeats;
+      EXPECT_EQ(plan.parts[p].stage_ids, plan.parts[q].stage_ids) << "parts " << p << ", " << q;
+    }
+  }
+  EXPECT_GT(repeats, 0);
 }
 
 }  // namespace

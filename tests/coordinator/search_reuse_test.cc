@@ -45,12 +45,13 @@ TEST_P(StoredFailureTest, NextSearchReusesFactsAboutTheStageAndMeasuresTransient
   failure.error_message = "stored by the test";
   std::vector<int> ids;
   std::vector<db::MeasurementKey> keys;
+  const std::vector<std::string> plan_keys = testing::PlanKeys(g, searched.plan);
   for (int id = 0; id < static_cast<int>(searched.plan.stage_count()) && ids.size() < kFailed;
        ++id) {
     const Stage stage = searched.plan.StageOf(id);
     if (stage.strategy != Strategy::kMerge || stage.OperatorCount() < 2) continue;
     ids.push_back(id);
-    keys.push_back({searched.plan.keys[id], first.Device().fingerprint, 1, options.settings.Key()});
+    keys.push_back({plan_keys[id], first.Device().fingerprint, 1, options.settings.Key()});
     store->Store(keys.back(), failure);
   }
   ASSERT_EQ(ids.size(), size_t{kFailed}) << "squeezenet has merge candidates";

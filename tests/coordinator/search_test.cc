@@ -19,6 +19,7 @@
 
 #include "common/error.h"
 #include "common/ios_json.h"
+#include "common/stage_key.h"
 #include "common/zoo.h"
 #include "coordinator/measurer.h"
 #include "coordinator/schedule_json.h"
@@ -37,6 +38,7 @@ using testing::CountingMeasurer;
 using testing::DefaultOptions;
 using testing::ExpectValidSchedule;
 using testing::NodeName;
+using testing::PlanKeys;
 using testing::StagesOf;
 using testing::TempDirTest;
 
@@ -125,7 +127,8 @@ TEST(SearchTest, AnotherBatchSizeMeasuresItsOwnStagesAndLeavesBatchOneUntouched)
   const SearchOptions b1 = DefaultOptions(1), b2 = DefaultOptions(2);
   const SearchOutcome one = RunSearch(g, "squeezenet", b1, *store, measurer);
   std::vector<double> batch_one;
-  for (const std::string& key : one.plan.keys) {
+  const std::vector<std::string> keys = PlanKeys(g, one.plan);
+  for (const std::string& key : keys) {
     const auto stored = store->Lookup(KeyFor(key, measurer, 1, b1));
     ASSERT_TRUE(stored.has_value());
     batch_one.push_back(stored->median_ms);
@@ -137,12 +140,12 @@ TEST(SearchTest, AnotherBatchSizeMeasuresItsOwnStagesAndLeavesBatchOneUntouched)
   EXPECT_GT(two.ios.latency_ms, one.ios.latency_ms) << "twice the work takes longer";
 
   int differ = 0;
-  for (size_t i = 0; i < one.plan.keys.size(); ++i) {
-    const auto at_one = store->Lookup(KeyFor(one.plan.keys[i], measurer, 1, b1));
-    const auto at_two = store->Lookup(KeyFor(one.plan.keys[i], measurer, 2, b2));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const auto at_one = store->Lookup(KeyFor(keys[i], measurer, 1, b1));
+    const auto at_two = store->Lookup(KeyFor(keys[i], measurer, 2, b2));
     ASSERT_TRUE(at_one.has_value());
     ASSERT_TRUE(at_two.has_value());
-    EXPECT_EQ(at_one->median_ms, batch_one[i]) << "batch-1 entry changed: " << one.plan.keys[i];
+    EXPECT_EQ(at_one->median_ms, batch_one[i]) << "batch-1 entry changed: " << keys[i];
     differ += at_one->median_ms != at_two->median_ms;
   }
   EXPECT_GT(differ, 0);
@@ -174,7 +177,7 @@ TEST(SearchTest, RenamedCopyOfAModelReusesEveryStage) {
   EXPECT_EQ(second.table.stats.measured, 0);
   EXPECT_EQ(second.table.stats.reused, first.table.stats.total);
   EXPECT_EQ(second_measurer.asked, 0);
-  EXPECT_EQ(second.plan.keys, first.plan.keys);
+  EXPECT_EQ(second.plan.key_hashes, first.plan.key_hashes);
   EXPECT_DOUBLE_EQ(second.ios.latency_ms, first.ios.latency_ms);
 }
 
@@ -215,7 +218,8 @@ TEST(SearchPlanTest, InceptionV3RepeatsStagesAcrossBlocksAndMatchesTheReferenceC
   EXPECT_EQ(plan.stage_occurrences, 5479 - 119);
   EXPECT_LT(static_cast<int64_t>(plan.stage_count()), plan.stage_occurrences)
       << "Inception V3 repeats blocks, so some stages are shared";
-  std::set<std::string> distinct(plan.keys.begin(), plan.keys.end());
+  const std::vector<std::string> keys = PlanKeys(g, plan);
+  std::set<std::string> distinct(keys.begin(), keys.end());
   EXPECT_EQ(distinct.size(), plan.stage_count());
   int64_t per_part = 0;
   for (const PartPlan& part : plan.parts) per_part += part.space.stage_count();
@@ -245,9 +249,10 @@ TEST(SearchTest, FailedMeasurementsAreStoredAvoidedAndNotRetried) {
   ExpectValidSchedule(g, first.ios);
 
   int stored_errors = 0;
-  for (size_t i = 0; i < first.plan.keys.size(); ++i) {
-    const auto stored = store->Lookup(KeyFor(first.plan.keys[i], failing, 1, options));
-    ASSERT_TRUE(stored.has_value()) << first.plan.keys[i];
+  const std::vector<std::string> keys = PlanKeys(g, first.plan);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const auto stored = store->Lookup(KeyFor(keys[i], failing, 1, options));
+    ASSERT_TRUE(stored.has_value()) << keys[i];
     if (!stored->ok()) {
       ++stored_errors;
       EXPECT_EQ(stored->error, MeasureError::kOutOfMemory);
@@ -364,7 +369,8 @@ TEST(SearchTest, ScheduleTotalsAreTheSumsOfTheirStageLatencies) {
     for (const auto& block : schedule->blocks) {
       for (const ScheduledStage& s : block) {
         EXPECT_EQ(s.latency_ms, outcome.table.latency_ms.at(s.stage_id));
-        EXPECT_EQ(outcome.plan.keys.at(s.stage_id), MakeStageSpec(g, s.stage).Key());
+        EXPECT_EQ(outcome.plan.key_hashes.at(s.stage_id),
+                  db::HashStageKey(MakeStageSpec(g, s.stage).Key()));
       }
     }
   }
@@ -425,9 +431,16 @@ TEST_P(PlanKeysTest, EveryCandidateStageKeyEqualsItsFullSpecKey) {
   int64_t mismatches = 0;
   for (size_t id = 0; id < plan.stage_count(); id += ::ios::testing::kExhaustiveStride) {
     const Stage stage = plan.StageOf(static_cast<int>(id));
-    const std::string spec_key = MakeStageSpec(g, stage).Key();
-    if (spec_key != plan.keys[id] && ++mismatches <= 3) {
-      ADD_FAILURE() << "stage id " << id << "\n spec: " << spec_key << "\n plan: " << plan.keys[id];
+    const StageSpec spec = MakeStageSpec(g, stage);
+    const std::string spec_key = spec.Key();
+    // The DB keeps keys only and derives descriptions from them.
+    const StageSpec parsed = ParseStageKey(spec_key);
+    if ((parsed.Key() != spec_key || parsed.Describe() != spec.Describe()) && ++mismatches <= 3) {
+      ADD_FAILURE() << "stage id " << id << " does not parse back: " << spec_key;
+    }
+    if (db::HashStageKey(spec_key) != plan.key_hashes[id] && ++mismatches <= 3) {
+      ADD_FAILURE() << "stage id " << id
+                    << ": the plan's hash is not the hash of\n spec: " << spec_key;
     }
   }
   EXPECT_EQ(mismatches, 0) << "of " << plan.stage_count() << " distinct stages";
@@ -443,8 +456,8 @@ TEST_P(PlanKeysTest, EveryCandidateStageKeyEqualsItsFullSpecKey) {
     for (int local = 0; local < part.space.stage_count();
          local += static_cast<int>(::ios::testing::kExhaustiveStride)) {
       const Stage stage = part.space.stage(local);
-      const std::string& plan_key = plan.keys.at(part.stage_ids[local]);
       const std::string keyer_key = keyer.Key(stage);
+      const std::string plan_key = plan.KeyOf(keyer, part.stage_ids[local]);
       if (keyer_key != plan_key && ++mismatches <= 3) {
         ADD_FAILURE() << "block " << part.block << " part " << part.part << " stage " << local
                       << "\n keyer: " << keyer_key << "\n plan:  " << plan_key;
@@ -473,11 +486,12 @@ TEST_P(PlanKeysTest, SwappingAnyTwoGroupsOfAnyCandidateStageKeepsItsKey) {
       for (size_t j = i + 1; j < stage.groups.size() && stable; ++j) {
         std::swap(stage.groups[i], stage.groups[j]);
         const std::string& swapped = keyer.Key(stage);
-        if (swapped != plan.keys[id]) {
+        if (db::HashStageKey(swapped) != plan.key_hashes[id]) {
           stable = false;
           if (++mismatches <= 3) {
             ADD_FAILURE() << "stage id " << id << ", groups " << i << " and " << j
-                          << " swapped\n plan:    " << plan.keys[id] << "\n swapped: " << swapped;
+                          << " swapped\n plan:    " << plan.KeyOf(keyer, static_cast<int>(id))
+                          << "\n swapped: " << swapped;
           }
         }
         std::swap(stage.groups[i], stage.groups[j]);

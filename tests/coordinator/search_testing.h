@@ -18,6 +18,18 @@
 
 namespace ios::coordinator::testing {
 
+// The canonical key of every distinct stage of `plan`, by stage id (the
+// plan keeps only their hashes).
+inline std::vector<std::string> PlanKeys(const Graph& graph, const SearchPlan& plan) {
+  StageKeyer keyer(graph);
+  std::vector<std::string> keys;
+  keys.reserve(plan.stage_count());
+  for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+    keys.push_back(plan.KeyOf(keyer, id));
+  }
+  return keys;
+}
+
 // ------------------------------------------------------------ test doubles
 
 // Measures on the simulated V100 and counts what it was asked to measure:

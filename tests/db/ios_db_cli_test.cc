@@ -64,8 +64,8 @@ class IosDbCliTest : public ::testing::Test {
     store->UpsertStage("conv3x3-key", "conv 3x3, 64->64");
     store->UpsertStage("conv1x1-key", "conv 1x1 64->128");
     store->UpsertStage("merged-key", "merge of 2 convs");
-    store->LinkModelStages("resnet", {"conv3x3-key", "merged-key"});
-    store->LinkModelStages("squeezenet", {"conv1x1-key"});
+    store->LinkModelStageKeys("resnet", {"conv3x3-key", "merged-key"});
+    store->LinkModelStageKeys("squeezenet", {"conv1x1-key"});
 
     MeasureResult ok;
     ok.median_ms = 0.125;
@@ -320,7 +320,7 @@ TEST_F(IosDbCliTest, TablesEscapeControlCharactersInNamesAndMessages) {
     const DeviceInfo device{"sim", "gpu\x1b]0;x\x07\nfake", "fp-hostile", true};
     store->UpsertDevice(device);
     store->UpsertStage("k", "conv\x1b[2J\nrow");
-    store->LinkModelStages(name, {"k"});
+    store->LinkModelStageKeys(name, {"k"});
     MeasureResult failed;
     failed.error = MeasureError::kOutOfMemory;
     failed.error_message = "oom\x1b[1m\nforged";

@@ -43,8 +43,8 @@ ForgetFilter Filter(bool failures, bool successes, std::vector<MeasureError> kin
 std::unique_ptr<ProfileStore> Populated() {
   auto store = ProfileStore::Open(":memory:");
   for (const char* stage : {"conv", "pool", "merge", "big"}) store->UpsertStage(stage, stage);
-  store->LinkModelStages("a", {"conv", "merge"});
-  store->LinkModelStages("b", {"pool", "big"});
+  store->LinkModelStageKeys("a", {"conv", "merge"});
+  store->LinkModelStageKeys("b", {"pool", "big"});
   for (const DeviceInfo& device : {SimV100(), RealH100()}) {
     store->UpsertDevice(device);
     store->Store(Key("conv", device), Ok(1.0));

@@ -263,9 +263,9 @@ TEST_F(ProfileStoreTest, UsesWriteAheadLoggingForFiles) {
 TEST_F(ProfileStoreTest, MeasurementsOfAModelListOnlyItsStages) {
   auto store = PopulatedMemoryStore();
   store->UpsertStage("shared", "used by both");
-  store->LinkModelStages("resnet", {"conv3x3", "shared"});
-  store->LinkModelStages("inception", {"conv1x1", "shared"});
-  store->LinkModelStages("resnet", {"conv3x3"});  // linking twice is harmless
+  store->LinkModelStageKeys("resnet", {"conv3x3", "shared"});
+  store->LinkModelStageKeys("inception", {"conv1x1", "shared"});
+  store->LinkModelStageKeys("resnet", {"conv3x3"});  // linking twice is harmless
   for (const char* stage : {"conv3x3", "conv1x1", "shared"}) {
     store->Store(Key(stage, SimV100()), Ok(1.0));
   }
@@ -298,7 +298,7 @@ TEST_F(ProfileStoreTest, MeasurementRowsCarryTheStageDescriptionAndKey) {
 
 TEST_F(ProfileStoreTest, LinkingAStageNotYetUpsertedRegistersIt) {
   auto store = PopulatedMemoryStore();
-  store->LinkModelStages("resnet", {"late-stage"});
+  store->LinkModelStageKeys("resnet", {"late-stage"});
   store->UpsertStage("late-stage", "described later");
   store->Store(Key("late-stage", SimV100()), Ok(1.0));
 
@@ -314,7 +314,7 @@ TEST_F(ProfileStoreTest, LinksManyStagesInOneCall) {
   store->RunInTransaction([&] {
     for (const std::string& key : keys) store->UpsertStage(key, "generated");
   });
-  store->LinkModelStages("big", keys);
+  store->LinkModelStageKeys("big", keys);
   EXPECT_EQ(store->GetStats().stages, 20002);
   EXPECT_EQ(store->GetStats().models, 1);
 }
@@ -402,7 +402,7 @@ TEST_F(ProfileStoreTest, StatsCountEverything) {
   MeasureResult oom;
   oom.error = MeasureError::kOutOfMemory;
   store->Store(Key("conv1x1", SimV100()), oom);
-  store->LinkModelStages("resnet", {"conv3x3"});
+  store->LinkModelStageKeys("resnet", {"conv3x3"});
   SearchRecord search;
   search.model = "squeezenet";  // a model only seen in a search counts too
   search.device_fingerprint = SimV100().fingerprint;

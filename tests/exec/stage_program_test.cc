@@ -19,17 +19,11 @@ namespace {
 using ::ios::exec::testing::GraphBuilder;
 using ::ios::exec::testing::Ramp;
 using ::ios::exec::testing::RunOnReference;
+using ::ios::testing::ActOp;
 using ::ios::testing::ConvOp;
 using ::ios::testing::EltwiseOp;
 using ::ios::testing::IdentityOp;
 using ::ios::testing::PoolOp;
-
-OpParams Act(Activation act) {
-  OpParams op;
-  op.kind = OpKind::kActivation;
-  op.act = act;
-  return op;
-}
 
 // A graph with every op kind, slices and sums, a sequential unit and three
 // mergeable convolutions of one input.
@@ -50,7 +44,7 @@ TestNet BuildNet() {
   n.avg = g.Add("avg", PoolOp(PoolType::kAvg, 3, 2, 1), {{g.S(n.b)}});
   n.gmax = g.Add("gmax", PoolOp(PoolType::kGlobalMax, 1, 1, 0), {{g.S(n.avg)}});
   n.gavg = g.Add("gavg", PoolOp(PoolType::kGlobalAvg, 1, 1, 0), {{g.S(n.max)}});
-  n.relu = g.Add("relu", Act(Activation::kRelu), {{g.S(n.a)}});
+  n.relu = g.Add("relu", ActOp(Activation::kRelu), {{g.S(n.a)}});
   n.add = g.Add("add", EltwiseOp(EltwiseType::kAdd), {{g.S(n.a)}, {g.S(n.b)}, {g.S(n.c)}});
   n.concat = g.Add("concat", IdentityOp(), {{g.S(n.a, 0, 2)}, {g.S(n.b)}, {g.S(n.relu, 1, 3)}});
   // A conv over [a[0:2] + b[2:4], c[1:4]]: sliced, summed and concatenated.
@@ -58,7 +52,7 @@ TestNet BuildNet() {
       g.Add("summed", ConvOp(3, 3, 1, 1), {{g.S(n.a, 0, 2), g.S(n.b, 2, 4)}, {g.S(n.c, 1, 4)}});
   OpParams seq;
   seq.kind = OpKind::kSequential;
-  seq.chain = {Act(Activation::kRelu), ConvOp(5, 3, 1, 1, Activation::kNone, 5),
+  seq.chain = {ActOp(Activation::kRelu), ConvOp(5, 3, 1, 1, Activation::kNone, 5),
                ConvOp(6, 1, 1, 0, Activation::kNone)};
   seq.chain[2].conv.bias = false;
   n.seq = g.Add("seq", seq, {{g.S(n.b, 0, 2)}, {g.S(n.c, 0, 3)}});

@@ -1,6 +1,9 @@
 // Operator parameters for hand-built test graphs.
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include "common/graph.h"
 
 namespace ios::testing {
@@ -18,7 +21,7 @@ inline OpParams ConvOp(int out, int kernel, int stride = 1, int pad = 0,
   return op;
 }
 
-inline OpParams PoolOp(PoolType type, int kernel, int stride, int pad) {
+inline OpParams PoolOp(PoolType type, int kernel = 1, int stride = 1, int pad = 0) {
   OpParams op;
   op.kind = OpKind::kPool;
   op.pool.type = type;
@@ -39,6 +42,21 @@ inline OpParams EltwiseOp(EltwiseType type) {
 inline OpParams IdentityOp() {
   OpParams op;
   op.kind = OpKind::kIdentity;
+  return op;
+}
+
+inline OpParams ActOp(Activation act) {
+  OpParams op;
+  op.kind = OpKind::kActivation;
+  op.act = act;
+  return op;
+}
+
+//! Ops applied one after another as one operator (e.g. relu, depthwise, pointwise).
+inline OpParams SequentialOp(std::vector<OpParams> chain) {
+  OpParams op;
+  op.kind = OpKind::kSequential;
+  op.chain = std::move(chain);
   return op;
 }
 

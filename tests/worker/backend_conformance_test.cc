@@ -13,10 +13,17 @@
 #include "common/graph.h"
 #include "common/limits.h"
 #include "common/stage.h"
+#include "tests/testing/ops.h"
 #include "worker/backend.h"
 
 namespace ios::worker {
 namespace {
+
+using ::ios::testing::ActOp;
+using ::ios::testing::EltwiseOp;
+using ::ios::testing::IdentityOp;
+using ::ios::testing::PoolOp;
+using ::ios::testing::SequentialOp;
 
 //! The backends of this build.
 std::vector<std::string> BuiltBackends() {
@@ -50,43 +57,6 @@ OpParams Conv(int out, int kernel, int pad, int stride = 1, int dilation = 1, in
   return op;
 }
 
-OpParams Pool(PoolType type, int kernel = 1, int stride = 1, int pad = 0) {
-  OpParams op;
-  op.kind = OpKind::kPool;
-  op.pool.type = type;
-  op.pool.kernel = {kernel, kernel};
-  op.pool.stride = {stride, stride};
-  op.pool.padding = {pad, pad};
-  return op;
-}
-
-OpParams Act(Activation act) {
-  OpParams op;
-  op.kind = OpKind::kActivation;
-  op.act = act;
-  return op;
-}
-
-OpParams Eltwise(EltwiseType type) {
-  OpParams op;
-  op.kind = OpKind::kEltwise;
-  op.eltwise = type;
-  return op;
-}
-
-OpParams Identity() {
-  OpParams op;
-  op.kind = OpKind::kIdentity;
-  return op;
-}
-
-OpParams Sequential(std::vector<OpParams> chain) {
-  OpParams op;
-  op.kind = OpKind::kSequential;
-  op.chain = std::move(chain);
-  return op;
-}
-
 //! A graph with one node of every kind of interest, on an 8x9x9 input.
 class Network {
  public:
@@ -105,20 +75,20 @@ class Network {
           return op;
         }(),
         {{{0, 0, 8}}});
-    Add("max_pool", Pool(PoolType::kMax, 3, 2, 1), {{{0, 0, 8}}});
-    Add("avg_pool", Pool(PoolType::kAvg, 3, 1, 1), {{{0, 0, 8}}});
-    Add("global_max", Pool(PoolType::kGlobalMax), {{{0, 0, 8}}});
-    Add("global_avg", Pool(PoolType::kGlobalAvg), {{{0, 0, 8}}});
-    Add("relu", Act(Activation::kRelu), {{{0, 0, 8}}});
-    Add("sigmoid", Act(Activation::kSigmoid), {{{0, 0, 8}}});
-    Add("add", Eltwise(EltwiseType::kAdd), {{{1, 0, 8}}, {{0, 0, 8}}, {{2, 0, 8}}});
-    Add("mul", Eltwise(EltwiseType::kMul), {{{1, 0, 8}}, {{11, 0, 8}}});
-    Add("concat", Identity(), {{{1, 0, 8}}, {{2, 0, 8}}});
-    Add("summed_slices", Identity(), {{{1, 0, 4}, {2, 4, 8}}});
+    Add("max_pool", PoolOp(PoolType::kMax, 3, 2, 1), {{{0, 0, 8}}});
+    Add("avg_pool", PoolOp(PoolType::kAvg, 3, 1, 1), {{{0, 0, 8}}});
+    Add("global_max", PoolOp(PoolType::kGlobalMax), {{{0, 0, 8}}});
+    Add("global_avg", PoolOp(PoolType::kGlobalAvg), {{{0, 0, 8}}});
+    Add("relu", ActOp(Activation::kRelu), {{{0, 0, 8}}});
+    Add("sigmoid", ActOp(Activation::kSigmoid), {{{0, 0, 8}}});
+    Add("add", EltwiseOp(EltwiseType::kAdd), {{{1, 0, 8}}, {{0, 0, 8}}, {{2, 0, 8}}});
+    Add("mul", EltwiseOp(EltwiseType::kMul), {{{1, 0, 8}}, {{11, 0, 8}}});
+    Add("concat", IdentityOp(), {{{1, 0, 8}}, {{2, 0, 8}}});
+    Add("summed_slices", IdentityOp(), {{{1, 0, 4}, {2, 4, 8}}});
     Add("conv_on_slices", Conv(5, 3, 1), {{{1, 2, 6}}, {{2, 0, 3}, {0, 5, 8}}});
     Add("sep_conv",
-        Sequential(
-            {Act(Activation::kRelu), Conv(8, 3, 1, 1, 1, 8, Activation::kNone), Conv(8, 1, 0)}),
+        SequentialOp(
+            {ActOp(Activation::kRelu), Conv(8, 3, 1, 1, 1, 8, Activation::kNone), Conv(8, 1, 0)}),
         {{{0, 0, 8}}});
     Add("conv5_for_merge", Conv(6, 5, 2), {{{0, 0, 8}}});
     Add("conv1_after_conv3", Conv(4, 1, 0), {{{1, 0, 8}}});

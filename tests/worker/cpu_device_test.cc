@@ -24,6 +24,7 @@
 namespace ios::worker {
 namespace {
 
+using ::ios::testing::PoolOp;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::FloatNear;
@@ -206,21 +207,11 @@ TEST_F(CpuDeviceTest, ConvolutionReadsAndWritesChannelOffsetViewsAtBatch2) {
   EXPECT_THAT(y, ElementsAreArray(expected));
 }
 
-OpParams Pool(PoolType type, int kernel, int stride, int pad) {
-  OpParams op;
-  op.kind = OpKind::kPool;
-  op.pool.type = type;
-  op.pool.kernel = {kernel, kernel};
-  op.pool.stride = {stride, stride};
-  op.pool.padding = {pad, pad};
-  return op;
-}
-
 TEST_F(CpuDeviceTest, AveragePoolingCountsPaddingInTheDivisor) {
   ProgramBuilder b;
   const int in = b.Buffer({1, 3, 3}), out = b.Buffer({1, 3, 3});
   b.program.inputs = {in};
-  b.Add(OpStep(Pool(PoolType::kAvg, 3, 1, 1), {Whole(b.program, in)}, Whole(b.program, out)));
+  b.Add(OpStep(PoolOp(PoolType::kAvg, 3, 1, 1), {Whole(b.program, in)}, Whole(b.program, out)));
   const float c = 4.f / 9, e = 6.f / 9;
   EXPECT_THAT(RunOnce(*device_, b.program, 1, {std::vector<float>(9, 1.f)}, Whole(b.program, out)),
               Pointwise(FloatNear(1e-6), {c, e, c, e, 1.f, e, c, e, c}));
@@ -230,7 +221,7 @@ TEST_F(CpuDeviceTest, MaxPoolingIgnoresPaddingAndStrides) {
   ProgramBuilder b;
   const int in = b.Buffer({1, 4, 4}), out = b.Buffer({1, 2, 2});
   b.program.inputs = {in};
-  b.Add(OpStep(Pool(PoolType::kMax, 3, 2, 1), {Whole(b.program, in)}, Whole(b.program, out)));
+  b.Add(OpStep(PoolOp(PoolType::kMax, 3, 2, 1), {Whole(b.program, in)}, Whole(b.program, out)));
   // Negative ramp: the padding (were it zero) would win everywhere.
   EXPECT_THAT(RunOnce(*device_, b.program, 1, {Ramp(16, -16)}, Whole(b.program, out)),
               ElementsAre(-16 + 5, -16 + 7, -16 + 13, -16 + 15));
@@ -241,7 +232,7 @@ TEST_F(CpuDeviceTest, GlobalPoolingReducesEachChannelOfEachSample) {
     ProgramBuilder b;
     const int in = b.Buffer({2, 2, 3}), out = b.Buffer({2, 1, 1});
     b.program.inputs = {in};
-    b.Add(OpStep(Pool(type, 1, 1, 0), {Whole(b.program, in)}, Whole(b.program, out)));
+    b.Add(OpStep(PoolOp(type, 1, 1, 0), {Whole(b.program, in)}, Whole(b.program, out)));
     const auto y = RunOnce(*device_, b.program, 2, {Ramp(24)}, Whole(b.program, out));
     if (type == PoolType::kGlobalMax) {
       EXPECT_THAT(y, ElementsAre(5, 11, 17, 23));
@@ -488,13 +479,13 @@ std::vector<OpCase> EveryOpKind() {
       {"conv5x5_pad2_stride3",
        ConvWith({}, 3, {5, 5}, {2, 2}, {3, 3}, {1, 1}, 1, A::kRelu),
        {{2, 8, 8}}},
-      {"max_3x3_s2_p1", ::ios::testing::PoolOp(PoolType::kMax, 3, 2, 1), {{3, 7, 7}}},
-      {"max_2x2_s2_odd_input", ::ios::testing::PoolOp(PoolType::kMax, 2, 2, 0), {{3, 7, 7}}},
-      {"avg_3x3_s1_p1", ::ios::testing::PoolOp(PoolType::kAvg, 3, 1, 1), {{3, 5, 6}}},
-      {"avg_3x3_s2_p1", ::ios::testing::PoolOp(PoolType::kAvg, 3, 2, 1), {{2, 8, 8}}},
-      {"avg_2x2_s2_odd_input", ::ios::testing::PoolOp(PoolType::kAvg, 2, 2, 0), {{2, 5, 5}}},
-      {"global_max", ::ios::testing::PoolOp(PoolType::kGlobalMax, 1, 1, 0), {{3, 5, 3}}},
-      {"global_avg", ::ios::testing::PoolOp(PoolType::kGlobalAvg, 1, 1, 0), {{3, 5, 3}}},
+      {"max_3x3_s2_p1", PoolOp(PoolType::kMax, 3, 2, 1), {{3, 7, 7}}},
+      {"max_2x2_s2_odd_input", PoolOp(PoolType::kMax, 2, 2, 0), {{3, 7, 7}}},
+      {"avg_3x3_s1_p1", PoolOp(PoolType::kAvg, 3, 1, 1), {{3, 5, 6}}},
+      {"avg_3x3_s2_p1", PoolOp(PoolType::kAvg, 3, 2, 1), {{2, 8, 8}}},
+      {"avg_2x2_s2_odd_input", PoolOp(PoolType::kAvg, 2, 2, 0), {{2, 5, 5}}},
+      {"global_max", PoolOp(PoolType::kGlobalMax, 1, 1, 0), {{3, 5, 3}}},
+      {"global_avg", PoolOp(PoolType::kGlobalAvg, 1, 1, 0), {{3, 5, 3}}},
       {"add_of_two", ::ios::testing::EltwiseOp(EltwiseType::kAdd), {{3, 4, 4}, {3, 4, 4}}},
       {"add_of_three",
        ::ios::testing::EltwiseOp(EltwiseType::kAdd),
@@ -537,7 +528,7 @@ StageNet BuildStageNet() {
   StageNet n;
   n.a = g.Add("a", ConvOp(4, 3, 1, 1), {{g.S(0)}});
   n.b = g.Add("b", ConvOp(4, 3, 2, 1, Activation::kTanh, 2), {{g.S(0)}});
-  n.pool = g.Add("pool", ::ios::testing::PoolOp(PoolType::kAvg, 3, 1, 1), {{g.S(0)}});
+  n.pool = g.Add("pool", PoolOp(PoolType::kAvg, 3, 1, 1), {{g.S(0)}});
   n.chain = g.Add("chain", ConvOp(5, 1, 1, 0), {{g.S(n.a)}});
   n.summed = g.Add("summed", ConvOp(3, 3, 1, 1), {{g.S(0, 0, 2), g.S(0, 3, 5)}, {g.S(n.a, 1, 3)}});
   OpParams seq;

@@ -1,0 +1,31 @@
+// Private to db/profile_store.cc: every SQL statement the profiling store
+// runs (prepared once per connection) and how a stored result reads back.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <string>
+
+#include "common/measurement.h"
+#include "db/sqlite_util.h"
+
+namespace ios::db::detail {
+
+using sqlite::Statement;
+
+struct Statements {
+  explicit Statements(sqlite3* db);
+  //! The listing of measurements, narrowed by `filter` (joins and WHERE).
+  static std::string MeasurementsSql(const std::string& filter);
+
+  Statement upsert_device, upsert_stage, insert_stage_if_missing, stage_check, upsert_model,
+      model_id, link_model_stage, model_stage_checks, device_id, upsert_settings, settings_id,
+      lookup, slice, store, record_search, devices, stats, searches, models, all_measurements,
+      model_measurements;
+};
+
+//! Reads columns [first, first + 5) laid out as median, spread, samples,
+//! error, error_message.
+MeasureResult ReadResult(const sqlite::Cursor& cursor, int first);
+
+}  // namespace ios::db::detail
