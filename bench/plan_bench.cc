@@ -2,11 +2,14 @@
 // model, at r=3 s=8 and with no pruning, strategy both. Also the number of
 // candidate stages counted per part (as the IOS reference does) and after
 // cross-block deduplication by canonical key, and how many parts were
-// planned by reusing an earlier part of the same structure.
+// planned by reusing an earlier part of the same structure, and a checksum
+// of every distinct stage's key hash in id order (equal checksums across
+// builds: the same stages, keys and ids).
 //
 //   build/bench/plan_bench [repeats [model]]   (default 5; prints medians; all zoo models)
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -28,8 +31,8 @@ using bench::Seconds;
 
 int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
-  std::printf("%-13s %-8s %10s %10s %10s %12s %10s %12s\n", "model", "pruning", "enumerate",
-              "solve", "total", "per-part", "distinct", "reused parts");
+  std::printf("%-13s %-8s %10s %10s %10s %12s %10s %12s %18s\n", "model", "pruning", "enumerate",
+              "solve", "total", "per-part", "distinct", "reused parts", "keys checksum");
   // Optional: only this zoo model.
   const std::string only = argc > 2 ? argv[2] : "";
   for (const ZooEntry& model : ZooModels()) {
@@ -45,6 +48,7 @@ int main(int argc, char** argv) {
       int64_t occurrences = 0;
       size_t distinct = 0;
       int reused = 0, parts = 0;
+      uint64_t checksum = 0;
       for (int r = 0; r < repeats; ++r) {
         auto t = Clock::now();
         const SearchPlan plan = PlanSearch(graph, options);
@@ -60,11 +64,16 @@ int main(int argc, char** argv) {
         distinct = plan.stage_count();
         reused = plan.reused_parts;
         parts = static_cast<int>(plan.parts.size());
+        checksum = 0;
+        for (const db::StageKeyHash& hash : plan.key_hashes) {
+          checksum = (checksum ^ static_cast<uint64_t>(hash.id)) * 0x100000001b3ULL;
+        }
         if (!(schedule.latency_ms > 0)) return 1;
       }
-      std::printf("%-13s %-8s %9.3fs %9.3fs %9.3fs %12lld %10zu %6d of %3d\n", model.name.c_str(),
-                  pruned ? "r3-s8" : "none", Median(enumerate_s), Median(solve_s), Median(total_s),
-                  static_cast<long long>(occurrences), distinct, reused, parts);
+      std::printf("%-13s %-8s %9.3fs %9.3fs %9.3fs %12lld %10zu %6d of %3d   %016llx\n",
+                  model.name.c_str(), pruned ? "r3-s8" : "none", Median(enumerate_s),
+                  Median(solve_s), Median(total_s), static_cast<long long>(occurrences), distinct,
+                  reused, parts, static_cast<unsigned long long>(checksum));
       std::fflush(stdout);
     }
   }

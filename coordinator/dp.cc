@@ -5,8 +5,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "common/limits.h"
@@ -73,13 +76,57 @@ const char* ToString(StrategySet strategies) {
 
 namespace {
 
-struct MaskHash {
-  size_t operator()(uint64_t x) const {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return static_cast<size_t>(x);
+// Maps a 64-bit operator mask to a 32-bit id: one flat array probed
+// linearly (a part's walk looks masks up millions of times; a node-based map
+// spends much of that allocating).
+class MaskIndex {
+ public:
+  static constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+
+  //! The id of `mask`, or kNone.
+  uint32_t Find(uint64_t mask) const {
+    if (slots_.empty()) return kNone;
+    for (size_t i = Start(mask);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].id == kNone || slots_[i].mask == mask) return slots_[i].id;
+    }
   }
+
+  //! The id of `mask` and false, or, if it has none, `id` (stored) and true.
+  std::pair<uint32_t, bool> Emplace(uint64_t mask, uint32_t id) {
+    if (2 * (size_ + 1) > slots_.size()) Grow();
+    size_t i = Start(mask);
+    for (; slots_[i].id != kNone; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].mask == mask) return {slots_[i].id, false};
+    }
+    slots_[i] = {mask, id};
+    ++size_;
+    return {id, true};
+  }
+
+ private:
+  struct Slot {
+    uint64_t mask = 0;
+    uint32_t id = kNone;
+  };
+
+  size_t Start(uint64_t mask) const {
+    mask ^= mask >> 33;
+    mask *= 0xff51afd7ed558ccdULL;
+    mask ^= mask >> 33;
+    return static_cast<size_t>(mask) & (slots_.size() - 1);
+  }
+
+  void Grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 256 : 2 * old.size(), Slot{});
+    size_ = 0;
+    for (const Slot& slot : old) {
+      if (slot.id != kNone) Emplace(slot.mask, slot.id);
+    }
+  }
+
+  std::vector<Slot> slots_;  // a power of two in size, at most half full
+  size_t size_ = 0;
 };
 
 uint64_t Bit(int i) { return uint64_t{1} << i; }
@@ -173,7 +220,7 @@ class PartSpace::Builder {
   void Run() {
     last_report_ = start_;
     out_.states_.push_back({0, 0, 0});  // the empty state
-    state_index_.emplace(0, 0);
+    state_index_.Emplace(0, 0);
     out_.solve_order_.push_back(0);
     const uint64_t full = n_ == 64 ? ~uint64_t{0} : Bit(n_) - 1;
     out_.root_ = Visit(full);
@@ -303,14 +350,14 @@ class PartSpace::Builder {
     if (std::popcount(ending) == 1) strategy = Strategy::kParallel;  // one op: same stage
     const uint64_t key_high = strategy == Strategy::kMerge ? 1 : 0;
     auto& index = key_high ? merge_stage_index_ : parallel_stage_index_;
-    auto [it, inserted] = index.emplace(ending, NarrowId(out_.stages_.size(), "stage"));
+    const auto [id, inserted] = index.Emplace(ending, NarrowId(out_.stages_.size(), "stage"));
     if (inserted) {
       if (static_cast<int64_t>(out_.stages_.size()) >= options_.max_stages) {
         throw DpBudgetExceeded(DpBudget::kStages, options_.max_stages, 0, false, n_);
       }
       out_.stages_.push_back({ending, strategy});
     }
-    return it->second;
+    return id;
   }
 
   struct Ending {
@@ -402,12 +449,12 @@ class PartSpace::Builder {
   }
 
   uint32_t Visit(uint64_t state) {
-    if (auto it = state_index_.find(state); it != state_index_.end()) return it->second;
+    if (const uint32_t known = state_index_.Find(state); known != MaskIndex::kNone) return known;
     if (static_cast<int64_t>(out_.states_.size()) > options_.max_states) {
       throw DpBudgetExceeded(DpBudget::kStates, options_.max_states, 0, false, n_);
     }
     const uint32_t index = NarrowId(out_.states_.size(), "state");
-    state_index_.emplace(state, index);
+    state_index_.Emplace(state, index);
     out_.states_.push_back({state, 0, 0});
     std::vector<Ending> endings;
     if (options_.strategies != StrategySet::kParallel) AddMergeEndings(state, endings);
@@ -436,8 +483,8 @@ class PartSpace::Builder {
   std::vector<int> merge_class_;
   std::vector<int64_t> out_channels_;  // per local op, of convolutions with a merge class
   std::vector<std::vector<uint64_t>> candidates_;
-  std::unordered_map<uint64_t, uint32_t, MaskHash> state_index_;
-  std::unordered_map<uint64_t, uint32_t, MaskHash> parallel_stage_index_, merge_stage_index_;
+  MaskIndex state_index_;
+  MaskIndex parallel_stage_index_, merge_stage_index_;
 };
 
 namespace {

@@ -260,8 +260,21 @@ class KeyPool {
       const int end = static_cast<int>(int64_t{count} * (t + 1) / threads);
       std::vector<db::StageKeyHash>& slice = slices_[t];
       slice.clear();
+      // Two keys hashed at once (db::HashStageKeyPair): the first is held
+      // while the keyer builds the second in its buffer.
       Stage stage;
-      for (int local = begin; local < end; ++local) {
+      std::string held;
+      int local = begin;
+      for (; local + 1 < end; local += 2) {
+        space.FillStage(local, stage);
+        held = keyers_[t].Key(stage);
+        space.FillStage(local + 1, stage);
+        db::StageKeyHash first, second;
+        db::HashStageKeyPair(held, keyers_[t].Key(stage), first, second);
+        slice.push_back(first);
+        slice.push_back(second);
+      }
+      if (local < end) {
         space.FillStage(local, stage);
         slice.push_back(db::HashStageKey(keyers_[t].Key(stage)));
       }

@@ -21,6 +21,10 @@ struct StageKeyHash {
   friend bool operator==(const StageKeyHash&, const StageKeyHash&) = default;
 };
 StageKeyHash HashStageKey(std::string_view key);
+//! HashStageKey of two keys at once (the same values, about twice as fast
+//! as one after the other).
+void HashStageKeyPair(std::string_view a, std::string_view b, StageKeyHash& hash_a,
+                      StageKeyHash& hash_b);
 
 //! A stage's key and description, as stored.
 struct StageText {

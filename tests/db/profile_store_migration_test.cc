@@ -212,6 +212,17 @@ TEST(StageTextTest, HashesMatchTheFileFormat) {
   for (const auto& [text, hash] : golden) {
     EXPECT_EQ(HashStageKey(text), hash) << "key of " << text.size() << " bytes";
   }
+  // Two keys at once give each key's own hash, whichever is longer.
+  for (size_t m = 0; m < 40; ++m) {
+    for (size_t n : {size_t{0}, size_t{7}, size_t{8}, size_t{9}, size_t{33}, long_text.size()}) {
+      const std::string_view a = std::string_view(long_text).substr(m, m);
+      const std::string_view b = std::string_view(long_text).substr(1, n);
+      StageKeyHash hash_a, hash_b;
+      HashStageKeyPair(a, b, hash_a, hash_b);
+      EXPECT_EQ(hash_a, HashStageKey(a)) << m << " and " << n << " bytes";
+      EXPECT_EQ(hash_b, HashStageKey(b)) << m << " and " << n << " bytes";
+    }
+  }
 }
 
 // A key whose id is taken by another stage (forged here: the same row id,
