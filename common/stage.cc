@@ -276,47 +276,68 @@ void CanonicalGroups(const Graph& graph, const Stage& stage,
   bool tied = false;
   for (size_t g = 1; g < groups.size(); ++g) tied |= groups[g].signature == groups[g - 1].signature;
   if (!tied) return;
-  std::unordered_map<NodeId, std::vector<std::string>> uses;
+  // Each use of an outside input: "signature#position" of the group reading
+  // it. Buffers come from `scratch` (keying a stage allocates nothing).
+  std::vector<std::string>& uses = scratch.uses;
+  std::vector<std::pair<NodeId, size_t>>& use_refs = scratch.use_refs;  // (input, index in uses)
+  use_refs.clear();
   for (const CanonicalGroup& group : groups) {
     for (size_t j = 0; j < group.externals.size(); ++j) {
-      uses[group.externals[j]].push_back(group.signature + "#" + std::to_string(j));
+      if (uses.size() <= use_refs.size()) uses.emplace_back();
+      std::string& use = uses[use_refs.size()];
+      use.assign(group.signature);
+      use += '#';
+      AppendInt(use, static_cast<int>(j));
+      use_refs.emplace_back(group.externals[j], use_refs.size());
     }
   }
-  std::vector<std::string> refined(groups.size());
+  // By input, then by use text: each input's uses, sorted, side by side.
+  std::sort(use_refs.begin(), use_refs.end(), [&](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : uses[a.second] < uses[b.second];
+  });
+  std::vector<std::string>& refined = scratch.refined;
+  if (refined.size() < groups.size()) refined.resize(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) {
-    refined[g] = groups[g].signature;
+    refined[g].assign(groups[g].signature);
     for (NodeId e : groups[g].externals) {
-      std::vector<std::string>& u = uses[e];
-      std::sort(u.begin(), u.end());
-      refined[g] += "{";
-      for (const std::string& x : u) refined[g] += x + ";";
-      refined[g] += "}";
+      refined[g] += '{';
+      auto use = std::lower_bound(use_refs.begin(), use_refs.end(), e,
+                                  [](const auto& ref, NodeId input) { return ref.first < input; });
+      for (; use != use_refs.end() && use->first == e; ++use) {
+        refined[g] += uses[use->second];
+        refined[g] += ';';
+      }
+      refined[g] += '}';
     }
   }
   // Groups still alike after refinement are symmetric up to which outside
   // tensor is which: place them one at a time, each time taking the one
   // whose description with the input numbering so far is smallest.
-  std::vector<size_t> remaining(groups.size());
+  std::vector<size_t>& remaining = scratch.remaining;
+  remaining.resize(groups.size());
   std::iota(remaining.begin(), remaining.end(), 0);
   std::stable_sort(remaining.begin(), remaining.end(),
                    [&](size_t a, size_t b) { return refined[a] < refined[b]; });
-  std::vector<NodeId> numbering;  // outside tensors in order of first use so far
-  std::vector<CanonicalGroup> sorted;
-  sorted.reserve(groups.size());
-  while (!remaining.empty()) {
+  std::vector<NodeId>& numbering =
+      scratch.numbering;  // outside tensors in order of first use so far
+  numbering.clear();
+  std::vector<CanonicalGroup>& sorted = scratch.sorted;
+  if (sorted.size() < groups.size()) sorted.resize(groups.size());
+  std::string& best = scratch.best;
+  std::string& text = scratch.candidate;
+  for (size_t placed = 0; !remaining.empty(); ++placed) {
     size_t pick = 0;
     if (remaining.size() > 1 && refined[remaining[0]] == refined[remaining[1]]) {
-      std::string best;
       for (size_t i = 0; i < remaining.size() && refined[remaining[i]] == refined[remaining[0]];
            ++i) {
-        std::string text;
+        text.clear();
         for (NodeId e : groups[remaining[i]].externals) {
           const auto at = std::find(numbering.begin(), numbering.end(), e);
           AppendInt(text, at == numbering.end() ? -1 : static_cast<int>(at - numbering.begin()));
           text += ',';
         }
         if (i == 0 || text < best) {
-          best = text;
+          best.assign(text);
           pick = i;
         }
       }
@@ -326,10 +347,12 @@ void CanonicalGroups(const Graph& graph, const Stage& stage,
       if (std::find(numbering.begin(), numbering.end(), e) == numbering.end())
         numbering.push_back(e);
     }
-    sorted.push_back(std::move(chosen));
+    std::swap(sorted[placed], chosen);  // swaps buffers: nothing is copied
     remaining.erase(remaining.begin() + static_cast<std::ptrdiff_t>(pick));
   }
-  groups = std::move(sorted);
+  // The first groups.size() of `sorted` are the order; the rest of it, and
+  // what `groups` held, stay as buffers for the next stage.
+  for (size_t g = 0; g < groups.size(); ++g) std::swap(groups[g], sorted[g]);
 }
 
 Strategy EffectiveStrategy(const Stage& stage) {

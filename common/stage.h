@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/graph.h"
@@ -90,6 +91,12 @@ std::string WhyNotMergeable(const Graph& graph, const std::vector<NodeId>& nodes
 struct KeyScratch {
   std::vector<NodeId> placed, fresh, chosen_fresh;
   std::string best, candidate;
+  // Breaking ties between alike groups (CanonicalGroups).
+  std::vector<std::string> uses, refined;
+  std::vector<std::pair<NodeId, size_t>> use_refs;
+  std::vector<size_t> remaining;
+  std::vector<NodeId> numbering;
+  std::vector<CanonicalGroup> sorted;
 };
 }  // namespace detail
 
