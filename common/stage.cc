@@ -189,16 +189,18 @@ std::string ForwardSignature(const Graph& graph, const std::vector<NodeId>& node
 // order does not depend on node numbering. `externals` receives the group's
 // outside inputs in order of first use.
 void CanonicalizeGroup(const Graph& graph, std::vector<NodeId>& nodes,
-                       const std::vector<std::string>& op_text,
-                       const std::vector<std::string>& shape_text, std::string& sig,
+                       const detail::NodeTexts& texts, std::string& sig,
                        std::vector<NodeId>& externals, detail::KeyScratch& scratch) {
-  sig.clear();
-  externals.clear();
-  if (nodes.size() == 1) {  // the common case: nothing to order
-    DescribeOpLocally(graph, nodes[0], {}, externals, op_text, shape_text, sig, scratch.fresh);
-    externals.swap(scratch.fresh);
+  const std::vector<std::string>& op_text = texts.op;
+  const std::vector<std::string>& shape_text = texts.shape;
+  if (nodes.size() == 1) {  // the common case: nothing to order, described in advance
+    sig.assign(texts.single[nodes[0]]);
+    externals.assign(texts.single_externals[nodes[0]].begin(),
+                     texts.single_externals[nodes[0]].end());
     return;
   }
+  sig.clear();
+  externals.clear();
   std::sort(nodes.begin(), nodes.end());  // graph order is topological
   std::vector<NodeId>& placed = scratch.placed;
   std::vector<NodeId>& fresh = scratch.fresh;
@@ -240,15 +242,22 @@ void CanonicalizeGroup(const Graph& graph, std::vector<NodeId>& nodes,
   nodes.swap(placed);
 }
 
-std::vector<std::string> OpTexts(const Graph& graph) {
-  std::vector<std::string> texts(graph.nodes.size());
-  for (size_t i = 0; i < graph.nodes.size(); ++i) AppendOpKey(texts[i], graph.nodes[i].op);
-  return texts;
-}
-
-std::vector<std::string> ShapeTexts(const Graph& graph) {
-  std::vector<std::string> texts(graph.nodes.size());
-  for (size_t i = 0; i < graph.nodes.size(); ++i) AppendShape(texts[i], graph.nodes[i].output);
+// Every node's op and shape text, and its description as a group of its own.
+detail::NodeTexts MakeNodeTexts(const Graph& graph) {
+  const size_t n = graph.nodes.size();
+  detail::NodeTexts texts;
+  texts.op.resize(n);
+  texts.shape.resize(n);
+  texts.single.resize(n);
+  texts.single_externals.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    AppendOpKey(texts.op[i], graph.nodes[i].op);
+    AppendShape(texts.shape[i], graph.nodes[i].output);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    DescribeOpLocally(graph, static_cast<NodeId>(i), {}, {}, texts.op, texts.shape, texts.single[i],
+                      texts.single_externals[i]);
+  }
   return texts;
 }
 
@@ -258,16 +267,14 @@ using detail::CanonicalGroup;
 // two groups look alike on their own, what their outside inputs are shared
 // with decides (each input is coloured by its shape and by which groups read
 // it, at which local position), so the order does not depend on names.
-void CanonicalGroups(const Graph& graph, const Stage& stage,
-                     const std::vector<std::string>& op_text,
-                     const std::vector<std::string>& shape_text,
+void CanonicalGroups(const Graph& graph, const Stage& stage, const detail::NodeTexts& texts,
                      std::vector<CanonicalGroup>& groups, detail::KeyScratch& scratch) {
   groups.resize(stage.groups.size());
   for (size_t g = 0; g < stage.groups.size(); ++g) {
     if (stage.groups[g].empty()) throw Error("stage has an empty group");
     groups[g].nodes = stage.groups[g];
-    CanonicalizeGroup(graph, groups[g].nodes, op_text, shape_text, groups[g].signature,
-                      groups[g].externals, scratch);
+    CanonicalizeGroup(graph, groups[g].nodes, texts, groups[g].signature, groups[g].externals,
+                      scratch);
   }
   auto by_signature = [](const CanonicalGroup& a, const CanonicalGroup& b) {
     return a.signature < b.signature;
@@ -381,7 +388,7 @@ BoundStage StageKeyer::Bind(const Stage& stage) {
     }
   }
   std::vector<CanonicalGroup> groups;
-  CanonicalGroups(graph, stage, op_text_, shape_text_, groups, buffers_);
+  CanonicalGroups(graph, stage, texts_, groups, buffers_);
   std::unordered_map<NodeId, int> external_index;
   for (const CanonicalGroup& group : groups) {
     const std::vector<NodeId>& nodes = group.nodes;
@@ -415,12 +422,11 @@ BoundStage StageKeyer::Bind(const Stage& stage) {
   return bound;
 }
 
-StageKeyer::StageKeyer(const Graph& graph)
-    : graph_(graph), op_text_(OpTexts(graph)), shape_text_(ShapeTexts(graph)) {}
+StageKeyer::StageKeyer(const Graph& graph) : graph_(graph), texts_(MakeNodeTexts(graph)) {}
 
 // Must produce exactly StageSpec::Key() of MakeStageSpec(graph, stage).
 const std::string& StageKeyer::Key(const Stage& stage) {
-  CanonicalGroups(graph_, stage, op_text_, shape_text_, scratch_, buffers_);
+  CanonicalGroups(graph_, stage, texts_, scratch_, buffers_);
   std::vector<NodeId>& externals = externals_;
   externals.clear();
   for (const CanonicalGroup& group : scratch_) {
@@ -434,14 +440,14 @@ const std::string& StageKeyer::Key(const Stage& stage) {
   key += ToString(EffectiveStrategy(stage));
   key += ";in=";
   for (NodeId e : externals) {
-    key += shape_text_[e];
+    key += texts_.shape[e];
     key += ',';
   }
   for (const CanonicalGroup& group : scratch_) {
     const std::vector<NodeId>& nodes = group.nodes;
     key += ";g=";
     for (NodeId id : nodes) {
-      key += op_text_[id];
+      key += texts_.op[id];
       key += '<';
       for (const Term& term : graph_.node(id).inputs) {
         for (const Slice& s : term) {
@@ -471,9 +477,9 @@ const std::string& StageKeyer::OrderedKey(const std::vector<NodeId>& ops) {
   key = "ops;";
   externals.clear();
   for (NodeId id : ops) {
-    key += op_text_[id];
+    key += texts_.op[id];
     key += '=';
-    key += shape_text_[id];
+    key += texts_.shape[id];
     key += '<';
     for (const Term& term : graph_.node(id).inputs) {
       for (const Slice& s : term) {
@@ -486,7 +492,7 @@ const std::string& StageKeyer::OrderedKey(const std::vector<NodeId>& ops) {
           key += 'X';
           AppendInt(key, static_cast<int>(outside - externals.begin()));
           key += ':';
-          key += shape_text_[s.producer];
+          key += texts_.shape[s.producer];
         }
         AppendRange(key, s.begin, s.end);
       }

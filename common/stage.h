@@ -85,6 +85,13 @@ struct CanonicalGroup {
   std::vector<NodeId> nodes;      // canonical order
   std::vector<NodeId> externals;  // outside inputs, in order of first use
 };
+//! Per-node text a keyer prepares once: each node's op key text, its output
+//! shape, and its description as a group of its own (a single op's group
+//! signature, most groups of most stages) with that group's outside inputs.
+struct NodeTexts {
+  std::vector<std::string> op, shape, single;
+  std::vector<std::vector<NodeId>> single_externals;
+};
 //! The first reason CanMerge(graph, nodes) refuses, for messages.
 std::string WhyNotMergeable(const Graph& graph, const std::vector<NodeId>& nodes);
 //! Reused buffers, so keying a stage allocates nothing in the common case.
@@ -124,7 +131,7 @@ class StageKeyer {
 
  private:
   const Graph& graph_;
-  std::vector<std::string> op_text_, shape_text_;
+  detail::NodeTexts texts_;
   std::vector<detail::CanonicalGroup> scratch_;
   detail::KeyScratch buffers_;
   std::vector<NodeId> externals_;
