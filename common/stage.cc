@@ -193,12 +193,6 @@ void CanonicalizeGroup(const Graph& graph, std::vector<NodeId>& nodes,
                        std::vector<NodeId>& externals, detail::KeyScratch& scratch) {
   const std::vector<std::string>& op_text = texts.op;
   const std::vector<std::string>& shape_text = texts.shape;
-  if (nodes.size() == 1) {  // the common case: nothing to order, described in advance
-    sig.assign(texts.single[nodes[0]]);
-    externals.assign(texts.single_externals[nodes[0]].begin(),
-                     texts.single_externals[nodes[0]].end());
-    return;
-  }
   sig.clear();
   externals.clear();
   std::sort(nodes.begin(), nodes.end());  // graph order is topological
@@ -242,60 +236,131 @@ void CanonicalizeGroup(const Graph& graph, std::vector<NodeId>& nodes,
   nodes.swap(placed);
 }
 
-// Every node's op and shape text, and its description as a group of its own.
+// The key text of a canonical group with its outside inputs left open (see
+// detail::GroupForm): what StageKeyer::Key writes for the group, but for
+// the stage-wide input numbers.
+void FillFormBody(const Graph& graph, const detail::NodeTexts& texts, detail::GroupForm& form) {
+  form.body.clear();
+  form.holes.clear();
+  const std::vector<NodeId>& nodes = form.nodes;
+  for (NodeId id : nodes) {
+    form.body += texts.op[id];
+    form.body += '<';
+    for (const Term& term : graph.node(id).inputs) {
+      for (const Slice& s : term) {
+        const auto local = std::find(nodes.begin(), nodes.end(), s.producer);
+        if (local != nodes.end()) {
+          form.body += 'L';
+          AppendInt(form.body, static_cast<int>(local - nodes.begin()));
+        } else {
+          form.body += 'X';
+          const auto outside = std::find(form.externals.begin(), form.externals.end(), s.producer);
+          form.holes.emplace_back(static_cast<uint32_t>(form.body.size()),
+                                  static_cast<uint32_t>(outside - form.externals.begin()));
+        }
+        AppendRange(form.body, s.begin, s.end);
+      }
+      form.body += '|';
+    }
+    form.body += '>';
+  }
+}
+
+// The canonical form of the group of operators `nodes` (any order).
+detail::GroupForm MakeGroupForm(const Graph& graph, std::vector<NodeId> nodes,
+                                const detail::NodeTexts& texts, detail::KeyScratch& scratch) {
+  detail::GroupForm form;
+  CanonicalizeGroup(graph, nodes, texts, form.signature, form.externals, scratch);
+  form.nodes = std::move(nodes);
+  FillFormBody(graph, texts, form);
+  return form;
+}
+
+// Every node's op and shape text, and its form as a group of its own.
 detail::NodeTexts MakeNodeTexts(const Graph& graph) {
   const size_t n = graph.nodes.size();
   detail::NodeTexts texts;
   texts.op.resize(n);
   texts.shape.resize(n);
-  texts.single.resize(n);
-  texts.single_externals.resize(n);
   for (size_t i = 0; i < n; ++i) {
     AppendOpKey(texts.op[i], graph.nodes[i].op);
     AppendShape(texts.shape[i], graph.nodes[i].output);
   }
+  detail::KeyScratch scratch;
+  texts.single.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    DescribeOpLocally(graph, static_cast<NodeId>(i), {}, {}, texts.op, texts.shape, texts.single[i],
-                      texts.single_externals[i]);
+    texts.single.push_back(MakeGroupForm(graph, {static_cast<NodeId>(i)}, texts, scratch));
   }
   return texts;
 }
 
-using detail::CanonicalGroup;
+uint64_t HashNodes(const std::vector<NodeId>& sorted) {
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ sorted.size();
+  for (NodeId id : sorted) {
+    h ^= static_cast<uint64_t>(static_cast<uint32_t>(id));
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 32;
+  }
+  return h;
+}
+
+// The form of one group of a stage: a single operator's is prepared in
+// `texts`, a larger group's comes from `cache` or is made and kept there.
+const detail::GroupForm* FormOf(const Graph& graph, const std::vector<NodeId>& group,
+                                const detail::NodeTexts& texts, detail::GroupFormCache& cache,
+                                detail::KeyScratch& scratch) {
+  if (group.empty()) throw Error("stage has an empty group");
+  if (group.size() == 1) {
+    const NodeId id = group[0];
+    if (id < 0 || static_cast<size_t>(id) >= texts.single.size()) {
+      throw Error("stage names node " + std::to_string(id) + ", which is not in the graph");
+    }
+    return &texts.single[id];
+  }
+  std::vector<NodeId>& sorted = scratch.sorted_nodes;
+  sorted.assign(group.begin(), group.end());
+  std::sort(sorted.begin(), sorted.end());
+  const uint64_t hash = HashNodes(sorted);
+  if (const detail::GroupForm* form = cache.Find(sorted, hash)) return form;
+  return cache.Add(sorted, hash, MakeGroupForm(graph, sorted, texts, scratch));
+}
+
+using detail::GroupForm;
 
 // Groups sorted by their local description: the canonical group order. When
 // two groups look alike on their own, what their outside inputs are shared
 // with decides (each input is coloured by its shape and by which groups read
 // it, at which local position), so the order does not depend on names.
 void CanonicalGroups(const Graph& graph, const Stage& stage, const detail::NodeTexts& texts,
-                     std::vector<CanonicalGroup>& groups, detail::KeyScratch& scratch) {
-  groups.resize(stage.groups.size());
-  for (size_t g = 0; g < stage.groups.size(); ++g) {
-    if (stage.groups[g].empty()) throw Error("stage has an empty group");
-    groups[g].nodes = stage.groups[g];
-    CanonicalizeGroup(graph, groups[g].nodes, texts, groups[g].signature, groups[g].externals,
-                      scratch);
+                     detail::GroupFormCache& cache, std::vector<const GroupForm*>& groups,
+                     detail::KeyScratch& scratch) {
+  cache.MakeRoom();
+  groups.clear();
+  for (const std::vector<NodeId>& group : stage.groups) {
+    groups.push_back(FormOf(graph, group, texts, cache, scratch));
   }
-  auto by_signature = [](const CanonicalGroup& a, const CanonicalGroup& b) {
-    return a.signature < b.signature;
+  auto by_signature = [](const GroupForm* a, const GroupForm* b) {
+    return a != b && a->signature < b->signature;
   };
   std::sort(groups.begin(), groups.end(), by_signature);
   bool tied = false;
-  for (size_t g = 1; g < groups.size(); ++g) tied |= groups[g].signature == groups[g - 1].signature;
+  for (size_t g = 1; g < groups.size(); ++g) {
+    tied |= groups[g]->signature == groups[g - 1]->signature;
+  }
   if (!tied) return;
   // Each use of an outside input: "signature#position" of the group reading
   // it. Buffers come from `scratch` (keying a stage allocates nothing).
   std::vector<std::string>& uses = scratch.uses;
   std::vector<std::pair<NodeId, size_t>>& use_refs = scratch.use_refs;  // (input, index in uses)
   use_refs.clear();
-  for (const CanonicalGroup& group : groups) {
-    for (size_t j = 0; j < group.externals.size(); ++j) {
+  for (const GroupForm* group : groups) {
+    for (size_t j = 0; j < group->externals.size(); ++j) {
       if (uses.size() <= use_refs.size()) uses.emplace_back();
       std::string& use = uses[use_refs.size()];
-      use.assign(group.signature);
+      use.assign(group->signature);
       use += '#';
       AppendInt(use, static_cast<int>(j));
-      use_refs.emplace_back(group.externals[j], use_refs.size());
+      use_refs.emplace_back(group->externals[j], use_refs.size());
     }
   }
   // By input, then by use text: each input's uses, sorted, side by side.
@@ -305,8 +370,8 @@ void CanonicalGroups(const Graph& graph, const Stage& stage, const detail::NodeT
   std::vector<std::string>& refined = scratch.refined;
   if (refined.size() < groups.size()) refined.resize(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) {
-    refined[g].assign(groups[g].signature);
-    for (NodeId e : groups[g].externals) {
+    refined[g].assign(groups[g]->signature);
+    for (NodeId e : groups[g]->externals) {
       refined[g] += '{';
       auto use = std::lower_bound(use_refs.begin(), use_refs.end(), e,
                                   [](const auto& ref, NodeId input) { return ref.first < input; });
@@ -328,17 +393,17 @@ void CanonicalGroups(const Graph& graph, const Stage& stage, const detail::NodeT
   std::vector<NodeId>& numbering =
       scratch.numbering;  // outside tensors in order of first use so far
   numbering.clear();
-  std::vector<CanonicalGroup>& sorted = scratch.sorted;
-  if (sorted.size() < groups.size()) sorted.resize(groups.size());
+  std::vector<const GroupForm*>& sorted = scratch.sorted;
+  sorted.clear();
   std::string& best = scratch.best;
   std::string& text = scratch.candidate;
-  for (size_t placed = 0; !remaining.empty(); ++placed) {
+  while (!remaining.empty()) {
     size_t pick = 0;
     if (remaining.size() > 1 && refined[remaining[0]] == refined[remaining[1]]) {
       for (size_t i = 0; i < remaining.size() && refined[remaining[i]] == refined[remaining[0]];
            ++i) {
         text.clear();
-        for (NodeId e : groups[remaining[i]].externals) {
+        for (NodeId e : groups[remaining[i]]->externals) {
           const auto at = std::find(numbering.begin(), numbering.end(), e);
           AppendInt(text, at == numbering.end() ? -1 : static_cast<int>(at - numbering.begin()));
           text += ',';
@@ -349,17 +414,15 @@ void CanonicalGroups(const Graph& graph, const Stage& stage, const detail::NodeT
         }
       }
     }
-    CanonicalGroup& chosen = groups[remaining[pick]];
-    for (NodeId e : chosen.externals) {
+    const GroupForm* chosen = groups[remaining[pick]];
+    for (NodeId e : chosen->externals) {
       if (std::find(numbering.begin(), numbering.end(), e) == numbering.end())
         numbering.push_back(e);
     }
-    std::swap(sorted[placed], chosen);  // swaps buffers: nothing is copied
+    sorted.push_back(chosen);
     remaining.erase(remaining.begin() + static_cast<std::ptrdiff_t>(pick));
   }
-  // The first groups.size() of `sorted` are the order; the rest of it, and
-  // what `groups` held, stay as buffers for the next stage.
-  for (size_t g = 0; g < groups.size(); ++g) std::swap(groups[g], sorted[g]);
+  groups.swap(sorted);
 }
 
 Strategy EffectiveStrategy(const Stage& stage) {
@@ -387,11 +450,10 @@ BoundStage StageKeyer::Bind(const Stage& stage) {
       throw Error("stage is not mergeable: " + detail::WhyNotMergeable(graph, all));
     }
   }
-  std::vector<CanonicalGroup> groups;
-  CanonicalGroups(graph, stage, texts_, groups, buffers_);
+  CanonicalGroups(graph, stage, texts_, forms_, groups_, buffers_);
   std::unordered_map<NodeId, int> external_index;
-  for (const CanonicalGroup& group : groups) {
-    const std::vector<NodeId>& nodes = group.nodes;
+  for (const GroupForm* group : groups_) {
+    const std::vector<NodeId>& nodes = group->nodes;
     std::vector<StageOp> ops;
     for (NodeId id : nodes) {
       const Node& node = graph.node(id);
@@ -426,13 +488,21 @@ StageKeyer::StageKeyer(const Graph& graph) : graph_(graph), texts_(MakeNodeTexts
 
 // Must produce exactly StageSpec::Key() of MakeStageSpec(graph, stage).
 const std::string& StageKeyer::Key(const Stage& stage) {
-  CanonicalGroups(graph_, stage, texts_, scratch_, buffers_);
+  CanonicalGroups(graph_, stage, texts_, forms_, groups_, buffers_);
+  // The stage's outside inputs in order of first use, and per group the
+  // stage-wide number of each of its own.
   std::vector<NodeId>& externals = externals_;
+  std::vector<uint32_t>& numbers = buffers_.external_numbers;
+  std::vector<uint32_t>& offsets = buffers_.number_offsets;
   externals.clear();
-  for (const CanonicalGroup& group : scratch_) {
-    for (NodeId e : group.externals) {
-      if (std::find(externals.begin(), externals.end(), e) == externals.end())
-        externals.push_back(e);
+  numbers.clear();
+  offsets.clear();
+  for (const GroupForm* group : groups_) {
+    offsets.push_back(static_cast<uint32_t>(numbers.size()));
+    for (NodeId e : group->externals) {
+      auto at = std::find(externals.begin(), externals.end(), e);
+      if (at == externals.end()) at = externals.insert(at, e);
+      numbers.push_back(static_cast<uint32_t>(at - externals.begin()));
     }
   }
   std::string& key = key_;
@@ -443,30 +513,16 @@ const std::string& StageKeyer::Key(const Stage& stage) {
     key += texts_.shape[e];
     key += ',';
   }
-  for (const CanonicalGroup& group : scratch_) {
-    const std::vector<NodeId>& nodes = group.nodes;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const GroupForm& form = *groups_[g];
     key += ";g=";
-    for (NodeId id : nodes) {
-      key += texts_.op[id];
-      key += '<';
-      for (const Term& term : graph_.node(id).inputs) {
-        for (const Slice& s : term) {
-          const auto local = std::find(nodes.begin(), nodes.end(), s.producer);
-          if (local != nodes.end()) {
-            key += 'L';
-            AppendInt(key, static_cast<int>(local - nodes.begin()));
-          } else {
-            key += 'X';
-            AppendInt(key,
-                      static_cast<int>(std::find(externals.begin(), externals.end(), s.producer) -
-                                       externals.begin()));
-          }
-          AppendRange(key, s.begin, s.end);
-        }
-        key += '|';
-      }
-      key += '>';
+    size_t done = 0;
+    for (const auto& [offset, input] : form.holes) {
+      key.append(form.body, done, offset - done);
+      AppendInt(key, static_cast<int>(numbers[offsets[g] + input]));
+      done = offset;
     }
+    key.append(form.body, done, std::string::npos);
   }
   return key;
 }
@@ -549,3 +605,45 @@ std::string StageSpec::Describe() const {
 }
 
 }  // namespace ios
+
+namespace ios::detail {
+
+void GroupFormCache::MakeRoom() {
+  if (entries_.size() < kMaxForms) return;
+  entries_.clear();
+  std::fill(slots_.begin(), slots_.end(), 0);
+}
+
+const GroupForm* GroupFormCache::Find(const std::vector<NodeId>& sorted, uint64_t hash) const {
+  if (slots_.empty()) return nullptr;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const uint32_t slot = slots_[i];
+    if (slot == 0) return nullptr;
+    const Entry& entry = entries_[slot - 1];
+    if (entry.hash == hash && entry.sorted == sorted) return &entry.form;
+  }
+}
+
+const GroupForm* GroupFormCache::Add(const std::vector<NodeId>& sorted, uint64_t hash,
+                                     GroupForm&& form) {
+  if ((entries_.size() + 1) * 2 > slots_.size()) Grow();
+  entries_.push_back({sorted, hash, std::move(form)});
+  const size_t mask = slots_.size() - 1;
+  size_t i = hash & mask;
+  while (slots_[i] != 0) i = (i + 1) & mask;
+  slots_[i] = static_cast<uint32_t>(entries_.size());
+  return &entries_.back().form;
+}
+
+void GroupFormCache::Grow() {
+  slots_.assign(std::max<size_t>(64, slots_.size() * 2), 0);
+  const size_t mask = slots_.size() - 1;
+  for (size_t e = 0; e < entries_.size(); ++e) {
+    size_t i = entries_[e].hash & mask;
+    while (slots_[i] != 0) i = (i + 1) & mask;
+    slots_[i] = static_cast<uint32_t>(e + 1);
+  }
+}
+
+}  // namespace ios::detail

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <utility>
@@ -79,31 +80,62 @@ struct BoundStage {
 StageSpec MakeStageSpec(const Graph& graph, const Stage& stage);
 
 namespace detail {
-//! A group in canonical form (used by StageKeyer's scratch space).
-struct CanonicalGroup {
+//! A group of a stage in canonical form, prepared once per distinct group
+//! by a keyer (StageKeyer::Key reads it, never rebuilds it).
+struct GroupForm {
   std::string signature;          // the group described on its own
   std::vector<NodeId> nodes;      // canonical order
   std::vector<NodeId> externals;  // outside inputs, in order of first use
+  //! The group's part of a stage key with the outside inputs' stage-wide
+  //! numbers left open: hole i sits at body offset holes[i].first and is
+  //! filled with the number of externals[holes[i].second].
+  std::string body;
+  std::vector<std::pair<uint32_t, uint32_t>> holes;
 };
 //! Per-node text a keyer prepares once: each node's op key text, its output
-//! shape, and its description as a group of its own (a single op's group
-//! signature, most groups of most stages) with that group's outside inputs.
+//! shape, and its form as a group of its own (most groups of most stages).
 struct NodeTexts {
-  std::vector<std::string> op, shape, single;
-  std::vector<std::vector<NodeId>> single_externals;
+  std::vector<std::string> op, shape;
+  std::vector<GroupForm> single;
 };
 //! The first reason CanMerge(graph, nodes) refuses, for messages.
 std::string WhyNotMergeable(const Graph& graph, const std::vector<NodeId>& nodes);
 //! Reused buffers, so keying a stage allocates nothing in the common case.
 struct KeyScratch {
-  std::vector<NodeId> placed, fresh, chosen_fresh;
+  std::vector<NodeId> placed, fresh, chosen_fresh, sorted_nodes;
   std::string best, candidate;
   // Breaking ties between alike groups (CanonicalGroups).
   std::vector<std::string> uses, refined;
   std::vector<std::pair<NodeId, size_t>> use_refs;
   std::vector<size_t> remaining;
   std::vector<NodeId> numbering;
-  std::vector<CanonicalGroup> sorted;
+  std::vector<const GroupForm*> sorted;
+  // Per group of the stage being keyed: where its outside inputs' stage-wide
+  // numbers start in `external_numbers`.
+  std::vector<uint32_t> external_numbers, number_offsets;
+};
+//! Forms of the multi-operator groups a keyer has met, by operator set.
+//! Bounded: past kMaxForms it starts again (never while a stage is keyed,
+//! so the forms of the stage at hand stay valid).
+class GroupFormCache {
+ public:
+  static constexpr size_t kMaxForms = size_t{1} << 17;
+  //! Called before a stage's groups are looked up.
+  void MakeRoom();
+  //! The form of the group with operators `sorted` (ascending), or nullptr.
+  const GroupForm* Find(const std::vector<NodeId>& sorted, uint64_t hash) const;
+  //! Stores `form` for `sorted`; returns the stored form.
+  const GroupForm* Add(const std::vector<NodeId>& sorted, uint64_t hash, GroupForm&& form);
+
+ private:
+  struct Entry {
+    std::vector<NodeId> sorted;
+    uint64_t hash = 0;
+    GroupForm form;
+  };
+  void Grow();
+  std::deque<Entry> entries_;
+  std::vector<uint32_t> slots_;  // entry index + 1; 0 = empty
 };
 }  // namespace detail
 
@@ -132,7 +164,8 @@ class StageKeyer {
  private:
   const Graph& graph_;
   detail::NodeTexts texts_;
-  std::vector<detail::CanonicalGroup> scratch_;
+  detail::GroupFormCache forms_;
+  std::vector<const detail::GroupForm*> groups_;
   detail::KeyScratch buffers_;
   std::vector<NodeId> externals_;
   std::string key_;

@@ -18,6 +18,7 @@
 #include "common/printable.h"
 #include "coordinator/measure_session.h"
 #include "coordinator/part_cut.h"
+#include "coordinator/part_walker.h"
 
 namespace ios::coordinator {
 
@@ -313,14 +314,41 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
   }
   KeyPool key_pool(graph, threads);
   std::vector<db::StageKeyHash> hashes;
-  // Parts planned as one exact piece, by StageKeyer::OrderedKey: where a
-  // part of the same structure comes again, its plan is reused.
+  // Every part of every block, in order (a part's index in `parts`), and
+  // which of them to walk: with reuse, only the first of each structure
+  // (StageKeyer::OrderedKey); a later part of the same structure reuses its
+  // plan (NASNet repeats its cells).
+  std::vector<std::vector<NodeId>> parts;
+  std::vector<std::vector<bool>> cut_by_size(graph.blocks.size());
+  std::vector<size_t> first_part_of_block;
+  std::vector<std::string> structures;
+  std::vector<bool> walk;
+  std::unordered_map<std::string, size_t> first_of_structure;
+  for (size_t b = 0; b < graph.blocks.size(); ++b) {
+    first_part_of_block.push_back(parts.size());
+    for (std::vector<NodeId>& ops :
+         PartsOf(graph, graph.blocks[b], options.max_part_size, &cut_by_size[b])) {
+      std::string structure;
+      if (options.reuse_repeated_parts) structure = keyer.OrderedKey(ops);
+      walk.push_back(structure.empty() || first_of_structure.emplace(structure, parts.size()).second);
+      structures.push_back(std::move(structure));
+      parts.push_back(std::move(ops));
+    }
+  }
+  first_part_of_block.push_back(parts.size());
+  // With threads to spare, parts are walked ahead on a thread of their own
+  // while this one keys the stages of the parts before.
+  std::optional<PartWalker> walker;
+  if (threads > 1) walker.emplace(graph, parts, walk, options.dp);
+  // Parts planned as one exact piece, by structure: where a part of the
+  // same structure comes again, its plan is reused.
   std::unordered_map<std::string, int> planned_parts;
   for (size_t b = 0; b < graph.blocks.size(); ++b) {
     const Block& block = graph.blocks[b];
-    std::vector<bool> cut_by_size;
-    const auto parts = PartsOf(graph, block, options.max_part_size, &cut_by_size);
-    for (size_t p = 0; p < parts.size(); ++p) {
+    for (size_t i = first_part_of_block[b]; i < first_part_of_block[b + 1]; ++i) {
+      const size_t p = i - first_part_of_block[b];
+      const std::vector<NodeId>& ops = parts[i];
+      const bool part_cut_by_size = cut_by_size[b][p];
       DpProgressFn dp_progress;
       if (progress) {
         dp_progress = [&progress, b, p](const DpProgress& dp) {
@@ -330,22 +358,22 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
       // What is left of the search's stage budget caps this part's.
       SearchOptions part_options = options;
       const int64_t left = options.max_search_stages - static_cast<int64_t>(plan.stage_count());
-      // A part with the structure of one planned before (NASNet repeats its
-      // cells) has the same candidate stages, with the same keys, in the
-      // same order: that part's space and stage ids are reused, nothing is
-      // walked or keyed again. The budgets see what walking it would give.
-      std::string structure;
-      if (options.reuse_repeated_parts) {
-        structure = keyer.OrderedKey(parts[p]);
+      const int64_t part_budget = std::clamp<int64_t>(left, 1, options.dp.max_stages);
+      // A part with the structure of one planned before has the same
+      // candidate stages, with the same keys, in the same order: that part's
+      // space and stage ids are reused, nothing is walked or keyed again.
+      // The budgets see what walking it would give.
+      const std::string& structure = structures[i];
+      if (!structure.empty()) {
         const auto seen = planned_parts.find(structure);
         if (seen != planned_parts.end() &&
             plan.parts[seen->second].space.stage_count() <= std::min(left, options.dp.max_stages)) {
           PartPlan part;
           part.block = static_cast<int>(b);
           part.part = static_cast<int>(p);
-          part.schedule = cut_by_size[p] ? PartSchedule::kCut : PartSchedule::kExact;
-          part.ops = parts[p];
-          part.space = plan.parts[seen->second].space.Rebound(parts[p]);
+          part.schedule = part_cut_by_size ? PartSchedule::kCut : PartSchedule::kExact;
+          part.ops = ops;
+          part.space = plan.parts[seen->second].space.Rebound(ops);
           part.stage_ids = plan.parts[seen->second].stage_ids;
           plan.stage_occurrences += part.space.stage_count();
           ++plan.reused_parts;
@@ -353,31 +381,40 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
           continue;
         }
       }
-      part_options.dp.max_stages = std::clamp<int64_t>(left, 1, options.dp.max_stages);
+      part_options.dp.max_stages = part_budget;
       std::vector<Piece> pieces;
       BudgetHit hit;
-      PlanPiece(graph, parts[p], part_options, 0, dp_progress, pieces, hit);
+      // The walk done ahead is this part's plan when it stayed within what is
+      // left of the budgets; else the part is walked here, as it would be
+      // without the walker, so budget hits and fallbacks are the same.
+      std::optional<PartSpace> walked;
+      if (walker && walk[i]) walked = walker->Take(i, dp_progress);
+      if (walked && walked->stage_count() <= part_budget) {
+        pieces.push_back({ops, PartSchedule::kExact, std::move(*walked)});
+      } else {
+        PlanPiece(graph, ops, part_options, 0, dp_progress, pieces, hit);
+      }
       std::string reason = hit.text;
       if (!reason.empty()) reason += " (" + NameBudget(hit, options) + ")";
       if (!reason.empty()) {
         plan.warnings.push_back(DescribeFallback(graph, static_cast<int>(b), static_cast<int>(p),
-                                                 parts[p], pieces, reason));
+                                                 ops, pieces, reason));
         spdlog::warn("{}", plan.warnings.back());
       }
       // A part of a block cut by size is solved exactly but the block is
       // not: the stages across the cut are lost (SolveSchedule then lets the
       // block's greedy baseline compete).
       for (Piece& piece : pieces) {
-        if (cut_by_size[p] && piece.schedule == PartSchedule::kExact) {
+        if (part_cut_by_size && piece.schedule == PartSchedule::kExact) {
           piece.schedule = PartSchedule::kCut;
         }
       }
       const bool cut = pieces.size() > 1;
       if (!structure.empty() && !cut && pieces[0].schedule != PartSchedule::kGreedy) {
-        planned_parts.emplace(std::move(structure), static_cast<int>(plan.parts.size()));
+        planned_parts.emplace(structure, static_cast<int>(plan.parts.size()));
       }
       if (cut) {
-        pieces.push_back({parts[p], PartSchedule::kGreedy, PartSpace::Greedy(graph, parts[p])});
+        pieces.push_back({ops, PartSchedule::kGreedy, PartSpace::Greedy(graph, ops)});
       }
       for (size_t k = 0; k < pieces.size(); ++k) {
         PartPlan part;
@@ -398,9 +435,13 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
         plan.parts.push_back(std::move(part));
       }
     }
-    if (std::find(cut_by_size.begin(), cut_by_size.end(), true) != cut_by_size.end()) {
-      plan.warnings.push_back(DescribeSizeCut(graph, static_cast<int>(b), block, parts, cut_by_size,
-                                              options.max_part_size));
+    const std::vector<bool>& block_cut = cut_by_size[b];
+    if (std::find(block_cut.begin(), block_cut.end(), true) != block_cut.end()) {
+      const std::vector<std::vector<NodeId>> block_parts(
+          parts.begin() + static_cast<std::ptrdiff_t>(first_part_of_block[b]),
+          parts.begin() + static_cast<std::ptrdiff_t>(first_part_of_block[b + 1]));
+      plan.warnings.push_back(DescribeSizeCut(graph, static_cast<int>(b), block, block_parts,
+                                              block_cut, options.max_part_size));
       spdlog::warn("{}", plan.warnings.back());
     }
     BlockSchedule sequential, greedy;

@@ -1,5 +1,5 @@
-// Planning gives one plan however it is computed: keys built on several
-// threads (SearchOptions::plan_threads) or repeated parts reused
+// Planning gives one plan however it is computed: keys built and parts
+// walked on several threads (SearchOptions::plan_threads) or repeated parts reused
 // (SearchOptions::reuse_repeated_parts) give exactly the plan of one thread
 // walking every part: the same distinct stages, in the same id order, and
 // every part's stages mapped to the same ids.
@@ -43,6 +43,31 @@ TEST(PlanThreadsTest, NasnetPlannedOnTwoOrThreeThreadsIsThePlanOfOneThread) {
   for (int threads : {2, 3}) {
     options.plan_threads = threads;
     ExpectSamePlan(serial, PlanSearch(g, options));
+  }
+}
+
+// With more than one thread, parts are walked ahead of the planning thread
+// with the per-part budgets only. Where the search's budget runs out part
+// way, the planning thread must walk again and meet the very same budget
+// hits: the same pieces, warnings and stages as one thread planning alone.
+TEST(PlanThreadsTest, BudgetsHitPartWayGiveThePlanAndWarningsOfOneThread) {
+  const Graph g = BuildZooModel("nasnet");
+  for (const bool reuse : {true, false}) {
+    SearchOptions options = testing::DefaultOptions();
+    options.reuse_repeated_parts = reuse;
+    options.max_search_stages = 30'000;  // runs out after some parts
+    options.dp.max_stages = 9'000;       // and some parts are over their own
+    options.plan_threads = 1;
+    const SearchPlan serial = PlanSearch(g, options);
+    ASSERT_FALSE(serial.warnings.empty()) << "the budgets must bite for this test to mean much";
+    options.plan_threads = 2;
+    const SearchPlan walked_ahead = PlanSearch(g, options);
+    EXPECT_EQ(serial.warnings, walked_ahead.warnings) << "reuse " << reuse;
+    ExpectSamePlan(serial, walked_ahead);
+    for (size_t p = 0; p < serial.parts.size(); ++p) {
+      EXPECT_EQ(serial.parts[p].schedule, walked_ahead.parts[p].schedule) << "part " << p;
+      EXPECT_EQ(serial.parts[p].ops, walked_ahead.parts[p].ops) << "part " << p;
+    }
   }
 }
 
