@@ -356,16 +356,13 @@ LatencyTable MeasureLazily(const Graph& graph, const SearchPlan& plan, db::Profi
     }
   }
   session.Measure(first);
-  StageBounds::Model model;
-  model.overhead_ms = bounds.Overhead(session.latency());
-  const worker::StageCostFacts facts = worker::StageCostFactsOf(measurer.Device());
-  model.serial_op_ms = facts.serial_op_ms;
-  model.max_parallelism = facts.max_parallelism;
-  model.margin = options.bound_margin;
+  const StageBounds::Model model = MakeBoundModel(
+      graph, plan, bounds, session.latency(), worker::StageCostFactsOf(measurer.Device()), options);
   spdlog::debug(
       "lazy measurement: bounds with overhead {:.6f} ms, {:.6f} ms per operator, parallelism {}, "
-      "margin {:.0f}%",
-      model.overhead_ms, model.serial_op_ms, model.max_parallelism, model.margin * 100);
+      "device work per operator {}, margin {:.0f}%",
+      model.overhead_ms, model.serial_op_ms, model.max_parallelism,
+      model.work_ms.empty() ? "unknown" : "known", model.margin * 100);
   LazyMeasurement lazy(plan, session, bounds, model, std::max(1, measurer.ActiveWorkers()),
                        options.sub_stage_bounds);
   session.Measure(lazy.Start(),

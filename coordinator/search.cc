@@ -330,7 +330,8 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
          PartsOf(graph, graph.blocks[b], options.max_part_size, &cut_by_size[b])) {
       std::string structure;
       if (options.reuse_repeated_parts) structure = keyer.OrderedKey(ops);
-      walk.push_back(structure.empty() || first_of_structure.emplace(structure, parts.size()).second);
+      walk.push_back(structure.empty() ||
+                     first_of_structure.emplace(structure, parts.size()).second);
       structures.push_back(std::move(structure));
       parts.push_back(std::move(ops));
     }
@@ -397,8 +398,8 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
       std::string reason = hit.text;
       if (!reason.empty()) reason += " (" + NameBudget(hit, options) + ")";
       if (!reason.empty()) {
-        plan.warnings.push_back(DescribeFallback(graph, static_cast<int>(b), static_cast<int>(p),
-                                                 ops, pieces, reason));
+        plan.warnings.push_back(
+            DescribeFallback(graph, static_cast<int>(b), static_cast<int>(p), ops, pieces, reason));
         spdlog::warn("{}", plan.warnings.back());
       }
       // A part of a block cut by size is solved exactly but the block is

@@ -1,10 +1,14 @@
 #include "coordinator/stage_bounds.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
 
+#include "common/error.h"
+#include "common/stage.h"
 #include "coordinator/search.h"
 
 namespace ios::coordinator {
@@ -55,11 +59,13 @@ double StageBounds::LowerBound(int id, const std::vector<double>& latency,
   double bound = model.serial_op_ms * (shape.merge ? 1 : shape.operators);
   double total = 0;  // over every group
   int total_counted = 0;
+  double work = model.stage_fixed_ms;  // the device's busy time, all groups together
   for (uint32_t g = shape.first_group; g < shape.group_end; ++g) {
     double sum = 0, largest = 0;
     int counted = 0;
     for (uint32_t m = group_begin_[g]; m < group_begin_[g + 1]; ++m) {
       if (members_[m] < 0) continue;
+      if (!model.work_ms.empty()) work += model.work_ms.at(members_[m]);
       const double t = latency.at(members_[m]);
       if (!std::isfinite(t)) continue;
       sum += t;
@@ -71,11 +77,40 @@ double StageBounds::LowerBound(int id, const std::vector<double>& latency,
     total += sum;
     total_counted += counted;
   }
+  // Every operator's work is known, measured or not; but a rounding in the
+  // sum must not lift the bound over the device's own figure.
+  if (!model.work_ms.empty() && !shape.merge) bound = std::max(bound, work * (1 - 1e-9));
   if (model.max_parallelism > 0 && total_counted > 0) {
     bound = std::max(bound, (total - (total_counted - 1) * model.overhead_ms) /
                                 static_cast<double>(model.max_parallelism));
   }
   return std::max(0.0, (1 - model.margin) * bound);
+}
+
+StageBounds::Model MakeBoundModel(const Graph& graph, const SearchPlan& plan,
+                                  const StageBounds& bounds, const std::vector<double>& latency,
+                                  const worker::StageCostFacts& facts,
+                                  const SearchOptions& options) {
+  StageBounds::Model model;
+  model.overhead_ms = bounds.Overhead(latency);
+  model.serial_op_ms = facts.serial_op_ms;
+  model.max_parallelism = facts.max_parallelism;
+  model.margin = options.bound_margin;
+  if (facts.operator_work_ms) {
+    model.work_ms.assign(plan.stage_count(), 0.0);
+    model.stage_fixed_ms = facts.stage_fixed_ms;
+    StageKeyer keyer(graph);
+    for (int id : bounds.singletons()) {
+      try {
+        model.work_ms[id] =
+            facts.operator_work_ms(keyer.Spec(plan.StageOf(id)), options.batch_size);
+      } catch (const Error& e) {
+        // Unknown work counts as none: the bound stays a lower one.
+        spdlog::debug("lazy measurement: no work figure for stage {}: {}", id, e.what());
+      }
+    }
+  }
+  return model;
 }
 
 }  // namespace ios::coordinator

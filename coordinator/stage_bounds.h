@@ -16,16 +16,23 @@
 // at least n * L; with at most P operators making progress at once (the cpu backend's thread
 // budget), a stage costs at least its operators' sum, less the overheads, over P. A merged
 // convolution can beat every member alone (one large kernel fills the device where a small one does
-// not), so its bound is L alone. Single operators whose measurement failed are left out of the
-// sums.
+// not), so its bound is L alone. Where the device class knows each operator's work W(o), the
+// time it keeps the whole device busy, and no set of concurrent kernels progresses faster than
+// one whole device (the simulator), a concurrent stage costs at least F + sum W(o), F the
+// fixed cost of a stage (first launch, closing synchronisation). Single operators whose
+// measurement failed are left out of the sums.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "common/graph.h"
+#include "worker/backend.h"
+
 namespace ios::coordinator {
 
 struct SearchPlan;
+struct SearchOptions;
 
 class StageBounds {
  public:
@@ -47,6 +54,12 @@ class StageBounds {
     double serial_op_ms = 0;  // serial cost per operator (L above)
     double margin = 0;        // noise, a fraction in [0, 1)
     int max_parallelism = 0;  // P above; 0: no limit known
+    //! Per single-operator stage id: the least time the operator keeps the
+    //! whole device busy (worker::StageCostFacts::operator_work_ms); empty:
+    //! not known. A concurrent stage then costs at least stage_fixed_ms
+    //! plus its operators' work.
+    std::vector<double> work_ms;
+    double stage_fixed_ms = 0;
   };
 
   //! A lower bound of stage `id`'s latency from the singletons' latencies
@@ -65,5 +78,13 @@ class StageBounds {
       group_begin_;               // per group: its first entry in members_; one past the end last
   std::vector<int32_t> members_;  // singleton stage id per operator of a group (-1: none)
 };
+
+//! The model a lazy search bounds with: the overhead from the single
+//! operators' latencies in `latency`, what `facts` tells of the device
+//! (each single operator's work asked once) and options.bound_margin.
+StageBounds::Model MakeBoundModel(const Graph& graph, const SearchPlan& plan,
+                                  const StageBounds& bounds, const std::vector<double>& latency,
+                                  const worker::StageCostFacts& facts,
+                                  const SearchOptions& options);
 
 }  // namespace ios::coordinator

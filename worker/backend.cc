@@ -77,6 +77,7 @@ StageCostFacts StageCostFactsOf(const DeviceInfo& device) {
   StageCostFacts facts;
   if (device.backend == "sim") {
     facts.serial_op_ms = FingerprintNumber(device.fingerprint, "|launch_us=") / 1000;
+    AddSimWorkFacts(device, facts);
   } else if (device.backend == "cpu") {
     facts.max_parallelism = static_cast<int>(FingerprintNumber(device.fingerprint, "|threads="));
   }

@@ -1,6 +1,7 @@
 // The measurement seam: something that can build a stage and time it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -49,6 +50,15 @@ struct StageCostFacts {
   //! are no more threads than that). 0: no limit known (a GPU overlaps
   //! small kernels freely).
   int max_parallelism = 0;
+  //! The least time an operator keeps the whole device busy, in ms, given
+  //! as a one-operator stage at a batch size: no concurrent stage runs in
+  //! less than stage_fixed_ms plus the sum of its operators' work. On the
+  //! simulator: its kernels' full-GPU work (concurrent kernels never make
+  //! more than one full GPU's progress together, Rates() in sim_backend.cc),
+  //! and the first launch and the closing synchronisation. Empty: nothing
+  //! known (a real device's work would need its peak throughput).
+  std::function<double(const StageSpec& op, int batch_size)> operator_work_ms;
+  double stage_fixed_ms = 0;
 };
 StageCostFacts StageCostFactsOf(const DeviceInfo& device);
 

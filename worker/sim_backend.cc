@@ -398,6 +398,19 @@ class StreamSimulator {
   double now_ = 0;
 };
 
+//! What the kernels of `plan` keep one full GPU busy, in microseconds:
+//! however they overlap, they cannot finish sooner after the first launch.
+double FullGpuMicroseconds(const StagePlan& plan, const SimGpuSpec& gpu) {
+  double work = 0;
+  for (const std::vector<KernelWork>& stream : plan.streams) {
+    for (const KernelWork& kernel : stream) {
+      const Kernel timed = TimeKernel(kernel, gpu);
+      work += timed.exec_us * timed.demand;
+    }
+  }
+  return work;
+}
+
 double StageMicroseconds(const StagePlan& plan, const SimGpuSpec& gpu) {
   std::vector<std::vector<Kernel>> streams;
   for (const std::vector<KernelWork>& stream : plan.streams) {
@@ -445,6 +458,25 @@ std::string FormatGiB(double bytes) {
   return out.str();
 }
 
+//! Everything of the model that decides a figure: the model version, the
+//! GPU's figures and every constant above.
+std::string ModelFingerprint(const SimGpuSpec& gpu) {
+  std::ostringstream fp;
+  fp.precision(12);  // enough digits that any change of a figure shows
+  fp << "sim-model-v" << kModelVersion << "|gpu=" << gpu.name << "|sm=" << gpu.sm_count
+     << "|fp32_tflops=" << gpu.peak_tflops << "|dram_gbs=" << gpu.bandwidth_gbs
+     << "|launch_us=" << gpu.launch_us << "|memory_gib=" << gpu.memory_gib
+     << "|bytes_per_value=" << kBytesPerValue << "|conv_eff=" << kConvEfficiency
+     << "|dw_eff=" << kDepthwiseEfficiency << "|elt_eff=" << kElementwiseEfficiency
+     << "|bw_eff=" << kBandwidthEfficiency << "|threads_per_block=" << kThreadsPerBlock
+     << "|conv_tile=" << kConvTile << "|split_k_chunk=" << kSplitKChunk
+     << "|planes_per_block=" << kPlanesPerBlock << "|blocks_per_sm=" << kBlocksPerSm
+     << "|dw_max_channels=" << kDepthwiseMaxChannels << "|interference=" << kInterference
+     << "|stage_sync_us=" << kStageSyncUs
+     << "|max_workspace_mib=" << kMaxWorkspaceBytes / (1 << 20);
+  return fp.str();
+}
+
 class SimBackend final : public Backend {
  public:
   SimBackend(SimGpuSpec gpu, SimOptions options)
@@ -482,24 +514,17 @@ class SimBackend final : public Backend {
 
  private:
   static DeviceInfo MakeDevice(const SimGpuSpec& gpu, const SimOptions& options) {
-    std::ostringstream fp;
-    fp.precision(12);  // enough digits that any change of a figure shows
-    fp << "sim-model-v" << kModelVersion << "|gpu=" << gpu.name << "|sm=" << gpu.sm_count
-       << "|fp32_tflops=" << gpu.peak_tflops << "|dram_gbs=" << gpu.bandwidth_gbs
-       << "|launch_us=" << gpu.launch_us << "|memory_gib=" << gpu.memory_gib
-       << "|bytes_per_value=" << kBytesPerValue << "|conv_eff=" << kConvEfficiency
-       << "|dw_eff=" << kDepthwiseEfficiency << "|elt_eff=" << kElementwiseEfficiency
-       << "|bw_eff=" << kBandwidthEfficiency << "|threads_per_block=" << kThreadsPerBlock
-       << "|conv_tile=" << kConvTile << "|split_k_chunk=" << kSplitKChunk
-       << "|planes_per_block=" << kPlanesPerBlock << "|blocks_per_sm=" << kBlocksPerSm
-       << "|dw_max_channels=" << kDepthwiseMaxChannels << "|interference=" << kInterference
-       << "|stage_sync_us=" << kStageSyncUs
-       << "|max_workspace_mib=" << kMaxWorkspaceBytes / (1 << 20);
+    std::string fingerprint = ModelFingerprint(gpu);
     // Noisy figures are not comparable with exact ones (delay_ms changes
     // nothing measured, so it is not part of the fingerprint).
-    if (options.noise > 0) fp << "|noise=" << options.noise << "|noise_seed=" << options.noise_seed;
+    if (options.noise > 0) {
+      std::ostringstream noise;
+      noise.precision(12);
+      noise << "|noise=" << options.noise << "|noise_seed=" << options.noise_seed;
+      fingerprint += noise.str();
+    }
     return DeviceInfo{
-        .backend = "sim", .name = "sim:" + gpu.name, .fingerprint = fp.str(), .simulated = true};
+        .backend = "sim", .name = "sim:" + gpu.name, .fingerprint = fingerprint, .simulated = true};
   }
 
   //! The shared protocol (exec/protocol.h) with the model as the timer.
@@ -543,6 +568,26 @@ const std::vector<SimGpuSpec>& SimGpuSpecs() {
   };
   // clang-format on
   return kSpecs;
+}
+
+void AddSimWorkFacts(const DeviceInfo& device, StageCostFacts& facts) {
+  if (device.backend != "sim") return;
+  for (const SimGpuSpec& gpu : SimGpuSpecs()) {
+    const std::string model = ModelFingerprint(gpu);
+    // This build's model of this GPU, exact or with noise (the bounds allow
+    // for noise through --bound-margin, as for every device).
+    if (device.fingerprint != model && device.fingerprint.rfind(model + "|noise=", 0) != 0) {
+      continue;
+    }
+    facts.stage_fixed_ms = (gpu.launch_us + kStageSyncUs) / 1000;
+    facts.operator_work_ms = [gpu](const StageSpec& op, int batch_size) {
+      if (op.OperatorCount() != 1) throw Error("sim: operator work is asked of one operator");
+      const WorkContext ctx{.batch = static_cast<double>(batch_size),
+                            .capacity = BlockCapacity(gpu)};
+      return FullGpuMicroseconds(PlanStage(op, ctx), gpu) / 1000;
+    };
+    return;
+  }
 }
 
 std::unique_ptr<Backend> CreateSimBackend(const std::string& model, const SimOptions& options) {

@@ -33,6 +33,11 @@ struct SimOptions {
   double delay_ms = 0;
 };
 
+//! Fills facts.operator_work_ms and stage_fixed_ms (StageCostFacts) when
+//! `device` is a simulated GPU of this build's model (its fingerprint is one
+//! this build gives, noise aside); leaves them empty otherwise.
+void AddSimWorkFacts(const DeviceInfo& device, StageCostFacts& facts);
+
 //! Throws ios::Error listing the known models if `model` is unknown.
 std::unique_ptr<Backend> CreateSimBackend(const std::string& model, const SimOptions& options = {});
 

@@ -20,9 +20,21 @@
 #include "tests/coordinator/search_testing.h"
 #include "tests/testing/sanitizers.h"
 #include "worker/backend.h"
+#include "worker/sim_backend.h"
 
 namespace ios::coordinator {
 namespace {
+
+// A bound model from single-operator figures only (no device work).
+StageBounds::Model Bounds(double overhead_ms, double serial_op_ms, double margin,
+                          int max_parallelism = 0) {
+  StageBounds::Model model;
+  model.overhead_ms = overhead_ms;
+  model.serial_op_ms = serial_op_ms;
+  model.margin = margin;
+  model.max_parallelism = max_parallelism;
+  return model;
+}
 
 using testing::CountingMeasurer;
 using testing::DefaultOptions;
@@ -56,10 +68,10 @@ TEST(StageBoundsTest, GroupsCostTheirOperatorsLessTheOverheadAndRunAtOnce) {
   int chains = 0, concurrent = 0, merges = 0;
   for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
     const Stage stage = plan.StageOf(id);
-    const double bound = bounds.LowerBound(id, latency, {1.0, 0.0, 0.0});
+    const double bound = bounds.LowerBound(id, latency, Bounds(1.0, 0.0, 0.0));
     if (stage.strategy == Strategy::kMerge) {
       EXPECT_EQ(bound, 0.0);
-      EXPECT_EQ(bounds.LowerBound(id, latency, {1.0, 100.0, 0.0}), 100.0) << "one kernel";
+      EXPECT_EQ(bounds.LowerBound(id, latency, Bounds(1.0, 100.0, 0.0)), 100.0) << "one kernel";
       ++merges;
       continue;
     }
@@ -74,9 +86,9 @@ TEST(StageBoundsTest, GroupsCostTheirOperatorsLessTheOverheadAndRunAtOnce) {
       expected = std::max({expected, largest, sum - static_cast<double>(group.size() - 1)});
     }
     EXPECT_DOUBLE_EQ(bound, expected) << "stage " << id;
-    EXPECT_DOUBLE_EQ(bounds.LowerBound(id, latency, {1.0, 0.0, 0.25}), 0.75 * expected);
+    EXPECT_DOUBLE_EQ(bounds.LowerBound(id, latency, Bounds(1.0, 0.0, 0.25)), 0.75 * expected);
     // A serial cost per operator: n of them at least.
-    const double serial = bounds.LowerBound(id, latency, {1.0, 100.0, 0.0});
+    const double serial = bounds.LowerBound(id, latency, Bounds(1.0, 100.0, 0.0));
     EXPECT_DOUBLE_EQ(serial, std::max(expected, 100.0 * stage.OperatorCount()));
     if (stage.groups.size() == 1 && stage.groups[0].size() > 1) ++chains;
     if (stage.groups.size() > 1) ++concurrent;
@@ -112,6 +124,65 @@ TEST(StageBoundsTest, DeviceClassesTellWhatTheyKnow) {
   EXPECT_EQ(worker::StageCostFactsOf({"sim", "sim:x", "sim|launch_us=oops", true}).serial_op_ms,
             0.0);
   EXPECT_EQ(worker::StageCostFactsOf({"cuda", "gpu", "cuda|threads=8", false}).max_parallelism, 0);
+  // Work per operator: only for this build's own simulator models (with or
+  // without noise), never for a fingerprint it does not know all of.
+  EXPECT_TRUE(sim.operator_work_ms);
+  EXPECT_DOUBLE_EQ(sim.stage_fixed_ms, 0.008) << "5 us launch + 3 us synchronisation";
+  EXPECT_TRUE(worker::StageCostFactsOf(
+                  worker::CreateSimBackend("k80", {.noise = 0.05, .noise_seed = 3})->Device())
+                  .operator_work_ms);
+  EXPECT_FALSE(
+      worker::StageCostFactsOf({"sim", "sim:x", "sim-model-v1|gpu=x", true}).operator_work_ms);
+  EXPECT_FALSE(cpu.operator_work_ms);
+}
+
+// On the simulator a concurrent stage costs at least the fixed cost plus
+// its operators' work, and each operator alone at least its own work: the
+// bound is the sum, never more than the simulator's figure.
+TEST(StageBoundsTest, DeviceWorkBoundsConcurrentStagesNotMergedOnes) {
+  const Graph g = BuildZooModel("inception_v3");
+  const SearchPlan plan = PlanSearch(g, DefaultOptions());
+  const StageBounds bounds(plan);
+  auto backend = worker::CreateBackend("sim:v100");
+  const worker::StageCostFacts facts = worker::StageCostFactsOf(backend->Device());
+  std::vector<double> latency(plan.stage_count(), std::numeric_limits<double>::infinity());
+  StageKeyer keyer(g);
+  for (int id : bounds.singletons()) {
+    const MeasureResult r = backend->Measure(keyer.Spec(plan.StageOf(id)), 1, MeasureSettings{});
+    ASSERT_TRUE(r.ok());
+    latency[id] = r.median_ms;
+  }
+  const StageBounds::Model with_work =
+      MakeBoundModel(g, plan, bounds, latency, facts, DefaultOptions());
+  StageBounds::Model without_work = with_work;
+  without_work.work_ms.clear();
+  int tighter = 0, merged = 0;
+  for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+    const Stage stage = plan.StageOf(id);
+    const double bound = bounds.LowerBound(id, latency, with_work);
+    const double old_bound = bounds.LowerBound(id, latency, without_work);
+    EXPECT_GE(bound, old_bound);
+    if (stage.strategy == Strategy::kMerge && stage.OperatorCount() > 1) {
+      EXPECT_EQ(bound, old_bound) << "a merged convolution is not its members' work";
+      ++merged;
+      continue;
+    }
+    double work = facts.stage_fixed_ms;
+    for (const auto& group : stage.groups) {
+      for (NodeId op : group) {
+        work += facts.operator_work_ms(keyer.Spec(Stage{Strategy::kParallel, {{op}}}), 1);
+      }
+    }
+    EXPECT_GE(bound, work * (1 - 1e-9));
+    tighter += bound > old_bound;
+    if (id % 7 == 0) {  // and the simulator agrees
+      const MeasureResult r = backend->Measure(keyer.Spec(stage), 1, MeasureSettings{});
+      ASSERT_TRUE(r.ok());
+      EXPECT_LE(bound, r.median_ms) << "stage " << id;
+    }
+  }
+  EXPECT_GT(tighter, 0);
+  EXPECT_GT(merged, 0);
 }
 
 // With at most P operators at once, a stage costs its operators' sum (less
@@ -127,8 +198,8 @@ TEST(StageBoundsTest, ALimitedParallelismBoundsWideStages) {
     const Stage stage = plan.StageOf(id);
     if (stage.strategy == Strategy::kMerge) continue;
     const int n = stage.OperatorCount();
-    const double plain = bounds.LowerBound(id, latency, {1.0, 0.0, 0.0, 0});
-    const double limited = bounds.LowerBound(id, latency, {1.0, 0.0, 0.0, 2});
+    const double plain = bounds.LowerBound(id, latency, Bounds(1.0, 0.0, 0.0, 0));
+    const double limited = bounds.LowerBound(id, latency, Bounds(1.0, 0.0, 0.0, 2));
     EXPECT_DOUBLE_EQ(limited, std::max(plain, (10.0 * n - (n - 1)) / 2)) << "stage " << id;
     if (limited > plain) ++wide;
   }
@@ -217,7 +288,7 @@ std::vector<double> TableWithinBounds(const SearchPlan& plan, std::mt19937& rng)
       table[id] = 2.0 * excess(rng);
       continue;
     }
-    const double bound = bounds.LowerBound(id, table, {overhead, 0.0, 0.0});
+    const double bound = bounds.LowerBound(id, table, Bounds(overhead, 0.0, 0.0));
     table[id] = tight(rng) ? bound : bound * (1 + excess(rng));
   }
   return table;
@@ -314,9 +385,11 @@ TEST_P(LazyZooTest, SameScheduleAsMeasuringEverythingWithAtMostHalfTheStages) {
   EXPECT_FALSE(lazy_measurer.asked_twice);
   // The simulator honours the bounds (what makes the result exact).
   const StageBounds bounds(plan);
-  const StageBounds::Model model{bounds.Overhead(all.latency_ms),
-                                 worker::StageCostFactsOf(all_measurer.Device()).serial_op_ms, 0.0};
+  const StageBounds::Model model =
+      MakeBoundModel(g, plan, bounds, all.latency_ms,
+                     worker::StageCostFactsOf(all_measurer.Device()), WithMode(MeasureMode::kLazy));
   EXPECT_GT(model.serial_op_ms, 0.0) << "the simulator's launch time";
+  ASSERT_FALSE(model.work_ms.empty()) << "the simulator's work per operator";
   int violations = 0;
   for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
     const double bound = bounds.LowerBound(id, all.latency_ms, model);
@@ -333,8 +406,8 @@ TEST_P(LazyZooTest, SameScheduleAsMeasuringEverythingWithAtMostHalfTheStages) {
   std::printf("%s: lazy measured %lld of %zu stages (%.1f%%) in %lld rounds\n", GetParam().model,
               static_cast<long long>(lazy.stats.measured), plan.stage_count(), 100 * share,
               static_cast<long long>(lazy.stats.rounds));
-  // The goal is at most half; NASNet misses it (58%, see
-  // docs/search-cost.md): guard it against getting worse.
+  // The goal: at most half (SqueezeNet, too small to leave much
+  // out, is held to what it measured when this was written).
   EXPECT_LE(share, GetParam().max_share);
 }
 
@@ -371,7 +444,7 @@ TEST(LazySubStageTest, MeasureFewerStagesForAScheduleWithinOnePercent) {
 INSTANTIATE_TEST_SUITE_P(Zoo, LazyZooTest,
                          ::testing::Values(ZooCase{"squeezenet", false, 0.8},
                                            ZooCase{"inception_v3", false, 0.5},
-                                           ZooCase{"nasnet", true, 0.6},
+                                           ZooCase{"nasnet", true, 0.5},
                                            ZooCase{"randwire", true, 0.5}),
                          [](const auto& test) { return std::string(test.param.model); });
 
