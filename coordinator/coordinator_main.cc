@@ -289,7 +289,8 @@ int Search(const CliOptions& cli) {
                          "\",\"r\":" + std::to_string(cli.search.dp.max_group_size) +
                          ",\"s\":" + std::to_string(cli.search.dp.max_groups) + ",\"settings\":\"" +
                          cli.search.settings.Key() + "\",\"measure\":\"" + cli.measure + "\"}";
-  record.schedule_json = schedule_json;
+  // Compact in the DB: a NASNet schedule with its graph is 255 KB so, 792 KB indented.
+  record.schedule_json = ScheduleToJson(graph, outcome.ios, info, JsonLayout::kCompact);
   record.latency_ms = outcome.ios.latency_ms;
   record.stages_measured = outcome.table.stats.measured;
   record.stages_reused = outcome.table.stats.reused;

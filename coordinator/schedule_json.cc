@@ -43,7 +43,8 @@ std::optional<MeasureSettings> ReadMeasureSettings(const json& doc, const std::s
 
 }  // namespace
 
-std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const ScheduleInfo& info) {
+std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const ScheduleInfo& info,
+                           JsonLayout layout) {
   json doc = json::object();
   doc["format"] = "ios-farm-schedule";
   doc["version"] = 1;
@@ -118,7 +119,7 @@ std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const S
     doc["parts"] = std::move(parts);
   }
   doc["graph"] = json::parse(ToIosJson(graph));
-  return doc.dump(2) + "\n";
+  return layout == JsonLayout::kCompact ? doc.dump() : doc.dump(2) + "\n";
 }
 
 namespace {

@@ -21,9 +21,14 @@ struct ScheduleInfo {
   std::optional<double> sequential_ms, greedy_ms;
 };
 
+//! How a schedule's JSON is laid out: indented for a file people read,
+//! compact for the profiling DB's search records (a third of the size).
+enum class JsonLayout { kIndented, kCompact };
+
 //! Serialises a schedule with its graph (IOS JSON) so the file is
 //! self-contained: it can be priced later on another device or batch size.
-std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const ScheduleInfo& info);
+std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const ScheduleInfo& info,
+                           JsonLayout layout = JsonLayout::kIndented);
 
 //! A schedule read back: the graph it schedules and its stages per block.
 struct LoadedSchedule {

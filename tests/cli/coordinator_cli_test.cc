@@ -145,6 +145,14 @@ TEST_F(CoordinatorCliTest, OutWritesAScheduleThatEvaluateMeasuresOnlyWhereTheDbL
   EXPECT_EQ(doc.at("format"), "ios-farm-schedule");
   EXPECT_EQ(doc.at("batch_size"), 1);
   EXPECT_TRUE(doc.at("device").at("simulated").get<bool>());
+  // The DB's search record holds the same schedule, without the file's
+  // indentation (one CSV line: the indented text would span hundreds).
+  const CliResult searches = Run(kIosDb, "--db profile.db --format json searches");
+  ASSERT_EQ(searches.exit_code, 0) << searches.err;
+  EXPECT_EQ(json::parse(searches.out).at(0).at("schedule"), doc);
+  const CliResult csv = Run(kIosDb, "--db profile.db --format csv searches");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 2) << csv.out.substr(0, 400);
 
   // Batch 4 is new to the DB: every distinct stage of the schedule is measured.
   const CliResult batch4 = Coordinator("--evaluate s.json --batch 4 --db profile.db -q");
