@@ -26,6 +26,16 @@ class ExecError : public Error {
   MeasureError kind_;
 };
 
+//! The device can run nothing more in this process: a sticky CUDA error
+//! (illegal address, launch failure) poisons the context until exit. The
+//! worker answers the query that met it as a backend failure and exits
+//! non-zero, so that whatever supervises it starts a fresh process.
+class DeviceLostError : public ExecError {
+ public:
+  explicit DeviceLostError(const std::string& message)
+      : ExecError(MeasureError::kBackendFailure, message) {}
+};
+
 //! A program prepared on a device: storage allocated, primitives created,
 //! algorithms chosen, weights uploaded. Runs reuse all of it. Not
 //! thread-safe: one thread calls it.
@@ -46,6 +56,17 @@ class PreparedProgram {
   //! flush is not timed. Stage measurement uses this; a device without the
   //! notion (or told to measure warm) runs TimedRuns.
   virtual double TimedColdRuns(int runs) { return TimedRuns(runs); }
+  //! Whether the device can record the whole program once and replay it
+  //! (CUDA graphs); see TimedReplays.
+  virtual bool CanReplay() const { return false; }
+  //! Records every stage once, as TimedRuns enqueues it, into one replayable
+  //! unit (the first call; later calls reuse it), replays it `runs` times
+  //! and returns the elapsed milliseconds. Throws ExecError kUnsupported
+  //! where CanReplay() is false.
+  virtual double TimedReplays(int runs) {
+    (void)runs;
+    throw ExecError(MeasureError::kUnsupported, "this device cannot replay a recorded program");
+  }
 };
 
 //! One device. Not thread-safe: one thread owns it.

@@ -26,8 +26,11 @@ bool IsCpuName(const std::string& name) { return name == "cpu" || name.starts_wi
 
 //! Real-device backends: named here so the message can tell a user that the
 //! name is right but this build lacks the library (cuDNN, oneDNN).
-bool IsUnbuiltBackend(const std::string& name) {
-  return name == "cuda" || (!kHaveCpu && IsCpuName(name));
+bool IsUnbuiltBackend(const std::string& name) { return !kHaveCpu && IsCpuName(name); }
+
+//! "cuda", "cuda:N" or "cuda,...": served by ios-worker and ios-run only.
+bool IsCudaBackendName(const std::string& name) {
+  return name == "cuda" || name.starts_with("cuda:") || name.starts_with("cuda,");
 }
 
 std::string ValidNames() {
@@ -50,13 +53,21 @@ std::unique_ptr<Backend> CreateBackend(const std::string& name, const BackendOpt
 #ifdef IOS_HAVE_CPU_BACKEND
   if (IsCpuName(name)) return MakeExecBackend(MakeCpuDevice(ParseCpuOptions(name)));
 #endif
+  if (IsCudaBackendName(name)) {
+    throw Error("backend '" + name +
+                "': the cuda backend runs in ios-worker (and ios-run), which link CUDA; this "
+                "process does not. Start `ios-worker --backend " + name +
+                " --connect tcp://HOST:PORT` on the GPU host and give ios-coordinator --bind "
+                "tcp://*:PORT (docs/gpu.md)");
+  }
   if (IsUnbuiltBackend(name)) {
     throw Error("backend '" + name +
                 "' is not available in this build; available: " + ValidNames());
   }
   throw Error("unknown backend '" + name + "'; valid names: " + ValidNames() +
-              (kHaveCpu ? " (cuda is not available in this build)"
-                        : " (cuda and cpu are not available in this build)"));
+              (kHaveCpu ? "; cuda[:GPU] in ios-worker and ios-run"
+                        : "; cuda[:GPU] in ios-worker and ios-run (cpu is not available in this "
+                          "build)"));
 }
 
 namespace {

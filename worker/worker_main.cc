@@ -14,7 +14,14 @@
 #include "net/context.h"
 #include "net/curve.h"
 #include "net/endpoint.h"
+#include "common/error.h"
+#include "worker/backend.h"
+#include "worker/cuda/cuda_device.h"
+#include "worker/exec_backend.h"
 #include "worker/farm_worker.h"
+#ifdef IOS_HAVE_CUDA_BACKEND
+#include "worker/cuda/cuda_api_real.h"
+#endif
 
 namespace {
 
@@ -51,6 +58,27 @@ class StopOnSignal {
 
 }  // namespace
 
+namespace {
+
+// The cuda backend is linked into ios-worker itself (the coordinator, which
+// shares CreateBackend, must start without CUDA).
+std::unique_ptr<ios::worker::Backend> OpenBackend(const std::string& name,
+                                                  const ios::worker::BackendOptions& options) {
+  if (ios::worker::IsCudaName(name)) {
+#ifdef IOS_HAVE_CUDA_BACKEND
+    return ios::worker::MakeExecBackend(
+        ios::worker::MakeRealCudaDevice(ios::worker::ParseCudaOptions(name, options.gpu)));
+#else
+    throw ios::Error("--backend " + name +
+                     ": this ios-worker was built without the cuda backend (CMake found no nvcc "
+                     "or no cuDNN; docs/gpu.md says how to build it)");
+#endif
+  }
+  return ios::worker::CreateBackend(name, options);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace ios;
   worker::WorkerOptions options;
@@ -67,7 +95,9 @@ int main(int argc, char** argv) {
                  "measurement backend: cpu[,threads=N][,cache=cold|warm] (this machine's CPU on "
                  "oneDNN, N threads per stage, default every core; cache=cold, the default, "
                  "flushes a stage's data from the caches before each timed run; "
-                 "docs/cpu-backend.md), sim:v100, "
+                 "docs/cpu-backend.md), "
+                 "cuda[:GPU][,math=fp32|tf32][,algo=exhaustive|heuristic][,workspace_mb=M] "
+                 "(an NVIDIA GPU through cuDNN, docs/gpu.md), sim:v100, "
                  "sim:k80, sim:2080ti, sim:a100, sim:h100 (simulated GPUs)")
       ->default_val(backend_name);
   app.add_option("--gpu", backend_options.gpu, "GPU ordinal (cuda backend)")
@@ -139,7 +169,7 @@ int main(int argc, char** argv) {
       options.worker_id = "gpu" + std::to_string(backend_options.gpu);
     }
     net::Context context;
-    worker::Worker worker(context, worker::CreateBackend(backend_name, backend_options), options);
+    worker::Worker worker(context, OpenBackend(backend_name, backend_options), options);
     worker.Run(stop.token());
     const worker::WorkerCounters counts = worker.counters();
     spdlog::info("stopped: {} measured, {} failed, {} connections", counts.measured, counts.failed,

@@ -134,13 +134,18 @@ TEST(SimBackendTest, UnknownBackendNameThrowsListingTheValidNames) {
 }
 
 // (cpu is built with oneDNN: tests/worker/backend_conformance_test.cc.)
-TEST(SimBackendTest, RealDeviceBackendsSayTheyAreNotInThisBuild) {
-  for (const std::string name : {"cuda"}) {
+// The cuda backend lives in ios-worker and ios-run only (the coordinator,
+// which shares CreateBackend, must start without CUDA): the message says
+// where to run it.
+TEST(SimBackendTest, TheCudaBackendIsReferredToTheWorker) {
+  for (const std::string name : {"cuda", "cuda:1", "cuda,math=tf32"}) {
     try {
       CreateBackend(name);
       FAIL() << "expected ios::Error for " << name;
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("not available"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("ios-worker --backend " + name), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("--bind"), std::string::npos) << e.what();
     }
   }
 }

@@ -1,0 +1,206 @@
+// A cuda::Api that computes nothing and checks how it is called: what the
+// cuda device's tests drive it with on machines without a GPU. It records
+// every call, keeps every object it handed out until it is destroyed, and
+// notes each breach of the call protocol as a violation:
+//   - no allocation, object creation, algorithm search or copy inside a
+//     timed region (a timing event recorded .. the next one) or a capture;
+//   - inside either, a stream other than the origin works only after it
+//     waited on an event recorded on a stream already in the region (forked);
+//   - when the region ends (the closing timing event, EndCapture), every
+//     such stream has been joined: its last work is followed by an event the
+//     origin waited on;
+//   - an event is recorded before any stream waits on it;
+//   - every object used is alive, destroyed once; every device pointer an op
+//     uses (the whole extent of its tensor) lies inside one live allocation.
+// Failures are injected by call number.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "worker/cuda/cuda_api.h"
+
+namespace ios::cuda::testing {
+
+//! One enqueued operation: which library call, on which handle and stream.
+struct OpRecord {
+  std::string call;
+  void* handle = nullptr;  // cuDNN handle (nullptr for our kernels)
+  void* stream = nullptr;
+  int algo = -1;  // convolutions
+};
+
+//! Everything the fake saw; shared with the test, so it outlives the device.
+struct Journal {
+  std::vector<std::string> calls;       // every call, in order, by name
+  std::vector<std::string> violations;  // protocol breaches, described
+  std::vector<OpRecord> ops;            // enqueued work, in order
+  std::map<void*, std::string> live;    // objects and allocations alive now
+  int finds = 0;                        // algorithm searches run
+  int launches = 0;                     // graph launches
+
+  // ---- What the fake answers --------------------------------------------
+  int devices = 1;
+  Code device_count_error = Code::kOk;  // kNoDevice: no driver
+  size_t free_bytes = size_t{8} << 30, total_bytes = size_t{16} << 30;
+  bool clocks_locked = true;
+  float elapsed_ms = 1.5f;
+  //! What FindConvolutionAlgorithms (and the heuristic) report, in order.
+  std::vector<AlgoResult> algorithms{{7, Code::kUnsupported, 0.1f, 0, MathType::kFma},
+                                     {1, Code::kOk, 0.2f, size_t{1} << 20, MathType::kFma},
+                                     {0, Code::kOk, 0.3f, 0, MathType::kFma}};
+
+  // ---- Failure injection -------------------------------------------------
+  //! The call (1-based, counted over every call but destroys and frees)
+  //! that fails with `fail_code`; 0: none.
+  int fail_at = 0;
+  Code fail_code = Code::kFailure;
+  int counted_calls = 0;
+  std::string injected;  // the call that was failed last
+
+  //! Objects of `kind` ("stream", "event", "memory", ...) alive now.
+  int Live(const std::string& kind) const;
+};
+
+class RecordingApi final : public Api {
+ public:
+  explicit RecordingApi(std::shared_ptr<Journal> journal);
+
+  Status DeviceCount(int& count) override;
+  Status Properties(int device, DeviceProperties& out) override;
+  Status GetVersions(Versions& out) override;
+  Status SetDevice(int device) override;
+  Status MemoryInfo(size_t& free_bytes, size_t& total_bytes) override;
+  bool ClocksLocked(int device) override;
+  Status Malloc(size_t bytes, void*& pointer) override;
+  Status Free(void* pointer) override;
+  Status CopyToDevice(void* device, const void* host, size_t bytes) override;
+  Status CopyToHost(void* host, const void* device, size_t bytes) override;
+  Status CreateStream(Stream& stream) override;
+  Status DestroyStream(Stream stream) override;
+  Status CreateEvent(Event& event, bool timing) override;
+  Status DestroyEvent(Event event) override;
+  Status RecordEvent(Event event, Stream stream) override;
+  Status WaitEvent(Stream stream, Event event) override;
+  Status SynchronizeEvent(Event event) override;
+  Status SynchronizeStream(Stream stream) override;
+  Status ElapsedMs(Event start, Event end, float& ms) override;
+  Status BeginCapture(Stream stream) override;
+  Status EndCapture(Stream stream, Graph& graph) override;
+  Status InstantiateGraph(Graph graph, GraphExec& exec) override;
+  Status LaunchGraph(GraphExec exec, Stream stream) override;
+  Status DestroyGraph(Graph graph) override;
+  Status DestroyGraphExec(GraphExec exec) override;
+  Status CreateDnn(DnnHandle& handle) override;
+  Status DestroyDnn(DnnHandle handle) override;
+  Status SetDnnStream(DnnHandle handle, Stream stream) override;
+  Status CreateTensor(const TensorLayout& layout, TensorDesc& desc) override;
+  Status DestroyTensor(TensorDesc desc) override;
+  Status CreateFilter(int k, int c, int r, int s, FilterDesc& desc) override;
+  Status DestroyFilter(FilterDesc desc) override;
+  Status CreateConvolution(const ConvGeometry& geometry, ConvDesc& desc) override;
+  Status SetConvolutionMath(ConvDesc desc, MathType math) override;
+  Status DestroyConvolution(ConvDesc desc) override;
+  Status CreateActivation(ActivationMode mode, ActivationDesc& desc) override;
+  Status DestroyActivation(ActivationDesc desc) override;
+  Status CreatePooling(PoolingMode mode, int window_h, int window_w, int pad_h, int pad_w,
+                       int stride_h, int stride_w, PoolingDesc& desc) override;
+  Status DestroyPooling(PoolingDesc desc) override;
+  Status CreateOpTensor(OpTensorOp op, OpTensorDesc& desc) override;
+  Status DestroyOpTensor(OpTensorDesc desc) override;
+  Status FindConvolutionAlgorithms(DnnHandle handle, TensorDesc x_desc, const void* x,
+                                   FilterDesc w_desc, const void* w, ConvDesc conv,
+                                   TensorDesc y_desc, void* y, void* workspace,
+                                   size_t workspace_bytes,
+                                   std::vector<AlgoResult>& results) override;
+  Status HeuristicConvolutionAlgorithms(DnnHandle handle, TensorDesc x_desc, FilterDesc w_desc,
+                                        ConvDesc conv, TensorDesc y_desc,
+                                        std::vector<AlgoResult>& results) override;
+  Status ConvolutionForward(DnnHandle handle, TensorDesc x_desc, const void* x, FilterDesc w_desc,
+                            const void* w, ConvDesc conv, int algo, void* workspace,
+                            size_t workspace_bytes, TensorDesc y_desc, void* y) override;
+  Status ConvolutionBiasRelu(DnnHandle handle, TensorDesc x_desc, const void* x, FilterDesc w_desc,
+                             const void* w, ConvDesc conv, int algo, void* workspace,
+                             size_t workspace_bytes, TensorDesc bias_desc, const void* bias,
+                             ActivationDesc relu, TensorDesc y_desc, void* y) override;
+  Status AddBias(DnnHandle handle, TensorDesc bias_desc, const void* bias, TensorDesc y_desc,
+                 void* y) override;
+  Status ActivationForward(DnnHandle handle, ActivationDesc act, TensorDesc x_desc, const void* x,
+                           TensorDesc y_desc, void* y) override;
+  Status PoolingForward(DnnHandle handle, PoolingDesc pool, TensorDesc x_desc, const void* x,
+                        TensorDesc y_desc, void* y) override;
+  Status OpTensor(DnnHandle handle, OpTensorDesc op, TensorDesc a_desc, const void* a,
+                  TensorDesc b_desc, const void* b, TensorDesc c_desc, void* c) override;
+  Status CopyStrided(Stream stream, float* dst, int64_t dst_stride, const float* src,
+                     int64_t src_stride, int64_t count, int batch, bool accumulate) override;
+
+ private:
+  struct StreamState {
+    int64_t work = 0;         // operations enqueued so far
+    bool in_region = false;   // forked into the open region (or its origin)
+    int64_t joined_at = 0;    // `work` when the origin last waited on it
+  };
+  struct EventState {
+    bool timing = false;
+    bool recorded = false;
+    void* stream = nullptr;
+    int64_t work = 0;  // the stream's `work` when recorded
+  };
+  struct Allocation {
+    size_t bytes = 0;
+  };
+
+  //! Counts a call, and fails it when its number is the injected one.
+  Status Enter(const std::string& call, bool countable = true);
+  void Violation(const std::string& text);
+  void* NewObject(const std::string& kind);
+  Status Destroy(void* object, const std::string& kind, const std::string& call);
+  void Use(void* object, const std::string& kind, const std::string& call);
+  //! The call is not allowed inside a timed region or a capture.
+  void OutsideRegions(const std::string& call);
+  //! Work enqueued on `stream`: it must be in the open region, if any.
+  void Work(void* stream, const std::string& call);
+  void* StreamOf(DnnHandle handle, const std::string& call);
+  //! `pointer` .. the tensor's last element inside one live allocation.
+  void Extent(const void* pointer, TensorDesc desc, const std::string& call);
+  void Span(const void* pointer, size_t bytes, const std::string& call);
+  void OpenRegion(void* origin, const std::string& what);
+  void CloseRegion(const std::string& what);
+  Status Op(const std::string& call, DnnHandle handle, int algo = -1);
+  //! Shapes and extents of a convolution's operands.
+  void CheckConvolution(const std::string& call, TensorDesc x_desc, const void* x,
+                        FilterDesc w_desc, const void* w, ConvDesc conv, TensorDesc y_desc,
+                        const void* y);
+  //! `algo` was reported with success and fits the workspace given.
+  void CheckAlgorithm(const std::string& call, int algo, size_t workspace_bytes);
+  void SameShape(const std::string& call, TensorDesc a, TensorDesc b);
+
+  struct FilterDims {
+    int k = 0, c = 0, r = 0, s = 0;
+  };
+  struct PoolWindow {
+    int window_h = 1, window_w = 1, pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1;
+  };
+
+  std::shared_ptr<Journal> journal_;
+  uintptr_t next_object_ = 0x1000;
+  uintptr_t next_address_ = uintptr_t{1} << 40;
+  std::map<uintptr_t, Allocation> memory_;  // by start address
+  std::map<void*, StreamState> streams_;
+  std::map<void*, EventState> events_;
+  std::map<void*, void*> dnn_stream_;        // handle -> stream
+  std::map<void*, TensorLayout> tensors_;
+  std::map<void*, FilterDims> filters_;
+  std::map<void*, ConvGeometry> convs_;
+  std::map<void*, PoolWindow> pools_;
+  bool timed_ = false, capturing_ = false;
+  bool capture_failed_ = false;  // a call inside the capture failed: it may end unjoined
+  void* region_origin_ = nullptr;
+  std::string region_;  // "timed region" or "capture"
+};
+
+}  // namespace ios::cuda::testing

@@ -1,0 +1,92 @@
+// A small graph with one node of every op kind and attribute of interest
+// (8x9x9 input): what the backend conformance test measures on every
+// backend, and what the cuda device's tests prepare against the recording
+// fake and, on a GPU, check numerically.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/graph.h"
+#include "common/stage.h"
+#include "tests/testing/ops.h"
+
+namespace ios::worker {
+
+inline OpParams Conv(int out, int kernel, int pad, int stride = 1, int dilation = 1, int groups = 1,
+              Activation act = Activation::kRelu) {
+  OpParams op;
+  op.kind = OpKind::kConv;
+  op.conv.out_channels = out;
+  op.conv.kernel = {kernel, kernel};
+  op.conv.padding = {pad, pad};
+  op.conv.stride = {stride, stride};
+  op.conv.dilation = {dilation, dilation};
+  op.conv.groups = groups;
+  op.conv.act = act;
+  return op;
+}
+
+//! The graph: every kind of interest, on an 8x9x9 input.
+class Network {
+ public:
+  Network() {
+    Node input{"in", "", {}, {}, {8, 9, 9}};
+    input.op.kind = OpKind::kInput;
+    graph_.nodes.push_back(input);
+    Add("conv3", Conv(8, 3, 1), {{{0, 0, 8}}});
+    Add("conv1", Conv(8, 1, 0), {{{0, 0, 8}}});
+    Add("depthwise_s2", Conv(8, 3, 1, 2, 1, 8), {{{0, 0, 8}}});
+    Add("grouped_dilated", Conv(4, 3, 2, 1, 2, 2, Activation::kSigmoid), {{{0, 0, 8}}});
+    Add("conv_tanh_nobias",
+        [] {
+          OpParams op = Conv(6, 1, 0, 1, 1, 1, Activation::kTanh);
+          op.conv.bias = false;
+          return op;
+        }(),
+        {{{0, 0, 8}}});
+    Add("max_pool", ::ios::testing::PoolOp(PoolType::kMax, 3, 2, 1), {{{0, 0, 8}}});
+    Add("avg_pool", ::ios::testing::PoolOp(PoolType::kAvg, 3, 1, 1), {{{0, 0, 8}}});
+    Add("global_max", ::ios::testing::PoolOp(PoolType::kGlobalMax), {{{0, 0, 8}}});
+    Add("global_avg", ::ios::testing::PoolOp(PoolType::kGlobalAvg), {{{0, 0, 8}}});
+    Add("relu", ::ios::testing::ActOp(Activation::kRelu), {{{0, 0, 8}}});
+    Add("sigmoid", ::ios::testing::ActOp(Activation::kSigmoid), {{{0, 0, 8}}});
+    Add("add", ::ios::testing::EltwiseOp(EltwiseType::kAdd), {{{1, 0, 8}}, {{0, 0, 8}}, {{2, 0, 8}}});
+    Add("mul", ::ios::testing::EltwiseOp(EltwiseType::kMul), {{{1, 0, 8}}, {{11, 0, 8}}});
+    Add("concat", ::ios::testing::IdentityOp(), {{{1, 0, 8}}, {{2, 0, 8}}});
+    Add("summed_slices", ::ios::testing::IdentityOp(), {{{1, 0, 4}, {2, 4, 8}}});
+    Add("conv_on_slices", Conv(5, 3, 1), {{{1, 2, 6}}, {{2, 0, 3}, {0, 5, 8}}});
+    Add("sep_conv",
+        ::ios::testing::SequentialOp(
+            {::ios::testing::ActOp(Activation::kRelu), Conv(8, 3, 1, 1, 1, 8, Activation::kNone), Conv(8, 1, 0)}),
+        {{{0, 0, 8}}});
+    Add("conv5_for_merge", Conv(6, 5, 2), {{{0, 0, 8}}});
+    Add("conv1_after_conv3", Conv(4, 1, 0), {{{1, 0, 8}}});
+    InferShapes(graph_);
+  }
+
+  NodeId operator[](const std::string& name) const { return *graph_.Find(name); }
+  const Graph& graph() const { return graph_; }
+  int size() const { return static_cast<int>(graph_.nodes.size()); }
+
+  StageSpec Spec(Strategy strategy, std::vector<std::vector<std::string>> groups) const {
+    Stage stage;
+    stage.strategy = strategy;
+    for (const auto& group : groups) {
+      stage.groups.emplace_back();
+      for (const std::string& name : group) stage.groups.back().push_back((*this)[name]);
+    }
+    return MakeStageSpec(graph_, stage);
+  }
+
+ private:
+  void Add(const std::string& name, OpParams op, Inputs inputs) {
+    Node node{name, "", std::move(op), std::move(inputs), {}};
+    graph_.nodes.push_back(std::move(node));
+  }
+  Graph graph_;
+};
+
+
+}  // namespace ios::worker

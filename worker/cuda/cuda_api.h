@@ -1,0 +1,210 @@
+// The only way the cuda device reaches the CUDA runtime and cuDNN: the calls
+// it makes, in our own types. The real implementation (cuda_api_real.cc, the
+// one translation unit that includes CUDA and cuDNN headers) forwards each to
+// the library; tests drive the device with a recording fake that checks the
+// call protocol without a GPU (tests/worker/cuda/). Nothing here throws:
+// every call returns a Status, and the device decides what a failure means.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ios::cuda {
+
+//! What a failed call means to the farm.
+enum class Code {
+  kOk,
+  kOutOfMemory,    // cudaErrorMemoryAllocation, CUDNN_STATUS_ALLOC_FAILED
+  kUnsupported,    // CUDNN_STATUS_NOT_SUPPORTED (and its sub-codes)
+  kFailure,        // anything else; the device stays usable
+  kDeviceLost,     // a sticky error (illegal address, launch failure): the
+                   // context is unusable until the process exits
+  kNoDevice,       // no driver, or no such GPU
+};
+
+struct Status {
+  Code code = Code::kOk;
+  std::string call;     // the call as written in our code, e.g. "cudaMalloc(256 MiB)"
+  std::string message;  // the library's own error string
+  bool ok() const { return code == Code::kOk; }
+};
+
+inline Status Ok() { return {}; }
+
+//! Opaque library objects, carried as the pointers the library hands out
+//! (the fake hands out numbers). A default one is "none".
+template <class Tag>
+struct Handle {
+  void* value = nullptr;
+  explicit operator bool() const { return value != nullptr; }
+  friend bool operator==(const Handle&, const Handle&) = default;
+};
+using Stream = Handle<struct StreamTag>;
+using Event = Handle<struct EventTag>;
+using Graph = Handle<struct GraphTag>;
+using GraphExec = Handle<struct GraphExecTag>;
+using DnnHandle = Handle<struct DnnHandleTag>;
+using TensorDesc = Handle<struct TensorDescTag>;
+using FilterDesc = Handle<struct FilterDescTag>;
+using ConvDesc = Handle<struct ConvDescTag>;
+using ActivationDesc = Handle<struct ActivationDescTag>;
+using PoolingDesc = Handle<struct PoolingDescTag>;
+using OpTensorDesc = Handle<struct OpTensorDescTag>;
+
+struct DeviceProperties {
+  std::string name;
+  int major = 0, minor = 0;  // compute capability
+  int sm_count = 0;
+  int64_t memory_bytes = 0;
+  int clock_khz = 0, memory_clock_khz = 0;  // 0: not reported
+};
+
+struct Versions {
+  int driver = 0, runtime = 0;  // CUDA's encoding: 1000 * major + 10 * minor
+  int64_t cudnn = 0;            // cudnnGetVersion()
+};
+
+//! A float32 4-D tensor: sizes and strides in elements (strides allow a
+//! channel range of a larger buffer at any batch size).
+struct TensorLayout {
+  int n = 1, c = 1, h = 1, w = 1;
+  int64_t stride_n = 0, stride_c = 0, stride_h = 0, stride_w = 1;
+  friend bool operator==(const TensorLayout&, const TensorLayout&) = default;
+};
+
+//! cuDNN's math type of a convolution: strict FP32 (FMA), the library's
+//! default (may use TF32 tensor cores on Ampere and newer), or tensor cores.
+enum class MathType { kFma, kDefault, kTensorOp };
+
+struct ConvGeometry {
+  int pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int groups = 1;
+  MathType math = MathType::kFma;
+};
+
+//! One result of an algorithm search, as cuDNN reports it.
+struct AlgoResult {
+  int algo = 0;
+  Code status = Code::kOk;  // not kOk: the algorithm cannot run this shape
+  float ms = 0;
+  size_t workspace_bytes = 0;
+  MathType math = MathType::kFma;
+};
+
+enum class ActivationMode { kRelu, kSigmoid, kTanh };
+enum class PoolingMode { kMax, kAverageCountingPadding };
+enum class OpTensorOp { kAdd, kMul };
+
+//! Everything the cuda device calls. Implementations are not thread-safe;
+//! one device (one thread) owns one.
+class Api {
+ public:
+  virtual ~Api() = default;
+
+  // ---- The machine ---------------------------------------------------------
+  virtual Status DeviceCount(int& count) = 0;
+  virtual Status Properties(int device, DeviceProperties& out) = 0;
+  virtual Status GetVersions(Versions& out) = 0;
+  virtual Status SetDevice(int device) = 0;
+  virtual Status MemoryInfo(size_t& free_bytes, size_t& total_bytes) = 0;
+  //! Whether the GPU's application clocks are pinned (NVML); false when
+  //! unknown.
+  virtual bool ClocksLocked(int device) = 0;
+
+  // ---- Memory. Copies are complete on return (they also wait for the
+  // device to be idle): prepare, Write and Read only. ----------------------
+  virtual Status Malloc(size_t bytes, void*& pointer) = 0;
+  virtual Status Free(void* pointer) = 0;
+  virtual Status CopyToDevice(void* device, const void* host, size_t bytes) = 0;
+  virtual Status CopyToHost(void* host, const void* device, size_t bytes) = 0;
+
+  // ---- Streams, events, graphs ---------------------------------------------
+  //! A non-blocking stream (no implicit synchronisation with stream 0).
+  virtual Status CreateStream(Stream& stream) = 0;
+  virtual Status DestroyStream(Stream stream) = 0;
+  //! `timing`: an event that can be an end point of ElapsedMs; others are
+  //! created with timing disabled (cheaper to record and wait on).
+  virtual Status CreateEvent(Event& event, bool timing) = 0;
+  virtual Status DestroyEvent(Event event) = 0;
+  virtual Status RecordEvent(Event event, Stream stream) = 0;
+  virtual Status WaitEvent(Stream stream, Event event) = 0;
+  virtual Status SynchronizeEvent(Event event) = 0;
+  virtual Status SynchronizeStream(Stream stream) = 0;
+  virtual Status ElapsedMs(Event start, Event end, float& ms) = 0;
+  //! Capture of `stream`'s work (and of streams that join it through
+  //! events) into a graph, mode thread-local.
+  virtual Status BeginCapture(Stream stream) = 0;
+  virtual Status EndCapture(Stream stream, Graph& graph) = 0;
+  virtual Status InstantiateGraph(Graph graph, GraphExec& exec) = 0;
+  virtual Status LaunchGraph(GraphExec exec, Stream stream) = 0;
+  virtual Status DestroyGraph(Graph graph) = 0;
+  virtual Status DestroyGraphExec(GraphExec exec) = 0;
+
+  // ---- cuDNN objects -------------------------------------------------------
+  virtual Status CreateDnn(DnnHandle& handle) = 0;
+  virtual Status DestroyDnn(DnnHandle handle) = 0;
+  virtual Status SetDnnStream(DnnHandle handle, Stream stream) = 0;
+  //! Creates and sets a descriptor; on a failed set nothing is left behind.
+  virtual Status CreateTensor(const TensorLayout& layout, TensorDesc& desc) = 0;
+  virtual Status DestroyTensor(TensorDesc desc) = 0;
+  //! KCRS float32 filter: k outputs, c inputs per group, r x s window.
+  virtual Status CreateFilter(int k, int c, int r, int s, FilterDesc& desc) = 0;
+  virtual Status DestroyFilter(FilterDesc desc) = 0;
+  virtual Status CreateConvolution(const ConvGeometry& geometry, ConvDesc& desc) = 0;
+  virtual Status SetConvolutionMath(ConvDesc desc, MathType math) = 0;
+  virtual Status DestroyConvolution(ConvDesc desc) = 0;
+  virtual Status CreateActivation(ActivationMode mode, ActivationDesc& desc) = 0;
+  virtual Status DestroyActivation(ActivationDesc desc) = 0;
+  //! A 2-D pooling window; padding is never a maximum's candidate.
+  virtual Status CreatePooling(PoolingMode mode, int window_h, int window_w, int pad_h, int pad_w,
+                               int stride_h, int stride_w, PoolingDesc& desc) = 0;
+  virtual Status DestroyPooling(PoolingDesc desc) = 0;
+  virtual Status CreateOpTensor(OpTensorOp op, OpTensorDesc& desc) = 0;
+  virtual Status DestroyOpTensor(OpTensorDesc desc) = 0;
+
+  // ---- Work, enqueued on the handle's stream -------------------------------
+  //! Runs every algorithm that fits `workspace_bytes` on the given buffers
+  //! (their contents are overwritten) and reports them fastest first.
+  //! Synchronous; never inside a timed region or a capture.
+  virtual Status FindConvolutionAlgorithms(DnnHandle handle, TensorDesc x_desc, const void* x,
+                                           FilterDesc w_desc, const void* w, ConvDesc conv,
+                                           TensorDesc y_desc, void* y, void* workspace,
+                                           size_t workspace_bytes,
+                                           std::vector<AlgoResult>& results) = 0;
+  //! cuDNN's heuristic ranking (nothing is run), best first.
+  virtual Status HeuristicConvolutionAlgorithms(DnnHandle handle, TensorDesc x_desc,
+                                                FilterDesc w_desc, ConvDesc conv,
+                                                TensorDesc y_desc,
+                                                std::vector<AlgoResult>& results) = 0;
+  //! y = conv(x, w).
+  virtual Status ConvolutionForward(DnnHandle handle, TensorDesc x_desc, const void* x,
+                                    FilterDesc w_desc, const void* w, ConvDesc conv, int algo,
+                                    void* workspace, size_t workspace_bytes, TensorDesc y_desc,
+                                    void* y) = 0;
+  //! y = relu(conv(x, w) + bias), in one call (cuDNN's fused form; relu
+  //! only: its identity form is restricted to one algorithm).
+  virtual Status ConvolutionBiasRelu(DnnHandle handle, TensorDesc x_desc, const void* x,
+                                     FilterDesc w_desc, const void* w, ConvDesc conv, int algo,
+                                     void* workspace, size_t workspace_bytes,
+                                     TensorDesc bias_desc, const void* bias,
+                                     ActivationDesc relu, TensorDesc y_desc, void* y) = 0;
+  //! y += bias (broadcast over N, H, W).
+  virtual Status AddBias(DnnHandle handle, TensorDesc bias_desc, const void* bias,
+                         TensorDesc y_desc, void* y) = 0;
+  virtual Status ActivationForward(DnnHandle handle, ActivationDesc act, TensorDesc x_desc,
+                                   const void* x, TensorDesc y_desc, void* y) = 0;
+  virtual Status PoolingForward(DnnHandle handle, PoolingDesc pool, TensorDesc x_desc,
+                                const void* x, TensorDesc y_desc, void* y) = 0;
+  //! c = a op b (c may be a).
+  virtual Status OpTensor(DnnHandle handle, OpTensorDesc op, TensorDesc a_desc, const void* a,
+                          TensorDesc b_desc, const void* b, TensorDesc c_desc, void* c) = 0;
+  //! For each of `batch` samples: `count` floats from src + n * src_stride to
+  //! dst + n * dst_stride, added to what is there when `accumulate`. Our own
+  //! kernel (cuda_kernels.cu): slice copies and sums of a term's slices.
+  virtual Status CopyStrided(Stream stream, float* dst, int64_t dst_stride, const float* src,
+                             int64_t src_stride, int64_t count, int batch, bool accumulate) = 0;
+};
+
+}  // namespace ios::cuda

@@ -1,0 +1,618 @@
+// cuda::Api on the CUDA runtime and cuDNN's legacy API: the one translation
+// unit of ours that includes their headers and calls them (CI compiles it a
+// second time with CUDNN_WARN_DEPRECATED to keep the deprecated surface in
+// view). Kept to calls that exist in CUDA 11.4+ and cuDNN 8+ (docs/gpu.md,
+// "Support matrix"); anything newer sits behind a version check.
+#include "worker/cuda/cuda_api_real.h"
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <dlfcn.h>
+
+#include <climits>
+#include <string>
+#include <vector>
+
+#include "worker/cuda/cuda_kernels.h"
+
+namespace ios::cuda {
+namespace {
+
+// cuDNN 8.0 introduced strict-FP32 math (TF32 arrived with it); before it
+// the default math of FP32 convolutions was FP32.
+#if CUDNN_MAJOR >= 8
+constexpr cudnnMathType_t kStrictFp32Math = CUDNN_FMA_MATH;
+#else
+constexpr cudnnMathType_t kStrictFp32Math = CUDNN_DEFAULT_MATH;
+#endif
+
+//! Errors after which the context is unusable until the process exits.
+bool IsSticky(cudaError_t error) {
+  switch (error) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorAssert:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Status FromCuda(cudaError_t error, const char* call) {
+  if (error == cudaSuccess) return Ok();
+  Status status;
+  status.call = call;
+  status.message = std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error);
+  if (error == cudaErrorMemoryAllocation) {
+    status.code = Code::kOutOfMemory;
+  } else if (IsSticky(error)) {
+    status.code = Code::kDeviceLost;
+  } else if (error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver ||
+             error == cudaErrorInvalidDevice) {
+    status.code = Code::kNoDevice;
+  } else {
+    status.code = Code::kFailure;
+  }
+  // A non-sticky error must not be reported again by the next call.
+  (void)cudaGetLastError();
+  return status;
+}
+
+Status FromDnn(cudnnStatus_t error, const char* call) {
+  if (error == CUDNN_STATUS_SUCCESS) return Ok();
+  Status status;
+  status.call = call;
+  status.message = cudnnGetErrorString(error);
+#if CUDNN_MAJOR >= 9
+  // cuDNN 9 reports sub-codes (CUDNN_STATUS_NOT_SUPPORTED_*: 3000-3999)
+  // and keeps the details of the last error.
+  const bool unsupported = error / 1000 == CUDNN_STATUS_NOT_SUPPORTED / 1000;
+  const bool out_of_memory = error == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
+                             error == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
+  char details[512] = {};
+  cudnnGetLastErrorString(details, sizeof details);
+  if (details[0] != '\0') status.message += std::string(" (") + details + ")";
+#else
+  const bool unsupported = error == CUDNN_STATUS_NOT_SUPPORTED;
+  const bool out_of_memory = error == CUDNN_STATUS_ALLOC_FAILED;
+#endif
+  if (out_of_memory) {
+    status.code = Code::kOutOfMemory;
+  } else if (unsupported) {
+    status.code = Code::kUnsupported;
+  } else {
+    // An execution failure may hide a sticky CUDA error.
+    const cudaError_t cuda_error = cudaPeekAtLastError();
+    status.code = IsSticky(cuda_error) ? Code::kDeviceLost : Code::kFailure;
+  }
+  return status;
+}
+
+template <class T>
+T* As(void* handle) {
+  return static_cast<T*>(handle);
+}
+
+cudnnMathType_t ToDnn(MathType math) {
+  switch (math) {
+    case MathType::kFma:
+      return kStrictFp32Math;
+    case MathType::kDefault:
+      return CUDNN_DEFAULT_MATH;
+    case MathType::kTensorOp:
+      return CUDNN_TENSOR_OP_MATH;
+  }
+  return kStrictFp32Math;
+}
+
+MathType FromDnn(cudnnMathType_t math) {
+  if (math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
+    return MathType::kTensorOp;
+  }
+  return math == kStrictFp32Math ? MathType::kFma : MathType::kDefault;
+}
+
+AlgoResult FromDnn(const cudnnConvolutionFwdAlgoPerf_t& perf) {
+  AlgoResult result;
+  result.algo = static_cast<int>(perf.algo);
+  result.status = perf.status == CUDNN_STATUS_SUCCESS ? Code::kOk : Code::kUnsupported;
+  result.ms = perf.time;
+  result.workspace_bytes = perf.memory;
+  result.math = FromDnn(perf.mathType);
+  return result;
+}
+
+// NVML, opened at run time (it comes with the driver, not the toolkit):
+// only to tell whether application clocks are set. C declarations of the
+// few entry points used, as documented in nvml.h.
+using NvmlDevice = void*;
+using NvmlInit = int (*)();
+using NvmlByBusId = int (*)(const char*, NvmlDevice*);
+using NvmlClock = int (*)(NvmlDevice, int, unsigned*);
+constexpr int kNvmlClockSm = 1;
+
+class RealApi final : public Api {
+ public:
+  ~RealApi() override {
+    if (nvml_ != nullptr) dlclose(nvml_);
+  }
+
+  Status DeviceCount(int& count) override {
+    count = 0;
+    return FromCuda(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  }
+
+  Status Properties(int device, DeviceProperties& out) override {
+    cudaDeviceProp prop{};
+    if (Status s = FromCuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+        !s.ok()) {
+      return s;
+    }
+    out.name = prop.name;
+    out.major = prop.major;
+    out.minor = prop.minor;
+    out.sm_count = prop.multiProcessorCount;
+    out.memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+    // Attributes, not cudaDeviceProp fields: CUDA 13 dropped the latter.
+    if (cudaDeviceGetAttribute(&out.clock_khz, cudaDevAttrClockRate, device) != cudaSuccess) {
+      out.clock_khz = 0;
+    }
+    if (cudaDeviceGetAttribute(&out.memory_clock_khz, cudaDevAttrMemoryClockRate, device) !=
+        cudaSuccess) {
+      out.memory_clock_khz = 0;
+    }
+    (void)cudaGetLastError();
+    return Ok();
+  }
+
+  Status GetVersions(Versions& out) override {
+    if (Status s = FromCuda(cudaDriverGetVersion(&out.driver), "cudaDriverGetVersion"); !s.ok()) {
+      return s;
+    }
+    if (Status s = FromCuda(cudaRuntimeGetVersion(&out.runtime), "cudaRuntimeGetVersion");
+        !s.ok()) {
+      return s;
+    }
+    out.cudnn = static_cast<int64_t>(cudnnGetVersion());
+    return Ok();
+  }
+
+  Status SetDevice(int device) override {
+    return FromCuda(cudaSetDevice(device), "cudaSetDevice");
+  }
+
+  Status MemoryInfo(size_t& free_bytes, size_t& total_bytes) override {
+    return FromCuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  }
+
+  bool ClocksLocked(int device) override {
+    char bus_id[32] = {};
+    if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    if (nvml_ == nullptr) nvml_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (nvml_ == nullptr) return false;
+    const auto init = reinterpret_cast<NvmlInit>(dlsym(nvml_, "nvmlInit_v2"));
+    const auto by_bus = reinterpret_cast<NvmlByBusId>(dlsym(nvml_, "nvmlDeviceGetHandleByPciBusId_v2"));
+    const auto app = reinterpret_cast<NvmlClock>(dlsym(nvml_, "nvmlDeviceGetApplicationsClock"));
+    const auto fallback =
+        reinterpret_cast<NvmlClock>(dlsym(nvml_, "nvmlDeviceGetDefaultApplicationsClock"));
+    if (init == nullptr || by_bus == nullptr || app == nullptr || fallback == nullptr) return false;
+    NvmlDevice handle = nullptr;
+    unsigned current = 0, default_clock = 0;
+    if (init() != 0 || by_bus(bus_id, &handle) != 0 || app(handle, kNvmlClockSm, &current) != 0 ||
+        fallback(handle, kNvmlClockSm, &default_clock) != 0) {
+      return false;
+    }
+    // Set application clocks (nvidia-smi -ac) differ from the default ones.
+    return current != default_clock;
+  }
+
+  Status Malloc(size_t bytes, void*& pointer) override {
+    pointer = nullptr;
+    return FromCuda(cudaMalloc(&pointer, bytes), "cudaMalloc");
+  }
+  Status Free(void* pointer) override { return FromCuda(cudaFree(pointer), "cudaFree"); }
+
+  Status CopyToDevice(void* device, const void* host, size_t bytes) override {
+    if (Status s = FromCuda(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice),
+                            "cudaMemcpy(host to device)");
+        !s.ok()) {
+      return s;
+    }
+    // Pageable copies may return before the data has landed, and our
+    // streams do not wait for the legacy stream: wait here.
+    return FromCuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  }
+
+  Status CopyToHost(void* host, const void* device, size_t bytes) override {
+    if (Status s = FromCuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); !s.ok()) return s;
+    return FromCuda(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost),
+                    "cudaMemcpy(device to host)");
+  }
+
+  Status CreateStream(Stream& stream) override {
+    cudaStream_t s = nullptr;
+    Status status = FromCuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                             "cudaStreamCreateWithFlags(non-blocking)");
+    stream.value = s;
+    return status;
+  }
+  Status DestroyStream(Stream stream) override {
+    return FromCuda(cudaStreamDestroy(As<CUstream_st>(stream.value)), "cudaStreamDestroy");
+  }
+
+  Status CreateEvent(Event& event, bool timing) override {
+    cudaEvent_t e = nullptr;
+    Status status = FromCuda(
+        cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming),
+        "cudaEventCreateWithFlags");
+    event.value = e;
+    return status;
+  }
+  Status DestroyEvent(Event event) override {
+    return FromCuda(cudaEventDestroy(As<CUevent_st>(event.value)), "cudaEventDestroy");
+  }
+  Status RecordEvent(Event event, Stream stream) override {
+    return FromCuda(cudaEventRecord(As<CUevent_st>(event.value), As<CUstream_st>(stream.value)),
+                    "cudaEventRecord");
+  }
+  Status WaitEvent(Stream stream, Event event) override {
+    return FromCuda(
+        cudaStreamWaitEvent(As<CUstream_st>(stream.value), As<CUevent_st>(event.value), 0),
+        "cudaStreamWaitEvent");
+  }
+  Status SynchronizeEvent(Event event) override {
+    return FromCuda(cudaEventSynchronize(As<CUevent_st>(event.value)), "cudaEventSynchronize");
+  }
+  Status SynchronizeStream(Stream stream) override {
+    return FromCuda(cudaStreamSynchronize(As<CUstream_st>(stream.value)),
+                    "cudaStreamSynchronize");
+  }
+  Status ElapsedMs(Event start, Event end, float& ms) override {
+    return FromCuda(
+        cudaEventElapsedTime(&ms, As<CUevent_st>(start.value), As<CUevent_st>(end.value)),
+        "cudaEventElapsedTime");
+  }
+
+  Status BeginCapture(Stream stream) override {
+    return FromCuda(
+        cudaStreamBeginCapture(As<CUstream_st>(stream.value), cudaStreamCaptureModeThreadLocal),
+        "cudaStreamBeginCapture(thread-local)");
+  }
+  Status EndCapture(Stream stream, Graph& graph) override {
+    cudaGraph_t g = nullptr;
+    Status status =
+        FromCuda(cudaStreamEndCapture(As<CUstream_st>(stream.value), &g), "cudaStreamEndCapture");
+    graph.value = g;
+    return status;
+  }
+  Status InstantiateGraph(Graph graph, GraphExec& exec) override {
+    cudaGraphExec_t e = nullptr;
+    Status status = FromCuda(cudaGraphInstantiateWithFlags(&e, As<CUgraph_st>(graph.value), 0),
+                             "cudaGraphInstantiateWithFlags");
+    exec.value = e;
+    return status;
+  }
+  Status LaunchGraph(GraphExec exec, Stream stream) override {
+    return FromCuda(
+        cudaGraphLaunch(As<CUgraphExec_st>(exec.value), As<CUstream_st>(stream.value)),
+        "cudaGraphLaunch");
+  }
+  Status DestroyGraph(Graph graph) override {
+    return FromCuda(cudaGraphDestroy(As<CUgraph_st>(graph.value)), "cudaGraphDestroy");
+  }
+  Status DestroyGraphExec(GraphExec exec) override {
+    return FromCuda(cudaGraphExecDestroy(As<CUgraphExec_st>(exec.value)), "cudaGraphExecDestroy");
+  }
+
+  Status CreateDnn(DnnHandle& handle) override {
+    cudnnHandle_t h = nullptr;
+    Status status = FromDnn(cudnnCreate(&h), "cudnnCreate");
+    handle.value = h;
+    return status;
+  }
+  Status DestroyDnn(DnnHandle handle) override {
+    return FromDnn(cudnnDestroy(Dnn(handle)), "cudnnDestroy");
+  }
+  Status SetDnnStream(DnnHandle handle, Stream stream) override {
+    return FromDnn(cudnnSetStream(Dnn(handle), As<CUstream_st>(stream.value)), "cudnnSetStream");
+  }
+
+  Status CreateTensor(const TensorLayout& t, TensorDesc& desc) override {
+    for (int64_t stride : {t.stride_n, t.stride_c, t.stride_h, t.stride_w}) {
+      if (stride > INT_MAX) {
+        return {Code::kUnsupported, "cudnnSetTensor4dDescriptorEx",
+                "a stride of " + std::to_string(stride) + " elements does not fit cuDNN's int"};
+      }
+    }
+    cudnnTensorDescriptor_t d = nullptr;
+    if (Status s = FromDnn(cudnnCreateTensorDescriptor(&d), "cudnnCreateTensorDescriptor");
+        !s.ok()) {
+      return s;
+    }
+    Status status = FromDnn(
+        cudnnSetTensor4dDescriptorEx(d, CUDNN_DATA_FLOAT, t.n, t.c, t.h, t.w,
+                                     static_cast<int>(t.stride_n), static_cast<int>(t.stride_c),
+                                     static_cast<int>(t.stride_h), static_cast<int>(t.stride_w)),
+        "cudnnSetTensor4dDescriptorEx");
+    if (!status.ok()) {
+      cudnnDestroyTensorDescriptor(d);
+      return status;
+    }
+    desc.value = d;
+    return status;
+  }
+  Status DestroyTensor(TensorDesc desc) override {
+    return FromDnn(cudnnDestroyTensorDescriptor(Tensor(desc)), "cudnnDestroyTensorDescriptor");
+  }
+
+  Status CreateFilter(int k, int c, int r, int s, FilterDesc& desc) override {
+    cudnnFilterDescriptor_t d = nullptr;
+    if (Status st = FromDnn(cudnnCreateFilterDescriptor(&d), "cudnnCreateFilterDescriptor");
+        !st.ok()) {
+      return st;
+    }
+    Status status = FromDnn(cudnnSetFilter4dDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, r, s),
+                            "cudnnSetFilter4dDescriptor");
+    if (!status.ok()) {
+      cudnnDestroyFilterDescriptor(d);
+      return status;
+    }
+    desc.value = d;
+    return status;
+  }
+  Status DestroyFilter(FilterDesc desc) override {
+    return FromDnn(cudnnDestroyFilterDescriptor(Filter(desc)), "cudnnDestroyFilterDescriptor");
+  }
+
+  Status CreateConvolution(const ConvGeometry& g, ConvDesc& desc) override {
+    cudnnConvolutionDescriptor_t d = nullptr;
+    if (Status s = FromDnn(cudnnCreateConvolutionDescriptor(&d), "cudnnCreateConvolutionDescriptor");
+        !s.ok()) {
+      return s;
+    }
+    Status status = FromDnn(
+        cudnnSetConvolution2dDescriptor(d, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dilation_h,
+                                        g.dilation_w, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+        "cudnnSetConvolution2dDescriptor");
+    if (status.ok()) {
+      status = FromDnn(cudnnSetConvolutionGroupCount(d, g.groups), "cudnnSetConvolutionGroupCount");
+    }
+    if (status.ok()) {
+      status = FromDnn(cudnnSetConvolutionMathType(d, ToDnn(g.math)), "cudnnSetConvolutionMathType");
+    }
+    if (!status.ok()) {
+      cudnnDestroyConvolutionDescriptor(d);
+      return status;
+    }
+    desc.value = d;
+    return status;
+  }
+  Status SetConvolutionMath(ConvDesc desc, MathType math) override {
+    return FromDnn(cudnnSetConvolutionMathType(Conv(desc), ToDnn(math)),
+                   "cudnnSetConvolutionMathType");
+  }
+  Status DestroyConvolution(ConvDesc desc) override {
+    return FromDnn(cudnnDestroyConvolutionDescriptor(Conv(desc)),
+                   "cudnnDestroyConvolutionDescriptor");
+  }
+
+  Status CreateActivation(ActivationMode mode, ActivationDesc& desc) override {
+    cudnnActivationDescriptor_t d = nullptr;
+    if (Status s = FromDnn(cudnnCreateActivationDescriptor(&d), "cudnnCreateActivationDescriptor");
+        !s.ok()) {
+      return s;
+    }
+    const cudnnActivationMode_t dnn_mode = mode == ActivationMode::kRelu      ? CUDNN_ACTIVATION_RELU
+                                           : mode == ActivationMode::kSigmoid ? CUDNN_ACTIVATION_SIGMOID
+                                                                              : CUDNN_ACTIVATION_TANH;
+    Status status = FromDnn(cudnnSetActivationDescriptor(d, dnn_mode, CUDNN_NOT_PROPAGATE_NAN, 0.0),
+                            "cudnnSetActivationDescriptor");
+    if (!status.ok()) {
+      cudnnDestroyActivationDescriptor(d);
+      return status;
+    }
+    desc.value = d;
+    return status;
+  }
+  Status DestroyActivation(ActivationDesc desc) override {
+    return FromDnn(cudnnDestroyActivationDescriptor(Activation(desc)),
+                   "cudnnDestroyActivationDescriptor");
+  }
+
+  Status CreatePooling(PoolingMode mode, int window_h, int window_w, int pad_h, int pad_w,
+                       int stride_h, int stride_w, PoolingDesc& desc) override {
+    cudnnPoolingDescriptor_t d = nullptr;
+    if (Status s = FromDnn(cudnnCreatePoolingDescriptor(&d), "cudnnCreatePoolingDescriptor");
+        !s.ok()) {
+      return s;
+    }
+    const cudnnPoolingMode_t dnn_mode = mode == PoolingMode::kMax
+                                            ? CUDNN_POOLING_MAX
+                                            : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+    Status status = FromDnn(cudnnSetPooling2dDescriptor(d, dnn_mode, CUDNN_NOT_PROPAGATE_NAN,
+                                                        window_h, window_w, pad_h, pad_w, stride_h,
+                                                        stride_w),
+                            "cudnnSetPooling2dDescriptor");
+    if (!status.ok()) {
+      cudnnDestroyPoolingDescriptor(d);
+      return status;
+    }
+    desc.value = d;
+    return status;
+  }
+  Status DestroyPooling(PoolingDesc desc) override {
+    return FromDnn(cudnnDestroyPoolingDescriptor(Pooling(desc)), "cudnnDestroyPoolingDescriptor");
+  }
+
+  Status CreateOpTensor(OpTensorOp op, OpTensorDesc& desc) override {
+    cudnnOpTensorDescriptor_t d = nullptr;
+    if (Status s = FromDnn(cudnnCreateOpTensorDescriptor(&d), "cudnnCreateOpTensorDescriptor");
+        !s.ok()) {
+      return s;
+    }
+    Status status = FromDnn(
+        cudnnSetOpTensorDescriptor(d, op == OpTensorOp::kMul ? CUDNN_OP_TENSOR_MUL : CUDNN_OP_TENSOR_ADD,
+                                   CUDNN_DATA_FLOAT, CUDNN_NOT_PROPAGATE_NAN),
+        "cudnnSetOpTensorDescriptor");
+    if (!status.ok()) {
+      cudnnDestroyOpTensorDescriptor(d);
+      return status;
+    }
+    desc.value = d;
+    return status;
+  }
+  Status DestroyOpTensor(OpTensorDesc desc) override {
+    return FromDnn(cudnnDestroyOpTensorDescriptor(OpDesc(desc)), "cudnnDestroyOpTensorDescriptor");
+  }
+
+  Status FindConvolutionAlgorithms(DnnHandle handle, TensorDesc x_desc, const void* x,
+                                   FilterDesc w_desc, const void* w, ConvDesc conv,
+                                   TensorDesc y_desc, void* y, void* workspace,
+                                   size_t workspace_bytes,
+                                   std::vector<AlgoResult>& results) override {
+    results.clear();
+    int count = 0;
+    if (Status s = FromDnn(cudnnGetConvolutionForwardAlgorithmMaxCount(Dnn(handle), &count),
+                           "cudnnGetConvolutionForwardAlgorithmMaxCount");
+        !s.ok()) {
+      return s;
+    }
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(count));
+    int returned = 0;
+    if (Status s = FromDnn(cudnnFindConvolutionForwardAlgorithmEx(
+                               Dnn(handle), Tensor(x_desc), x, Filter(w_desc), w, Conv(conv),
+                               Tensor(y_desc), y, count, &returned, perf.data(), workspace,
+                               workspace_bytes),
+                           "cudnnFindConvolutionForwardAlgorithmEx");
+        !s.ok()) {
+      return s;
+    }
+    for (int i = 0; i < returned; ++i) results.push_back(FromDnn(perf[static_cast<size_t>(i)]));
+    return Ok();
+  }
+
+  Status HeuristicConvolutionAlgorithms(DnnHandle handle, TensorDesc x_desc, FilterDesc w_desc,
+                                        ConvDesc conv, TensorDesc y_desc,
+                                        std::vector<AlgoResult>& results) override {
+    results.clear();
+    int count = 0;
+    if (Status s = FromDnn(cudnnGetConvolutionForwardAlgorithmMaxCount(Dnn(handle), &count),
+                           "cudnnGetConvolutionForwardAlgorithmMaxCount");
+        !s.ok()) {
+      return s;
+    }
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(count));
+    int returned = 0;
+    if (Status s = FromDnn(cudnnGetConvolutionForwardAlgorithm_v7(
+                               Dnn(handle), Tensor(x_desc), Filter(w_desc), Conv(conv),
+                               Tensor(y_desc), count, &returned, perf.data()),
+                           "cudnnGetConvolutionForwardAlgorithm_v7");
+        !s.ok()) {
+      return s;
+    }
+    for (int i = 0; i < returned; ++i) results.push_back(FromDnn(perf[static_cast<size_t>(i)]));
+    return Ok();
+  }
+
+  Status ConvolutionForward(DnnHandle handle, TensorDesc x_desc, const void* x, FilterDesc w_desc,
+                            const void* w, ConvDesc conv, int algo, void* workspace,
+                            size_t workspace_bytes, TensorDesc y_desc, void* y) override {
+    const float one = 1, zero = 0;
+    return FromDnn(cudnnConvolutionForward(Dnn(handle), &one, Tensor(x_desc), x, Filter(w_desc), w,
+                                           Conv(conv), static_cast<cudnnConvolutionFwdAlgo_t>(algo),
+                                           workspace, workspace_bytes, &zero, Tensor(y_desc), y),
+                   "cudnnConvolutionForward");
+  }
+
+  Status ConvolutionBiasRelu(DnnHandle handle, TensorDesc x_desc, const void* x, FilterDesc w_desc,
+                             const void* w, ConvDesc conv, int algo, void* workspace,
+                             size_t workspace_bytes, TensorDesc bias_desc, const void* bias,
+                             ActivationDesc relu, TensorDesc y_desc, void* y) override {
+    // z = y with alpha2 = 0: no residual input.
+    const float one = 1, zero = 0;
+    return FromDnn(cudnnConvolutionBiasActivationForward(
+                       Dnn(handle), &one, Tensor(x_desc), x, Filter(w_desc), w, Conv(conv),
+                       static_cast<cudnnConvolutionFwdAlgo_t>(algo), workspace, workspace_bytes,
+                       &zero, Tensor(y_desc), y, Tensor(bias_desc), bias, Activation(relu),
+                       Tensor(y_desc), y),
+                   "cudnnConvolutionBiasActivationForward");
+  }
+
+  Status AddBias(DnnHandle handle, TensorDesc bias_desc, const void* bias, TensorDesc y_desc,
+                 void* y) override {
+    const float one = 1;
+    return FromDnn(
+        cudnnAddTensor(Dnn(handle), &one, Tensor(bias_desc), bias, &one, Tensor(y_desc), y),
+        "cudnnAddTensor");
+  }
+
+  Status ActivationForward(DnnHandle handle, ActivationDesc act, TensorDesc x_desc, const void* x,
+                           TensorDesc y_desc, void* y) override {
+    const float one = 1, zero = 0;
+    return FromDnn(cudnnActivationForward(Dnn(handle), Activation(act), &one, Tensor(x_desc), x,
+                                          &zero, Tensor(y_desc), y),
+                   "cudnnActivationForward");
+  }
+
+  Status PoolingForward(DnnHandle handle, PoolingDesc pool, TensorDesc x_desc, const void* x,
+                        TensorDesc y_desc, void* y) override {
+    const float one = 1, zero = 0;
+    return FromDnn(cudnnPoolingForward(Dnn(handle), Pooling(pool), &one, Tensor(x_desc), x, &zero,
+                                       Tensor(y_desc), y),
+                   "cudnnPoolingForward");
+  }
+
+  Status OpTensor(DnnHandle handle, OpTensorDesc op, TensorDesc a_desc, const void* a,
+                  TensorDesc b_desc, const void* b, TensorDesc c_desc, void* c) override {
+    const float one = 1, zero = 0;
+    return FromDnn(cudnnOpTensor(Dnn(handle), OpDesc(op), &one, Tensor(a_desc), a, &one,
+                                 Tensor(b_desc), b, &zero, Tensor(c_desc), c),
+                   "cudnnOpTensor");
+  }
+
+  Status CopyStrided(Stream stream, float* dst, int64_t dst_stride, const float* src,
+                     int64_t src_stride, int64_t count, int batch, bool accumulate) override {
+    return FromCuda(LaunchCopyStrided(As<CUstream_st>(stream.value), dst, dst_stride, src,
+                                      src_stride, count, batch, accumulate),
+                    accumulate ? "ios::cuda::CopyStrided(accumulate)" : "ios::cuda::CopyStrided");
+  }
+
+ private:
+  static cudnnHandle_t Dnn(DnnHandle h) { return static_cast<cudnnHandle_t>(h.value); }
+  static cudnnTensorDescriptor_t Tensor(TensorDesc d) {
+    return static_cast<cudnnTensorDescriptor_t>(d.value);
+  }
+  static cudnnFilterDescriptor_t Filter(FilterDesc d) {
+    return static_cast<cudnnFilterDescriptor_t>(d.value);
+  }
+  static cudnnConvolutionDescriptor_t Conv(ConvDesc d) {
+    return static_cast<cudnnConvolutionDescriptor_t>(d.value);
+  }
+  static cudnnActivationDescriptor_t Activation(ActivationDesc d) {
+    return static_cast<cudnnActivationDescriptor_t>(d.value);
+  }
+  static cudnnPoolingDescriptor_t Pooling(PoolingDesc d) {
+    return static_cast<cudnnPoolingDescriptor_t>(d.value);
+  }
+  static cudnnOpTensorDescriptor_t OpDesc(OpTensorDesc d) {
+    return static_cast<cudnnOpTensorDescriptor_t>(d.value);
+  }
+
+  void* nvml_ = nullptr;  // dlopen handle, when NVML was asked for
+};
+
+}  // namespace
+
+std::unique_ptr<Api> MakeRealApi() { return std::make_unique<RealApi>(); }
+
+}  // namespace ios::cuda

@@ -1,0 +1,834 @@
+// The cuda device (docs/gpu.md). A program's storage slots are device
+// allocations in NCHW; a view is a strided cuDNN tensor (a pointer offset of
+// `offset` planes; at batch > 1 the batch stride is the whole buffer's).
+// Every stream the program uses has its own cuDNN handle and workspace: the
+// origin stream runs single-lane stages, lane i of a stage with several runs
+// on stream i + 1, forked from and joined to the origin with events. All
+// objects are created at prepare; a run only enqueues work.
+#include "worker/cuda/cuda_device.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <utility>
+
+#include "exec/program.h"
+
+namespace ios::worker {
+namespace {
+
+using cuda::Code;
+using exec::ExecError;
+
+//! The ExecError a failed call means; `where` says what we were doing.
+[[noreturn]] void Fail(const cuda::Status& status, const std::string& where) {
+  const std::string text = "cuda: " + where + ": " + status.call + " failed: " + status.message;
+  switch (status.code) {
+    case Code::kOutOfMemory:
+      throw ExecError(MeasureError::kOutOfMemory, text);
+    case Code::kUnsupported:
+      throw ExecError(MeasureError::kUnsupported, text);
+    case Code::kDeviceLost:
+      throw exec::DeviceLostError(text + " (the GPU context is lost until the process exits)");
+    case Code::kOk:
+    case Code::kFailure:
+    case Code::kNoDevice:
+      break;
+  }
+  throw ExecError(MeasureError::kBackendFailure, text);
+}
+
+void Check(const cuda::Status& status, const std::string& where) {
+  if (!status.ok()) Fail(status, where);
+}
+
+//! Owns one library object and gives it back through `Destroy` (errors of a
+//! destroy are ignored: there is nothing left to do about them).
+template <class H, cuda::Status (cuda::Api::*Destroy)(H)>
+class Owned {
+ public:
+  Owned() = default;
+  Owned(cuda::Api& api, H handle) : api_(&api), handle_(handle) {}
+  Owned(Owned&& other) noexcept : api_(other.api_), handle_(std::exchange(other.handle_, H{})) {}
+  Owned& operator=(Owned&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      api_ = other.api_;
+      handle_ = std::exchange(other.handle_, H{});
+    }
+    return *this;
+  }
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  ~Owned() { Reset(); }
+  H get() const { return handle_; }
+
+ private:
+  void Reset() {
+    if (handle_) (void)(api_->*Destroy)(handle_);
+    handle_ = H{};
+  }
+  cuda::Api* api_ = nullptr;
+  H handle_{};
+};
+
+using DeviceMemory = Owned<void*, &cuda::Api::Free>;
+using OwnedStream = Owned<cuda::Stream, &cuda::Api::DestroyStream>;
+using OwnedEvent = Owned<cuda::Event, &cuda::Api::DestroyEvent>;
+using OwnedGraph = Owned<cuda::Graph, &cuda::Api::DestroyGraph>;
+using OwnedGraphExec = Owned<cuda::GraphExec, &cuda::Api::DestroyGraphExec>;
+using OwnedDnn = Owned<cuda::DnnHandle, &cuda::Api::DestroyDnn>;
+using OwnedTensor = Owned<cuda::TensorDesc, &cuda::Api::DestroyTensor>;
+using OwnedFilter = Owned<cuda::FilterDesc, &cuda::Api::DestroyFilter>;
+using OwnedConv = Owned<cuda::ConvDesc, &cuda::Api::DestroyConvolution>;
+using OwnedActivation = Owned<cuda::ActivationDesc, &cuda::Api::DestroyActivation>;
+using OwnedPooling = Owned<cuda::PoolingDesc, &cuda::Api::DestroyPooling>;
+using OwnedOpTensor = Owned<cuda::OpTensorDesc, &cuda::Api::DestroyOpTensor>;
+
+DeviceMemory Allocate(cuda::Api& api, size_t bytes, const std::string& what) {
+  void* pointer = nullptr;
+  Check(api.Malloc(bytes, pointer), "allocating " + what);
+  return {api, pointer};
+}
+
+std::string MiB(double bytes) {
+  std::ostringstream text;
+  text.precision(bytes < 10 * 1024 * 1024 ? 2 : 0);
+  text << std::fixed << bytes / (1024 * 1024) << " MiB";
+  return text.str();
+}
+
+cuda::MathType MathOf(const CudaOptions& options) {
+  return options.math == CudaOptions::Math::kTf32 ? cuda::MathType::kTensorOp
+                                                  : cuda::MathType::kFma;
+}
+
+//! What the device keeps for its whole life and its prepared programs use
+//! (shared, so a program may outlive the device object without dangling).
+struct DeviceState {
+  std::unique_ptr<cuda::Api> api;
+  CudaOptions options;
+  //! The chosen algorithm per convolution problem, for the worker's life.
+  std::map<std::string, cuda::AlgoResult> algorithms;
+  bool lost = false;  // a sticky error happened: refuse everything
+};
+
+//! The cuDNN tensor of `view` at `batch`.
+cuda::TensorLayout LayoutOf(const exec::BufferDesc& buffer, const exec::View& view, int batch) {
+  const Shape& s = buffer.shape;
+  const int64_t plane = int64_t{s.h} * s.w;
+  return {batch, view.channels, s.h, s.w, int64_t{s.c} * plane, plane, s.w, 1};
+}
+
+std::string Describe(const cuda::TensorLayout& t) {
+  return std::to_string(t.n) + "x" + std::to_string(t.c) + "x" + std::to_string(t.h) + "x" +
+         std::to_string(t.w) + "/" + std::to_string(t.stride_n) + "," + std::to_string(t.stride_c) +
+         "," + std::to_string(t.stride_h) + "," + std::to_string(t.stride_w);
+}
+
+//! One enqueued library call of a step; `label` names the step for errors.
+struct Call {
+  std::function<cuda::Status()> run;
+  const std::string* label = nullptr;
+};
+
+//! A stream the program enqueues on, with its own cuDNN handle and workspace.
+struct StreamContext {
+  OwnedStream stream;
+  OwnedDnn dnn;
+  OwnedEvent joined;  // recorded on this stream when a lane of it ends
+  DeviceMemory workspace;
+  size_t workspace_bytes = 0;
+  size_t workspace_needed = 0;
+};
+
+struct CompiledStage {
+  std::vector<std::vector<Call>> lanes;  // one lane: on the origin stream
+};
+
+class CudaPreparedProgram : public exec::PreparedProgram {
+ public:
+  CudaPreparedProgram(std::shared_ptr<DeviceState> state, const exec::Program& program, int batch)
+      : state_(std::move(state)), api_(*state_->api), batch_(batch), buffers_(program.buffers) {
+    for (const exec::ProgramStage& stage : program.stages) {
+      for (const exec::Lane& lane : stage.lanes) {
+        for (const exec::Step& step : lane.steps) labels_.push_back(step.label);
+      }
+    }
+    CheckMemory(program);
+    for (size_t slot = 0; slot < program.slot_elements.size(); ++slot) {
+      slots_.push_back(Allocate(api_, Bytes(program.slot_elements[slot] * batch),
+                                "storage slot " + std::to_string(slot)));
+    }
+    UploadWeights(program);
+    CreateStreams(program);
+    Compile(program);
+    for (StreamContext& context : contexts_) {
+      if (context.workspace_needed == 0) continue;
+      context.workspace = Allocate(api_, context.workspace_needed, "a convolution workspace");
+      context.workspace_bytes = context.workspace_needed;
+    }
+    fork_ = NewEvent(false);
+    start_ = NewEvent(true);
+    end_ = NewEvent(true);
+  }
+
+  ~CudaPreparedProgram() override {
+    // Work still in flight (a run that failed half-way) ends before its
+    // memory goes.
+    for (StreamContext& context : contexts_) (void)api_.SynchronizeStream(context.stream.get());
+  }
+
+  void Write(int buffer, std::span<const float> values) override {
+    const size_t count = Elements(buffer);
+    if (values.size() != count) {
+      throw Error("cuda: Write of buffer " + std::to_string(buffer) + " ('" +
+                  buffers_[buffer].label + "'): " + std::to_string(values.size()) +
+                  " values given, " + std::to_string(count) + " expected");
+    }
+    Checked(api_.CopyToDevice(BufferAddress(buffer), values.data(), count * sizeof(float)),
+            "writing buffer '" + buffers_[buffer].label + "'");
+  }
+
+  std::vector<float> Read(const exec::View& view) override {
+    const size_t count = Elements(view.buffer);
+    const Shape& s = buffers_[view.buffer].shape;
+    if (view.offset < 0 || view.channels < 1 || view.offset + view.channels > s.c) {
+      throw Error("cuda: Read of channels [" + std::to_string(view.offset) + ", " +
+                  std::to_string(view.offset + view.channels) + ") of buffer '" +
+                  buffers_[view.buffer].label + "' with " + std::to_string(s.c) + " channels");
+    }
+    std::vector<float> whole(count);
+    Checked(api_.CopyToHost(whole.data(), BufferAddress(view.buffer), count * sizeof(float)),
+            "reading buffer '" + buffers_[view.buffer].label + "'");
+    const size_t plane = static_cast<size_t>(s.h) * s.w;
+    const size_t per_sample = plane * view.channels;
+    std::vector<float> values(per_sample * batch_);
+    for (int n = 0; n < batch_; ++n) {
+      std::memcpy(values.data() + n * per_sample,
+                  whole.data() + (static_cast<size_t>(n) * s.c + view.offset) * plane,
+                  per_sample * sizeof(float));
+    }
+    return values;
+  }
+
+  double TimedRuns(int runs) override {
+    return Timed([&] {
+      for (int run = 0; run < runs; ++run) Enqueue();
+    });
+  }
+
+  bool CanReplay() const override { return true; }
+
+  double TimedReplays(int runs) override {
+    if (!graph_exec_.get()) Capture();
+    return Timed([&] {
+      for (int run = 0; run < runs; ++run) {
+        Checked(api_.LaunchGraph(graph_exec_.get(), Origin()), "replaying the program");
+      }
+    });
+  }
+
+ private:
+  cuda::Stream Origin() const { return contexts_.front().stream.get(); }
+
+  //! Check() that also remembers a lost device.
+  void Checked(const cuda::Status& status, const std::string& where) {
+    if (status.code == Code::kDeviceLost) state_->lost = true;
+    Check(status, where);
+  }
+
+  static size_t Bytes(int64_t floats) { return static_cast<size_t>(floats) * sizeof(float); }
+
+  size_t Elements(int buffer) const {
+    if (buffer < 0 || buffer >= static_cast<int>(buffers_.size())) {
+      throw Error("cuda: no buffer " + std::to_string(buffer) + " (the program has " +
+                  std::to_string(buffers_.size()) + ")");
+    }
+    const Shape& s = buffers_[buffer].shape;
+    return static_cast<size_t>(batch_) * s.c * s.h * s.w;
+  }
+
+  float* BufferAddress(int buffer) const {
+    return static_cast<float*>(slots_.at(buffers_.at(buffer).slot).get());
+  }
+
+  float* ViewAddress(const exec::View& view) const {
+    const Shape& s = buffers_.at(view.buffer).shape;
+    return BufferAddress(view.buffer) + int64_t{view.offset} * s.h * s.w;
+  }
+
+  //! Refuses, before allocating anything, a program whose storage and
+  //! weights exceed the GPU's free memory.
+  void CheckMemory(const exec::Program& program) {
+    double needed = 0;
+    for (int64_t elements : program.slot_elements) needed += 4.0 * elements * batch_;
+    for (const exec::ConvWeights& w : program.weights) {
+      needed += 4.0 * static_cast<double>(w.kernel.size() + w.bias.size());
+    }
+    size_t free_bytes = 0, total_bytes = 0;
+    Checked(api_.MemoryInfo(free_bytes, total_bytes), "reading free memory");
+    if (needed > static_cast<double>(free_bytes)) {
+      throw ExecError(MeasureError::kOutOfMemory,
+                      "cuda: the program needs " + MiB(needed) + " of storage and weights at batch " +
+                          std::to_string(batch_) + ", the GPU has " + MiB(double(free_bytes)) +
+                          " free of " + MiB(double(total_bytes)));
+    }
+  }
+
+  void UploadWeights(const exec::Program& program) {
+    for (size_t i = 0; i < program.weights.size(); ++i) {
+      const exec::ConvWeights& w = program.weights[i];
+      Weights& uploaded = weights_.emplace_back();
+      uploaded.kernel = Upload(w.kernel, "weights " + std::to_string(i));
+      if (!w.bias.empty()) uploaded.bias = Upload(w.bias, "bias " + std::to_string(i));
+    }
+  }
+
+  DeviceMemory Upload(const std::vector<float>& values, const std::string& what) {
+    DeviceMemory memory = Allocate(api_, Bytes(static_cast<int64_t>(values.size())), what);
+    Checked(api_.CopyToDevice(memory.get(), values.data(), Bytes(int64_t(values.size()))),
+            "uploading " + what);
+    return memory;
+  }
+
+  OwnedEvent NewEvent(bool timing) {
+    cuda::Event event;
+    Checked(api_.CreateEvent(event, timing), "creating an event");
+    return {api_, event};
+  }
+
+  //! The origin stream, and one more per lane of the widest stage.
+  void CreateStreams(const exec::Program& program) {
+    size_t lanes = 0;
+    for (const exec::ProgramStage& stage : program.stages) {
+      if (stage.lanes.size() > 1) lanes = std::max(lanes, stage.lanes.size());
+    }
+    for (size_t i = 0; i <= lanes; ++i) {
+      StreamContext& context = contexts_.emplace_back();
+      cuda::Stream stream;
+      Checked(api_.CreateStream(stream), "creating stream " + std::to_string(i));
+      context.stream = {api_, stream};
+      cuda::DnnHandle dnn;
+      Checked(api_.CreateDnn(dnn), "creating the cuDNN handle of stream " + std::to_string(i));
+      context.dnn = {api_, dnn};
+      Checked(api_.SetDnnStream(dnn, stream), "binding a cuDNN handle to its stream");
+      if (i > 0) context.joined = NewEvent(false);
+    }
+  }
+
+  void Compile(const exec::Program& program) {
+    size_t label = 0;
+    for (size_t s = 0; s < program.stages.size(); ++s) {
+      const exec::ProgramStage& stage = program.stages[s];
+      CompiledStage& compiled = stages_.emplace_back();
+      for (size_t l = 0; l < stage.lanes.size(); ++l) {
+        StreamContext& context = contexts_[stage.lanes.size() > 1 ? l + 1 : 0];
+        std::vector<Call>& calls = compiled.lanes.emplace_back();
+        for (const exec::Step& step : stage.lanes[l].steps) {
+          const std::string where = "stage " + std::to_string(s) + " lane " + std::to_string(l) +
+                                    " step '" + step.label + "'";
+          const size_t first = calls.size();
+          CompileStep(program, step, context, where, calls);
+          for (size_t c = first; c < calls.size(); ++c) calls[c].label = &labels_[label];
+          ++label;
+        }
+      }
+    }
+  }
+
+  OwnedTensor Tensor(const cuda::TensorLayout& layout, const std::string& where) {
+    cuda::TensorDesc desc;
+    Checked(api_.CreateTensor(layout, desc), where + ": a tensor " + Describe(layout));
+    return {api_, desc};
+  }
+
+  cuda::TensorDesc KeepTensor(const exec::View& view, const std::string& where) {
+    return tensors_.emplace_back(Tensor(LayoutOf(buffers_.at(view.buffer), view, batch_), where))
+        .get();
+  }
+
+  cuda::ActivationDesc KeepActivation(Activation act, const std::string& where) {
+    cuda::ActivationMode mode = cuda::ActivationMode::kRelu;
+    switch (act) {
+      case Activation::kRelu:
+        mode = cuda::ActivationMode::kRelu;
+        break;
+      case Activation::kSigmoid:
+        mode = cuda::ActivationMode::kSigmoid;
+        break;
+      case Activation::kTanh:
+        mode = cuda::ActivationMode::kTanh;
+        break;
+      case Activation::kNone:
+        throw ExecError(MeasureError::kBackendFailure, "cuda: " + where + ": no activation");
+    }
+    cuda::ActivationDesc desc;
+    Checked(api_.CreateActivation(mode, desc), where + ": an activation");
+    return activations_.emplace_back(api_, desc).get();
+  }
+
+  void CompileStep(const exec::Program& program, const exec::Step& step, StreamContext& context,
+                   const std::string& where, std::vector<Call>& calls) {
+    switch (step.op.kind) {
+      case OpKind::kConv:
+        return CompileConv(program, step, context, where, calls);
+      case OpKind::kPool:
+        return CompilePool(step, context, where, calls);
+      case OpKind::kActivation:
+        return CompileActivation(step, context, where, calls);
+      case OpKind::kEltwise:
+        return CompileEltwise(step, context, where, calls);
+      case OpKind::kIdentity:
+        return CompileIdentity(step, context, calls);
+      case OpKind::kInput:
+      case OpKind::kSequential:
+        break;
+    }
+    throw ExecError(MeasureError::kUnsupported, "cuda: " + where + ": not an operation");
+  }
+
+  void CompileConv(const exec::Program& program, const exec::Step& step, StreamContext& context,
+                   const std::string& where, std::vector<Call>& calls) {
+    const ConvParams& c = step.op.conv;
+    const exec::ConvWeights& w = program.weights.at(step.weights);
+    const cuda::TensorLayout x_layout = LayoutOf(buffers_.at(step.inputs[0].buffer),
+                                                 step.inputs[0], batch_);
+    const cuda::TensorLayout y_layout = LayoutOf(buffers_.at(step.output.buffer), step.output,
+                                                 batch_);
+    const cuda::TensorDesc x = tensors_.emplace_back(Tensor(x_layout, where)).get();
+    const cuda::TensorDesc y = tensors_.emplace_back(Tensor(y_layout, where)).get();
+    cuda::FilterDesc filter;
+    Checked(api_.CreateFilter(w.out_channels, w.in_per_group, w.kernel_h, w.kernel_w, filter),
+            where + ": its filter");
+    filters_.emplace_back(api_, filter);
+    const cuda::ConvGeometry geometry{c.padding.h,  c.padding.w,  c.stride.h, c.stride.w,
+                                      c.dilation.h, c.dilation.w, c.groups,   MathOf(state_->options)};
+    cuda::ConvDesc conv;
+    Checked(api_.CreateConvolution(geometry, conv), where + ": its convolution");
+    convs_.emplace_back(api_, conv);
+    const float* input = ViewAddress(step.inputs[0]);
+    float* output = ViewAddress(step.output);
+    const void* kernel = weights_.at(step.weights).kernel.get();
+    const cuda::AlgoResult algo = ChooseAlgorithm(context, x_layout, x, input, w, filter, kernel,
+                                                  geometry, conv, y_layout, y, output, where);
+    Checked(api_.SetConvolutionMath(conv, algo.math), where + ": the chosen algorithm's math");
+    context.workspace_needed = std::max(context.workspace_needed, algo.workspace_bytes);
+    const cuda::DnnHandle dnn = context.dnn.get();
+    StreamContext* ctx = &context;  // contexts_ is a deque: the address stays
+    const void* bias = weights_.at(step.weights).bias.get();
+    cuda::TensorDesc bias_desc;
+    if (bias != nullptr) {
+      const int k = w.out_channels;
+      bias_desc = tensors_.emplace_back(Tensor({1, k, 1, 1, k, 1, 1, 1}, where + ": its bias")).get();
+    }
+    cuda::Api& api = api_;
+    if (c.act == Activation::kRelu && bias != nullptr) {
+      const cuda::ActivationDesc relu = KeepActivation(Activation::kRelu, where);
+      calls.push_back({[=, &api] {
+        return api.ConvolutionBiasRelu(dnn, x, input, filter, kernel, conv, algo.algo,
+                                       ctx->workspace.get(), ctx->workspace_bytes, bias_desc, bias,
+                                       relu, y, output);
+      }});
+      return;
+    }
+    calls.push_back({[=, &api] {
+      return api.ConvolutionForward(dnn, x, input, filter, kernel, conv, algo.algo,
+                                    ctx->workspace.get(), ctx->workspace_bytes, y, output);
+    }});
+    if (bias != nullptr) {
+      calls.push_back({[=, &api] { return api.AddBias(dnn, bias_desc, bias, y, output); }});
+    }
+    if (c.act != Activation::kNone) {
+      const cuda::ActivationDesc act = KeepActivation(c.act, where);
+      calls.push_back(
+          {[=, &api] { return api.ActivationForward(dnn, act, y, output, y, output); }});
+    }
+  }
+
+  //! The first algorithm cuDNN reports as running this problem within the
+  //! workspace cap, found once per problem for the device's life.
+  cuda::AlgoResult ChooseAlgorithm(StreamContext& context, const cuda::TensorLayout& x_layout,
+                                   cuda::TensorDesc x, const float* input,
+                                   const exec::ConvWeights& w, cuda::FilterDesc filter,
+                                   const void* kernel, const cuda::ConvGeometry& geometry,
+                                   cuda::ConvDesc conv, const cuda::TensorLayout& y_layout,
+                                   cuda::TensorDesc y, float* output, const std::string& where) {
+    const CudaOptions& options = state_->options;
+    const bool exhaustive = options.algo == CudaOptions::Algo::kExhaustive;
+    const size_t cap = static_cast<size_t>(options.workspace_mb) * 1024 * 1024;
+    std::ostringstream problem;
+    problem << "x=" << Describe(x_layout) << " w=" << w.out_channels << "x" << w.in_per_group
+            << "x" << w.kernel_h << "x" << w.kernel_w << " pad=" << geometry.pad_h << ","
+            << geometry.pad_w << " stride=" << geometry.stride_h << "," << geometry.stride_w
+            << " dil=" << geometry.dilation_h << "," << geometry.dilation_w
+            << " groups=" << geometry.groups << " math=" << static_cast<int>(geometry.math)
+            << " y=" << Describe(y_layout) << (exhaustive ? " find" : " heuristic")
+            << " cap=" << cap;
+    const auto known = state_->algorithms.find(problem.str());
+    if (known != state_->algorithms.end()) return known->second;
+    std::vector<cuda::AlgoResult> results;
+    if (exhaustive) {
+      if (!find_workspace_.get() && find_workspace_bytes_ == 0) AllocateFindWorkspace(cap);
+      Checked(api_.FindConvolutionAlgorithms(context.dnn.get(), x, input, filter, kernel, conv, y,
+                                             output, find_workspace_.get(), find_workspace_bytes_,
+                                             results),
+              where + ": finding its algorithm");
+    } else {
+      Checked(api_.HeuristicConvolutionAlgorithms(context.dnn.get(), x, filter, conv, y, results),
+              where + ": ranking its algorithms");
+    }
+    const size_t usable = exhaustive ? find_workspace_bytes_ : cap;
+    for (const cuda::AlgoResult& result : results) {
+      if (result.status != Code::kOk || result.workspace_bytes > usable) continue;
+      state_->algorithms.emplace(problem.str(), result);
+      spdlog::debug("cuda: {}: algorithm {} ({} workspace, {:.3f} ms when found)", problem.str(),
+                    result.algo, MiB(double(result.workspace_bytes)), result.ms);
+      return result;
+    }
+    throw ExecError(MeasureError::kUnsupported,
+                    "cuda: " + where + ": none of the " + std::to_string(results.size()) +
+                        " convolution algorithms cuDNN reported runs " + problem.str() +
+                        " within workspace_mb=" + std::to_string(options.workspace_mb));
+  }
+
+  //! The scratch the algorithm search may use: the cap, or as much of it as
+  //! the GPU gives (halving down to 1 MiB, then none). Freed after prepare.
+  void AllocateFindWorkspace(size_t cap) {
+    for (size_t bytes = cap; bytes >= (size_t{1} << 20); bytes /= 2) {
+      void* pointer = nullptr;
+      const cuda::Status status = api_.Malloc(bytes, pointer);
+      if (status.ok()) {
+        find_workspace_ = DeviceMemory(api_, pointer);
+        find_workspace_bytes_ = bytes;
+        return;
+      }
+      if (status.code != Code::kOutOfMemory) Fail(status, "allocating the algorithm search's workspace");
+    }
+    find_workspace_bytes_ = 0;
+  }
+
+  void CompilePool(const exec::Step& step, StreamContext& context, const std::string& where,
+                   std::vector<Call>& calls) {
+    const PoolParams& p = step.op.pool;
+    const Shape& in = buffers_.at(step.inputs[0].buffer).shape;
+    const bool global = p.type == PoolType::kGlobalMax || p.type == PoolType::kGlobalAvg;
+    const bool max = p.type == PoolType::kMax || p.type == PoolType::kGlobalMax;
+    const Window window = global ? Window{in.h, in.w} : p.kernel;
+    const Window stride = global ? Window{1, 1} : p.stride;
+    const Window padding = global ? Window{0, 0} : p.padding;
+    cuda::PoolingDesc pool;
+    // IOS's average pooling counts padding: the divisor is the window size.
+    Checked(api_.CreatePooling(max ? cuda::PoolingMode::kMax
+                                   : cuda::PoolingMode::kAverageCountingPadding,
+                               window.h, window.w, padding.h, padding.w, stride.h, stride.w, pool),
+            where + ": its pooling");
+    pools_.emplace_back(api_, pool);
+    const cuda::TensorDesc x = KeepTensor(step.inputs[0], where);
+    const cuda::TensorDesc y = KeepTensor(step.output, where);
+    const float* input = ViewAddress(step.inputs[0]);
+    float* output = ViewAddress(step.output);
+    const cuda::DnnHandle dnn = context.dnn.get();
+    cuda::Api& api = api_;
+    calls.push_back({[=, &api] { return api.PoolingForward(dnn, pool, x, input, y, output); }});
+  }
+
+  void CompileActivation(const exec::Step& step, StreamContext& context, const std::string& where,
+                         std::vector<Call>& calls) {
+    if (step.op.act == Activation::kNone) return CompileIdentity(step, context, calls);
+    const cuda::ActivationDesc act = KeepActivation(step.op.act, where);
+    const cuda::TensorDesc x = KeepTensor(step.inputs[0], where);
+    const cuda::TensorDesc y = KeepTensor(step.output, where);
+    const float* input = ViewAddress(step.inputs[0]);
+    float* output = ViewAddress(step.output);
+    const cuda::DnnHandle dnn = context.dnn.get();
+    cuda::Api& api = api_;
+    calls.push_back({[=, &api] { return api.ActivationForward(dnn, act, x, input, y, output); }});
+  }
+
+  //! out = in0 op in1, then out = out op in_k for every further input.
+  void CompileEltwise(const exec::Step& step, StreamContext& context, const std::string& where,
+                      std::vector<Call>& calls) {
+    if (step.inputs.size() < 2) {
+      throw ExecError(MeasureError::kBackendFailure,
+                      "cuda: " + where + ": an element-wise op needs two inputs or more");
+    }
+    cuda::OpTensorDesc op;
+    Checked(api_.CreateOpTensor(
+                step.op.eltwise == EltwiseType::kMul ? cuda::OpTensorOp::kMul : cuda::OpTensorOp::kAdd,
+                op),
+            where + ": its op-tensor");
+    ops_.emplace_back(api_, op);
+    const cuda::TensorDesc y = KeepTensor(step.output, where);
+    float* output = ViewAddress(step.output);
+    const cuda::DnnHandle dnn = context.dnn.get();
+    cuda::Api& api = api_;
+    for (size_t k = 1; k < step.inputs.size(); ++k) {
+      const cuda::TensorDesc b = KeepTensor(step.inputs[k], where);
+      const float* second = ViewAddress(step.inputs[k]);
+      const cuda::TensorDesc a = k == 1 ? KeepTensor(step.inputs[0], where) : y;
+      const float* first = k == 1 ? ViewAddress(step.inputs[0]) : output;
+      calls.push_back({[=, &api] { return api.OpTensor(dnn, op, a, first, b, second, y, output); }});
+    }
+  }
+
+  //! A copy of one view, or the sum of several, with our strided kernel.
+  void CompileIdentity(const exec::Step& step, StreamContext& context, std::vector<Call>& calls) {
+    const Shape& out = buffers_.at(step.output.buffer).shape;
+    const int64_t plane = int64_t{out.h} * out.w;
+    const int64_t count = plane * step.output.channels;
+    float* output = ViewAddress(step.output);
+    const int64_t out_stride = int64_t{out.c} * plane;
+    const cuda::Stream stream = context.stream.get();
+    const int batch = batch_;
+    cuda::Api& api = api_;
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      const Shape& in = buffers_.at(step.inputs[k].buffer).shape;
+      const float* input = ViewAddress(step.inputs[k]);
+      const int64_t in_stride = int64_t{in.c} * in.h * in.w;
+      const bool accumulate = k > 0;
+      calls.push_back({[=, &api] {
+        return api.CopyStrided(stream, output, out_stride, input, in_stride, count, batch,
+                               accumulate);
+      }});
+    }
+  }
+
+  void RunCalls(const std::vector<Call>& calls) {
+    for (const Call& call : calls) {
+      const cuda::Status status = call.run();
+      if (!status.ok()) Checked(status, "step '" + *call.label + "'");
+    }
+  }
+
+  //! One run of every stage, enqueued; nothing waits for the GPU.
+  void Enqueue() {
+    const cuda::Stream origin = Origin();
+    for (const CompiledStage& stage : stages_) {
+      if (stage.lanes.size() == 1) {
+        RunCalls(stage.lanes[0]);
+        continue;
+      }
+      if (stage.lanes.empty()) continue;
+      Checked(api_.RecordEvent(fork_.get(), origin), "forking a stage");
+      for (size_t l = 0; l < stage.lanes.size(); ++l) {
+        const StreamContext& lane = contexts_[l + 1];
+        Checked(api_.WaitEvent(lane.stream.get(), fork_.get()), "forking a stage");
+        RunCalls(stage.lanes[l]);
+        Checked(api_.RecordEvent(lane.joined.get(), lane.stream.get()), "joining a stage");
+      }
+      for (size_t l = 0; l < stage.lanes.size(); ++l) {
+        Checked(api_.WaitEvent(origin, contexts_[l + 1].joined.get()), "joining a stage");
+      }
+    }
+  }
+
+  //! Milliseconds between events recorded on the origin stream before and
+  //! after what `enqueue` puts on it.
+  template <class Enqueue>
+  double Timed(const Enqueue& enqueue) {
+    Checked(api_.RecordEvent(start_.get(), Origin()), "starting the clock");
+    enqueue();
+    Checked(api_.RecordEvent(end_.get(), Origin()), "stopping the clock");
+    Checked(api_.SynchronizeEvent(end_.get()), "waiting for the runs");
+    float ms = 0;
+    Checked(api_.ElapsedMs(start_.get(), end_.get(), ms), "reading the clock");
+    return ms;
+  }
+
+  //! Records one run, as Enqueue issues it, into a graph. A failure ends the
+  //! capture before it is reported, so the stream stays usable.
+  void Capture() {
+    Checked(api_.BeginCapture(Origin()), "starting the capture");
+    try {
+      Enqueue();
+    } catch (...) {
+      cuda::Graph partial;
+      (void)api_.EndCapture(Origin(), partial);
+      if (partial) (void)api_.DestroyGraph(partial);
+      throw;
+    }
+    cuda::Graph graph;
+    const cuda::Status ended = api_.EndCapture(Origin(), graph);
+    if (graph) graph_ = OwnedGraph(api_, graph);
+    Checked(ended, "ending the capture");
+    cuda::GraphExec exec;
+    Checked(api_.InstantiateGraph(graph_.get(), exec), "instantiating the captured graph");
+    graph_exec_ = OwnedGraphExec(api_, exec);
+  }
+
+  struct Weights {
+    DeviceMemory kernel, bias;
+  };
+
+  // Declared in the order they may be destroyed last to first: descriptors
+  // and graphs before the streams and memory they refer to.
+  std::shared_ptr<DeviceState> state_;
+  cuda::Api& api_;
+  const int batch_;
+  std::vector<exec::BufferDesc> buffers_;
+  std::deque<std::string> labels_;  // one per step, in program order
+  std::vector<DeviceMemory> slots_;
+  std::deque<Weights> weights_;
+  DeviceMemory find_workspace_;
+  size_t find_workspace_bytes_ = 0;
+  std::deque<StreamContext> contexts_;  // [0]: the origin stream
+  OwnedEvent fork_, start_, end_;
+  std::deque<OwnedTensor> tensors_;
+  std::deque<OwnedFilter> filters_;
+  std::deque<OwnedConv> convs_;
+  std::deque<OwnedActivation> activations_;
+  std::deque<OwnedPooling> pools_;
+  std::deque<OwnedOpTensor> ops_;
+  std::vector<CompiledStage> stages_;
+  OwnedGraph graph_;
+  OwnedGraphExec graph_exec_;
+};
+
+std::string VersionText(int cuda_version) {
+  return std::to_string(cuda_version / 1000) + "." + std::to_string(cuda_version % 1000 / 10);
+}
+
+class CudaDevice : public exec::Device {
+ public:
+  CudaDevice(std::unique_ptr<cuda::Api> api, const CudaOptions& options)
+      : state_(std::make_shared<DeviceState>()) {
+    state_->api = std::move(api);
+    state_->options = options;
+    cuda::Api& a = *state_->api;
+    int count = 0;
+    const cuda::Status counted = a.DeviceCount(count);
+    if (!counted.ok()) {
+      throw ExecError(MeasureError::kBackendFailure,
+                      "cuda: no usable GPU: " + counted.call + " failed: " + counted.message);
+    }
+    if (options.gpu < 0 || options.gpu >= count) {
+      throw ExecError(MeasureError::kBackendFailure,
+                      "cuda: GPU " + std::to_string(options.gpu) + " asked for; this machine has " +
+                          std::to_string(count) + (count == 1 ? " GPU (0)" : " GPUs") +
+                          (count > 1 ? " (0.." + std::to_string(count - 1) + ")" : ""));
+    }
+    Check(a.SetDevice(options.gpu), "selecting GPU " + std::to_string(options.gpu));
+    cuda::DeviceProperties p;
+    Check(a.Properties(options.gpu, p), "reading the GPU's properties");
+    cuda::Versions v;
+    Check(a.GetVersions(v), "reading the driver, runtime and cuDNN versions");
+    const bool tf32 = options.math == CudaOptions::Math::kTf32;
+    info_.backend = "cuda";
+    info_.name = p.name;
+    info_.simulated = false;
+    std::ostringstream fp;
+    fp << "cuda-v1|gpu=" << p.name << "|cc=" << p.major << "." << p.minor << "|sms=" << p.sm_count
+       << "|memory_mib=" << p.memory_bytes / (1024 * 1024) << "|clock_khz=" << p.clock_khz
+       << "|memory_clock_khz=" << p.memory_clock_khz << "|driver=" << VersionText(v.driver)
+       << "|runtime=" << VersionText(v.runtime) << "|cudnn=" << v.cudnn
+       << "|math=" << (tf32 ? "tf32" : "fp32")
+       << "|algo=" << (options.algo == CudaOptions::Algo::kExhaustive ? "exhaustive" : "heuristic")
+       << "|workspace_mb=" << options.workspace_mb << "|fp32";
+    info_.fingerprint = fp.str();
+    if (!a.ClocksLocked(options.gpu)) {
+      spdlog::warn(
+          "cuda: GPU {} ({}): application clocks are not locked; timings drift with boost "
+          "clocks and temperature (docs/gpu.md: nvidia-smi --lock-gpu-clocks)",
+          options.gpu, p.name);
+    }
+  }
+
+  const DeviceInfo& Info() const override { return info_; }
+
+  std::unique_ptr<exec::PreparedProgram> Prepare(const exec::Program& program, int batch) override {
+    if (state_->lost) {
+      throw exec::DeviceLostError("cuda: the GPU context was lost by an earlier error");
+    }
+    if (batch < 1) throw ExecError(MeasureError::kUnsupported, "cuda: batch size must be >= 1");
+    try {
+      exec::Validate(program);
+    } catch (const Error& e) {
+      throw ExecError(MeasureError::kBackendFailure,
+                      std::string("cuda: the program is not well formed: ") + e.what());
+    }
+    try {
+      Check(state_->api->SetDevice(state_->options.gpu), "selecting the GPU");
+      return std::make_unique<CudaPreparedProgram>(state_, program, batch);
+    } catch (const exec::DeviceLostError&) {
+      state_->lost = true;
+      throw;
+    }
+  }
+
+ private:
+  std::shared_ptr<DeviceState> state_;
+  DeviceInfo info_;
+};
+
+int ParseWhole(const std::string& name, const std::string& what, const std::string& value,
+               int low, int high) {
+  int number = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+  if (error != std::errc() || end != value.data() + value.size() || number < low ||
+      number > high) {
+    throw Error("backend '" + name + "': " + what + " must be a whole number from " +
+                std::to_string(low) + " to " + std::to_string(high) + ", not '" + value + "'");
+  }
+  return number;
+}
+
+}  // namespace
+
+bool IsCudaName(const std::string& name) {
+  return name == "cuda" || name.starts_with("cuda:") || name.starts_with("cuda,");
+}
+
+CudaOptions ParseCudaOptions(const std::string& name, int default_gpu) {
+  const std::string grammar =
+      "the grammar is cuda[:GPU][,math=fp32|tf32][,algo=exhaustive|heuristic][,workspace_mb=M]";
+  if (!IsCudaName(name)) throw Error("backend '" + name + "': " + grammar);
+  CudaOptions options;
+  options.gpu = default_gpu;
+  std::string rest = name.substr(4);
+  if (rest.starts_with(":")) {
+    const size_t comma = rest.find(',');
+    options.gpu = ParseWhole(name, "the GPU", rest.substr(1, comma - 1), 0, 1023);
+    rest = comma == std::string::npos ? "" : rest.substr(comma);
+  }
+  if (rest == ",") throw Error("backend '" + name + "': an option is missing; " + grammar);
+  std::stringstream options_text(rest.empty() ? "" : rest.substr(1));
+  std::string option;
+  while (std::getline(options_text, option, ',')) {
+    const size_t equals = option.find('=');
+    const std::string key = option.substr(0, equals);
+    const std::string value = equals == std::string::npos ? "" : option.substr(equals + 1);
+    if (key == "math") {
+      if (value != "fp32" && value != "tf32") {
+        throw Error("backend '" + name + "': math must be fp32 or tf32, not '" + value + "'");
+      }
+      options.math = value == "tf32" ? CudaOptions::Math::kTf32 : CudaOptions::Math::kFp32;
+    } else if (key == "algo") {
+      if (value != "exhaustive" && value != "heuristic") {
+        throw Error("backend '" + name + "': algo must be exhaustive or heuristic, not '" + value +
+                    "'");
+      }
+      options.algo = value == "heuristic" ? CudaOptions::Algo::kHeuristic
+                                          : CudaOptions::Algo::kExhaustive;
+    } else if (key == "workspace_mb") {
+      options.workspace_mb = ParseWhole(name, "workspace_mb", value, 0, 65536);
+    } else {
+      throw Error("backend '" + name + "': unknown option '" + key + "'; " + grammar);
+    }
+  }
+  return options;
+}
+
+std::unique_ptr<exec::Device> MakeCudaDevice(std::unique_ptr<cuda::Api> api,
+                                             const CudaOptions& options) {
+  if (!api) throw Error("cuda: no CUDA API given");
+  return std::make_unique<CudaDevice>(std::move(api), options);
+}
+
+}  // namespace ios::worker

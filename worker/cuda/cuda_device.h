@@ -1,0 +1,43 @@
+// The cuda device: exec programs played with cuDNN and CUDA streams
+// (docs/gpu.md). Everything it decides — descriptors per view, algorithm
+// choice, which stream and handle run a lane, fork and join events, what a
+// capture records — is here, in plain C++ on top of cuda::Api, so it is
+// compiled and tested (against a recording fake) on machines without CUDA.
+// The library calls themselves are in cuda_api_real.cc.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "exec/device.h"
+#include "worker/cuda/cuda_api.h"
+
+namespace ios::worker {
+
+struct CudaOptions {
+  int gpu = 0;
+  //! fp32: strict FP32 (cuDNN's FMA math); tf32: TF32 tensor cores where
+  //! the GPU has them (Ampere and newer). Part of the fingerprint.
+  enum class Math { kFp32, kTf32 } math = Math::kFp32;
+  //! exhaustive: time every algorithm once per convolution shape
+  //! (cudnnFindConvolutionForwardAlgorithmEx); heuristic: take cuDNN's
+  //! ranking without running anything.
+  enum class Algo { kExhaustive, kHeuristic } algo = Algo::kExhaustive;
+  //! The most workspace one convolution may use, per stream.
+  int workspace_mb = 256;
+};
+
+//! Parses "cuda[:GPU][,math=fp32|tf32][,algo=heuristic|exhaustive]
+//! [,workspace_mb=M]"; `default_gpu` (ios-worker --gpu) applies when the
+//! name gives none. Throws ios::Error naming the option and the grammar.
+CudaOptions ParseCudaOptions(const std::string& name, int default_gpu = 0);
+
+//! Whether `name` asks for the cuda backend ("cuda", "cuda:1", "cuda,...").
+bool IsCudaName(const std::string& name);
+
+//! A cuda device on `api`. Throws exec::ExecError when there is no such GPU
+//! (or no driver) with the library's message, ios::Error for bad options.
+std::unique_ptr<exec::Device> MakeCudaDevice(std::unique_ptr<cuda::Api> api,
+                                             const CudaOptions& options);
+
+}  // namespace ios::worker
