@@ -56,7 +56,8 @@ std::unique_ptr<Backend> CreateBackend(const std::string& name, const BackendOpt
   if (IsCudaBackendName(name)) {
     throw Error("backend '" + name +
                 "': the cuda backend runs in ios-worker (and ios-run), which link CUDA; this "
-                "process does not. Start `ios-worker --backend " + name +
+                "process does not. Start `ios-worker --backend " +
+                name +
                 " --connect tcp://HOST:PORT` on the GPU host and give ios-coordinator --bind "
                 "tcp://*:PORT (docs/gpu.md)");
   }

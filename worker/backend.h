@@ -22,6 +22,10 @@ class Backend {
   //! unsupported op) are returned as a result with an error, never thrown.
   virtual MeasureResult Measure(const StageSpec& stage, int batch_size,
                                 const MeasureSettings& settings) = 0;
+  //! True once the device can run nothing more in this process (a sticky
+  //! CUDA error, exec::DeviceLostError): the worker answers the query that
+  //! met it and exits non-zero, so a supervisor starts a fresh process.
+  virtual bool Lost() const { return false; }
 };
 
 //! Settings a backend may take from the command line.

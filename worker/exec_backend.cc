@@ -23,10 +23,14 @@ class ExecBackend : public Backend {
   explicit ExecBackend(std::unique_ptr<exec::Device> device) : device_(std::move(device)) {}
 
   const DeviceInfo& Device() const override { return device_->Info(); }
+  bool Lost() const override { return lost_; }
 
   MeasureResult Measure(const StageSpec& stage, int batch_size,
                         const MeasureSettings& settings) override {
     const std::string& backend = device_->Info().backend;
+    if (lost_) {
+      return Failure(MeasureError::kBackendFailure, backend + ": the device was lost earlier");
+    }
     if (batch_size < 1 || settings.number < 1 || settings.repeat < 1) {
       return Failure(MeasureError::kUnsupported,
                      backend + ": batch size, number and repeat must be at least 1");
@@ -45,6 +49,9 @@ class ExecBackend : public Backend {
                             static_cast<size_t>(batch_size) * shape.c * shape.h * shape.w, i + 1));
       }
       return exec::RunProtocol(settings, [&](int runs) { return prepared->TimedColdRuns(runs); });
+    } catch (const exec::DeviceLostError& e) {
+      lost_ = true;
+      return Failure(e.kind(), e.what());
     } catch (const exec::ExecError& e) {
       return Failure(e.kind(), e.what());
     } catch (const std::bad_alloc&) {
@@ -59,6 +66,7 @@ class ExecBackend : public Backend {
 
  private:
   std::unique_ptr<exec::Device> device_;
+  bool lost_ = false;
 };
 
 }  // namespace

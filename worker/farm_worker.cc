@@ -119,6 +119,16 @@ struct Worker::Impl {
       }
       const std::string bytes = schema::Encode(answer);
       results.send(zmq::buffer(bytes), zmq::send_flags::none);
+      if (backend->Lost()) {
+        // Nothing more can be measured in this process: the serving
+        // thread forwards this answer and ends the worker (Run throws).
+        {
+          std::lock_guard lock(mutex);
+          lost_reason = answer.result.error_message;
+        }
+        device_lost = true;
+        return;
+      }
     }
   }
 
@@ -158,7 +168,7 @@ struct Worker::Impl {
     }
   }
 
-  enum class Session { kLost, kShutdown, kStopped, kVersionMismatch };
+  enum class Session { kLost, kShutdown, kStopped, kVersionMismatch, kDeviceLost };
 
   // One connection to the coordinator, until it is lost or ends.
   Session Serve(zmq::socket_t& results, const std::stop_token& stop) {
@@ -263,12 +273,17 @@ struct Worker::Impl {
           }
         }
       }
-      if (items[1].revents & ZMQ_POLLIN) {
+      const bool lost_device = device_lost;  // read before the results: its answer is among them
+      if (lost_device || (items[1].revents & ZMQ_POLLIN)) {
         zmq::message_t frame;
         while (results.recv(frame, zmq::recv_flags::dontwait)) {
           if (!Send(dealer, frame.to_string())) spdlog::warn("could not send a result; dropped");
           next_heartbeat = Clock::now() + own_interval;  // the result was our sign of life
         }
+      }
+      if (lost_device) {
+        dealer.set(zmq::sockopt::linger, 2000);  // let the last answer leave
+        return Session::kDeviceLost;
       }
       const auto after = Clock::now();
       const auto silence_limit = options.liveness * std::max(own_interval, peer_interval);
@@ -322,6 +337,11 @@ struct Worker::Impl {
       switch (Serve(results, stop)) {
         case Session::kStopped:
           return;
+        case Session::kDeviceLost: {
+          std::lock_guard lock(mutex);
+          throw Error("the device was lost (" + lost_reason +
+                      "); exiting so that a fresh worker process can take over");
+        }
         case Session::kVersionMismatch:
           backoff = options.reconnect_max;
           break;
@@ -354,6 +374,9 @@ struct Worker::Impl {
   std::condition_variable wake;
   std::deque<schema::StageQuery> queue;
   bool stopping = false;
+  std::string lost_reason;  // guarded by mutex
+
+  std::atomic<bool> device_lost{false};
 
   std::atomic<int64_t> measured{0}, failed{0}, connects{0}, dropped{0};
 };

@@ -57,7 +57,8 @@ class Worker {
   //! connection (they are dropped only when the coordinator says it is
   //! shutting down). A query that names its id but fails the protocol's
   //! checks is answered with an error. Call once. Throws ios::Error if ZeroMQ
-  //! refuses the endpoint.
+  //! refuses the endpoint, and after answering the query that met it when
+  //! the backend reports its device lost (Backend::Lost).
   void Run(std::stop_token stop);
 
   //! Counts so far; safe from any thread.

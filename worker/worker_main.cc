@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <thread>
 
+#include "common/error.h"
 #include "net/context.h"
 #include "net/curve.h"
 #include "net/endpoint.h"
-#include "common/error.h"
 #include "worker/backend.h"
 #include "worker/cuda/cuda_device.h"
 #include "worker/exec_backend.h"

@@ -555,6 +555,59 @@ TEST(FarmTest, WorkerAnswersAQueryItRefusesWithAnErrorForItsId) {
   EXPECT_EQ(worker.worker().counters().measured, 0);
 }
 
+// A backend whose device is lost at its first measurement (as the cuda
+// backend is by a sticky CUDA error).
+class LosingBackend final : public worker::Backend {
+ public:
+  const DeviceInfo& Device() const override { return sim_->Device(); }
+  MeasureResult Measure(const StageSpec&, int, const MeasureSettings&) override {
+    lost_ = true;
+    MeasureResult result;
+    result.error = MeasureError::kBackendFailure;
+    result.error_message = "cuda: an illegal address (recorded)";
+    return result;
+  }
+  bool Lost() const override { return lost_; }
+
+ private:
+  std::unique_ptr<worker::Backend> sim_ = worker::CreateBackend("sim:v100");
+  bool lost_ = false;
+};
+
+// Issue 10: a worker whose device is lost answers the query that met it,
+// then stops with an error (ios-worker exits non-zero) instead of taking
+// more queries it can only fail.
+TEST(FarmTest, AWorkerWhoseDeviceIsLostAnswersThenStopsWithAnError) {
+  net::Context context;
+  Peer coordinator(context, zmq::socket_type::router);
+  worker::WorkerOptions options;
+  options.endpoint = coordinator.BindLoopback();
+  options.worker_id = "losing";
+  options.heartbeat = 50ms;
+  worker::Worker worker(context, std::make_unique<LosingBackend>(), options);
+  std::atomic<bool> done{false};
+  std::string error;
+  std::jthread thread([&](std::stop_token stop) {
+    try {
+      worker.Run(stop);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    done = true;
+  });
+  ASSERT_TRUE(coordinator.ReceiveA<schema::Hello>(5s).has_value());
+  const ZooStages stages = StagesOf("squeezenet", 6);
+  coordinator.Send(schema::EncodeQuery(77, OneConvStage(stages), 1, MeasureSettings{}));
+  const auto result = coordinator.ReceiveA<schema::StageResult>(5s);
+  ASSERT_TRUE(result.has_value()) << "the query that met the loss is still answered";
+  EXPECT_EQ(result->query_id, 77u);
+  EXPECT_EQ(result->result.error, MeasureError::kBackendFailure);
+  for (int i = 0; i < 100 && !done; ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(done) << "the worker went on after losing its device";
+  EXPECT_NE(error.find("the device was lost"), std::string::npos) << error;
+  EXPECT_NE(error.find("illegal address"), std::string::npos) << error;
+}
+
 // Issue 7 item 9a: a worker keeps one routing id for its life, so the
 // coordinator knows a new connection of it for what it is.
 TEST(FarmTest, WorkerKeepsOneRoutingIdAcrossConnections) {

@@ -20,7 +20,6 @@
 namespace ios::worker {
 namespace {
 
-
 //! The backends of this build.
 std::vector<std::string> BuiltBackends() {
   std::vector<std::string> names{"sim:v100"};

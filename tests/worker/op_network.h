@@ -15,7 +15,7 @@
 namespace ios::worker {
 
 inline OpParams Conv(int out, int kernel, int pad, int stride = 1, int dilation = 1, int groups = 1,
-              Activation act = Activation::kRelu) {
+                     Activation act = Activation::kRelu) {
   OpParams op;
   op.kind = OpKind::kConv;
   op.conv.out_channels = out;
@@ -52,14 +52,15 @@ class Network {
     Add("global_avg", ::ios::testing::PoolOp(PoolType::kGlobalAvg), {{{0, 0, 8}}});
     Add("relu", ::ios::testing::ActOp(Activation::kRelu), {{{0, 0, 8}}});
     Add("sigmoid", ::ios::testing::ActOp(Activation::kSigmoid), {{{0, 0, 8}}});
-    Add("add", ::ios::testing::EltwiseOp(EltwiseType::kAdd), {{{1, 0, 8}}, {{0, 0, 8}}, {{2, 0, 8}}});
+    Add("add", ::ios::testing::EltwiseOp(EltwiseType::kAdd),
+        {{{1, 0, 8}}, {{0, 0, 8}}, {{2, 0, 8}}});
     Add("mul", ::ios::testing::EltwiseOp(EltwiseType::kMul), {{{1, 0, 8}}, {{11, 0, 8}}});
     Add("concat", ::ios::testing::IdentityOp(), {{{1, 0, 8}}, {{2, 0, 8}}});
     Add("summed_slices", ::ios::testing::IdentityOp(), {{{1, 0, 4}, {2, 4, 8}}});
     Add("conv_on_slices", Conv(5, 3, 1), {{{1, 2, 6}}, {{2, 0, 3}, {0, 5, 8}}});
     Add("sep_conv",
-        ::ios::testing::SequentialOp(
-            {::ios::testing::ActOp(Activation::kRelu), Conv(8, 3, 1, 1, 1, 8, Activation::kNone), Conv(8, 1, 0)}),
+        ::ios::testing::SequentialOp({::ios::testing::ActOp(Activation::kRelu),
+                                      Conv(8, 3, 1, 1, 1, 8, Activation::kNone), Conv(8, 1, 0)}),
         {{{0, 0, 8}}});
     Add("conv5_for_merge", Conv(6, 5, 2), {{{0, 0, 8}}});
     Add("conv1_after_conv3", Conv(4, 1, 0), {{{1, 0, 8}}});
@@ -87,6 +88,5 @@ class Network {
   }
   Graph graph_;
 };
-
 
 }  // namespace ios::worker

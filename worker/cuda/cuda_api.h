@@ -16,12 +16,12 @@ namespace ios::cuda {
 //! What a failed call means to the farm.
 enum class Code {
   kOk,
-  kOutOfMemory,    // cudaErrorMemoryAllocation, CUDNN_STATUS_ALLOC_FAILED
-  kUnsupported,    // CUDNN_STATUS_NOT_SUPPORTED (and its sub-codes)
-  kFailure,        // anything else; the device stays usable
-  kDeviceLost,     // a sticky error (illegal address, launch failure): the
-                   // context is unusable until the process exits
-  kNoDevice,       // no driver, or no such GPU
+  kOutOfMemory,  // cudaErrorMemoryAllocation, CUDNN_STATUS_ALLOC_FAILED
+  kUnsupported,  // CUDNN_STATUS_NOT_SUPPORTED (and its sub-codes)
+  kFailure,      // anything else; the device stays usable
+  kDeviceLost,   // a sticky error (illegal address, launch failure): the
+                 // context is unusable until the process exits
+  kNoDevice,     // no driver, or no such GPU
 };
 
 struct Status {
@@ -175,8 +175,7 @@ class Api {
                                            std::vector<AlgoResult>& results) = 0;
   //! cuDNN's heuristic ranking (nothing is run), best first.
   virtual Status HeuristicConvolutionAlgorithms(DnnHandle handle, TensorDesc x_desc,
-                                                FilterDesc w_desc, ConvDesc conv,
-                                                TensorDesc y_desc,
+                                                FilterDesc w_desc, ConvDesc conv, TensorDesc y_desc,
                                                 std::vector<AlgoResult>& results) = 0;
   //! y = conv(x, w).
   virtual Status ConvolutionForward(DnnHandle handle, TensorDesc x_desc, const void* x,
@@ -187,9 +186,9 @@ class Api {
   //! only: its identity form is restricted to one algorithm).
   virtual Status ConvolutionBiasRelu(DnnHandle handle, TensorDesc x_desc, const void* x,
                                      FilterDesc w_desc, const void* w, ConvDesc conv, int algo,
-                                     void* workspace, size_t workspace_bytes,
-                                     TensorDesc bias_desc, const void* bias,
-                                     ActivationDesc relu, TensorDesc y_desc, void* y) = 0;
+                                     void* workspace, size_t workspace_bytes, TensorDesc bias_desc,
+                                     const void* bias, ActivationDesc relu, TensorDesc y_desc,
+                                     void* y) = 0;
   //! y += bias (broadcast over N, H, W).
   virtual Status AddBias(DnnHandle handle, TensorDesc bias_desc, const void* bias,
                          TensorDesc y_desc, void* y) = 0;

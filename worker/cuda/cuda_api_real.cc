@@ -184,9 +184,7 @@ class RealApi final : public Api {
     return Ok();
   }
 
-  Status SetDevice(int device) override {
-    return FromCuda(cudaSetDevice(device), "cudaSetDevice");
-  }
+  Status SetDevice(int device) override { return FromCuda(cudaSetDevice(device), "cudaSetDevice"); }
 
   Status MemoryInfo(size_t& free_bytes, size_t& total_bytes) override {
     return FromCuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
@@ -201,7 +199,8 @@ class RealApi final : public Api {
     if (nvml_ == nullptr) nvml_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (nvml_ == nullptr) return false;
     const auto init = reinterpret_cast<NvmlInit>(dlsym(nvml_, "nvmlInit_v2"));
-    const auto by_bus = reinterpret_cast<NvmlByBusId>(dlsym(nvml_, "nvmlDeviceGetHandleByPciBusId_v2"));
+    const auto by_bus =
+        reinterpret_cast<NvmlByBusId>(dlsym(nvml_, "nvmlDeviceGetHandleByPciBusId_v2"));
     const auto app = reinterpret_cast<NvmlClock>(dlsym(nvml_, "nvmlDeviceGetApplicationsClock"));
     const auto fallback =
         reinterpret_cast<NvmlClock>(dlsym(nvml_, "nvmlDeviceGetDefaultApplicationsClock"));
@@ -252,9 +251,9 @@ class RealApi final : public Api {
 
   Status CreateEvent(Event& event, bool timing) override {
     cudaEvent_t e = nullptr;
-    Status status = FromCuda(
-        cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming),
-        "cudaEventCreateWithFlags");
+    Status status =
+        FromCuda(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming),
+                 "cudaEventCreateWithFlags");
     event.value = e;
     return status;
   }
@@ -274,8 +273,7 @@ class RealApi final : public Api {
     return FromCuda(cudaEventSynchronize(As<CUevent_st>(event.value)), "cudaEventSynchronize");
   }
   Status SynchronizeStream(Stream stream) override {
-    return FromCuda(cudaStreamSynchronize(As<CUstream_st>(stream.value)),
-                    "cudaStreamSynchronize");
+    return FromCuda(cudaStreamSynchronize(As<CUstream_st>(stream.value)), "cudaStreamSynchronize");
   }
   Status ElapsedMs(Event start, Event end, float& ms) override {
     return FromCuda(
@@ -303,9 +301,8 @@ class RealApi final : public Api {
     return status;
   }
   Status LaunchGraph(GraphExec exec, Stream stream) override {
-    return FromCuda(
-        cudaGraphLaunch(As<CUgraphExec_st>(exec.value), As<CUstream_st>(stream.value)),
-        "cudaGraphLaunch");
+    return FromCuda(cudaGraphLaunch(As<CUgraphExec_st>(exec.value), As<CUstream_st>(stream.value)),
+                    "cudaGraphLaunch");
   }
   Status DestroyGraph(Graph graph) override {
     return FromCuda(cudaGraphDestroy(As<CUgraph_st>(graph.value)), "cudaGraphDestroy");
@@ -361,8 +358,9 @@ class RealApi final : public Api {
         !st.ok()) {
       return st;
     }
-    Status status = FromDnn(cudnnSetFilter4dDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, r, s),
-                            "cudnnSetFilter4dDescriptor");
+    Status status =
+        FromDnn(cudnnSetFilter4dDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, r, s),
+                "cudnnSetFilter4dDescriptor");
     if (!status.ok()) {
       cudnnDestroyFilterDescriptor(d);
       return status;
@@ -376,7 +374,8 @@ class RealApi final : public Api {
 
   Status CreateConvolution(const ConvGeometry& g, ConvDesc& desc) override {
     cudnnConvolutionDescriptor_t d = nullptr;
-    if (Status s = FromDnn(cudnnCreateConvolutionDescriptor(&d), "cudnnCreateConvolutionDescriptor");
+    if (Status s =
+            FromDnn(cudnnCreateConvolutionDescriptor(&d), "cudnnCreateConvolutionDescriptor");
         !s.ok()) {
       return s;
     }
@@ -388,7 +387,8 @@ class RealApi final : public Api {
       status = FromDnn(cudnnSetConvolutionGroupCount(d, g.groups), "cudnnSetConvolutionGroupCount");
     }
     if (status.ok()) {
-      status = FromDnn(cudnnSetConvolutionMathType(d, ToDnn(g.math)), "cudnnSetConvolutionMathType");
+      status =
+          FromDnn(cudnnSetConvolutionMathType(d, ToDnn(g.math)), "cudnnSetConvolutionMathType");
     }
     if (!status.ok()) {
       cudnnDestroyConvolutionDescriptor(d);
@@ -412,9 +412,10 @@ class RealApi final : public Api {
         !s.ok()) {
       return s;
     }
-    const cudnnActivationMode_t dnn_mode = mode == ActivationMode::kRelu      ? CUDNN_ACTIVATION_RELU
-                                           : mode == ActivationMode::kSigmoid ? CUDNN_ACTIVATION_SIGMOID
-                                                                              : CUDNN_ACTIVATION_TANH;
+    const cudnnActivationMode_t dnn_mode = mode == ActivationMode::kRelu ? CUDNN_ACTIVATION_RELU
+                                           : mode == ActivationMode::kSigmoid
+                                               ? CUDNN_ACTIVATION_SIGMOID
+                                               : CUDNN_ACTIVATION_TANH;
     Status status = FromDnn(cudnnSetActivationDescriptor(d, dnn_mode, CUDNN_NOT_PROPAGATE_NAN, 0.0),
                             "cudnnSetActivationDescriptor");
     if (!status.ok()) {
@@ -436,13 +437,12 @@ class RealApi final : public Api {
         !s.ok()) {
       return s;
     }
-    const cudnnPoolingMode_t dnn_mode = mode == PoolingMode::kMax
-                                            ? CUDNN_POOLING_MAX
-                                            : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
-    Status status = FromDnn(cudnnSetPooling2dDescriptor(d, dnn_mode, CUDNN_NOT_PROPAGATE_NAN,
-                                                        window_h, window_w, pad_h, pad_w, stride_h,
-                                                        stride_w),
-                            "cudnnSetPooling2dDescriptor");
+    const cudnnPoolingMode_t dnn_mode =
+        mode == PoolingMode::kMax ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+    Status status =
+        FromDnn(cudnnSetPooling2dDescriptor(d, dnn_mode, CUDNN_NOT_PROPAGATE_NAN, window_h,
+                                            window_w, pad_h, pad_w, stride_h, stride_w),
+                "cudnnSetPooling2dDescriptor");
     if (!status.ok()) {
       cudnnDestroyPoolingDescriptor(d);
       return status;
@@ -460,10 +460,11 @@ class RealApi final : public Api {
         !s.ok()) {
       return s;
     }
-    Status status = FromDnn(
-        cudnnSetOpTensorDescriptor(d, op == OpTensorOp::kMul ? CUDNN_OP_TENSOR_MUL : CUDNN_OP_TENSOR_ADD,
-                                   CUDNN_DATA_FLOAT, CUDNN_NOT_PROPAGATE_NAN),
-        "cudnnSetOpTensorDescriptor");
+    Status status =
+        FromDnn(cudnnSetOpTensorDescriptor(
+                    d, op == OpTensorOp::kMul ? CUDNN_OP_TENSOR_MUL : CUDNN_OP_TENSOR_ADD,
+                    CUDNN_DATA_FLOAT, CUDNN_NOT_PROPAGATE_NAN),
+                "cudnnSetOpTensorDescriptor");
     if (!status.ok()) {
       cudnnDestroyOpTensorDescriptor(d);
       return status;
@@ -489,11 +490,11 @@ class RealApi final : public Api {
     }
     std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(count));
     int returned = 0;
-    if (Status s = FromDnn(cudnnFindConvolutionForwardAlgorithmEx(
-                               Dnn(handle), Tensor(x_desc), x, Filter(w_desc), w, Conv(conv),
-                               Tensor(y_desc), y, count, &returned, perf.data(), workspace,
-                               workspace_bytes),
-                           "cudnnFindConvolutionForwardAlgorithmEx");
+    if (Status s = FromDnn(
+            cudnnFindConvolutionForwardAlgorithmEx(
+                Dnn(handle), Tensor(x_desc), x, Filter(w_desc), w, Conv(conv), Tensor(y_desc), y,
+                count, &returned, perf.data(), workspace, workspace_bytes),
+            "cudnnFindConvolutionForwardAlgorithmEx");
         !s.ok()) {
       return s;
     }
@@ -540,12 +541,12 @@ class RealApi final : public Api {
                              ActivationDesc relu, TensorDesc y_desc, void* y) override {
     // z = y with alpha2 = 0: no residual input.
     const float one = 1, zero = 0;
-    return FromDnn(cudnnConvolutionBiasActivationForward(
-                       Dnn(handle), &one, Tensor(x_desc), x, Filter(w_desc), w, Conv(conv),
-                       static_cast<cudnnConvolutionFwdAlgo_t>(algo), workspace, workspace_bytes,
-                       &zero, Tensor(y_desc), y, Tensor(bias_desc), bias, Activation(relu),
-                       Tensor(y_desc), y),
-                   "cudnnConvolutionBiasActivationForward");
+    return FromDnn(
+        cudnnConvolutionBiasActivationForward(
+            Dnn(handle), &one, Tensor(x_desc), x, Filter(w_desc), w, Conv(conv),
+            static_cast<cudnnConvolutionFwdAlgo_t>(algo), workspace, workspace_bytes, &zero,
+            Tensor(y_desc), y, Tensor(bias_desc), bias, Activation(relu), Tensor(y_desc), y),
+        "cudnnConvolutionBiasActivationForward");
   }
 
   Status AddBias(DnnHandle handle, TensorDesc bias_desc, const void* bias, TensorDesc y_desc,

@@ -275,10 +275,11 @@ class CudaPreparedProgram : public exec::PreparedProgram {
     size_t free_bytes = 0, total_bytes = 0;
     Checked(api_.MemoryInfo(free_bytes, total_bytes), "reading free memory");
     if (needed > static_cast<double>(free_bytes)) {
-      throw ExecError(MeasureError::kOutOfMemory,
-                      "cuda: the program needs " + MiB(needed) + " of storage and weights at batch " +
-                          std::to_string(batch_) + ", the GPU has " + MiB(double(free_bytes)) +
-                          " free of " + MiB(double(total_bytes)));
+      throw ExecError(MeasureError::kOutOfMemory, "cuda: the program needs " + MiB(needed) +
+                                                      " of storage and weights at batch " +
+                                                      std::to_string(batch_) + ", the GPU has " +
+                                                      MiB(double(free_bytes)) + " free of " +
+                                                      MiB(double(total_bytes)));
     }
   }
 
@@ -398,18 +399,19 @@ class CudaPreparedProgram : public exec::PreparedProgram {
                    const std::string& where, std::vector<Call>& calls) {
     const ConvParams& c = step.op.conv;
     const exec::ConvWeights& w = program.weights.at(step.weights);
-    const cuda::TensorLayout x_layout = LayoutOf(buffers_.at(step.inputs[0].buffer),
-                                                 step.inputs[0], batch_);
-    const cuda::TensorLayout y_layout = LayoutOf(buffers_.at(step.output.buffer), step.output,
-                                                 batch_);
+    const cuda::TensorLayout x_layout =
+        LayoutOf(buffers_.at(step.inputs[0].buffer), step.inputs[0], batch_);
+    const cuda::TensorLayout y_layout =
+        LayoutOf(buffers_.at(step.output.buffer), step.output, batch_);
     const cuda::TensorDesc x = tensors_.emplace_back(Tensor(x_layout, where)).get();
     const cuda::TensorDesc y = tensors_.emplace_back(Tensor(y_layout, where)).get();
     cuda::FilterDesc filter;
     Checked(api_.CreateFilter(w.out_channels, w.in_per_group, w.kernel_h, w.kernel_w, filter),
             where + ": its filter");
     filters_.emplace_back(api_, filter);
-    const cuda::ConvGeometry geometry{c.padding.h,  c.padding.w,  c.stride.h, c.stride.w,
-                                      c.dilation.h, c.dilation.w, c.groups,   MathOf(state_->options)};
+    const cuda::ConvGeometry geometry{
+        c.padding.h,  c.padding.w,  c.stride.h, c.stride.w,
+        c.dilation.h, c.dilation.w, c.groups,   MathOf(state_->options)};
     cuda::ConvDesc conv;
     Checked(api_.CreateConvolution(geometry, conv), where + ": its convolution");
     convs_.emplace_back(api_, conv);
@@ -426,7 +428,8 @@ class CudaPreparedProgram : public exec::PreparedProgram {
     cuda::TensorDesc bias_desc;
     if (bias != nullptr) {
       const int k = w.out_channels;
-      bias_desc = tensors_.emplace_back(Tensor({1, k, 1, 1, k, 1, 1, 1}, where + ": its bias")).get();
+      bias_desc =
+          tensors_.emplace_back(Tensor({1, k, 1, 1, k, 1, 1, 1}, where + ": its bias")).get();
     }
     cuda::Api& api = api_;
     if (c.act == Activation::kRelu && bias != nullptr) {
@@ -464,9 +467,9 @@ class CudaPreparedProgram : public exec::PreparedProgram {
     const bool exhaustive = options.algo == CudaOptions::Algo::kExhaustive;
     const size_t cap = static_cast<size_t>(options.workspace_mb) * 1024 * 1024;
     std::ostringstream problem;
-    problem << "x=" << Describe(x_layout) << " w=" << w.out_channels << "x" << w.in_per_group
-            << "x" << w.kernel_h << "x" << w.kernel_w << " pad=" << geometry.pad_h << ","
-            << geometry.pad_w << " stride=" << geometry.stride_h << "," << geometry.stride_w
+    problem << "x=" << Describe(x_layout) << " w=" << w.out_channels << "x" << w.in_per_group << "x"
+            << w.kernel_h << "x" << w.kernel_w << " pad=" << geometry.pad_h << "," << geometry.pad_w
+            << " stride=" << geometry.stride_h << "," << geometry.stride_w
             << " dil=" << geometry.dilation_h << "," << geometry.dilation_w
             << " groups=" << geometry.groups << " math=" << static_cast<int>(geometry.math)
             << " y=" << Describe(y_layout) << (exhaustive ? " find" : " heuristic")
@@ -509,7 +512,8 @@ class CudaPreparedProgram : public exec::PreparedProgram {
         find_workspace_bytes_ = bytes;
         return;
       }
-      if (status.code != Code::kOutOfMemory) Fail(status, "allocating the algorithm search's workspace");
+      if (status.code != Code::kOutOfMemory)
+        Fail(status, "allocating the algorithm search's workspace");
     }
     find_workspace_bytes_ = 0;
   }
@@ -525,9 +529,9 @@ class CudaPreparedProgram : public exec::PreparedProgram {
     const Window padding = global ? Window{0, 0} : p.padding;
     cuda::PoolingDesc pool;
     // IOS's average pooling counts padding: the divisor is the window size.
-    Checked(api_.CreatePooling(max ? cuda::PoolingMode::kMax
-                                   : cuda::PoolingMode::kAverageCountingPadding,
-                               window.h, window.w, padding.h, padding.w, stride.h, stride.w, pool),
+    Checked(api_.CreatePooling(
+                max ? cuda::PoolingMode::kMax : cuda::PoolingMode::kAverageCountingPadding,
+                window.h, window.w, padding.h, padding.w, stride.h, stride.w, pool),
             where + ": its pooling");
     pools_.emplace_back(api_, pool);
     const cuda::TensorDesc x = KeepTensor(step.inputs[0], where);
@@ -560,9 +564,9 @@ class CudaPreparedProgram : public exec::PreparedProgram {
                       "cuda: " + where + ": an element-wise op needs two inputs or more");
     }
     cuda::OpTensorDesc op;
-    Checked(api_.CreateOpTensor(
-                step.op.eltwise == EltwiseType::kMul ? cuda::OpTensorOp::kMul : cuda::OpTensorOp::kAdd,
-                op),
+    Checked(api_.CreateOpTensor(step.op.eltwise == EltwiseType::kMul ? cuda::OpTensorOp::kMul
+                                                                     : cuda::OpTensorOp::kAdd,
+                                op),
             where + ": its op-tensor");
     ops_.emplace_back(api_, op);
     const cuda::TensorDesc y = KeepTensor(step.output, where);
@@ -574,7 +578,8 @@ class CudaPreparedProgram : public exec::PreparedProgram {
       const float* second = ViewAddress(step.inputs[k]);
       const cuda::TensorDesc a = k == 1 ? KeepTensor(step.inputs[0], where) : y;
       const float* first = k == 1 ? ViewAddress(step.inputs[0]) : output;
-      calls.push_back({[=, &api] { return api.OpTensor(dnn, op, a, first, b, second, y, output); }});
+      calls.push_back(
+          {[=, &api] { return api.OpTensor(dnn, op, a, first, b, second, y, output); }});
     }
   }
 
@@ -767,12 +772,11 @@ class CudaDevice : public exec::Device {
   DeviceInfo info_;
 };
 
-int ParseWhole(const std::string& name, const std::string& what, const std::string& value,
-               int low, int high) {
+int ParseWhole(const std::string& name, const std::string& what, const std::string& value, int low,
+               int high) {
   int number = 0;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
-  if (error != std::errc() || end != value.data() + value.size() || number < low ||
-      number > high) {
+  if (error != std::errc() || end != value.data() + value.size() || number < low || number > high) {
     throw Error("backend '" + name + "': " + what + " must be a whole number from " +
                 std::to_string(low) + " to " + std::to_string(high) + ", not '" + value + "'");
   }
@@ -814,8 +818,8 @@ CudaOptions ParseCudaOptions(const std::string& name, int default_gpu) {
         throw Error("backend '" + name + "': algo must be exhaustive or heuristic, not '" + value +
                     "'");
       }
-      options.algo = value == "heuristic" ? CudaOptions::Algo::kHeuristic
-                                          : CudaOptions::Algo::kExhaustive;
+      options.algo =
+          value == "heuristic" ? CudaOptions::Algo::kHeuristic : CudaOptions::Algo::kExhaustive;
     } else if (key == "workspace_mb") {
       options.workspace_mb = ParseWhole(name, "workspace_mb", value, 0, 65536);
     } else {

@@ -10,8 +10,7 @@ namespace ios::cuda {
 //! For each of `batch` samples: `count` floats from src + n * src_stride to
 //! dst + n * dst_stride, added to dst when `accumulate`. Returns the launch's
 //! error (cudaSuccess when enqueued).
-cudaError_t LaunchCopyStrided(cudaStream_t stream, float* dst, int64_t dst_stride,
-                              const float* src, int64_t src_stride, int64_t count, int batch,
-                              bool accumulate);
+cudaError_t LaunchCopyStrided(cudaStream_t stream, float* dst, int64_t dst_stride, const float* src,
+                              int64_t src_stride, int64_t count, int batch, bool accumulate);
 
 }  // namespace ios::cuda

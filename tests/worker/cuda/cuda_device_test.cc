@@ -7,6 +7,8 @@
 // at any call becomes the right typed error and leaves the device usable;
 // algorithm results that failed are skipped. The fake computes nothing:
 // numerics are the cpu backend's and the GPU tests' (cuda_gpu_test).
+#include "worker/cuda/cuda_device.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -23,7 +25,6 @@
 #include "exec/weights.h"
 #include "tests/worker/cuda/recording_api.h"
 #include "tests/worker/op_network.h"
-#include "worker/cuda/cuda_device.h"
 #include "worker/exec_backend.h"
 
 namespace ios::worker {
@@ -92,11 +93,14 @@ TEST(CudaOptionsTest, ParsesTheBackendNameAndRefusesWhatItDoesNotKnow) {
   EXPECT_EQ(ParseCudaOptions("cuda,workspace_mb=0").workspace_mb, 0);
   EXPECT_TRUE(IsCudaName("cuda:0"));
   EXPECT_FALSE(IsCudaName("cudax"));
-  const std::map<std::string, std::string> bad{
-      {"cuda:", "the GPU"},           {"cuda:x", "the GPU"},
-      {"cuda,", "option is missing"}, {"cuda,math=fp16", "math must be fp32 or tf32"},
-      {"cuda,algo=fast", "algo must"}, {"cuda,workspace_mb=-1", "workspace_mb must"},
-      {"cuda,threads=2", "unknown option 'threads'"}, {"cudax", "the grammar is"}};
+  const std::map<std::string, std::string> bad{{"cuda:", "the GPU"},
+                                               {"cuda:x", "the GPU"},
+                                               {"cuda,", "option is missing"},
+                                               {"cuda,math=fp16", "math must be fp32 or tf32"},
+                                               {"cuda,algo=fast", "algo must"},
+                                               {"cuda,workspace_mb=-1", "workspace_mb must"},
+                                               {"cuda,threads=2", "unknown option 'threads'"},
+                                               {"cudax", "the grammar is"}};
   for (const auto& [name, message] : bad) {
     try {
       ParseCudaOptions(name);
@@ -154,8 +158,8 @@ TEST(CudaDeviceTest, LanesRunOnTheirOwnStreamAndHandleForkedFromAndJoinedToTheOr
   Network net;
   {
     auto device = Device(journal);
-    const StageSpec spec = net.Spec(Strategy::kParallel,
-                                    {{"conv3", "conv1_after_conv3"}, {"max_pool"}, {"sep_conv"}});
+    const StageSpec spec =
+        net.Spec(Strategy::kParallel, {{"conv3", "conv1_after_conv3"}, {"max_pool"}, {"sep_conv"}});
     const exec::Program program = exec::StageProgram(spec);
     ASSERT_EQ(program.stages.size(), 1u);
     ASSERT_EQ(program.stages[0].lanes.size(), 3u);
@@ -216,9 +220,8 @@ TEST(CudaDeviceTest, ConvolutionsFuseBiasAndReluOnlyAndAddTheRestAsCalls) {
   EXPECT_EQ(OpsOf("conv_tanh_nobias"), (V{"cudnnConvolutionForward", "cudnnActivationForward"}));
   // relu, then a depthwise convolution with bias and no activation, then a
   // pointwise one with relu.
-  EXPECT_EQ(OpsOf("sep_conv"),
-            (V{"cudnnActivationForward", "cudnnConvolutionForward", "cudnnAddTensor",
-               "cudnnConvolutionBiasActivationForward"}));
+  EXPECT_EQ(OpsOf("sep_conv"), (V{"cudnnActivationForward", "cudnnConvolutionForward",
+                                  "cudnnAddTensor", "cudnnConvolutionBiasActivationForward"}));
   EXPECT_EQ(OpsOf("max_pool"), V{"cudnnPoolingForward"});
   EXPECT_EQ(OpsOf("add"), (V{"cudnnOpTensor", "cudnnOpTensor"}));
   EXPECT_EQ(OpsOf("summed_slices"), (V{"CopyStrided", "CopyStrided(accumulate)"}));
@@ -382,10 +385,10 @@ TEST(CudaDeviceTest, AFailureAtAnyCallIsTypedLeavesNothingBehindAndTheDeviceWork
         // recovered from (a smaller one is tried).
         ASSERT_EQ(code, Code::kOutOfMemory)
             << "call " << k << " (" << journal->injected << ") failed silently";
-        EXPECT_GE(Count({journal->calls.begin() + static_cast<long>(first_call),
-                         journal->calls.end()},
-                        "cudaMalloc"),
-                  1);
+        EXPECT_GE(
+            Count({journal->calls.begin() + static_cast<long>(first_call), journal->calls.end()},
+                  "cudaMalloc"),
+            1);
       }
       journal->fail_at = 0;
       ExpectNothingAlive(*journal);
@@ -513,6 +516,24 @@ TEST(CudaDeviceTest, AStickyErrorLosesTheDeviceForGood) {
   journal->fail_at = 0;
   EXPECT_THROW(device->Prepare(program, 1), exec::DeviceLostError);
   ExpectNothingAlive(*journal);
+}
+
+TEST(CudaDeviceTest, ABackendWhoseDeviceIsLostSaysSoAndMeasuresNothingMore) {
+  Network net;
+  auto journal = std::make_shared<Journal>();
+  auto backend = MakeExecBackend(Device(journal));
+  const StageSpec spec = net.Spec(Strategy::kParallel, {{"conv3"}});
+  ASSERT_TRUE(backend->Measure(spec, 1, MeasureSettings{}).ok());
+  EXPECT_FALSE(backend->Lost());
+  journal->fail_code = Code::kDeviceLost;
+  journal->fail_at = journal->counted_calls + 3;
+  const MeasureResult lost = backend->Measure(spec, 1, MeasureSettings{});
+  EXPECT_EQ(lost.error, MeasureError::kBackendFailure);
+  EXPECT_THAT(lost.error_message, HasSubstr("lost"));
+  EXPECT_TRUE(backend->Lost());
+  const int calls = journal->counted_calls;
+  EXPECT_FALSE(backend->Measure(spec, 1, MeasureSettings{}).ok());
+  EXPECT_EQ(journal->counted_calls, calls) << "nothing more is asked of a lost device";
 }
 
 TEST(CudaDeviceTest, ABackendOnTheDeviceMeasuresWithTheSharedProtocol) {

@@ -247,8 +247,7 @@ Status RecordingApi::RecordEvent(Event event, Stream stream) {
   const bool closes = e.timing && timed_ && stream.value == region_origin_;
   StreamState& state = streams_[stream.value];
   if (!opens && !closes && (timed_ || capturing_) && !state.in_region) {
-    Violation("cudaEventRecord on a stream that was not forked from the origin in this " +
-              region_);
+    Violation("cudaEventRecord on a stream that was not forked from the origin in this " + region_);
   }
   e.recorded = true;
   e.stream = stream.value;
@@ -526,8 +525,8 @@ Status RecordingApi::HeuristicConvolutionAlgorithms(DnnHandle handle, TensorDesc
 
 Status RecordingApi::ConvolutionForward(DnnHandle handle, TensorDesc x_desc, const void* x,
                                         FilterDesc w_desc, const void* w, ConvDesc conv, int algo,
-                                        void* workspace, size_t workspace_bytes,
-                                        TensorDesc y_desc, void* y) {
+                                        void* workspace, size_t workspace_bytes, TensorDesc y_desc,
+                                        void* y) {
   const std::string call = "cudnnConvolutionForward";
   CheckConvolution(call, x_desc, x, w_desc, w, conv, y_desc, y);
   if (workspace_bytes > 0) Span(workspace, workspace_bytes, call + " (workspace)");
@@ -536,8 +535,8 @@ Status RecordingApi::ConvolutionForward(DnnHandle handle, TensorDesc x_desc, con
 }
 
 Status RecordingApi::ConvolutionBiasRelu(DnnHandle handle, TensorDesc x_desc, const void* x,
-                                         FilterDesc w_desc, const void* w, ConvDesc conv,
-                                         int algo, void* workspace, size_t workspace_bytes,
+                                         FilterDesc w_desc, const void* w, ConvDesc conv, int algo,
+                                         void* workspace, size_t workspace_bytes,
                                          TensorDesc bias_desc, const void* bias,
                                          ActivationDesc relu, TensorDesc y_desc, void* y) {
   const std::string call = "cudnnConvolutionBiasActivationForward";
@@ -626,7 +625,8 @@ Status RecordingApi::OpTensor(DnnHandle handle, OpTensorDesc op, TensorDesc a_de
   Extent(c, c_desc, call);
   SameShape(call, a_desc, c_desc);
   SameShape(call, b_desc, c_desc);
-  if (c == b && c != a) Violation(call + ": the output is the second input (only C == A may alias)");
+  if (c == b && c != a)
+    Violation(call + ": the output is the second input (only C == A may alias)");
   return Op(call, handle);
 }
 

@@ -140,9 +140,9 @@ class RecordingApi final : public Api {
 
  private:
   struct StreamState {
-    int64_t work = 0;         // operations enqueued so far
-    bool in_region = false;   // forked into the open region (or its origin)
-    int64_t joined_at = 0;    // `work` when the origin last waited on it
+    int64_t work = 0;        // operations enqueued so far
+    bool in_region = false;  // forked into the open region (or its origin)
+    int64_t joined_at = 0;   // `work` when the origin last waited on it
   };
   struct EventState {
     bool timing = false;
@@ -192,7 +192,7 @@ class RecordingApi final : public Api {
   std::map<uintptr_t, Allocation> memory_;  // by start address
   std::map<void*, StreamState> streams_;
   std::map<void*, EventState> events_;
-  std::map<void*, void*> dnn_stream_;        // handle -> stream
+  std::map<void*, void*> dnn_stream_;  // handle -> stream
   std::map<void*, TensorLayout> tensors_;
   std::map<void*, FilterDims> filters_;
   std::map<void*, ConvGeometry> convs_;
