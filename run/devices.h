@@ -9,9 +9,9 @@
 
 namespace ios::run {
 
-//! "cpu[,threads=N]" (oneDNN) or "reference" (the naive device). Throws
-//! ios::Error listing the valid names; sim devices model latencies and
-//! cannot execute.
+//! "cpu[,threads=N]" (oneDNN), "cuda[:GPU][,...]" (cuDNN; docs/gpu.md) or
+//! "reference" (the naive device). Throws ios::Error listing the valid
+//! names; sim devices model latencies and cannot execute.
 std::unique_ptr<exec::Device> OpenDevice(const std::string& name);
 
 //! A backend measuring single stages on the same kind of device, for the

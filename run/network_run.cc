@@ -41,15 +41,46 @@ NetworkSchedule GreedyNetworkSchedule(const Graph& graph) {
   return schedule;
 }
 
+namespace {
+
+//! The shared protocol over `timed_runs` (n runs -> elapsed ms), keeping
+//! every repeat mean for the min and max.
+template <class TimedRuns>
+Timing TimeRuns(const MeasureSettings& settings, const TimedRuns& timed_runs) {
+  Timing timing;
+  // Record every repeat mean for min and max; the first call is the warmup.
+  std::vector<double> means;
+  bool warm = settings.warmup == 0;
+  timing.protocol = exec::RunProtocol(settings, [&](int runs) {
+    const double ms = timed_runs(runs);
+    if (warm) means.push_back(ms / runs);
+    warm = true;
+    return ms;
+  });
+  if (!means.empty()) {
+    const auto [lo, hi] = std::minmax_element(means.begin(), means.end());
+    timing.min_ms = *lo;
+    timing.max_ms = *hi;
+  }
+  timing.repeats = static_cast<int>(means.size());
+  return timing;
+}
+
+}  // namespace
+
 Execution Execute(exec::Device& device, const Graph& graph, const NetworkSchedule& schedule,
                   const exec::WeightStore& weights, int batch, std::span<const float> input,
-                  const MeasureSettings* timing) {
+                  const MeasureSettings* timing, const MeasureSettings* replay_timing) {
   exec::NetworkProgram network = exec::BuildNetworkProgram(graph, schedule.stages, weights);
   const exec::Program& program = network.program;
   if (program.inputs.size() != 1 || program.outputs.size() != 1) {
     throw Error("network program of " + graph.name + " must have one input and one output");
   }
   std::unique_ptr<exec::PreparedProgram> prepared = device.Prepare(program, batch);
+  if (replay_timing != nullptr && !prepared->CanReplay()) {
+    throw Error("device " + device.Info().name +
+                " cannot record and replay a network (CUDA graphs are the cuda device's)");
+  }
   prepared->Write(program.inputs[0], input);
   prepared->TimedRuns(1);
   Execution execution;
@@ -65,21 +96,12 @@ Execution Execute(exec::Device& device, const Graph& graph, const NetworkSchedul
     }
   }
   if (timing != nullptr) {
-    // Record every repeat mean for min and max; the first call is the warmup.
-    std::vector<double> means;
-    bool warm = timing->warmup == 0;
-    execution.timing.protocol = exec::RunProtocol(*timing, [&](int runs) {
-      const double ms = prepared->TimedRuns(runs);
-      if (warm) means.push_back(ms / runs);
-      warm = true;
-      return ms;
-    });
-    if (!means.empty()) {
-      const auto [lo, hi] = std::minmax_element(means.begin(), means.end());
-      execution.timing.min_ms = *lo;
-      execution.timing.max_ms = *hi;
-    }
-    execution.timing.repeats = static_cast<int>(means.size());
+    execution.timing = TimeRuns(*timing, [&](int runs) { return prepared->TimedRuns(runs); });
+  }
+  if (replay_timing != nullptr) {
+    execution.replay =
+        TimeRuns(*replay_timing, [&](int runs) { return prepared->TimedReplays(runs); });
+    execution.replay_output = prepared->Read(program.outputs[0]);
   }
   return execution;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -41,15 +42,23 @@ struct Execution {
   exec::MemoryPlanSummary memory;
   int stages = 0, steps = 0;
   Timing timing;  // only when timed
+  //! With replay: the timing of replays of the recorded network (CUDA
+  //! graphs) and the output read after them.
+  std::optional<Timing> replay;
+  std::vector<float> replay_output;
 };
 
 //! Builds `schedule` of `graph` as one program, prepares it on `device` at
 //! `batch`, writes `input` (batch x input shape values), runs it once and
 //! reads the output; then, when `timing` is given, times whole runs with
-//! the shared protocol. Throws exec::ExecError or ios::Error with context.
+//! the shared protocol, and when `replay_timing` is given, records the
+//! network once (after those runs: nothing is chosen or allocated while
+//! recording) and times replays of it the same way. Throws exec::ExecError
+//! or ios::Error with context (also when replay is asked of a device that
+//! cannot, see exec::PreparedProgram::CanReplay).
 Execution Execute(exec::Device& device, const Graph& graph, const NetworkSchedule& schedule,
                   const exec::WeightStore& weights, int batch, std::span<const float> input,
-                  const MeasureSettings* timing);
+                  const MeasureSettings* timing, const MeasureSettings* replay_timing = nullptr);
 
 //! How far `got` is from `want`: the largest absolute difference, against
 //! the largest absolute value of `want`.

@@ -37,11 +37,15 @@ struct CliOptions {
   uint64_t seed = 1;
   bool check = false;
   bool predict = true;
+  bool cuda_graph = false;
 };
 
 // Relative tolerance of --check: schedules change the order of floating-point
 // sums (merged kernels, other algorithms), never the arithmetic.
 constexpr double kCheckTolerance = 1e-4;
+// A GPU against the cpu backend: other libraries, other algorithms (FFT and
+// Winograd convolutions round differently), strict FP32 on both sides.
+constexpr double kCrossDeviceTolerance = 1e-3;
 
 struct Loaded {
   Graph graph;
@@ -119,12 +123,44 @@ Prediction Predict(const CliOptions& cli, const Loaded& loaded) {
 
 double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
+// --check on a GPU: the same network, weights and input on the cpu backend
+// (when this build has it), within kCrossDeviceTolerance; TF32 rounds
+// inputs to 10 bits of mantissa, so it is not held to that.
+void CheckAgainstCpu(const CliOptions& cli, const Loaded& loaded, const exec::WeightStore& weights,
+                     const std::vector<float>& input, const run::Execution& execution,
+                     nlohmann::json& check, bool& passed) {
+  if (cli.device.find("math=tf32") != std::string::npos) {
+    check["against_cpu"] = "skipped: math=tf32 is not held to FP32 results";
+    return;
+  }
+  std::unique_ptr<exec::Device> cpu;
+  try {
+    cpu = run::OpenDevice("cpu");
+  } catch (const Error& e) {
+    check["against_cpu"] = std::string("skipped: ") + e.what();
+    return;
+  }
+  const run::Execution on_cpu =
+      run::Execute(*cpu, loaded.graph, run::SequentialNetworkSchedule(loaded.graph), weights,
+                   cli.batch, input, nullptr);
+  const run::Comparison c = run::Compare(execution.output, on_cpu.output);
+  passed = passed && c.Within(kCrossDeviceTolerance);
+  check["against_cpu"] = {{"tolerance", kCrossDeviceTolerance},
+                          {"max_abs_diff", c.max_abs_diff},
+                          {"max_abs_reference", c.max_abs_reference},
+                          {"passed", c.Within(kCrossDeviceTolerance)}};
+}
+
 int Run(const CliOptions& cli) {
   const Loaded loaded = LoadInputs(cli);
   const exec::WeightStore weights = cli.weights_file.empty()
                                         ? exec::WeightStore::Random(loaded.graph, cli.seed)
                                         : exec::WeightStore::Load(loaded.graph, cli.weights_file);
   std::unique_ptr<exec::Device> device = run::OpenDevice(cli.device);
+  const bool gpu = device->Info().backend == "cuda";
+  if (cli.cuda_graph && !gpu) {
+    throw Error("--cuda-graph needs --device cuda (CUDA graphs), not " + cli.device);
+  }
   const Shape in = loaded.graph.node(0).output;
   const std::vector<float> input = exec::SeededValues(
       static_cast<size_t>(cli.batch) * static_cast<size_t>(in.c) * in.h * in.w, cli.seed);
@@ -140,7 +176,8 @@ int Run(const CliOptions& cli) {
     std::fflush(stdout);
   }
   const run::Execution execution =
-      run::Execute(*device, loaded.graph, loaded.schedule, weights, cli.batch, input, &timing);
+      run::Execute(*device, loaded.graph, loaded.schedule, weights, cli.batch, input, &timing,
+                   cli.cuda_graph ? &timing : nullptr);
   const Prediction prediction = cli.predict ? Predict(cli, loaded) : Prediction{};
 
   nlohmann::json check = nullptr;
@@ -171,6 +208,14 @@ int Run(const CliOptions& cli) {
     } else {
       check["against_reference"] = "skipped: too large for the naive reference device";
     }
+    if (execution.replay) {
+      // The replayed graph computes what the streams computed.
+      const run::Comparison replayed = run::Compare(execution.replay_output, execution.output);
+      check_passed = check_passed && replayed.Within(kCheckTolerance);
+      check["replay_against_streams"] = {{"max_abs_diff", replayed.max_abs_diff},
+                                         {"passed", replayed.Within(kCheckTolerance)}};
+    }
+    if (gpu) CheckAgainstCpu(cli, loaded, weights, input, execution, check, check_passed);
     check["passed"] = check_passed;
   }
 
@@ -178,6 +223,12 @@ int Run(const CliOptions& cli) {
   if (text) {
     std::printf("measured end to end: median %.3f ms (min %.3f, max %.3f, spread %.3f; %d runs)\n",
                 t.protocol.median_ms, t.min_ms, t.max_ms, t.protocol.spread_ms, t.repeats);
+    if (execution.replay) {
+      const run::Timing& r = *execution.replay;
+      std::printf(
+          "CUDA-graph replay:   median %.3f ms (min %.3f, max %.3f, spread %.3f; %d runs)\n",
+          r.protocol.median_ms, r.min_ms, r.max_ms, r.protocol.spread_ms, r.repeats);
+    }
     if (cli.predict) {
       std::printf(
           "DP prediction:       %.3f ms%s (sum of the stages' latencies in %s: %lld "
@@ -209,6 +260,13 @@ int Run(const CliOptions& cli) {
           {"max", t.max_ms},
           {"spread", t.protocol.spread_ms},
           {"runs", t.repeats}}},
+        {"replay_ms",
+         execution.replay ? nlohmann::json{{"min", execution.replay->min_ms},
+                                           {"median", execution.replay->protocol.median_ms},
+                                           {"max", execution.replay->max_ms},
+                                           {"spread", execution.replay->protocol.spread_ms},
+                                           {"runs", execution.replay->repeats}}
+                          : nlohmann::json(nullptr)},
         {"predicted_ms", cli.predict && std::isfinite(prediction.latency_ms)
                              ? nlohmann::json(prediction.latency_ms)
                              : nlohmann::json(nullptr)},
@@ -236,8 +294,13 @@ int main(int argc, char** argv) {
                  "sequential, greedy, or a schedule file (ios-coordinator --out, or an IOS "
                  "reference schedule)")
       ->default_val(cli.schedule);
-  app.add_option("--device", cli.device, "cpu[,threads=N], or reference (naive loops, slow)")
+  app.add_option("--device", cli.device,
+                 "cpu[,threads=N]; cuda[:GPU][,math=fp32|tf32][,algo=exhaustive|heuristic]"
+                 "[,workspace_mb=M] (docs/gpu.md); or reference (naive loops, slow)")
       ->default_val(cli.device);
+  app.add_flag("--cuda-graph", cli.cuda_graph,
+               "cuda: also record the scheduled network once as a CUDA graph (after the timed "
+               "runs) and time its replays; --check then compares their output too");
   app.add_option("--batch,-b", cli.batch, "batch size")->default_val(1)->check(CLI::Range(1, 4096));
   app.add_option("--runs", cli.runs, "timed whole-network runs (median, min, max over them)")
       ->default_val(cli.runs)
@@ -247,7 +310,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100000));
   app.add_flag("--check", cli.check,
                "compare the output with sequential execution (and, on small graphs, with the "
-               "naive reference device) within 1e-4 of the largest |value|; exit 1 if not");
+               "naive reference device) within 1e-4 of the largest |value|; on cuda also with "
+               "the cpu backend within 1e-3 (math=fp32) and, with --cuda-graph, the replayed "
+               "output with the streamed one; exit 1 if not");
   app.add_option("--db", cli.db, "profiling DB for the prediction (created if missing)")
       ->default_val(cli.db);
   bool no_predict = false;

@@ -98,6 +98,8 @@ TEST_F(IosRunTest, BadInputsFailWithOneLine) {
       {"--schedule sequential", "--model is required", 1},
       {"--model squeezenet --schedule no_such_file.json", "--schedule no_such_file.json", 1},
       {"--model squeezenet --batch 0", "--batch", 2},
+      {"--model squeezenet --cuda-graph", "--cuda-graph needs --device cuda", 1},
+      {"--model squeezenet --device cuda,math=fp16", "math must be fp32 or tf32", 1},
   };
   for (const Case& c : cases) {
     const CliResult r = Run(kIosRun, c.args + " --no-predict", 60);

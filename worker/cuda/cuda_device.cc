@@ -711,7 +711,10 @@ class CudaDevice : public exec::Device {
     const cuda::Status counted = a.DeviceCount(count);
     if (!counted.ok()) {
       throw ExecError(MeasureError::kBackendFailure,
-                      "cuda: no usable GPU: " + counted.call + " failed: " + counted.message);
+                      "cuda: no usable GPU: " + counted.call + " failed: " + counted.message +
+                          (counted.code == Code::kNoDevice
+                               ? " (is the NVIDIA driver installed? nvidia-smi must list the GPU)"
+                               : ""));
     }
     if (options.gpu < 0 || options.gpu >= count) {
       throw ExecError(MeasureError::kBackendFailure,

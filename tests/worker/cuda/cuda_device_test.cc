@@ -23,6 +23,7 @@
 #include "coordinator/dp.h"
 #include "exec/program.h"
 #include "exec/weights.h"
+#include "run/network_run.h"
 #include "tests/worker/cuda/recording_api.h"
 #include "tests/worker/op_network.h"
 #include "worker/exec_backend.h"
@@ -337,6 +338,37 @@ TEST(CudaDeviceTest, AWholeNetworkOnItsMemoryPlanStaysWithinItsBuffers) {
   }
   ExpectNoViolations(*journal);
   ExpectNothingAlive(*journal);
+}
+
+// ios-run --cuda-graph: the network is timed by streams, then recorded and
+// its replays timed the same way; the output is read after both.
+TEST(CudaDeviceTest, IosRunTimesStreamsThenReplaysOfTheRecordedNetwork) {
+  const Graph graph = BuildZooModel("squeezenet");
+  const exec::WeightStore weights = exec::WeightStore::Random(graph, 3);
+  const Shape in = graph.node(0).output;
+  const std::vector<float> input(static_cast<size_t>(in.c) * in.h * in.w, 0.5f);
+  MeasureSettings timing;
+  timing.warmup = 1;
+  timing.number = 1;
+  timing.repeat = 4;
+  auto journal = std::make_shared<Journal>();
+  {
+    auto device = Device(journal);
+    const run::Execution execution = run::Execute(*device, graph, run::GreedyNetworkSchedule(graph),
+                                                  weights, 1, input, &timing, &timing);
+    ASSERT_TRUE(execution.replay.has_value());
+    EXPECT_EQ(execution.replay->repeats, 4);
+    EXPECT_EQ(journal->launches, 5) << "a warmup and four timed replays";
+    EXPECT_EQ(execution.replay_output.size(), execution.output.size());
+    EXPECT_EQ(Count(journal->calls, "cudaStreamBeginCapture"), 1);
+  }
+  ExpectNoViolations(*journal);
+  ExpectNothingAlive(*journal);
+  // A device that cannot replay says so.
+  auto reference = exec::MakeReferenceDevice();
+  EXPECT_THROW(run::Execute(*reference, graph, run::GreedyNetworkSchedule(graph), weights, 1, input,
+                            nullptr, &timing),
+               Error);
 }
 
 MeasureError KindOf(Code code) {
