@@ -1,0 +1,144 @@
+// The cuda backend on a real GPU (label `gpu`): every op kind, concurrent
+// and merge stages and a whole network compute what the naive reference
+// device (or the cpu backend) computes, within 1e-3 of the largest value
+// with strict FP32; a replayed CUDA graph computes what the streams did; the
+// backend measures and refuses an absurd batch as out of memory. Without a
+// GPU (or a driver) every test skips and says why. docs/gpu.md lists what
+// to run on a GPU machine.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/zoo.h"
+#include "exec/device.h"
+#include "exec/program.h"
+#include "exec/weights.h"
+#include "run/devices.h"
+#include "run/network_run.h"
+#include "tests/worker/op_network.h"
+#include "worker/cuda/cuda_api_real.h"
+#include "worker/exec_backend.h"
+
+namespace ios::worker {
+namespace {
+
+constexpr double kTolerance = 1e-3;
+
+class CudaGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      device_ = MakeRealCudaDevice(CudaOptions{});
+    } catch (const Error& e) {
+      GTEST_SKIP() << "no GPU to run on: " << e.what();
+    }
+  }
+
+  //! Runs `program` once on `device` with seeded inputs; returns its outputs.
+  static std::vector<std::vector<float>> RunOnce(exec::Device& device, const exec::Program& program,
+                                                 int batch) {
+    auto prepared = device.Prepare(program, batch);
+    for (size_t i = 0; i < program.inputs.size(); ++i) {
+      const Shape& s = program.buffers.at(program.inputs[i]).shape;
+      prepared->Write(program.inputs[i],
+                      exec::SeededValues(static_cast<size_t>(batch) * s.c * s.h * s.w, i + 1));
+    }
+    prepared->TimedRuns(1);
+    std::vector<std::vector<float>> outputs;
+    for (const exec::View& view : program.outputs) outputs.push_back(prepared->Read(view));
+    return outputs;
+  }
+
+  void ExpectSameAsReference(const StageSpec& spec, int batch) {
+    SCOPED_TRACE(spec.Describe() + " at batch " + std::to_string(batch));
+    const exec::Program program = exec::StageProgram(spec, 5);
+    auto reference = exec::MakeReferenceDevice();
+    const auto want = RunOnce(*reference, program, batch);
+    const auto got = RunOnce(*device_, program, batch);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      const run::Comparison c = run::Compare(got[i], want[i]);
+      EXPECT_TRUE(c.Within(kTolerance)) << "output " << i << ": max |diff| " << c.max_abs_diff
+                                        << " against max |value| " << c.max_abs_reference;
+    }
+  }
+
+  std::unique_ptr<exec::Device> device_;
+  Network net_;
+};
+
+TEST_F(CudaGpuTest, EveryOpKindComputesWhatTheReferenceDeviceComputes) {
+  for (int batch : {1, 3}) {
+    for (const Node& node : net_.graph().nodes) {
+      if (node.op.kind == OpKind::kInput) continue;
+      ExpectSameAsReference(net_.Spec(Strategy::kParallel, {{node.name}}), batch);
+    }
+  }
+}
+
+TEST_F(CudaGpuTest, ConcurrentAndMergeStagesComputeWhatTheReferenceDeviceComputes) {
+  for (int batch : {1, 2}) {
+    ExpectSameAsReference(
+        net_.Spec(Strategy::kParallel,
+                  {{"conv3", "conv1_after_conv3"}, {"max_pool"}, {"sep_conv"}, {"summed_slices"}}),
+        batch);
+    ExpectSameAsReference(net_.Spec(Strategy::kMerge, {{"conv3"}, {"conv1"}}), batch);
+  }
+}
+
+TEST_F(CudaGpuTest, AReplayedGraphComputesWhatTheStreamsComputed) {
+  const exec::Program program = exec::StageProgram(
+      net_.Spec(Strategy::kParallel, {{"conv3", "conv1_after_conv3"}, {"avg_pool"}}), 5);
+  auto prepared = device_->Prepare(program, 2);
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const Shape& s = program.buffers.at(program.inputs[i]).shape;
+    prepared->Write(program.inputs[i],
+                    exec::SeededValues(static_cast<size_t>(2) * s.c * s.h * s.w, i + 1));
+  }
+  prepared->TimedRuns(1);
+  const std::vector<float> streamed = prepared->Read(program.outputs[0]);
+  ASSERT_TRUE(prepared->CanReplay());
+  EXPECT_GT(prepared->TimedReplays(3), 0);
+  const run::Comparison c = run::Compare(prepared->Read(program.outputs[0]), streamed);
+  EXPECT_TRUE(c.Within(1e-6)) << c.max_abs_diff;
+}
+
+TEST_F(CudaGpuTest, AWholeNetworkComputesWhatTheCpuComputes) {
+  const Graph graph = BuildZooModel("squeezenet");
+  const exec::WeightStore weights = exec::WeightStore::Random(graph, 11);
+  const Shape in = graph.node(0).output;
+  const std::vector<float> input =
+      exec::SeededValues(static_cast<size_t>(2) * in.c * in.h * in.w, 11);
+  std::unique_ptr<exec::Device> cpu;
+  try {
+    cpu = run::OpenDevice("cpu");
+  } catch (const Error& e) {
+    GTEST_SKIP() << "no cpu backend in this build to compare with: " << e.what();
+  }
+  const run::Execution want =
+      run::Execute(*cpu, graph, run::SequentialNetworkSchedule(graph), weights, 2, input, nullptr);
+  const run::Execution got =
+      run::Execute(*device_, graph, run::GreedyNetworkSchedule(graph), weights, 2, input, nullptr);
+  const run::Comparison c = run::Compare(got.output, want.output);
+  EXPECT_TRUE(c.Within(kTolerance)) << c.max_abs_diff << " of " << c.max_abs_reference;
+}
+
+TEST_F(CudaGpuTest, TheBackendMeasuresAndRefusesAnAbsurdBatchAsOutOfMemory) {
+  auto backend = MakeExecBackend(std::move(device_));
+  MeasureSettings quick;
+  quick.warmup = 1;
+  quick.number = 2;
+  quick.repeat = 2;
+  const StageSpec spec = net_.Spec(Strategy::kParallel, {{"conv3"}, {"max_pool"}});
+  const MeasureResult ok = backend->Measure(spec, 1, quick);
+  ASSERT_TRUE(ok.ok()) << ok.error_message;
+  EXPECT_GT(ok.median_ms, 0);
+  const MeasureResult huge = backend->Measure(spec, 1 << 22, quick);
+  EXPECT_EQ(huge.error, MeasureError::kOutOfMemory) << huge.error_message;
+  EXPECT_FALSE(backend->Lost());
+}
+
+}  // namespace
+}  // namespace ios::worker
