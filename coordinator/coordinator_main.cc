@@ -26,9 +26,11 @@
 #include "coordinator/report.h"
 #include "coordinator/schedule_json.h"
 #include "coordinator/search.h"
+#include "coordinator/worker_process.h"
 #include "db/profile_store.h"
 #include "net/endpoint.h"
 #include "worker/backend.h"
+#include "worker/cuda/cuda_device.h"
 
 namespace {
 
@@ -48,7 +50,8 @@ struct CliOptions {
   bool baselines = true;
   bool quiet = false;
   std::string log_level = "info";
-  int local_workers = -1;  // -1: 1 without --bind, 0 with it
+  int local_workers = -1;       // -1: 1 without --bind, 0 with it
+  bool worker_process = false;  // --worker-process (implied by cuda without --bind)
   int wait_workers_s = 60, heartbeat_ms = 1000, query_timeout_s = 120;
   bool bind_given = false;                      // --bind on the command line, even as ''
   std::vector<std::string> unused_by_evaluate;  // given options --evaluate ignores
@@ -56,8 +59,15 @@ struct CliOptions {
   FarmOptions farm;
 };
 
+// Whether the search measures through a child ios-worker: when asked, and
+// for cuda without --bind (this process does not link CUDA).
+bool UsesWorkerProcess(const CliOptions& cli) {
+  return cli.worker_process || (worker::IsCudaName(cli.device) && cli.farm.bind.empty());
+}
+
 int LocalWorkers(const CliOptions& cli) {
-  return cli.local_workers >= 0 ? cli.local_workers : cli.farm.bind.empty() ? 1 : 0;
+  if (cli.local_workers >= 0) return cli.local_workers;
+  return cli.farm.bind.empty() && !UsesWorkerProcess(cli) ? 1 : 0;
 }
 
 // What is wrong with --device or --bind, before anything is opened or
@@ -71,6 +81,20 @@ std::string FarmOptionProblem(const CliOptions& cli) {
     if (!problem.empty()) return "--bind '" + cli.farm.bind + "': " + problem;
   }
   if (cli.device.empty()) return "--device is empty; give a device, e.g. --device cpu";
+  if (UsesWorkerProcess(cli)) {
+    // Open the device in a short-lived child first: a worker that cannot
+    // would otherwise fail out of sight while the search waits for it.
+    const std::string worker = FindWorkerBinary();
+    if (worker.empty()) {
+      return "--device '" + cli.device +
+             "': measuring through an ios-worker process needs ios-worker beside "
+             "ios-coordinator (or in the build tree's worker/); build it, or start one yourself "
+             "and give --bind (docs/gpu.md)";
+    }
+    if (const std::string problem = CheckDeviceInWorker(worker, cli.device); !problem.empty()) {
+      return "--device '" + cli.device + "': the local ios-worker cannot measure on it: " + problem;
+    }
+  }
   if (LocalWorkers(cli) > 0) {
     // The embedded workers measure on --device: it must be a backend here.
     // (With remote workers only, it selects them by name and may be anything.)
@@ -83,7 +107,21 @@ std::string FarmOptionProblem(const CliOptions& cli) {
   return {};
 }
 
-std::unique_ptr<Farm> StartFarm(const CliOptions& cli) {
+// The farm of a search, and the ios-worker child it measures through, if
+// any (stopped after the farm has said goodbye).
+class RunningFarm {
+ public:
+  RunningFarm(std::unique_ptr<WorkerProcess> process, std::unique_ptr<Farm> farm)
+      : process_(std::move(process)), farm_(std::move(farm)) {}
+  Farm& operator*() const { return *farm_; }
+  Farm* operator->() const { return farm_.get(); }
+
+ private:
+  std::unique_ptr<WorkerProcess> process_;
+  std::unique_ptr<Farm> farm_;  // after process_: goes first
+};
+
+RunningFarm StartFarm(const CliOptions& cli) {
   FarmOptions options = cli.farm;
   options.device = cli.device;
   options.local_backend = cli.device;
@@ -91,7 +129,23 @@ std::unique_ptr<Farm> StartFarm(const CliOptions& cli) {
   options.wait_for_workers = std::chrono::seconds(cli.wait_workers_s);
   options.heartbeat = std::chrono::milliseconds(cli.heartbeat_ms);
   options.query_timeout = std::chrono::seconds(cli.query_timeout_s);
-  return Farm::Start(options);
+  if (!UsesWorkerProcess(cli)) return {nullptr, Farm::Start(options)};
+  // FarmOptionProblem found the worker and checked the device.
+  const std::string worker = FindWorkerBinary();
+  if (options.bind.empty()) options.bind = "tcp://127.0.0.1:*";
+  options.min_workers = std::max(options.min_workers, 1);
+  std::unique_ptr<Farm> farm = Farm::Start(options);
+  std::vector<std::string> args{
+      "--backend", cli.device, "--connect",   LoopbackTo(farm->BoundEndpoint()),
+      "--id",      "local",    "--log-level", "warn"};
+  if (!cli.farm.curve_secret_key_file.empty()) {
+    throw Error(
+        "--worker-process does not carry CURVE keys to its child; start the worker "
+        "yourself with --curve-key and --curve-server-key");
+  }
+  auto process = std::make_unique<WorkerProcess>(worker, args);
+  spdlog::info("measuring through ios-worker process {} ({})", process->pid(), worker);
+  return {std::move(process), std::move(farm)};
 }
 
 void PrintWorkers(const Farm& farm) {
@@ -469,6 +523,10 @@ int main(int argc, char** argv) {
       app.add_option("--bind", cli.farm.bind,
                      "listen for ios-worker processes here, e.g. tcp://*:5555 (default: none, "
                      "embedded workers only)");
+  app.add_flag("--worker-process", cli.worker_process,
+               "measure through a child ios-worker process on --device (found beside "
+               "ios-coordinator) instead of in-process threads; the default for cuda without "
+               "--bind, since this process does not link CUDA");
   app.add_option("--local-workers", cli.local_workers,
                  "embedded worker threads on --device over inproc:// (default 1 without --bind, "
                  "0 with it)")

@@ -89,8 +89,12 @@ int main(int argc, char** argv) {
   CLI::App app{
       "ios-worker: measures candidate stages for ios-coordinator on one device. Start one per "
       "GPU; it reconnects when the coordinator restarts and runs until SIGINT/SIGTERM."};
-  app.add_option("--connect,-c", options.endpoint, "coordinator endpoint, e.g. tcp://host:5555")
-      ->required();
+  bool check_device = false;
+  app.add_option("--connect,-c", options.endpoint,
+                 "coordinator endpoint, e.g. tcp://host:5555 (required unless --check-device)");
+  app.add_flag("--check-device", check_device,
+               "open the --backend's device, print its name and fingerprint, and exit: 0 when it "
+               "works, 1 with the reason when not");
   app.add_option("--backend", backend_name,
                  "measurement backend: cpu[,threads=N][,cache=cold|warm] (this machine's CPU on "
                  "oneDNN, N threads per stage, default every core; cache=cold, the default, "
@@ -143,6 +147,22 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e [%l] %v");
   if (curve_server_key.empty() != curve_key.empty()) {
     std::fprintf(stderr, "ios-worker: error: --curve-server-key and --curve-key go together\n");
+    return 2;
+  }
+  if (check_device) {
+    try {
+      const std::unique_ptr<worker::Backend> backend = OpenBackend(backend_name, backend_options);
+      const DeviceInfo& device = backend->Device();
+      std::printf("device: %s%s\nfingerprint: %s\n", device.name.c_str(),
+                  device.simulated ? " (simulated)" : "", device.fingerprint.c_str());
+      return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ios-worker: error: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (options.endpoint.empty()) {
+    std::fprintf(stderr, "ios-worker: error: --connect is required (or --check-device)\n");
     return 2;
   }
   if (const std::string problem =

@@ -82,7 +82,10 @@ TEST_F(FarmCliTest, CoordinatorWithAnUnusableDeviceSaysSoInOneLineAndExitsWithTw
   const CliResult search =
       Run(kCoordinator, "--model squeezenet --db ok.db -q --out s.json --device sim:v100");
   ASSERT_EQ(search.exit_code, 0) << search.err;
+  // cuda is unusable wherever no GPU (or no driver) is: most machines, CI.
+  const bool have_gpu = Run(kWorker, "--backend cuda --check-device").exit_code == 0;
   for (const std::string device : {"v100", "cuda", "cpu,threads=x", "sim", ""}) {
+    if (device == "cuda" && have_gpu) continue;
     for (const std::string mode : {"--model squeezenet", "--evaluate s.json"}) {
       const std::string what = mode + " --device '" + device + "'";
       const CliResult r = Run(kCoordinator, mode + " --db x.db --device " + ShellQuote(device));
@@ -123,6 +126,38 @@ TEST_F(FarmCliTest, WorkerRefusesAnEndpointItCannotConnectTo) {
     ExpectOneLineRefusal(r, 2, {"ios-worker: error: --connect '" + std::string(endpoint) + "'"},
                          endpoint);
   }
+}
+
+// Issue 10: ios-worker --check-device opens the device and says what it is,
+// or why not; without it, --connect is required.
+TEST_F(FarmCliTest, WorkerChecksItsDeviceOrRequiresAnEndpoint) {
+  const CliResult ok = Run(kWorker, "--backend sim:k80 --check-device");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("device: sim:k80 (simulated)"));
+  EXPECT_THAT(ok.out, HasSubstr("fingerprint: sim-model-v1|gpu=k80"));
+  const CliResult bad = Run(kWorker, "--backend cuda,math=fp16 --check-device");
+  ExpectOneLineRefusal(bad, 1, {"ios-worker: error:", "math must be fp32 or tf32"}, "cuda math");
+  const CliResult none = Run(kWorker, "--backend sim:v100");
+  ExpectOneLineRefusal(none, 2, {"--connect is required"}, "no endpoint");
+}
+
+// Issue 10: a search can measure through a child ios-worker process (the
+// way a cuda search without --bind runs, since the coordinator does not
+// link CUDA); the child serves it and is gone when the search ends.
+TEST_F(FarmCliTest, ASearchMeasuresThroughAChildWorkerProcess) {
+  const CliResult r =
+      Run(kCoordinator, "--model squeezenet --device sim:v100 --worker-process --db child.db");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("measuring through ios-worker process"));
+  EXPECT_THAT(r.out, HasSubstr("local"));  // the workers table names the child
+  EXPECT_THAT(r.out, HasSubstr("sim:v100"));
+  // A device the child cannot open is refused before the search, in one line.
+  const CliResult bad =
+      Run(kCoordinator, "--model squeezenet --device cuda,math=fp16 --db child.db");
+  ExpectOneLineRefusal(bad, 2,
+                       {"--device 'cuda,math=fp16': the local ios-worker cannot measure on it",
+                        "math must be fp32 or tf32"},
+                       "cuda child");
 }
 
 // Issue 7 item 9f: "signal 15: stopping" used to precede every configuration error.
