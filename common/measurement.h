@@ -53,6 +53,9 @@ struct MeasureResult {
   int samples = 0;       // number of timed runs
   MeasureError error = MeasureError::kNone;
   std::string error_message;
+  //! What the backend chose to run the stage, for the record (cuda: each
+  //! convolution's algorithm and math); empty when there is nothing to say.
+  std::string detail;
   bool ok() const { return error == MeasureError::kNone; }
 };
 

@@ -101,6 +101,8 @@ std::vector<Row> ParseRows(const std::string& text, const std::string& source) {
     row.result.spread_ms = reader.Number("spread_ms", !ok);
     row.result.samples = static_cast<int>(reader.Whole("samples", 0));
     row.result.error_message = reader.Text("error_message", true);
+    // Exports of schema 2 have no detail.
+    if (document[i].contains("detail")) row.result.detail = reader.Text("detail", true);
     if (row.stage_key.empty()) reader.Fail("stage_key", "a canonical stage key");
     if (row.device.fingerprint.empty()) reader.Fail("device_fingerprint", "a fingerprint");
     if (ok && !(row.result.median_ms >= 0)) reader.Fail("median_ms", "a latency >= 0");

@@ -54,7 +54,7 @@ Statements::Statements(sqlite3* db)
                       "ON CONFLICT(settings_key) DO NOTHING"),
       settings_id(db, "SELECT id FROM settings WHERE settings_key = ?1"),
       lookup(db,
-             "SELECT m.median_ms, m.spread_ms, m.samples, m.error, m.error_message "
+             "SELECT m.median_ms, m.spread_ms, m.samples, m.error, m.error_message, m.detail "
              "FROM measurements m JOIN stages s ON s.id = m.stage_id "
              "WHERE m.stage_id = ?1 AND s.key_check = ?2 "
              "AND m.device_id = (SELECT id FROM devices WHERE fingerprint = ?3) "
@@ -62,18 +62,20 @@ Statements::Statements(sqlite3* db)
              "AND m.settings_id = (SELECT id FROM settings WHERE settings_key = ?5)"),
       slice(db,
             "SELECT m.stage_id, s.key_check, m.median_ms, m.spread_ms, m.samples, m.error, "
-            "m.error_message FROM measurements m JOIN stages s ON s.id = m.stage_id "
+            "m.error_message, m.detail FROM measurements m JOIN stages s ON s.id = m.stage_id "
             "WHERE m.device_id = (SELECT id FROM devices WHERE fingerprint = ?1) "
             "AND m.batch_size = ?2 "
             "AND m.settings_id = (SELECT id FROM settings WHERE settings_key = ?3)"),
       store(db,
             "INSERT INTO measurements(stage_id, device_id, batch_size, settings_id, "
-            "median_ms, spread_ms, samples, error, error_message, measured_at) "
-            "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, CAST(strftime('%s', 'now') AS INTEGER)) "
+            "median_ms, spread_ms, samples, error, error_message, detail, measured_at) "
+            "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+            "CAST(strftime('%s', 'now') AS INTEGER)) "
             "ON CONFLICT(stage_id, device_id, batch_size, settings_id) DO UPDATE SET "
             "median_ms = excluded.median_ms, spread_ms = excluded.spread_ms, "
             "samples = excluded.samples, error = excluded.error, "
-            "error_message = excluded.error_message, measured_at = excluded.measured_at"),
+            "error_message = excluded.error_message, detail = excluded.detail, "
+            "measured_at = excluded.measured_at"),
       record_search(db,
                     "INSERT INTO searches(model, device_fingerprint, batch_size, "
                     "settings_json, schedule_json, latency_ms, stages_measured, "
@@ -105,7 +107,7 @@ Statements::Statements(sqlite3* db)
 std::string Statements::MeasurementsSql(const std::string& filter) {
   return "SELECT ios_stage_key(s.text) AS stage_key, ios_stage_description(s.text), d.name, "
          "m.batch_size, st.settings_key, m.median_ms, m.spread_ms, m.samples, m.error, "
-         "m.error_message, strftime('%Y-%m-%dT%H:%M:%SZ', m.measured_at, 'unixepoch'), "
+         "m.error_message, m.detail, strftime('%Y-%m-%dT%H:%M:%SZ', m.measured_at, 'unixepoch'), "
          "d.fingerprint, d.backend FROM measurements m "
          "JOIN stages s ON s.id = m.stage_id "
          "JOIN devices d ON d.id = m.device_id "
@@ -120,6 +122,7 @@ MeasureResult ReadResult(const sqlite::Cursor& cursor, int first) {
   result.samples = static_cast<int>(cursor.Int(first + 2));
   if (!cursor.IsNull(first + 3)) result.error = ErrorFromText(cursor.Text(first + 3));
   result.error_message = cursor.Text(first + 4);
+  result.detail = cursor.Text(first + 5);
   return result;
 }
 

@@ -24,8 +24,8 @@ struct Statements {
       model_measurements;
 };
 
-//! Reads columns [first, first + 5) laid out as median, spread, samples,
-//! error, error_message.
+//! Reads columns [first, first + 6) laid out as median, spread, samples,
+//! error, error_message, detail.
 MeasureResult ReadResult(const sqlite::Cursor& cursor, int first);
 
 }  // namespace ios::db::detail

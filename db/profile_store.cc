@@ -177,7 +177,8 @@ class SqliteProfileStore final : public ProfileStore {
           .BindReal(5, result.median_ms)
           .BindReal(6, result.spread_ms)
           .BindInt(7, result.samples)
-          .BindText(9, result.error_message);
+          .BindText(9, result.error_message)
+          .BindText(10, result.detail);
       if (result.ok()) {
         cursor.BindNull(8);
       } else {
@@ -369,9 +370,9 @@ class SqliteProfileStore final : public ProfileStore {
       row.batch_size = static_cast<int>(cursor.Int(3));
       row.settings_key = cursor.Text(4);
       row.result = ReadResult(cursor, 5);
-      row.measured_at = cursor.Text(10);
-      row.device_fingerprint = cursor.Text(11);
-      row.device_backend = cursor.Text(12);
+      row.measured_at = cursor.Text(11);
+      row.device_fingerprint = cursor.Text(12);
+      row.device_backend = cursor.Text(13);
     }
     return rows;
   }
@@ -468,9 +469,10 @@ class SqliteProfileStore final : public ProfileStore {
           if (now.version == kSchemaVersion) return;
           if (now.blank()) {
             CreateSchema(db());
-          } else if (now.version == 1) {
-            MigrateV1ToV2(db());
-            migrated = true;
+          } else if (now.version == 1 || now.version == 2) {
+            if (now.version == 1) MigrateV1ToV2(db());
+            MigrateV2ToV3(db());
+            migrated = now.version == 1;  // only version 1's rewrite leaves space to give back
           } else {
             throw Error(path_ + " has profiling DB schema version " + std::to_string(now.version) +
                         ", which this build cannot upgrade");

@@ -170,10 +170,16 @@ void RegisterStageFunctions(sqlite3* db) {
   }
 }
 
+// Version 3 adds what the backend chose to run a stage (cuda: convolution
+// algorithms) to each measurement; older rows have none.
+constexpr const char* kMigrateV2ToV3 =
+    "ALTER TABLE measurements ADD COLUMN detail TEXT NOT NULL DEFAULT ''";
+
 void CreateSchema(sqlite3* db) {
   sqlite::Exec(db, kDevicesTable);
   sqlite::Exec(db, StageTablesV2("").c_str());
   sqlite::Exec(db, kSearchesTable);
+  MigrateV2ToV3(db);
   sqlite::Exec(db, ("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
 }
 
@@ -181,5 +187,7 @@ void MigrateV1ToV2(sqlite3* db) {
   sqlite::Exec(db, StageTablesV2("_v2").c_str());
   sqlite::Exec(db, kMigrateV1ToV2);
 }
+
+void MigrateV2ToV3(sqlite3* db) { sqlite::Exec(db, kMigrateV2ToV3); }
 
 }  // namespace ios::db

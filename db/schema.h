@@ -11,7 +11,7 @@ namespace ios::db {
 
 // "IOSF": marks a file as an ios-farm profiling DB (PRAGMA application_id).
 inline constexpr int64_t kApplicationId = 0x494F5346;
-inline constexpr int64_t kSchemaVersion = 2;
+inline constexpr int64_t kSchemaVersion = 3;
 
 //! Registers ios_stage_id(key), ios_stage_check(key), ios_pack_stage(key,
 //! description), ios_stage_key(text) and ios_stage_description(text) on
@@ -26,5 +26,9 @@ void CreateSchema(sqlite3* db);
 //! key enforcement off (it drops and renames tables others refer to).
 //! Throws when two stored keys collide: nothing changes then.
 void MigrateV1ToV2(sqlite3* db);
+
+//! Version 2 to 3 in place (measurements gain `detail`), inside the
+//! caller's transaction.
+void MigrateV2ToV3(sqlite3* db);
 
 }  // namespace ios::db

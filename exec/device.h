@@ -56,6 +56,10 @@ class PreparedProgram {
   //! flush is not timed. Stage measurement uses this; a device without the
   //! notion (or told to measure warm) runs TimedRuns.
   virtual double TimedColdRuns(int runs) { return TimedRuns(runs); }
+  //! What the device chose to run the program, for the record with its
+  //! measurements (cuda: each convolution's algorithm and math); empty when
+  //! there is nothing to say.
+  virtual std::string Detail() const { return {}; }
   //! Whether the device can record the whole program once and replay it
   //! (CUDA graphs); see TimedReplays.
   virtual bool CanReplay() const { return false; }

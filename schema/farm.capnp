@@ -197,6 +197,9 @@ struct StageResult {
       medianMs @1 :Float64;
       spreadMs @2 :Float64;
       samples @3 :Int32;
+      # What the backend chose to run the stage (cuda: convolution
+      # algorithms); empty from older workers.
+      detail @6 :Text;
     }
     error :group {
       kind @4 :ErrorKind;

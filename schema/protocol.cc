@@ -219,6 +219,9 @@ void WriteResult(wire::StageResult::Builder out, const StageResult& result) {
     ok.setMedianMs(r.median_ms);
     ok.setSpreadMs(r.spread_ms);
     ok.setSamples(r.samples);
+    // Absent rather than empty: frames without a detail stay byte for byte
+    // what older workers send.
+    if (!r.detail.empty()) SetProse(r.detail, [&](unsigned size) { return ok.initDetail(size); });
   } else {
     auto error = out.initError();
     error.setKind(ToWire(kErrorKinds, r.error));
@@ -388,6 +391,7 @@ StageResult ReadResult(wire::StageResult::Reader in) {
       r.median_ms = ok.getMedianMs();
       r.spread_ms = ok.getSpreadMs();
       r.samples = ok.getSamples();
+      r.detail = ReadText(ok.getDetail());
       return result;
     }
     case wire::StageResult::ERROR: {

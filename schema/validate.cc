@@ -237,6 +237,7 @@ void Check(const StageResult& result) {
       Fail("result.ok.spreadMs", std::to_string(r.spread_ms) + " is not a finite time >= 0");
     }
     if (r.samples < 0) Fail("result.ok.samples", std::to_string(r.samples) + " is negative");
+    CheckText(r.detail, "result.ok.detail");
   } else {
     CheckText(r.error_message, "result.error.message");
   }

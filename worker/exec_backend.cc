@@ -48,7 +48,10 @@ class ExecBackend : public Backend {
                         exec::SeededValues(
                             static_cast<size_t>(batch_size) * shape.c * shape.h * shape.w, i + 1));
       }
-      return exec::RunProtocol(settings, [&](int runs) { return prepared->TimedColdRuns(runs); });
+      MeasureResult result =
+          exec::RunProtocol(settings, [&](int runs) { return prepared->TimedColdRuns(runs); });
+      result.detail = prepared->Detail();
+      return result;
     } catch (const exec::DeviceLostError& e) {
       lost_ = true;
       return Failure(e.kind(), e.what());

@@ -1,4 +1,8 @@
-// Schema version 2 (compact stage keys): a version 1 file written by the
+// Schema version 3 (a detail per measurement) over version 2 (compact stage
+// keys): a version 2 file written by the previous build
+// (tests/data/profile_v2.db: a tiny model on sim:v100, measured exhaustively,
+// and on sim:k80 at batch 2) keeps every measurement and gains an empty
+// detail. Version 2 over 1: a version 1 file written by the
 // previous build (tests/data/profile_v1.db: a SqueezeNet search on sim:v100,
 // 21 stored out-of-memory failures of a tiny model on sim:k80, one recorded
 // search) is upgraded in place by a coordinator's open and keeps every
@@ -7,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -101,7 +106,7 @@ TEST_F(ProfileStoreMigrationTest, AVersionOneFileKeepsEveryMeasurementAfterTheUp
     ProfileStore::Open(path_.string(), read_only);
     ADD_FAILURE() << "a version 1 file opened read-only";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("upgrade it to version 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("upgrade it to version 3"), std::string::npos) << e.what();
   }
 
   auto store = ProfileStore::Open(path_.string());
@@ -144,9 +149,9 @@ TEST_F(ProfileStoreMigrationTest, AVersionOneFileKeepsEveryMeasurementAfterTheUp
   EXPECT_EQ(stats.failed_measurements, 21);
   EXPECT_EQ(stats.searches, 1);
   // The space of the old keys is given back; closing checkpoints the WAL
-  // into the file, whose header then says version 2.
+  // into the file, whose header then says version 3 (1 -> 2 -> 3).
   store.reset();
-  EXPECT_EQ(ReadHeaderField(path_, kUserVersionOffset), 2u);
+  EXPECT_EQ(ReadHeaderField(path_, kUserVersionOffset), 3u);
   EXPECT_LT(fs::file_size(path_), old_size);
   // Opening again changes nothing.
   auto again = ProfileStore::Open(path_.string());
@@ -254,6 +259,71 @@ TEST(StageTextTest, ACollidingKeyIsRefusedNotMixed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("collides"), std::string::npos) << e.what();
   }
+}
+
+// Version 2 to 3: every measurement is kept as it was, with an empty
+// detail; new measurements store theirs; ios-db refuses the file until a
+// coordinator has upgraded it.
+TEST(ProfileStoreV2MigrationTest, AVersionTwoFileKeepsEveryMeasurementAndGainsDetails) {
+  ::ios::testing::TempDir dir("ios_migration_v2");
+  const fs::path path = dir.path() / "v2.db";
+  fs::copy_file(fs::path(IOS_TEST_DATA_DIR) / "profile_v2.db", path);
+  ASSERT_EQ(ReadHeaderField(path, kUserVersionOffset), 2u);
+  // The v2 rows as plain SQLite reads them.
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, std::tuple<double, double, int64_t>>
+      before;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* statement = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db,
+                                 "SELECT stage_id, device_id, batch_size, settings_id, median_ms, "
+                                 "spread_ms, samples FROM measurements",
+                                 -1, &statement, nullptr),
+              SQLITE_OK);
+    while (sqlite3_step(statement) == SQLITE_ROW) {
+      before[{sqlite3_column_int64(statement, 0), sqlite3_column_int64(statement, 1),
+              sqlite3_column_int64(statement, 2), sqlite3_column_int64(statement, 3)}] = {
+          sqlite3_column_double(statement, 4), sqlite3_column_double(statement, 5),
+          sqlite3_column_int64(statement, 6)};
+    }
+    sqlite3_finalize(statement);
+    sqlite3_close(db);
+  }
+  ASSERT_EQ(before.size(), 39u);
+  OpenOptions read_only;
+  read_only.mode = OpenMode::kReadOnly;
+  EXPECT_THROW(ProfileStore::Open(path.string(), read_only), Error);
+
+  auto store = ProfileStore::Open(path.string());
+  const std::vector<MeasurementRow> rows = store->Measurements("");
+  ASSERT_EQ(rows.size(), before.size());
+  for (const MeasurementRow& row : rows) {
+    EXPECT_EQ(row.result.detail, "") << row.stage_key;
+    const auto stored =
+        store->Lookup({row.stage_key, row.device_fingerprint, row.batch_size, row.settings_key});
+    ASSERT_TRUE(stored.has_value());
+    EXPECT_EQ(stored->median_ms, row.result.median_ms);
+  }
+  // The same medians, bit for bit.
+  std::vector<double> medians_before, medians_after;
+  for (const auto& [key, value] : before) medians_before.push_back(std::get<0>(value));
+  for (const MeasurementRow& row : rows) medians_after.push_back(row.result.median_ms);
+  std::sort(medians_before.begin(), medians_before.end());
+  std::sort(medians_after.begin(), medians_after.end());
+  EXPECT_EQ(medians_after, medians_before);
+  // A new measurement keeps its detail.
+  MeasurementKey key{rows.front().stage_key, rows.front().device_fingerprint, 7,
+                     rows.front().settings_key};
+  MeasureResult result;
+  result.median_ms = 1.25;
+  result.samples = 36;
+  result.detail = "cudnn conv algo 1/fma";
+  store->Store(key, result);
+  EXPECT_EQ(store->Lookup(key)->detail, "cudnn conv algo 1/fma");
+  store.reset();
+  EXPECT_EQ(ReadHeaderField(path, kUserVersionOffset), 3u);
+  EXPECT_NO_THROW(ProfileStore::Open(path.string(), read_only));
 }
 
 }  // namespace

@@ -12,10 +12,11 @@ for tool in coordinator/ios-coordinator db/ios-db; do
     exit 1
   fi
 done
-# ...while ios-worker does, when this build has the cuda backend.
-if grep -q '^IOS_HAVE_CUDA_BACKEND:INTERNAL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null ||
-  ldd "$BUILD/worker/ios-worker" | grep -q libcudart; then
-  ldd "$BUILD/worker/ios-worker" | grep -q libcudnn || { echo "FAIL: ios-worker lacks cuDNN" >&2; exit 1; }
+# ...while ios-worker does, when this build has the cuda backend. (ldd's
+# output is read whole: grep -q closing the pipe early would fail it.)
+worker_libs="$(ldd "$BUILD/worker/ios-worker")"
+if grep -q libcudart <<<"$worker_libs"; then
+  grep -q libcudnn <<<"$worker_libs" || { echo "FAIL: ios-worker lacks cuDNN" >&2; exit 1; }
   echo "PASS: ios-coordinator and ios-db link no CUDA; ios-worker links the CUDA runtime and cuDNN"
 else
   echo "PASS: ios-coordinator and ios-db link no CUDA (this build has no cuda backend)"

@@ -71,6 +71,15 @@ TEST(ProtocolTest, OkResultRoundTripsExactly) {
   EXPECT_EQ(got.result.median_ms, sent.result.median_ms);  // bit-exact doubles
   EXPECT_EQ(got.result.spread_ms, sent.result.spread_ms);
   EXPECT_EQ(got.result.samples, sent.result.samples);
+  EXPECT_EQ(got.result.detail, "");
+}
+
+TEST(ProtocolTest, AResultCarriesWhatTheBackendChoseToRunIt) {
+  StageResult sent = SampleResult();
+  sent.result.detail = "cudnn conv algo 1/fma,6/tensor_op";
+  EXPECT_EQ(RoundTrip(sent).result.detail, sent.result.detail);
+  sent.result.detail = std::string(100000, 'd');  // cut like any text for people
+  EXPECT_EQ(RoundTrip(sent).result.detail, std::string(4096, 'd'));
 }
 
 TEST(ProtocolTest, EveryErrorKindRoundTripsWithItsMessage) {

@@ -226,6 +226,21 @@ class CudaPreparedProgram : public exec::PreparedProgram {
 
   bool CanReplay() const override { return true; }
 
+  //! "cudnn conv algo 1/fma,0/fma": each convolution's algorithm (cuDNN's
+  //! cudnnConvolutionFwdAlgo_t number) and math, in program order.
+  std::string Detail() const override {
+    if (chosen_.empty()) return {};
+    std::string text = "cudnn conv algo ";
+    for (size_t i = 0; i < chosen_.size(); ++i) {
+      text += i ? "," : "";
+      text += std::to_string(chosen_[i].algo);
+      text += chosen_[i].math == cuda::MathType::kFma       ? "/fma"
+              : chosen_[i].math == cuda::MathType::kDefault ? "/default"
+                                                            : "/tensor_op";
+    }
+    return text;
+  }
+
   double TimedReplays(int runs) override {
     if (!graph_exec_.get()) Capture();
     return Timed([&] {
@@ -421,6 +436,7 @@ class CudaPreparedProgram : public exec::PreparedProgram {
     const cuda::AlgoResult algo = ChooseAlgorithm(context, x_layout, x, input, w, filter, kernel,
                                                   geometry, conv, y_layout, y, output, where);
     Checked(api_.SetConvolutionMath(conv, algo.math), where + ": the chosen algorithm's math");
+    chosen_.push_back(algo);
     context.workspace_needed = std::max(context.workspace_needed, algo.workspace_bytes);
     const cuda::DnnHandle dnn = context.dnn.get();
     StreamContext* ctx = &context;  // contexts_ is a deque: the address stays
@@ -692,6 +708,7 @@ class CudaPreparedProgram : public exec::PreparedProgram {
   std::deque<OwnedPooling> pools_;
   std::deque<OwnedOpTensor> ops_;
   std::vector<CompiledStage> stages_;
+  std::vector<cuda::AlgoResult> chosen_;  // per convolution step, in program order
   OwnedGraph graph_;
   OwnedGraphExec graph_exec_;
 };

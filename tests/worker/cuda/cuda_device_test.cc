@@ -582,6 +582,8 @@ TEST(CudaDeviceTest, ABackendOnTheDeviceMeasuresWithTheSharedProtocol) {
   ASSERT_TRUE(result.ok()) << result.error_message;
   EXPECT_DOUBLE_EQ(result.median_ms, 2.0);
   EXPECT_EQ(result.samples, 6);
+  // The algorithm chosen (the first that ran, 1) goes on the record.
+  EXPECT_EQ(result.detail, "cudnn conv algo 1/fma");
   ExpectNoViolations(*journal);
 }
 
