@@ -278,6 +278,11 @@ class FarmRouter {
       spdlog::log(address == "inproc" ? spdlog::level::debug : spdlog::level::info,
                   "worker {} joined from {}: {}{}, capacity {}", hello.worker_id, address,
                   hello.device.name, hello.device.simulated ? " (simulated)" : "", hello.capacity);
+      std::string properties;
+      for (const auto& [key, value] : hello.properties) {
+        properties += (properties.empty() ? "" : ", ") + key + "=" + value;
+      }
+      spdlog::debug("worker {} properties: {}", hello.worker_id, properties);
     } else {
       spdlog::warn(
           "worker {} joined from {} with device {} ({}): it does not serve '{}' and "

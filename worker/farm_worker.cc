@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -151,6 +152,17 @@ struct Worker::Impl {
     hello.worker_id = options.worker_id;
     hello.device = backend->Device();
     hello.properties = {{"pid", std::to_string(getpid())}};
+    // The device's figures, as its fingerprint lists them ("gpu=...|cc=8.0|
+    // sms=108|...|driver=...|cudnn=..."), for the coordinator's logs.
+    const std::string& fingerprint = hello.device.fingerprint;
+    for (size_t begin = 0; begin < fingerprint.size();) {
+      const size_t end = std::min(fingerprint.find('|', begin), fingerprint.size());
+      const std::string field = fingerprint.substr(begin, end - begin);
+      if (const size_t equals = field.find('='); equals != std::string::npos && equals > 0) {
+        hello.properties.emplace_back(field.substr(0, equals), field.substr(equals + 1));
+      }
+      begin = end + 1;
+    }
     hello.capacity = static_cast<uint32_t>(options.capacity);
     hello.heartbeat_ms = static_cast<uint32_t>(options.heartbeat.count());
     hello.software = std::string("ios-worker ") + IOS_FARM_VERSION;

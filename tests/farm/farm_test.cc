@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <future>
+#include <map>
 #include <mutex>
 #include <random>
 #include <set>
@@ -606,6 +607,23 @@ TEST(FarmTest, AWorkerWhoseDeviceIsLostAnswersThenStopsWithAnError) {
   ASSERT_TRUE(done) << "the worker went on after losing its device";
   EXPECT_NE(error.find("the device was lost"), std::string::npos) << error;
   EXPECT_NE(error.find("illegal address"), std::string::npos) << error;
+}
+
+// Issue 10: a worker's hello carries its device's figures as properties
+// (what its fingerprint lists: for cuda the GPU, compute capability, SMs,
+// memory, clocks, driver, runtime and cuDNN versions, math mode).
+TEST(FarmTest, AWorkersHelloListsItsDevicesFiguresAsProperties) {
+  net::Context context;
+  Peer coordinator(context, zmq::socket_type::router);
+  const std::string endpoint = coordinator.BindLoopback();
+  WorkerThread worker(context, endpoint, "sim:a100", /*heartbeat=*/5s);
+  const auto hello = coordinator.ReceiveA<schema::Hello>(5s);
+  ASSERT_TRUE(hello.has_value());
+  std::map<std::string, std::string> properties(hello->properties.begin(), hello->properties.end());
+  EXPECT_EQ(properties["gpu"], "a100");
+  EXPECT_EQ(properties["sm"], "108");
+  EXPECT_EQ(properties["launch_us"], "4");
+  EXPECT_FALSE(properties["pid"].empty());
 }
 
 // Issue 7 item 9a: a worker keeps one routing id for its life, so the
