@@ -169,6 +169,10 @@ class CudaPreparedProgram : public exec::PreparedProgram {
     UploadWeights(program);
     CreateStreams(program);
     Compile(program);
+    // The search's scratch is not needed to run: give it back before the
+    // workspaces the chosen algorithms need are allocated.
+    find_workspace_ = DeviceMemory();
+    find_workspace_bytes_ = 0;
     for (StreamContext& context : contexts_) {
       if (context.workspace_needed == 0) continue;
       context.workspace = Allocate(api_, context.workspace_needed, "a convolution workspace");
@@ -494,7 +498,7 @@ class CudaPreparedProgram : public exec::PreparedProgram {
     if (known != state_->algorithms.end()) return known->second;
     std::vector<cuda::AlgoResult> results;
     if (exhaustive) {
-      if (!find_workspace_.get() && find_workspace_bytes_ == 0) AllocateFindWorkspace(cap);
+      if (!find_workspace_tried_) AllocateFindWorkspace(cap);
       Checked(api_.FindConvolutionAlgorithms(context.dnn.get(), x, input, filter, kernel, conv, y,
                                              output, find_workspace_.get(), find_workspace_bytes_,
                                              results),
@@ -520,6 +524,7 @@ class CudaPreparedProgram : public exec::PreparedProgram {
   //! The scratch the algorithm search may use: the cap, or as much of it as
   //! the GPU gives (halving down to 1 MiB, then none). Freed after prepare.
   void AllocateFindWorkspace(size_t cap) {
+    find_workspace_tried_ = true;
     for (size_t bytes = cap; bytes >= (size_t{1} << 20); bytes /= 2) {
       void* pointer = nullptr;
       const cuda::Status status = api_.Malloc(bytes, pointer);
@@ -697,8 +702,9 @@ class CudaPreparedProgram : public exec::PreparedProgram {
   std::deque<std::string> labels_;  // one per step, in program order
   std::vector<DeviceMemory> slots_;
   std::deque<Weights> weights_;
-  DeviceMemory find_workspace_;
+  DeviceMemory find_workspace_;  // only while preparing
   size_t find_workspace_bytes_ = 0;
+  bool find_workspace_tried_ = false;
   std::deque<StreamContext> contexts_;  // [0]: the origin stream
   OwnedEvent fork_, start_, end_;
   std::deque<OwnedTensor> tensors_;

@@ -249,7 +249,14 @@ TEST(CudaDeviceTest, AlgorithmsThatFailedOrNeedTooMuchWorkspaceAreSkippedAndFoun
   const exec::Program program = exec::StageProgram(net.Spec(Strategy::kParallel, {{"conv3"}}));
   auto journal = std::make_shared<Journal>();
   auto device = Device(journal);
-  device->Prepare(program, 1)->TimedRuns(1);
+  {
+    auto prepared = device->Prepare(program, 1);
+    // The search's 256 MiB scratch is given back once prepared: what stays
+    // is storage, weights and the chosen algorithm's 1 MiB.
+    EXPECT_GT(journal->live_bytes, int64_t{1} << 20);
+    EXPECT_LT(journal->live_bytes, int64_t{4} << 20);
+    prepared->TimedRuns(1);
+  }
   ASSERT_FALSE(journal->ops.empty());
   EXPECT_EQ(journal->ops.back().algo, 1) << "algorithm 7 failed; 1 is the first that runs";
   EXPECT_EQ(journal->finds, 1);

@@ -178,6 +178,7 @@ Status RecordingApi::Malloc(size_t bytes, void*& pointer) {
   OutsideRegions("cudaMalloc");
   pointer = reinterpret_cast<void*>(next_address_);
   memory_[next_address_] = {bytes};
+  journal_->live_bytes += static_cast<int64_t>(bytes);
   journal_->live[pointer] = "memory";
   next_address_ += (bytes + 4095) / 4096 * 4096 + 4096;  // a gap between allocations
   return Ok();
@@ -185,7 +186,11 @@ Status RecordingApi::Malloc(size_t bytes, void*& pointer) {
 
 Status RecordingApi::Free(void* pointer) {
   const Status status = Destroy(pointer, "memory", "cudaFree");
-  if (status.ok()) memory_.erase(reinterpret_cast<uintptr_t>(pointer));
+  if (status.ok()) {
+    const auto it = memory_.find(reinterpret_cast<uintptr_t>(pointer));
+    journal_->live_bytes -= static_cast<int64_t>(it->second.bytes);
+    memory_.erase(it);
+  }
   return status;
 }
 

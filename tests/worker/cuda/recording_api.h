@@ -41,6 +41,7 @@ struct Journal {
   std::vector<OpRecord> ops;            // enqueued work, in order
   std::map<void*, std::string> live;    // objects and allocations alive now
   int finds = 0;                        // algorithm searches run
+  int64_t live_bytes = 0;               // device memory allocated now
   int launches = 0;                     // graph launches
 
   // ---- What the fake answers --------------------------------------------
