@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# The cuda backend's benchmark table (docs/gpu.md, "First run on a GPU"): for
-# each model and batch size, a search on the GPU through one ios-worker
-# (lazy measurement, fresh DB), then ios-run of the sequential, greedy and
-# IOS schedules on the GPU with --check and --cuda-graph. Prints markdown
-# rows for docs/benchmarks.md; needs a GPU and says so in one line without.
-#   bash bench/gpu_suite.sh [MODELS] [BATCHES] [GPU]
-#   defaults: "squeezenet inception_v3" "1 8" 0
-# BIN (default build) names the build directory.
+# The cuda backend's benchmark table (docs/gpu.md, "First run on a GPU"). For
+# each model and batch size: searches on the GPU through one ios-worker
+# (lazy measurement, one DB for all) with strategy both, parallel and merge;
+# then ios-run on the GPU of the sequential, greedy, IOS-Merge, IOS-Parallel
+# and IOS-Both schedules (IOS-Both also as a CUDA graph, with --check); and,
+# where a CUDA build of PyTorch is installed, PyTorch eager and
+# torch.cuda.graphs replay of the same network (Inception V3, SqueezeNet).
+# Prints a markdown table for docs/benchmarks.md; without a GPU it says so in
+# one line and exits 1.
+#   bash bench/gpu_suite.sh [CASES] [GPU]
+#   CASES: "model:batch ...", default every zoo model at batch 1 and
+#          Inception V3 at 16, 32, 64 and 128
+# BIN (default build) names the build directory; RUNS (default 50) the
+# timed end-to-end runs; DEVICE (default cuda:GPU) the device, e.g. cpu to
+# try the script itself on a machine without a GPU (no CUDA graphs then).
 set -euo pipefail
 
-read -r -a MODELS <<<"${1:-squeezenet inception_v3}"
-read -r -a BATCHES <<<"${2:-1 8}"
-GPU="${3:-0}"
+read -r -a CASES <<<"${1:-squeezenet:1 inception_v3:1 nasnet:1 randwire:1 inception_v3:16 inception_v3:32 inception_v3:64 inception_v3:128}"
+GPU="${2:-0}"
+RUNS="${RUNS:-50}"
+DEVICE="${DEVICE:-cuda:$GPU}"
+graph=()
+if [[ "$DEVICE" == cuda* ]]; then graph=(--cuda-graph); fi
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${BIN:-$ROOT/build}"
 WORK="$(mktemp -d)"
@@ -22,47 +32,75 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if ! "$BIN/run/ios-run" --model squeezenet --device "cuda:$GPU" --runs 1 --warmup 0 --no-predict \
-  >/dev/null 2>"$WORK/probe"; then
-  echo "gpu_suite: no usable GPU: $(tail -n 1 "$WORK/probe")" >&2
+if ! "$BIN/worker/ios-worker" --backend "$DEVICE" --check-device >"$WORK/device" 2>"$WORK/probe"; then
+  echo "gpu_suite: no usable device $DEVICE: $(tail -n 1 "$WORK/probe")" >&2
   exit 1
+fi
+torch_gpu=false
+if [[ "$DEVICE" == cuda* ]] &&
+  /usr/bin/python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  torch_gpu=true
 fi
 
 port=$((20000 + RANDOM % 20000))
-"$BIN/worker/ios-worker" --backend "cuda:$GPU" --connect "tcp://127.0.0.1:$port" --id "gpu$GPU" \
-  >"$WORK/worker.log" 2>&1 &
+"$BIN/worker/ios-worker" --backend "$DEVICE" --connect "tcp://127.0.0.1:$port" --id "bench" \
+  --log-level warn 2>"$WORK/worker.log" &
 worker=$!
+db="$WORK/gpu.db"
 
-field() {  # field FILE PYTHON-EXPRESSION-ON-d
+json() {  # json FILE PYTHON-EXPRESSION-ON-d
   /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
 }
 
-echo "cuda:$GPU ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i "$GPU" 2>/dev/null || echo unknown)); $(date -u '+%Y-%m-%d %H:%M UTC')"
+search() {  # search MODEL BATCH STRATEGY -> prints "seconds measured", writes the schedule
+  local start end
+  start=$(date +%s.%N)
+  "$BIN/coordinator/ios-coordinator" --model "$1" --batch "$2" --strategy "$3" --device "${DEVICE%%,*}" \
+    --bind "tcp://127.0.0.1:$port" --min-workers 1 --db "$db" --out "$WORK/$1-$2-$3.json" -q \
+    --log-level warn >/dev/null
+  end=$(date +%s.%N)
+  "$BIN/db/ios-db" --db "$db" searches --format json |
+    /usr/bin/python3 -c 'import json,sys; s=json.load(sys.stdin)[-1]; print(f"{float(sys.argv[2])-float(sys.argv[1]):.1f}", s["stages_measured"])' "$start" "$end"
+}
+
+run() {  # run OUT SCHEDULE-ARGS...: ios-run on the GPU, JSON into OUT
+  local out="$1"
+  shift
+  "$BIN/run/ios-run" --device "$DEVICE" --db "$db" --format json --runs "$RUNS" "$@" >"$out" ||
+    true
+}
+
+echo "$(sed -n 's/^device: //p' "$WORK/device"), $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
+echo "$(sed -n 's/^fingerprint: //p' "$WORK/device")"
 echo
-echo "| model | batch | schedule | search | stages measured | predicted | streams (median) | CUDA graph (median) | check |"
-echo "|---|---:|---|---:|---:|---:|---:|---:|---|"
-for model in "${MODELS[@]}"; do
-  for batch in "${BATCHES[@]}"; do
-    db="$WORK/$model.db"
-    schedule="$WORK/$model-$batch.json"
-    start=$(date +%s.%N)
-    "$BIN/coordinator/ios-coordinator" --model "$model" --batch "$batch" --device cuda \
-      --bind "tcp://127.0.0.1:$port" --min-workers 1 --db "$db" --out "$schedule" -q >/dev/null
-    search_s=$(/usr/bin/python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f} s')" \
-      "$start" "$(date +%s.%N)")
-    measured=$("$BIN/db/ios-db" --db "$db" searches --format json |
-      /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["stages_measured"])')
-    for which in sequential greedy ios; do
-      args=(--device "cuda:$GPU" --batch "$batch" --db "$db" --format json --runs 50 --check --cuda-graph)
-      if [[ "$which" == ios ]]; then args+=(--schedule "$schedule"); else args+=(--model "$model" --schedule "$which"); fi
-      out="$WORK/run.json"
-      "$BIN/run/ios-run" "${args[@]}" >"$out" || true
-      printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$model" "$batch" "$which" \
-        "$search_s" "$measured" \
-        "$(field "$out" 'f"{d[\"predicted_ms\"]:.3f} ms" if d["predicted_ms"] is not None else "-"')" \
-        "$(field "$out" 'f"{d[\"measured_ms\"][\"median\"]:.3f} ms"')" \
-        "$(field "$out" 'f"{d[\"replay_ms\"][\"median\"]:.3f} ms"')" \
-        "$(field "$out" '"passed" if d["check"]["passed"] else "FAILED"')"
-    done
-  done
+echo "| model | batch | search (both) | stages measured | sequential | greedy | IOS-Merge | IOS-Parallel | IOS-Both | IOS-Both graph | PyTorch eager | PyTorch graph | check |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+for case in "${CASES[@]}"; do
+  model="${case%%:*}"
+  batch="${case##*:}"
+  read -r search_s measured < <(search "$model" "$batch" both)
+  search "$model" "$batch" parallel >/dev/null
+  search "$model" "$batch" merge >/dev/null
+  run "$WORK/seq.json" --model "$model" --batch "$batch" --schedule sequential --no-predict
+  run "$WORK/greedy.json" --model "$model" --batch "$batch" --schedule greedy --no-predict
+  run "$WORK/merge.json" --batch "$batch" --schedule "$WORK/$model-$batch-merge.json" --no-predict
+  run "$WORK/parallel.json" --batch "$batch" --schedule "$WORK/$model-$batch-parallel.json" --no-predict
+  run "$WORK/both.json" --batch "$batch" --schedule "$WORK/$model-$batch-both.json" "${graph[@]}" --check
+  median() { json "$1" '"%.3f" % d["measured_ms"]["median"] if d.get("measured_ms") else "failed"'; }
+  eager="-" torch_graph="-"
+  if $torch_gpu && [[ "$model" == inception_v3 || "$model" == squeezenet ]]; then
+    /usr/bin/python3 "$ROOT/bench/pytorch_peer.py" --device cuda --model "$model" --batch "$batch" \
+      --mode eager,cuda_graph --runs "$RUNS" >"$WORK/torch.jsonl" 2>"$WORK/torch.err" || true
+    eager=$(/usr/bin/python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; print(next((x["measured_ms"]["median"] for x in r if x["mode"]=="eager"), "-"))' "$WORK/torch.jsonl")
+    torch_graph=$(/usr/bin/python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; print(next((x["measured_ms"]["median"] for x in r if x["mode"]=="cuda_graph"), "-"))' "$WORK/torch.jsonl")
+  fi
+  printf '| %s | %s | %s s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$model" "$batch" \
+    "$search_s" "$measured" "$(median "$WORK/seq.json")" "$(median "$WORK/greedy.json")" \
+    "$(median "$WORK/merge.json")" "$(median "$WORK/parallel.json")" "$(median "$WORK/both.json")" \
+    "$(json "$WORK/both.json" '"%.3f" % d["replay_ms"]["median"] if d.get("replay_ms") else "-"')" \
+    "$eager" "$torch_graph" \
+    "$(json "$WORK/both.json" '"passed" if d.get("check", {}).get("passed") else "FAILED"')"
 done
+echo
+echo "(end-to-end medians in ms over $RUNS runs; IOS-Both graph: the same schedule replayed as one CUDA graph;"
+echo " check: ios-run --check of IOS-Both against sequential, the cpu backend and the graph replay)"

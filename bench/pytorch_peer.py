@@ -168,13 +168,17 @@ def frozen(model, example):
     return torch.jit.optimize_for_inference(torch.jit.freeze(traced))
 
 
-def time_runs(run, warmup, runs):
+def time_runs(run, warmup, runs, sync=lambda: None):
+    """Milliseconds per run; `sync` waits for the device (a GPU runs
+    asynchronously: the clock stops when its work is done, not queued)."""
     for _ in range(warmup):
         run()
+    sync()
     times = []
     for _ in range(runs):
         start = time.perf_counter()
         run()
+        sync()
         times.append((time.perf_counter() - start) * 1e3)
     return {"min": round(min(times), 3), "median": round(statistics.median(times), 3),
             "max": round(max(times), 3)}
@@ -204,24 +208,59 @@ def machine_load():
     return round(os.getloadavg()[0], 2), pressure
 
 
+def graph_replay(model, x):
+    """torch.cuda.graphs: the model captured once on a side stream after a
+    few warm-up runs (as PyTorch's documentation does it), replayed on the
+    static input."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            model(x)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = model(x)
+    def replay():
+        graph.replay()
+        return static_out
+    return replay
+
+
 def benchmark(args):
     torch.set_num_threads(args.threads)
+    gpu = args.device == "cuda"
+    if gpu:
+        # Strict FP32, as ios-run's cuda device with math=fp32.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = True  # like our per-shape algorithm search
     libraries = {"blas": loaded_library("libblas.so"), "onednn": loaded_library("libdnnl.so")}
+    if gpu:
+        libraries = {"gpu": torch.cuda.get_device_name(0), "cudnn": torch.backends.cudnn.version()}
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
     for name in args.model:
         for batch in args.batch:
             generator = torch.Generator().manual_seed(SEED)
             model = build(name, generator)
             size = INPUT_SIZE[name]
             x = torch.rand((batch, 3, size, size), generator=generator)
+            if gpu:
+                model, x = model.cuda(), x.cuda()
             with torch.no_grad():
                 for mode in args.mode:
-                    runnable = model if mode == "eager" else frozen(model, x)
+                    if mode == "cuda_graph":
+                        replay = graph_replay(model, x)
+                        runnable = lambda _: replay()
+                    else:
+                        runnable = model if mode == "eager" else frozen(model, x)
                     output = runnable(x)
                     load_before = machine_load()
-                    measured = time_runs(lambda: runnable(x), args.warmup, args.runs)
+                    measured = time_runs(lambda: runnable(x), args.warmup, args.runs, sync)
                     load_after = machine_load()
                     print(json.dumps({
                         "peer": "pytorch", "model": name, "batch": batch, "threads": args.threads,
+                        "device": args.device,
                         "mode": mode, "runs": args.runs, "warmup": args.warmup,
                         "measured_ms": measured, "output_shape": list(output.shape),
                         "torch": torch.__version__, "torchvision": torchvision.__version__,
@@ -417,7 +456,10 @@ def main():
     parser.add_argument("--runs", type=int, default=10, help="timed runs (default 10, at least 5)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
     parser.add_argument("--mode", type=csv(str), default=["eager", "jit_frozen"],
-                        help="comma-separated: eager, jit_frozen (default both)")
+                        help="comma-separated: eager, jit_frozen, cuda_graph (cuda only; "
+                        "default eager,jit_frozen)")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                        help="cpu (default) or cuda (GPU 0, strict FP32: TF32 off)")
     parser.add_argument("--check-shapes", action="store_true",
                         help="compare each model with our zoo's IOS export, print output shapes")
     parser.add_argument("--reference", type=Path,
@@ -429,8 +471,13 @@ def main():
         if name not in INPUT_SIZE:
             parser.error(f"unknown model '{name}' (known: inception_v3, squeezenet)")
     for mode in args.mode:
-        if mode not in ("eager", "jit_frozen"):
-            parser.error(f"unknown mode '{mode}' (known: eager, jit_frozen)")
+        if mode not in ("eager", "jit_frozen", "cuda_graph"):
+            parser.error(f"unknown mode '{mode}' (known: eager, jit_frozen, cuda_graph)")
+        if mode == "cuda_graph" and args.device != "cuda":
+            parser.error("--mode cuda_graph needs --device cuda")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: this torch sees no GPU (Debian's python3-torch is "
+                     "CPU-only; install a CUDA build of PyTorch on the GPU host)")
     if args.runs < 5 or args.warmup < 0 or args.threads < 1 or min(args.batch) < 1:
         parser.error("--runs must be at least 5, --warmup at least 0, --threads and --batch "
                      "at least 1")

@@ -16,17 +16,35 @@
 #include "tests/testing/ops.h"
 #include "tests/worker/op_network.h"
 #include "worker/backend.h"
+#include "worker/cuda/cuda_device.h"
+#include "worker/exec_backend.h"
+#ifdef IOS_HAVE_CUDA_BACKEND
+#include "worker/cuda/cuda_api_real.h"
+#endif
 
 namespace ios::worker {
 namespace {
 
-//! The backends of this build.
+//! The backends of this build (cuda: its tests skip, saying why, without a
+//! GPU).
 std::vector<std::string> BuiltBackends() {
   std::vector<std::string> names{"sim:v100"};
 #ifdef IOS_HAVE_CPU_BACKEND
   names.push_back("cpu");
 #endif
+#ifdef IOS_HAVE_CUDA_BACKEND
+  names.push_back("cuda");
+#endif
   return names;
+}
+
+//! A backend by name; cuda is ios-worker's own (CreateBackend, which the
+//! coordinator shares, refers it there).
+std::unique_ptr<Backend> OpenBackend(const std::string& name) {
+#ifdef IOS_HAVE_CUDA_BACKEND
+  if (IsCudaName(name)) return MakeExecBackend(MakeRealCudaDevice(ParseCudaOptions(name)));
+#endif
+  return CreateBackend(name);
 }
 
 //! Small and quick: tiny shapes, few runs (also under the sanitizers).
@@ -40,6 +58,15 @@ MeasureSettings Quick() {
 
 class BackendConformanceTest : public ::testing::TestWithParam<std::string> {
  protected:
+  void SetUp() override {
+    try {
+      backend_ = OpenBackend(GetParam());
+    } catch (const Error& e) {
+      if (IsCudaName(GetParam())) GTEST_SKIP() << "no GPU to run on: " << e.what();
+      throw;
+    }
+  }
+
   void ExpectMeasures(const StageSpec& spec, int batch = 1) {
     SCOPED_TRACE(spec.Describe() + " at batch " + std::to_string(batch));
     MeasureResult result;
@@ -49,7 +76,7 @@ class BackendConformanceTest : public ::testing::TestWithParam<std::string> {
     EXPECT_GT(result.median_ms, 0);
   }
 
-  std::unique_ptr<Backend> backend_ = CreateBackend(GetParam());
+  std::unique_ptr<Backend> backend_;
   Network net_;
 };
 
@@ -90,7 +117,7 @@ TEST_P(BackendConformanceTest, FingerprintIsStableAcrossInstances) {
   const DeviceInfo& info = backend_->Device();
   EXPECT_FALSE(info.fingerprint.empty());
   EXPECT_FALSE(info.name.empty());
-  const std::unique_ptr<Backend> again = CreateBackend(GetParam());
+  const std::unique_ptr<Backend> again = OpenBackend(GetParam());
   EXPECT_EQ(again->Device().fingerprint, info.fingerprint);
   EXPECT_EQ(again->Device().name, info.name);
   EXPECT_EQ(again->Device().backend, info.backend);
