@@ -129,6 +129,23 @@ AlgoResult FromDnn(const cudnnConvolutionFwdAlgoPerf_t& perf) {
   return result;
 }
 
+//! Creates a cuDNN descriptor, configures it with `set` (returning a
+//! Status) and, when that fails, destroys it again: on success `out` holds
+//! it, on failure nothing is left behind.
+template <class Descriptor, class Set>
+Status MakeDescriptor(cudnnStatus_t (*create)(Descriptor*), const char* create_call,
+                      cudnnStatus_t (*destroy)(Descriptor), const Set& set, void*& out) {
+  Descriptor d = nullptr;
+  if (Status s = FromDnn(create(&d), create_call); !s.ok()) return s;
+  Status status = set(d);
+  if (!status.ok()) {
+    destroy(d);
+    return status;
+  }
+  out = d;
+  return status;
+}
+
 // NVML, opened at run time (it comes with the driver, not the toolkit):
 // only to tell whether application clocks are set. C declarations of the
 // few entry points used, as documented in nvml.h.
@@ -331,71 +348,55 @@ class RealApi final : public Api {
                 "a stride of " + std::to_string(stride) + " elements does not fit cuDNN's int"};
       }
     }
-    cudnnTensorDescriptor_t d = nullptr;
-    if (Status s = FromDnn(cudnnCreateTensorDescriptor(&d), "cudnnCreateTensorDescriptor");
-        !s.ok()) {
-      return s;
-    }
-    Status status = FromDnn(
-        cudnnSetTensor4dDescriptorEx(d, CUDNN_DATA_FLOAT, t.n, t.c, t.h, t.w,
-                                     static_cast<int>(t.stride_n), static_cast<int>(t.stride_c),
-                                     static_cast<int>(t.stride_h), static_cast<int>(t.stride_w)),
-        "cudnnSetTensor4dDescriptorEx");
-    if (!status.ok()) {
-      cudnnDestroyTensorDescriptor(d);
-      return status;
-    }
-    desc.value = d;
-    return status;
+    return MakeDescriptor(
+        cudnnCreateTensorDescriptor, "cudnnCreateTensorDescriptor", cudnnDestroyTensorDescriptor,
+        [&](cudnnTensorDescriptor_t d) {
+          return FromDnn(cudnnSetTensor4dDescriptorEx(
+                             d, CUDNN_DATA_FLOAT, t.n, t.c, t.h, t.w, static_cast<int>(t.stride_n),
+                             static_cast<int>(t.stride_c), static_cast<int>(t.stride_h),
+                             static_cast<int>(t.stride_w)),
+                         "cudnnSetTensor4dDescriptorEx");
+        },
+        desc.value);
   }
   Status DestroyTensor(TensorDesc desc) override {
     return FromDnn(cudnnDestroyTensorDescriptor(Tensor(desc)), "cudnnDestroyTensorDescriptor");
   }
 
   Status CreateFilter(int k, int c, int r, int s, FilterDesc& desc) override {
-    cudnnFilterDescriptor_t d = nullptr;
-    if (Status st = FromDnn(cudnnCreateFilterDescriptor(&d), "cudnnCreateFilterDescriptor");
-        !st.ok()) {
-      return st;
-    }
-    Status status =
-        FromDnn(cudnnSetFilter4dDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, r, s),
-                "cudnnSetFilter4dDescriptor");
-    if (!status.ok()) {
-      cudnnDestroyFilterDescriptor(d);
-      return status;
-    }
-    desc.value = d;
-    return status;
+    return MakeDescriptor(
+        cudnnCreateFilterDescriptor, "cudnnCreateFilterDescriptor", cudnnDestroyFilterDescriptor,
+        [&](cudnnFilterDescriptor_t d) {
+          return FromDnn(
+              cudnnSetFilter4dDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, r, s),
+              "cudnnSetFilter4dDescriptor");
+        },
+        desc.value);
   }
   Status DestroyFilter(FilterDesc desc) override {
     return FromDnn(cudnnDestroyFilterDescriptor(Filter(desc)), "cudnnDestroyFilterDescriptor");
   }
 
   Status CreateConvolution(const ConvGeometry& g, ConvDesc& desc) override {
-    cudnnConvolutionDescriptor_t d = nullptr;
-    if (Status s =
-            FromDnn(cudnnCreateConvolutionDescriptor(&d), "cudnnCreateConvolutionDescriptor");
-        !s.ok()) {
-      return s;
-    }
-    Status status = FromDnn(
-        cudnnSetConvolution2dDescriptor(d, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dilation_h,
-                                        g.dilation_w, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-        "cudnnSetConvolution2dDescriptor");
-    if (status.ok()) {
-      status = FromDnn(cudnnSetConvolutionGroupCount(d, g.groups), "cudnnSetConvolutionGroupCount");
-    }
-    if (status.ok()) {
-      status =
-          FromDnn(cudnnSetConvolutionMathType(d, ToDnn(g.math)), "cudnnSetConvolutionMathType");
-    }
-    if (!status.ok()) {
-      cudnnDestroyConvolutionDescriptor(d);
-      return status;
-    }
-    desc.value = d;
-    return status;
+    return MakeDescriptor(
+        cudnnCreateConvolutionDescriptor, "cudnnCreateConvolutionDescriptor",
+        cudnnDestroyConvolutionDescriptor,
+        [&](cudnnConvolutionDescriptor_t d) {
+          Status status = FromDnn(cudnnSetConvolution2dDescriptor(
+                                      d, g.pad_h, g.pad_w, g.stride_h, g.stride_w, g.dilation_h,
+                                      g.dilation_w, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                                  "cudnnSetConvolution2dDescriptor");
+          if (status.ok()) {
+            status = FromDnn(cudnnSetConvolutionGroupCount(d, g.groups),
+                             "cudnnSetConvolutionGroupCount");
+          }
+          if (status.ok()) {
+            status = FromDnn(cudnnSetConvolutionMathType(d, ToDnn(g.math)),
+                             "cudnnSetConvolutionMathType");
+          }
+          return status;
+        },
+        desc.value);
   }
   Status SetConvolutionMath(ConvDesc desc, MathType math) override {
     return FromDnn(cudnnSetConvolutionMathType(Conv(desc), ToDnn(math)),
@@ -407,23 +408,18 @@ class RealApi final : public Api {
   }
 
   Status CreateActivation(ActivationMode mode, ActivationDesc& desc) override {
-    cudnnActivationDescriptor_t d = nullptr;
-    if (Status s = FromDnn(cudnnCreateActivationDescriptor(&d), "cudnnCreateActivationDescriptor");
-        !s.ok()) {
-      return s;
-    }
     const cudnnActivationMode_t dnn_mode = mode == ActivationMode::kRelu ? CUDNN_ACTIVATION_RELU
                                            : mode == ActivationMode::kSigmoid
                                                ? CUDNN_ACTIVATION_SIGMOID
                                                : CUDNN_ACTIVATION_TANH;
-    Status status = FromDnn(cudnnSetActivationDescriptor(d, dnn_mode, CUDNN_NOT_PROPAGATE_NAN, 0.0),
-                            "cudnnSetActivationDescriptor");
-    if (!status.ok()) {
-      cudnnDestroyActivationDescriptor(d);
-      return status;
-    }
-    desc.value = d;
-    return status;
+    return MakeDescriptor(
+        cudnnCreateActivationDescriptor, "cudnnCreateActivationDescriptor",
+        cudnnDestroyActivationDescriptor,
+        [&](cudnnActivationDescriptor_t d) {
+          return FromDnn(cudnnSetActivationDescriptor(d, dnn_mode, CUDNN_NOT_PROPAGATE_NAN, 0.0),
+                         "cudnnSetActivationDescriptor");
+        },
+        desc.value);
   }
   Status DestroyActivation(ActivationDesc desc) override {
     return FromDnn(cudnnDestroyActivationDescriptor(Activation(desc)),
@@ -432,45 +428,32 @@ class RealApi final : public Api {
 
   Status CreatePooling(PoolingMode mode, int window_h, int window_w, int pad_h, int pad_w,
                        int stride_h, int stride_w, PoolingDesc& desc) override {
-    cudnnPoolingDescriptor_t d = nullptr;
-    if (Status s = FromDnn(cudnnCreatePoolingDescriptor(&d), "cudnnCreatePoolingDescriptor");
-        !s.ok()) {
-      return s;
-    }
     const cudnnPoolingMode_t dnn_mode =
         mode == PoolingMode::kMax ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
-    Status status =
-        FromDnn(cudnnSetPooling2dDescriptor(d, dnn_mode, CUDNN_NOT_PROPAGATE_NAN, window_h,
-                                            window_w, pad_h, pad_w, stride_h, stride_w),
-                "cudnnSetPooling2dDescriptor");
-    if (!status.ok()) {
-      cudnnDestroyPoolingDescriptor(d);
-      return status;
-    }
-    desc.value = d;
-    return status;
+    return MakeDescriptor(
+        cudnnCreatePoolingDescriptor, "cudnnCreatePoolingDescriptor", cudnnDestroyPoolingDescriptor,
+        [&](cudnnPoolingDescriptor_t d) {
+          return FromDnn(cudnnSetPooling2dDescriptor(d, dnn_mode, CUDNN_NOT_PROPAGATE_NAN, window_h,
+                                                     window_w, pad_h, pad_w, stride_h, stride_w),
+                         "cudnnSetPooling2dDescriptor");
+        },
+        desc.value);
   }
   Status DestroyPooling(PoolingDesc desc) override {
     return FromDnn(cudnnDestroyPoolingDescriptor(Pooling(desc)), "cudnnDestroyPoolingDescriptor");
   }
 
   Status CreateOpTensor(OpTensorOp op, OpTensorDesc& desc) override {
-    cudnnOpTensorDescriptor_t d = nullptr;
-    if (Status s = FromDnn(cudnnCreateOpTensorDescriptor(&d), "cudnnCreateOpTensorDescriptor");
-        !s.ok()) {
-      return s;
-    }
-    Status status =
-        FromDnn(cudnnSetOpTensorDescriptor(
-                    d, op == OpTensorOp::kMul ? CUDNN_OP_TENSOR_MUL : CUDNN_OP_TENSOR_ADD,
-                    CUDNN_DATA_FLOAT, CUDNN_NOT_PROPAGATE_NAN),
-                "cudnnSetOpTensorDescriptor");
-    if (!status.ok()) {
-      cudnnDestroyOpTensorDescriptor(d);
-      return status;
-    }
-    desc.value = d;
-    return status;
+    return MakeDescriptor(
+        cudnnCreateOpTensorDescriptor, "cudnnCreateOpTensorDescriptor",
+        cudnnDestroyOpTensorDescriptor,
+        [&](cudnnOpTensorDescriptor_t d) {
+          return FromDnn(cudnnSetOpTensorDescriptor(
+                             d, op == OpTensorOp::kMul ? CUDNN_OP_TENSOR_MUL : CUDNN_OP_TENSOR_ADD,
+                             CUDNN_DATA_FLOAT, CUDNN_NOT_PROPAGATE_NAN),
+                         "cudnnSetOpTensorDescriptor");
+        },
+        desc.value);
   }
   Status DestroyOpTensor(OpTensorDesc desc) override {
     return FromDnn(cudnnDestroyOpTensorDescriptor(OpDesc(desc)), "cudnnDestroyOpTensorDescriptor");
@@ -481,48 +464,27 @@ class RealApi final : public Api {
                                    TensorDesc y_desc, void* y, void* workspace,
                                    size_t workspace_bytes,
                                    std::vector<AlgoResult>& results) override {
-    results.clear();
-    int count = 0;
-    if (Status s = FromDnn(cudnnGetConvolutionForwardAlgorithmMaxCount(Dnn(handle), &count),
-                           "cudnnGetConvolutionForwardAlgorithmMaxCount");
-        !s.ok()) {
-      return s;
-    }
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(count));
-    int returned = 0;
-    if (Status s = FromDnn(
-            cudnnFindConvolutionForwardAlgorithmEx(
-                Dnn(handle), Tensor(x_desc), x, Filter(w_desc), w, Conv(conv), Tensor(y_desc), y,
-                count, &returned, perf.data(), workspace, workspace_bytes),
-            "cudnnFindConvolutionForwardAlgorithmEx");
-        !s.ok()) {
-      return s;
-    }
-    for (int i = 0; i < returned; ++i) results.push_back(FromDnn(perf[static_cast<size_t>(i)]));
-    return Ok();
+    return CollectAlgorithms(
+        handle, "cudnnFindConvolutionForwardAlgorithmEx",
+        [&](int count, int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
+          return cudnnFindConvolutionForwardAlgorithmEx(
+              Dnn(handle), Tensor(x_desc), x, Filter(w_desc), w, Conv(conv), Tensor(y_desc), y,
+              count, returned, perf, workspace, workspace_bytes);
+        },
+        results);
   }
 
   Status HeuristicConvolutionAlgorithms(DnnHandle handle, TensorDesc x_desc, FilterDesc w_desc,
                                         ConvDesc conv, TensorDesc y_desc,
                                         std::vector<AlgoResult>& results) override {
-    results.clear();
-    int count = 0;
-    if (Status s = FromDnn(cudnnGetConvolutionForwardAlgorithmMaxCount(Dnn(handle), &count),
-                           "cudnnGetConvolutionForwardAlgorithmMaxCount");
-        !s.ok()) {
-      return s;
-    }
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(count));
-    int returned = 0;
-    if (Status s = FromDnn(cudnnGetConvolutionForwardAlgorithm_v7(
-                               Dnn(handle), Tensor(x_desc), Filter(w_desc), Conv(conv),
-                               Tensor(y_desc), count, &returned, perf.data()),
-                           "cudnnGetConvolutionForwardAlgorithm_v7");
-        !s.ok()) {
-      return s;
-    }
-    for (int i = 0; i < returned; ++i) results.push_back(FromDnn(perf[static_cast<size_t>(i)]));
-    return Ok();
+    return CollectAlgorithms(
+        handle, "cudnnGetConvolutionForwardAlgorithm_v7",
+        [&](int count, int* returned, cudnnConvolutionFwdAlgoPerf_t* perf) {
+          return cudnnGetConvolutionForwardAlgorithm_v7(Dnn(handle), Tensor(x_desc), Filter(w_desc),
+                                                        Conv(conv), Tensor(y_desc), count, returned,
+                                                        perf);
+        },
+        results);
   }
 
   Status ConvolutionForward(DnnHandle handle, TensorDesc x_desc, const void* x, FilterDesc w_desc,
@@ -589,6 +551,25 @@ class RealApi final : public Api {
   }
 
  private:
+  //! Room for every algorithm cuDNN knows, `search(count, &returned, perf)`
+  //! into it, and the results in cuDNN's order (fastest or best first).
+  template <class Search>
+  static Status CollectAlgorithms(DnnHandle handle, const char* call, const Search& search,
+                                  std::vector<AlgoResult>& results) {
+    results.clear();
+    int count = 0;
+    if (Status s = FromDnn(cudnnGetConvolutionForwardAlgorithmMaxCount(Dnn(handle), &count),
+                           "cudnnGetConvolutionForwardAlgorithmMaxCount");
+        !s.ok()) {
+      return s;
+    }
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(count));
+    int returned = 0;
+    if (Status s = FromDnn(search(count, &returned, perf.data()), call); !s.ok()) return s;
+    for (int i = 0; i < returned; ++i) results.push_back(FromDnn(perf[static_cast<size_t>(i)]));
+    return Ok();
+  }
+
   static cudnnHandle_t Dnn(DnnHandle h) { return static_cast<cudnnHandle_t>(h.value); }
   static cudnnTensorDescriptor_t Tensor(TensorDesc d) {
     return static_cast<cudnnTensorDescriptor_t>(d.value);

@@ -555,26 +555,35 @@ class CudaPreparedProgram : public exec::PreparedProgram {
                 window.h, window.w, padding.h, padding.w, stride.h, stride.w, pool),
             where + ": its pooling");
     pools_.emplace_back(api_, pool);
+    AddUnaryCall(step, context, where, calls,
+                 [pool](cuda::Api& api, cuda::DnnHandle dnn, cuda::TensorDesc x, const float* from,
+                        cuda::TensorDesc y,
+                        float* to) { return api.PoolingForward(dnn, pool, x, from, y, to); });
+  }
+
+  //! A call that reads the step's one input view and writes its output
+  //! view: `run(api, handle, x, input, y, output)` on their descriptors and
+  //! addresses.
+  template <class Run>
+  void AddUnaryCall(const exec::Step& step, StreamContext& context, const std::string& where,
+                    std::vector<Call>& calls, const Run& run) {
     const cuda::TensorDesc x = KeepTensor(step.inputs[0], where);
     const cuda::TensorDesc y = KeepTensor(step.output, where);
     const float* input = ViewAddress(step.inputs[0]);
     float* output = ViewAddress(step.output);
     const cuda::DnnHandle dnn = context.dnn.get();
     cuda::Api& api = api_;
-    calls.push_back({[=, &api] { return api.PoolingForward(dnn, pool, x, input, y, output); }});
+    calls.push_back({[=, &api] { return run(api, dnn, x, input, y, output); }});
   }
 
   void CompileActivation(const exec::Step& step, StreamContext& context, const std::string& where,
                          std::vector<Call>& calls) {
     if (step.op.act == Activation::kNone) return CompileIdentity(step, context, calls);
     const cuda::ActivationDesc act = KeepActivation(step.op.act, where);
-    const cuda::TensorDesc x = KeepTensor(step.inputs[0], where);
-    const cuda::TensorDesc y = KeepTensor(step.output, where);
-    const float* input = ViewAddress(step.inputs[0]);
-    float* output = ViewAddress(step.output);
-    const cuda::DnnHandle dnn = context.dnn.get();
-    cuda::Api& api = api_;
-    calls.push_back({[=, &api] { return api.ActivationForward(dnn, act, x, input, y, output); }});
+    AddUnaryCall(step, context, where, calls,
+                 [act](cuda::Api& api, cuda::DnnHandle dnn, cuda::TensorDesc x, const float* in,
+                       cuda::TensorDesc y,
+                       float* out) { return api.ActivationForward(dnn, act, x, in, y, out); });
   }
 
   //! out = in0 op in1, then out = out op in_k for every further input.
