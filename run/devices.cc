@@ -19,6 +19,7 @@ std::unique_ptr<exec::Device> OpenDevice(const std::string& name) {
 #ifdef IOS_HAVE_CUDA_BACKEND
     return worker::MakeRealCudaDevice(worker::ParseCudaOptions(name));
 #else
+    worker::ParseCudaOptions(name);  // a bad option is said first
     throw Error("--device " + name +
                 ": this ios-run was built without the cuda backend (CMake found no nvcc or no "
                 "cuDNN; docs/gpu.md says how to build it)");

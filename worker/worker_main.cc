@@ -69,6 +69,7 @@ std::unique_ptr<ios::worker::Backend> OpenBackend(const std::string& name,
     return ios::worker::MakeExecBackend(
         ios::worker::MakeRealCudaDevice(ios::worker::ParseCudaOptions(name, options.gpu)));
 #else
+    ios::worker::ParseCudaOptions(name, options.gpu);  // a bad option is said first
     throw ios::Error("--backend " + name +
                      ": this ios-worker was built without the cuda backend (CMake found no nvcc "
                      "or no cuDNN; docs/gpu.md says how to build it)");
