@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "worker/cuda/cuda_device.h"
 #include "worker/sim_backend.h"
 #ifdef IOS_HAVE_CPU_BACKEND
 #include "worker/cpu_device.h"
@@ -28,11 +29,6 @@ bool IsCpuName(const std::string& name) { return name == "cpu" || name.starts_wi
 //! name is right but this build lacks the library (cuDNN, oneDNN).
 bool IsUnbuiltBackend(const std::string& name) { return !kHaveCpu && IsCpuName(name); }
 
-//! "cuda", "cuda:N" or "cuda,...": served by ios-worker and ios-run only.
-bool IsCudaBackendName(const std::string& name) {
-  return name == "cuda" || name.starts_with("cuda:") || name.starts_with("cuda,");
-}
-
 std::string ValidNames() {
   std::string names = kHaveCpu ? "cpu[,threads=N][,cache=cold|warm]" : "";
   for (const SimGpuSpec& gpu : SimGpuSpecs()) {
@@ -53,7 +49,8 @@ std::unique_ptr<Backend> CreateBackend(const std::string& name, const BackendOpt
 #ifdef IOS_HAVE_CPU_BACKEND
   if (IsCpuName(name)) return MakeExecBackend(MakeCpuDevice(ParseCpuOptions(name)));
 #endif
-  if (IsCudaBackendName(name)) {
+  // Served by ios-worker and ios-run only (they link CUDA; this may not).
+  if (IsCudaName(name)) {
     throw Error("backend '" + name +
                 "': the cuda backend runs in ios-worker (and ios-run), which link CUDA; this "
                 "process does not. Start `ios-worker --backend " +

@@ -39,6 +39,13 @@ bool IsSticky(cudaError_t error) {
     case cudaErrorLaunchTimeout:
     case cudaErrorECCUncorrectable:
     case cudaErrorAssert:
+#if CUDART_VERSION >= 13000
+    // Newer sticky errors (CUDA 13 headers): the context is gone too.
+    case cudaErrorContained:
+    case cudaErrorTensorMemoryLeak:
+    case cudaErrorExternalDevice:
+    case cudaErrorMpsClientTerminated:
+#endif
       return true;
     default:
       return false;

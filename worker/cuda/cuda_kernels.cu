@@ -20,12 +20,11 @@ __global__ void CopyStridedKernel(float* dst, int64_t dst_stride, const float* s
 
 }  // namespace
 
-cudaError_t LaunchCopyStrided(cudaStream_t stream, float* dst, int64_t dst_stride,
-                              const float* src, int64_t src_stride, int64_t count, int batch,
-                              bool accumulate) {
+cudaError_t LaunchCopyStrided(cudaStream_t stream, float* dst, int64_t dst_stride, const float* src,
+                              int64_t src_stride, int64_t count, int batch, bool accumulate) {
   if (count <= 0 || batch <= 0) return cudaSuccess;
   constexpr int kThreads = 256;
-  constexpr int64_t kMaxBlocks = 1024;  // grid-stride beyond this
+  constexpr int64_t kMaxBlocks = 1024;         // grid-stride beyond this
   constexpr int kMaxSamplesPerLaunch = 65535;  // gridDim.y's limit
   const int64_t needed = (count + kThreads - 1) / kThreads;
   const auto blocks = static_cast<unsigned>(needed < kMaxBlocks ? needed : kMaxBlocks);

@@ -283,6 +283,12 @@ TEST(CudaDeviceTest, AlgorithmsThatFailedOrNeedTooMuchWorkspaceAreSkippedAndFoun
   EXPECT_EQ(journal->ops.back().algo, 1);
   ExpectNoViolations(*journal);
 
+  // Strict FP32: a result whose math may use TF32 is passed over.
+  journal->algorithms = {{5, Code::kOk, 0.1f, 0, cuda::MathType::kDefault},
+                         {2, Code::kOk, 0.2f, 0, cuda::MathType::kFma}};
+  Device(journal)->Prepare(program, 3)->TimedRuns(1);
+  EXPECT_EQ(journal->ops.back().algo, 2);
+
   // Nothing runs: unsupported, saying how many were tried.
   journal->algorithms = {{3, Code::kUnsupported, 0, 0, cuda::MathType::kFma}};
   auto picky = Device(journal);
