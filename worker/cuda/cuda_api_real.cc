@@ -158,6 +158,7 @@ Status MakeDescriptor(cudnnStatus_t (*create)(Descriptor*), const char* create_c
 // few entry points used, as documented in nvml.h.
 using NvmlDevice = void*;
 using NvmlInit = int (*)();
+using NvmlShutdown = int (*)();
 using NvmlByBusId = int (*)(const char*, NvmlDevice*);
 using NvmlClock = int (*)(NvmlDevice, int, unsigned*);
 constexpr int kNvmlClockSm = 1;
@@ -228,15 +229,19 @@ class RealApi final : public Api {
     const auto app = reinterpret_cast<NvmlClock>(dlsym(nvml_, "nvmlDeviceGetApplicationsClock"));
     const auto fallback =
         reinterpret_cast<NvmlClock>(dlsym(nvml_, "nvmlDeviceGetDefaultApplicationsClock"));
-    if (init == nullptr || by_bus == nullptr || app == nullptr || fallback == nullptr) return false;
-    NvmlDevice handle = nullptr;
-    unsigned current = 0, default_clock = 0;
-    if (init() != 0 || by_bus(bus_id, &handle) != 0 || app(handle, kNvmlClockSm, &current) != 0 ||
-        fallback(handle, kNvmlClockSm, &default_clock) != 0) {
+    const auto shutdown = reinterpret_cast<NvmlShutdown>(dlsym(nvml_, "nvmlShutdown"));
+    if (init == nullptr || shutdown == nullptr || by_bus == nullptr || app == nullptr ||
+        fallback == nullptr || init() != 0) {
       return false;
     }
+    NvmlDevice handle = nullptr;
+    unsigned current = 0, default_clock = 0;
+    const bool read = by_bus(bus_id, &handle) == 0 && app(handle, kNvmlClockSm, &current) == 0 &&
+                      fallback(handle, kNvmlClockSm, &default_clock) == 0;
+    // Every successful nvmlInit is paired with one nvmlShutdown.
+    (void)shutdown();
     // Set application clocks (nvidia-smi -ac) differ from the default ones.
-    return current != default_clock;
+    return read && current != default_clock;
   }
 
   Status Malloc(size_t bytes, void*& pointer) override {

@@ -116,6 +116,8 @@ struct DeviceState {
   CudaOptions options;
   //! The chosen algorithm per convolution problem, for the worker's life.
   std::map<std::string, cuda::AlgoResult> algorithms;
+  //! Per problem and algorithm: whether cuDNN runs it fused with bias+relu.
+  std::map<std::string, bool> fused_relu_runs;
   bool lost = false;  // a sticky error happened: refuse everything
 };
 
@@ -148,6 +150,14 @@ struct StreamContext {
   size_t workspace_needed = 0;
 };
 
+//! A convolution with bias and relu that cuDNN may run as one fused call.
+struct FusedConv {
+  std::string problem;  // with the algorithm: the fusion cache's key
+  std::string where;
+  std::function<cuda::Status()> run;  // the fused call
+  bool runs = false;                  // decided before the first run
+};
+
 struct CompiledStage {
   std::vector<std::vector<Call>> lanes;  // one lane: on the origin stream
 };
@@ -178,6 +188,7 @@ class CudaPreparedProgram : public exec::PreparedProgram {
       context.workspace = Allocate(api_, context.workspace_needed, "a convolution workspace");
       context.workspace_bytes = context.workspace_needed;
     }
+    DecideFusion();
     fork_ = NewEvent(false);
     start_ = NewEvent(true);
     end_ = NewEvent(true);
@@ -196,6 +207,8 @@ class CudaPreparedProgram : public exec::PreparedProgram {
                   buffers_[buffer].label + "'): " + std::to_string(values.size()) +
                   " values given, " + std::to_string(count) + " expected");
     }
+    // The copy is on the legacy stream, which does not wait for ours.
+    SynchronizeAll();
     Checked(api_.CopyToDevice(BufferAddress(buffer), values.data(), count * sizeof(float)),
             "writing buffer '" + buffers_[buffer].label + "'");
   }
@@ -209,6 +222,7 @@ class CudaPreparedProgram : public exec::PreparedProgram {
                   buffers_[view.buffer].label + "' with " + std::to_string(s.c) + " channels");
     }
     std::vector<float> whole(count);
+    SynchronizeAll();
     Checked(api_.CopyToHost(whole.data(), BufferAddress(view.buffer), count * sizeof(float)),
             "reading buffer '" + buffers_[view.buffer].label + "'");
     const size_t plane = static_cast<size_t>(s.h) * s.w;
@@ -256,6 +270,14 @@ class CudaPreparedProgram : public exec::PreparedProgram {
 
  private:
   cuda::Stream Origin() const { return contexts_.front().stream.get(); }
+
+  //! Waits for whatever is still in flight on any of the program's streams
+  //! (a run that failed half-way leaves work on the side streams).
+  void SynchronizeAll() {
+    for (StreamContext& context : contexts_) {
+      Checked(api_.SynchronizeStream(context.stream.get()), "waiting for the program's streams");
+    }
+  }
 
   //! Check() that also remembers a lost device.
   void Checked(const cuda::Status& status, const std::string& where) {
@@ -437,8 +459,9 @@ class CudaPreparedProgram : public exec::PreparedProgram {
     const float* input = ViewAddress(step.inputs[0]);
     float* output = ViewAddress(step.output);
     const void* kernel = weights_.at(step.weights).kernel.get();
-    const cuda::AlgoResult algo = ChooseAlgorithm(context, x_layout, x, input, w, filter, kernel,
-                                                  geometry, conv, y_layout, y, output, where);
+    const std::string problem = ProblemText(x_layout, w, geometry, y_layout);
+    const cuda::AlgoResult algo =
+        ChooseAlgorithm(context, problem, x, input, filter, kernel, conv, y, output, where);
     Checked(api_.SetConvolutionMath(conv, algo.math), where + ": the chosen algorithm's math");
     chosen_.push_back(algo);
     context.workspace_needed = std::max(context.workspace_needed, algo.workspace_bytes);
@@ -451,50 +474,66 @@ class CudaPreparedProgram : public exec::PreparedProgram {
       bias_desc =
           tensors_.emplace_back(Tensor({1, k, 1, 1, k, 1, 1, 1}, where + ": its bias")).get();
     }
+    const cuda::ActivationDesc act =
+        c.act == Activation::kNone ? cuda::ActivationDesc{} : KeepActivation(c.act, where);
     cuda::Api& api = api_;
-    if (c.act == Activation::kRelu && bias != nullptr) {
-      const cuda::ActivationDesc relu = KeepActivation(Activation::kRelu, where);
-      calls.push_back({[=, &api] {
-        return api.ConvolutionBiasRelu(dnn, x, input, filter, kernel, conv, algo.algo,
-                                       ctx->workspace.get(), ctx->workspace_bytes, bias_desc, bias,
-                                       relu, y, output);
-      }});
+    // Convolution, then the bias added, then the activation: three calls.
+    std::function<cuda::Status()> separate = [=, &api] {
+      cuda::Status status =
+          api.ConvolutionForward(dnn, x, input, filter, kernel, conv, algo.algo,
+                                 ctx->workspace.get(), ctx->workspace_bytes, y, output);
+      if (status.ok() && bias != nullptr) status = api.AddBias(dnn, bias_desc, bias, y, output);
+      if (status.ok() && act) status = api.ActivationForward(dnn, act, y, output, y, output);
+      return status;
+    };
+    if (c.act != Activation::kRelu || bias == nullptr) {
+      calls.push_back({std::move(separate)});
       return;
     }
-    calls.push_back({[=, &api] {
-      return api.ConvolutionForward(dnn, x, input, filter, kernel, conv, algo.algo,
-                                    ctx->workspace.get(), ctx->workspace_bytes, y, output);
-    }});
-    if (bias != nullptr) {
-      calls.push_back({[=, &api] { return api.AddBias(dnn, bias_desc, bias, y, output); }});
-    }
-    if (c.act != Activation::kNone) {
-      const cuda::ActivationDesc act = KeepActivation(c.act, where);
-      calls.push_back(
-          {[=, &api] { return api.ActivationForward(dnn, act, y, output, y, output); }});
-    }
+    // cuDNN fuses bias and relu into the convolution, but may refuse the
+    // fusion for the algorithm found for the plain convolution: tried once
+    // per problem when the program is prepared (DecideFusion), with the three
+    // calls as the fallback.
+    FusedConv& fused = fused_.emplace_back();
+    fused.problem = problem + " algo=" + std::to_string(algo.algo);
+    fused.where = where;
+    fused.run = [=, &api] {
+      return api.ConvolutionBiasRelu(dnn, x, input, filter, kernel, conv, algo.algo,
+                                     ctx->workspace.get(), ctx->workspace_bytes, bias_desc, bias,
+                                     act, y, output);
+    };
+    const FusedConv* decided = &fused;  // fused_ is a deque: the address stays
+    calls.push_back({[decided, separate] { return decided->runs ? decided->run() : separate(); }});
   }
 
-  //! The first algorithm cuDNN reports as running this problem within the
-  //! workspace cap, found once per problem for the device's life.
-  cuda::AlgoResult ChooseAlgorithm(StreamContext& context, const cuda::TensorLayout& x_layout,
-                                   cuda::TensorDesc x, const float* input,
-                                   const exec::ConvWeights& w, cuda::FilterDesc filter,
-                                   const void* kernel, const cuda::ConvGeometry& geometry,
-                                   cuda::ConvDesc conv, const cuda::TensorLayout& y_layout,
-                                   cuda::TensorDesc y, float* output, const std::string& where) {
+  //! A convolution problem as the algorithm cache knows it: shapes, strides
+  //! and every setting that changes which algorithms run and how fast.
+  std::string ProblemText(const cuda::TensorLayout& x_layout, const exec::ConvWeights& w,
+                          const cuda::ConvGeometry& geometry,
+                          const cuda::TensorLayout& y_layout) const {
     const CudaOptions& options = state_->options;
-    const bool exhaustive = options.algo == CudaOptions::Algo::kExhaustive;
-    const size_t cap = static_cast<size_t>(options.workspace_mb) * 1024 * 1024;
     std::ostringstream problem;
     problem << "x=" << Describe(x_layout) << " w=" << w.out_channels << "x" << w.in_per_group << "x"
             << w.kernel_h << "x" << w.kernel_w << " pad=" << geometry.pad_h << "," << geometry.pad_w
             << " stride=" << geometry.stride_h << "," << geometry.stride_w
             << " dil=" << geometry.dilation_h << "," << geometry.dilation_w
             << " groups=" << geometry.groups << " math=" << static_cast<int>(geometry.math)
-            << " y=" << Describe(y_layout) << (exhaustive ? " find" : " heuristic")
-            << " cap=" << cap;
-    const auto known = state_->algorithms.find(problem.str());
+            << " y=" << Describe(y_layout)
+            << (options.algo == CudaOptions::Algo::kExhaustive ? " find" : " heuristic")
+            << " cap_mb=" << options.workspace_mb;
+    return problem.str();
+  }
+
+  //! The first algorithm cuDNN reports as running `problem` within the
+  //! workspace cap, found once per problem for the device's life.
+  cuda::AlgoResult ChooseAlgorithm(StreamContext& context, const std::string& problem,
+                                   cuda::TensorDesc x, const float* input, cuda::FilterDesc filter,
+                                   const void* kernel, cuda::ConvDesc conv, cuda::TensorDesc y,
+                                   float* output, const std::string& where) {
+    const CudaOptions& options = state_->options;
+    const bool exhaustive = options.algo == CudaOptions::Algo::kExhaustive;
+    const size_t cap = static_cast<size_t>(options.workspace_mb) * 1024 * 1024;
+    const auto known = state_->algorithms.find(problem);
     if (known != state_->algorithms.end()) return known->second;
     std::vector<cuda::AlgoResult> results;
     if (exhaustive) {
@@ -514,15 +553,41 @@ class CudaPreparedProgram : public exec::PreparedProgram {
       if (options.math == CudaOptions::Math::kFp32 && result.math != cuda::MathType::kFma) {
         continue;
       }
-      state_->algorithms.emplace(problem.str(), result);
-      spdlog::debug("cuda: {}: algorithm {} ({} workspace, {:.3f} ms when found)", problem.str(),
+      spdlog::debug("cuda: {}: algorithm {} ({} workspace, {:.3f} ms when found)", problem,
                     result.algo, MiB(double(result.workspace_bytes)), result.ms);
+      // A choice made within less scratch than the cap (the GPU was short
+      // of memory) is not kept: the next prepare may get the whole cap.
+      if (usable == cap) state_->algorithms.emplace(problem, result);
       return result;
     }
-    throw ExecError(MeasureError::kUnsupported,
-                    "cuda: " + where + ": none of the " + std::to_string(results.size()) +
-                        " convolution algorithms cuDNN reported runs " + problem.str() +
-                        " within workspace_mb=" + std::to_string(options.workspace_mb));
+    throw ExecError(
+        MeasureError::kUnsupported,
+        "cuda: " + where + ": none of the " + std::to_string(results.size()) +
+            " convolution algorithms cuDNN reported runs " + problem +
+            " within workspace_mb=" + std::to_string(options.workspace_mb) +
+            (usable < cap ? " (only " + MiB(double(usable)) + " could be allocated)" : ""));
+  }
+
+  //! Whether each fused convolution+bias+relu runs: tried once per problem
+  //! (outside any timed region), remembered for the device's life.
+  void DecideFusion() {
+    for (FusedConv& fused : fused_) {
+      const auto known = state_->fused_relu_runs.find(fused.problem);
+      if (known != state_->fused_relu_runs.end()) {
+        fused.runs = known->second;
+        continue;
+      }
+      const cuda::Status status = fused.run();
+      if (status.code == Code::kUnsupported) {
+        spdlog::debug(
+            "cuda: {}: cuDNN does not fuse bias and relu into {} ({}); three calls instead",
+            fused.where, fused.problem, status.message);
+      } else {
+        Checked(status, fused.where + ": trying the convolution fused with bias and relu");
+      }
+      fused.runs = status.ok();
+      state_->fused_relu_runs.emplace(fused.problem, fused.runs);
+    }
   }
 
   //! The scratch the algorithm search may use: the cap, or as much of it as
@@ -726,6 +791,7 @@ class CudaPreparedProgram : public exec::PreparedProgram {
   std::deque<OwnedActivation> activations_;
   std::deque<OwnedPooling> pools_;
   std::deque<OwnedOpTensor> ops_;
+  std::deque<FusedConv> fused_;
   std::vector<CompiledStage> stages_;
   std::vector<cuda::AlgoResult> chosen_;  // per convolution step, in program order
   OwnedGraph graph_;

@@ -228,6 +228,67 @@ TEST(CudaDeviceTest, ConvolutionsFuseBiasAndReluOnlyAndAddTheRestAsCalls) {
   EXPECT_EQ(OpsOf("summed_slices"), (V{"CopyStrided", "CopyStrided(accumulate)"}));
 }
 
+// cuDNN may refuse to fuse bias and relu into the algorithm found for the
+// plain convolution: tried once per problem at prepare, never in a timed
+// region, and then run as three calls.
+TEST(CudaDeviceTest, AConvolutionCuDnnWillNotFuseRunsAsThreeCallsDecidedOncePerProblem) {
+  Network net;
+  const exec::Program program = exec::StageProgram(net.Spec(Strategy::kParallel, {{"conv3"}}));
+  auto journal = std::make_shared<Journal>();
+  journal->unfusable_algorithms = {1};
+  auto device = Device(journal);
+  for (int prepare = 0; prepare < 2; ++prepare) {
+    auto prepared = device->Prepare(program, 1);
+    EXPECT_EQ(journal->fusion_refusals, 1) << "prepare " << prepare << ": decided once";
+    journal->ops.clear();
+    prepared->TimedRuns(1);
+    std::vector<std::string> calls;
+    for (const cuda::testing::OpRecord& op : journal->ops) calls.push_back(op.call);
+    EXPECT_EQ(calls, (std::vector<std::string>{"cudnnConvolutionForward", "cudnnAddTensor",
+                                               "cudnnActivationForward"}));
+    EXPECT_GT(prepared->TimedReplays(1), 0);
+  }
+  ExpectNoViolations(*journal);
+
+  // Another error from the trial is the prepare's error, typed.
+  auto failing = std::make_shared<Journal>();
+  auto other = Device(failing);
+  failing->fail_code = Code::kFailure;
+  for (int k = 1; k < 400 && failing->injected != "cudnnConvolutionBiasActivationForward"; ++k) {
+    failing->fail_at = failing->counted_calls + k;
+    failing->injected.clear();
+    try {
+      other->Prepare(program, 1);
+    } catch (const exec::ExecError& e) {
+      if (failing->injected == "cudnnConvolutionBiasActivationForward") {
+        EXPECT_EQ(e.kind(), MeasureError::kBackendFailure);
+        EXPECT_THAT(e.what(), HasSubstr("trying the convolution fused with bias and relu"));
+      }
+    }
+  }
+  EXPECT_EQ(failing->injected, "cudnnConvolutionBiasActivationForward");
+  failing->fail_at = 0;
+  ExpectNothingAlive(*failing);
+}
+
+// The algorithm search got less scratch than the cap: its choice is used
+// but not remembered, so a later prepare with the whole cap searches again.
+TEST(CudaDeviceTest, AChoiceMadeWithLessScratchThanTheCapIsNotRemembered) {
+  Network net;
+  const exec::Program program = exec::StageProgram(net.Spec(Strategy::kParallel, {{"conv3"}}));
+  auto journal = std::make_shared<Journal>();
+  journal->largest_allocation = size_t{64} << 20;  // the cap is 256 MiB
+  auto device = Device(journal);
+  device->Prepare(program, 1)->TimedRuns(1);
+  device->Prepare(program, 1)->TimedRuns(1);
+  EXPECT_EQ(journal->finds, 2);
+  journal->largest_allocation = 0;
+  device->Prepare(program, 1)->TimedRuns(1);
+  device->Prepare(program, 1)->TimedRuns(1);
+  EXPECT_EQ(journal->finds, 3);
+  ExpectNoViolations(*journal);
+}
+
 TEST(CudaDeviceTest, AMergeStageIsOneConvolutionOfTheStackedWeights) {
   Network net;
   auto journal = std::make_shared<Journal>();
@@ -241,7 +302,8 @@ TEST(CudaDeviceTest, AMergeStageIsOneConvolutionOfTheStackedWeights) {
   for (const cuda::testing::OpRecord& op : journal->ops) {
     convolutions += op.call.find("Convolution") != std::string::npos;
   }
-  EXPECT_EQ(convolutions, 3) << "one per timed run and one captured (replays launch the graph)";
+  EXPECT_EQ(convolutions, 4) << "one tried when prepared (bias and relu fused), one per timed run "
+                                "and one captured (replays launch the graph)";
 }
 
 TEST(CudaDeviceTest, AlgorithmsThatFailedOrNeedTooMuchWorkspaceAreSkippedAndFoundOncePerProblem) {

@@ -176,6 +176,9 @@ Status RecordingApi::Malloc(size_t bytes, void*& pointer) {
   pointer = nullptr;
   if (Status s = Enter("cudaMalloc"); !s.ok()) return s;
   OutsideRegions("cudaMalloc");
+  if (journal_->largest_allocation > 0 && bytes > journal_->largest_allocation) {
+    return {Code::kOutOfMemory, "cudaMalloc", "out of memory (recorded)"};
+  }
   pointer = reinterpret_cast<void*>(next_address_);
   memory_[next_address_] = {bytes};
   journal_->live_bytes += static_cast<int64_t>(bytes);
@@ -550,6 +553,16 @@ Status RecordingApi::ConvolutionBiasRelu(DnnHandle handle, TensorDesc x_desc, co
   Extent(bias, bias_desc, call + " (bias)");
   Use(relu.value, "activation", call);
   CheckAlgorithm(call, algo, workspace_bytes);
+  if (journal_->unfusable_algorithms.count(algo) > 0) {
+    if (Status s = Enter(call); !s.ok()) return s;
+    ++journal_->fusion_refusals;
+    return {Code::kUnsupported, call, "CUDNN_STATUS_NOT_SUPPORTED (recorded)"};
+  }
+  if (journal_->unfusable_algorithms.count(algo) > 0) {
+    if (Status s = Enter(call); !s.ok()) return s;
+    ++journal_->fusion_refusals;
+    return {Code::kUnsupported, call, "CUDNN_STATUS_NOT_SUPPORTED (recorded)"};
+  }
   return Op(call, handle, algo);
 }
 

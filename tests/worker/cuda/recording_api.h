@@ -55,6 +55,12 @@ struct Journal {
                                      {1, Code::kOk, 0.2f, size_t{1} << 20, MathType::kFma},
                                      {0, Code::kOk, 0.3f, 0, MathType::kFma}};
 
+  //! Algorithms cuDNN will not fuse with bias and relu (NOT_SUPPORTED).
+  std::set<int> unfusable_algorithms;
+  int fusion_refusals = 0;
+  //! cudaMalloc of more than this fails with out-of-memory (0: no limit).
+  size_t largest_allocation = 0;
+
   // ---- Failure injection -------------------------------------------------
   //! The call (1-based, counted over every call but destroys and frees)
   //! that fails with `fail_code`; 0: none.
