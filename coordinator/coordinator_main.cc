@@ -29,6 +29,7 @@
 #include "coordinator/worker_process.h"
 #include "db/profile_store.h"
 #include "net/endpoint.h"
+#include "onnx/model_loader.h"
 #include "worker/backend.h"
 #include "worker/cuda/cuda_device.h"
 
@@ -111,13 +112,13 @@ std::string FarmOptionProblem(const CliOptions& cli) {
 // any (stopped after the farm has said goodbye).
 class RunningFarm {
  public:
-  RunningFarm(std::unique_ptr<WorkerProcess> process, std::unique_ptr<Farm> farm)
+  RunningFarm(std::unique_ptr<SupervisedWorker> process, std::unique_ptr<Farm> farm)
       : process_(std::move(process)), farm_(std::move(farm)) {}
   Farm& operator*() const { return *farm_; }
   Farm* operator->() const { return farm_.get(); }
 
  private:
-  std::unique_ptr<WorkerProcess> process_;
+  std::unique_ptr<SupervisedWorker> process_;
   std::unique_ptr<Farm> farm_;  // after process_: goes first
 };
 
@@ -143,7 +144,11 @@ RunningFarm StartFarm(const CliOptions& cli) {
         "--worker-process does not carry CURVE keys to its child; start the worker "
         "yourself with --curve-key and --curve-server-key");
   }
-  auto process = std::make_unique<WorkerProcess>(worker, args);
+  if (cli.farm.local_backend_options.sim_delay_ms > 0) {
+    args.push_back("--sim-delay-ms");
+    args.push_back(std::to_string(cli.farm.local_backend_options.sim_delay_ms));
+  }
+  auto process = std::make_unique<SupervisedWorker>(worker, args);
   spdlog::info("measuring through ios-worker process {} ({})", process->pid(), worker);
   return {std::move(process), std::move(farm)};
 }
@@ -164,10 +169,12 @@ void PrintWorkers(const Farm& farm) {
   }
 }
 
-// A zoo name, or else a path to an IOS JSON file.
+// A zoo name, or else a path to an IOS JSON or ONNX file. The search needs
+// only the graph: an ONNX file's weights change no latency.
 std::pair<Graph, std::string> ResolveModel(const std::string& model) {
-  LoadedModel loaded = LoadModel(model);
-  return {std::move(loaded.graph), std::move(loaded.name)};
+  ModelWithWeights loaded = LoadAnyModel(model);
+  for (const std::string& warning : loaded.warnings) spdlog::warn("{}", warning);
+  return {std::move(loaded.model.graph), std::move(loaded.model.name)};
 }
 
 // One line that rewrites itself on a terminal, a plain line every few
@@ -414,7 +421,8 @@ int main(int argc, char** argv) {
       "ios-coordinator: searches for a fast inter-operator schedule of a CNN (the IOS dynamic "
       "program), measuring candidate stages on a backend and memoizing them in an SQLite "
       "profiling DB."};
-  app.add_option("--model,-m", cli.model, "zoo model name (see --list-models) or IOS JSON file");
+  app.add_option("--model,-m", cli.model,
+                 "zoo model name (see --list-models), IOS JSON file or ONNX file (*.onnx)");
   app.add_flag("--list-models", cli.list_models, "print the built-in models and exit");
   // No CLI11 ExistingFile check: the loader refuses a missing file, a
   // directory, a FIFO or a huge file with its own message (exit 1).
@@ -553,7 +561,8 @@ int main(int argc, char** argv) {
       ->default_val(cli.farm.max_attempts)
       ->check(CLI::Range(1, 100));
   app.add_option("--sim-delay-ms", cli.farm.local_backend_options.sim_delay_ms,
-                 "embedded sim workers sleep this long per measurement (benchmarks)")
+                 "sim workers started by this coordinator (embedded or --worker-process) sleep "
+                 "this long per measurement (benchmarks, tests)")
       ->default_val(0.0)
       ->check(CLI::Range(0.0, 600000.0));
   app.add_option("--curve-secret-key", cli.farm.curve_secret_key_file,

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -119,6 +120,61 @@ WorkerProcess::~WorkerProcess() {
     kill(pid_, SIGKILL);
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+SupervisedWorker::SupervisedWorker(std::string worker, std::vector<std::string> args,
+                                   int max_restarts)
+    : worker_(std::move(worker)),
+      args_(std::move(args)),
+      max_restarts_(max_restarts),
+      process_(std::make_unique<WorkerProcess>(worker_, args_)),
+      watcher_([this] { Watch(); }) {}
+
+SupervisedWorker::~SupervisedWorker() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  stop_.notify_all();
+  watcher_.join();
+  // process_ goes with the object: stopped and reaped by its destructor.
+}
+
+pid_t SupervisedWorker::pid() const {
+  std::lock_guard lock(mutex_);
+  return process_ ? process_->pid() : -1;
+}
+
+int SupervisedWorker::restarts() const {
+  std::lock_guard lock(mutex_);
+  return restarts_;
+}
+
+void SupervisedWorker::Watch() {
+  std::unique_lock lock(mutex_);
+  while (!stop_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stopping_; })) {
+    try {
+      const std::optional<int> status = process_ ? process_->Exited() : std::nullopt;
+      if (!status) continue;
+      const pid_t old = process_->pid();
+      if (restarts_ >= max_restarts_) {
+        spdlog::error(
+            "ios-worker process {} exited with status {}; not restarted ({} restarts already): "
+            "what it held is measured again once the query timeout passes",
+            old, *status, restarts_);
+        process_.reset();
+        continue;
+      }
+      ++restarts_;
+      process_ = std::make_unique<WorkerProcess>(worker_, args_);
+      spdlog::warn(
+          "ios-worker process {} exited with status {}; restarted as process {} ({} of {})", old,
+          *status, process_->pid(), restarts_, max_restarts_);
+    } catch (const std::exception& e) {
+      spdlog::error("supervising the ios-worker process: {}", e.what());
+      process_.reset();
     }
   }
 }

@@ -6,8 +6,12 @@
 
 #include <sys/types.h>
 
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace ios::coordinator {
@@ -41,6 +45,36 @@ class WorkerProcess {
  private:
   pid_t pid_ = -1;
   std::optional<int> status_;
+};
+
+//! A WorkerProcess started again whenever it exits on its own (a worker
+//! whose GPU hit a sticky error exits so that a fresh process, with a fresh
+//! CUDA context, takes over; the farm requeues what the old one held), at
+//! most `max_restarts` times. Watched by a thread it owns; the child is
+//! stopped when the object goes.
+class SupervisedWorker {
+ public:
+  //! Starts the first child. Throws ios::Error when it cannot be started.
+  SupervisedWorker(std::string worker, std::vector<std::string> args, int max_restarts = 3);
+  ~SupervisedWorker();
+  SupervisedWorker(const SupervisedWorker&) = delete;
+  SupervisedWorker& operator=(const SupervisedWorker&) = delete;
+
+  pid_t pid() const;
+  int restarts() const;
+
+ private:
+  void Watch();
+
+  const std::string worker_;
+  const std::vector<std::string> args_;
+  const int max_restarts_;
+  mutable std::mutex mutex_;
+  std::condition_variable stop_;
+  bool stopping_ = false;
+  int restarts_ = 0;
+  std::unique_ptr<WorkerProcess> process_;
+  std::thread watcher_;  // last: starts once the rest is set up
 };
 
 //! `endpoint` as a client on this host reaches it: a wildcard host

@@ -5,13 +5,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/testing/binaries.h"
@@ -158,6 +162,38 @@ TEST_F(FarmCliTest, ASearchMeasuresThroughAChildWorkerProcess) {
                        {"--device 'cuda,math=fp16': the local ios-worker cannot measure on it",
                         "math must be fp32 or tf32"},
                        "cuda child");
+}
+
+// Issue 10: a child worker that exits mid-search (as one whose GPU hit a
+// sticky error does, so a fresh process takes over) is started again, the
+// farm requeues what it held, and the search ends normally.
+TEST_F(FarmCliTest, AChildWorkerThatDiesMidSearchIsRestartedAndTheSearchCompletes) {
+  std::atomic<bool> finished{false};
+  std::atomic<int> killed{0};
+  std::thread killer([&] {
+    const std::string marker = "measuring through ios-worker process ";
+    while (!finished) {
+      const std::string err = ReadFile(Path(".stderr.txt"));
+      const size_t at = err.find(marker);
+      if (at != std::string::npos && err.find(')', at) != std::string::npos) {
+        const int pid = std::atoi(err.c_str() + at + marker.size());
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));  // mid-search
+        if (pid > 0 && kill(pid, SIGKILL) == 0) killed = pid;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  // ~170 stages at 20 ms each: the kill lands well inside the search.
+  const CliResult r = Run(kCoordinator,
+                          "--model squeezenet --device sim:v100 --worker-process --sim-delay-ms 20 "
+                          "--heartbeat-ms 200 --db restart.db");
+  finished = true;
+  killer.join();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_GT(killed.load(), 0) << "the child was not killed: " << r.err;
+  EXPECT_THAT(r.err, HasSubstr("ios-worker process " + std::to_string(killed.load()) +
+                               " exited with status 137; restarted as process"));
 }
 
 // Issue 7 item 9f: "signal 15: stopping" used to precede every configuration error.
