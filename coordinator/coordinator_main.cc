@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/blocks.h"
 #include "common/error.h"
 #include "common/ios_json.h"
 #include "common/model_source.h"
@@ -45,6 +46,7 @@ struct CliOptions {
   std::string device = "cpu";
   std::string strategy = "both";
   std::string measure = "lazy";
+  std::string blocks = "model";  // or "auto": found here, the model's ignored
   bool no_pruning = false;
   std::string db = "ios-farm.db";
   std::string out;
@@ -320,6 +322,10 @@ void AnnounceDevice(const CliOptions& cli, Measurer& farm, const std::string& wh
 int Search(const CliOptions& cli) {
   const std::string started_at = NowUtc();
   auto [graph, model_name] = ResolveModel(cli.model);
+  if (cli.blocks == "auto") {
+    SetAutomaticBlocks(graph);
+    InferShapes(graph);
+  }
   auto store = db::ProfileStore::Open(cli.db);
   auto farm = StartFarm(cli);
   AnnounceDevice(cli, *farm, "searching " + model_name);
@@ -481,6 +487,12 @@ int main(int argc, char** argv) {
                  "all")
       ->default_val("lazy")
       ->check(CLI::IsMember({"lazy", "all"}));
+  app.add_option("--blocks", cli.blocks,
+                 "model: the blocks and parts the model file or zoo gives; auto: found here (cut "
+                 "where every path passes, joined up to 24 operators; docs/onnx.md), as ONNX "
+                 "models always get")
+      ->default_val("model")
+      ->check(CLI::IsMember({"model", "auto"}));
   double bound_margin_percent = 0;
   CLI::Option* bound_margin =
       app.add_option("--bound-margin", bound_margin_percent,
@@ -598,7 +610,7 @@ int main(int argc, char** argv) {
   for (const char* name :
        {"--model", "--out", "--strategy", "-r", "-s", "--no-pruning", "--max-part-size",
         "--max-dp-states", "--max-dp-transitions", "--max-dp-stages", "--max-search-stages",
-        "--no-baselines", "--measure", "--bound-margin", "--sub-stage-bounds"}) {
+        "--no-baselines", "--measure", "--blocks", "--bound-margin", "--sub-stage-bounds"}) {
     if (app.get_option(name)->count() == 0) continue;
     cli.unused_by_evaluate.push_back(name);
   }

@@ -17,6 +17,7 @@
 #include "coordinator/search.h"
 #include "db/profile_store.h"
 #include "exec/device.h"
+#include "onnx/model_loader.h"
 #include "run/devices.h"
 #include "run/network_run.h"
 
@@ -30,6 +31,8 @@ struct CliOptions {
   std::string device = "cpu";
   std::string db = "ios-farm.db";
   std::string weights_file;
+  std::string input_file;   // raw float32 input (N,C,H,W); default: seeded
+  std::string expect_file;  // raw float32 reference output to match
   std::string format = "text";
   int batch = 1;
   int runs = 10;
@@ -47,9 +50,14 @@ constexpr double kCheckTolerance = 1e-4;
 // Winograd convolutions round differently), strict FP32 on both sides.
 constexpr double kCrossDeviceTolerance = 1e-3;
 
+// --expect: our output against another framework's (PyTorch through ONNX),
+// relative to the largest |value| of the reference.
+constexpr double kExpectTolerance = 1e-3;
+
 struct Loaded {
   Graph graph;
   std::string model_name;
+  std::optional<exec::WeightStore> file_weights;  // an ONNX file's own
   run::NetworkSchedule schedule;
   std::optional<MeasureSettings> settings;  // the search's, from a schedule file
 };
@@ -59,9 +67,11 @@ Loaded LoadInputs(const CliOptions& cli) {
   const bool named = cli.schedule == "sequential" || cli.schedule == "greedy";
   if (named) {
     if (cli.model.empty()) throw Error("--model is required with --schedule " + cli.schedule);
-    LoadedModel model = LoadModel(cli.model);
-    loaded.graph = std::move(model.graph);
-    loaded.model_name = model.name;
+    ModelWithWeights model = LoadAnyModel(cli.model);
+    for (const std::string& warning : model.warnings) spdlog::warn("{}", warning);
+    loaded.graph = std::move(model.model.graph);
+    loaded.model_name = model.model.name;
+    loaded.file_weights = std::move(model.weights);
     loaded.schedule = cli.schedule == "sequential" ? run::SequentialNetworkSchedule(loaded.graph)
                                                    : run::GreedyNetworkSchedule(loaded.graph);
     return loaded;
@@ -77,7 +87,8 @@ Loaded LoadInputs(const CliOptions& cli) {
   loaded.settings = file.settings;
   if (!cli.model.empty()) {
     // The file carries its graph; --model must name the same network.
-    LoadedModel model = LoadModel(cli.model);
+    ModelWithWeights any = LoadAnyModel(cli.model);
+    const LoadedModel& model = any.model;
     const bool same = model.graph.nodes.size() == loaded.graph.nodes.size() &&
                       std::equal(model.graph.nodes.begin(), model.graph.nodes.end(),
                                  loaded.graph.nodes.begin(), [](const Node& a, const Node& b) {
@@ -88,6 +99,7 @@ Loaded LoadInputs(const CliOptions& cli) {
                   cli.model);
     }
     loaded.model_name = model.name;
+    loaded.file_weights = std::move(any.weights);
   }
   loaded.schedule.name = cli.schedule;
   for (auto& block : file.blocks) {
@@ -119,6 +131,28 @@ Prediction Predict(const CliOptions& cli, const Loaded& loaded) {
   const coordinator::Schedule priced = coordinator::PriceSchedule({block}, table.latency_ms);
   return {priced.latency_ms, table.stats.measured, table.stats.reused, table.stats.failed,
           measurer->Device().simulated};
+}
+
+std::string ShapeText(int batch, const Shape& s) {
+  return std::to_string(batch) + "x" + std::to_string(s.c) + "x" + std::to_string(s.h) + "x" +
+         std::to_string(s.w);
+}
+
+//! A raw little-endian float32 file of exactly `count` values.
+std::vector<float> ReadFloats(const std::string& path, const std::string& option, size_t count,
+                              const std::string& shape) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) throw Error(option + " " + path + ": cannot be opened");
+  std::vector<float> values(count);
+  const size_t read = std::fread(values.data(), sizeof(float), count, file);
+  const bool longer = std::fgetc(file) != EOF;
+  std::fclose(file);
+  if (read != count || longer) {
+    throw Error(option + " " + path + ": " + (longer ? "more" : std::to_string(read)) +
+                " float32 values; " + std::to_string(count) + " expected (" + shape +
+                ", raw little-endian float32 without a header)");
+  }
+  return values;
 }
 
 double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
@@ -153,17 +187,30 @@ void CheckAgainstCpu(const CliOptions& cli, const Loaded& loaded, const exec::We
 
 int Run(const CliOptions& cli) {
   const Loaded loaded = LoadInputs(cli);
-  const exec::WeightStore weights = cli.weights_file.empty()
-                                        ? exec::WeightStore::Random(loaded.graph, cli.seed)
-                                        : exec::WeightStore::Load(loaded.graph, cli.weights_file);
+  const exec::WeightStore weights =
+      !cli.weights_file.empty() ? exec::WeightStore::Load(loaded.graph, cli.weights_file)
+      : loaded.file_weights     ? *loaded.file_weights
+                                : exec::WeightStore::Random(loaded.graph, cli.seed);
   std::unique_ptr<exec::Device> device = run::OpenDevice(cli.device);
   const bool gpu = device->Info().backend == "cuda";
   if (cli.cuda_graph && !gpu) {
     throw Error("--cuda-graph needs --device cuda (CUDA graphs), not " + cli.device);
   }
   const Shape in = loaded.graph.node(0).output;
-  const std::vector<float> input = exec::SeededValues(
-      static_cast<size_t>(cli.batch) * static_cast<size_t>(in.c) * in.h * in.w, cli.seed);
+  const size_t input_count =
+      static_cast<size_t>(cli.batch) * static_cast<size_t>(in.c) * in.h * in.w;
+  const std::vector<float> input =
+      cli.input_file.empty()
+          ? exec::SeededValues(input_count, cli.seed)
+          : ReadFloats(cli.input_file, "--input", input_count, ShapeText(cli.batch, in));
+  const Shape output_shape = loaded.graph.nodes.back().output;
+  std::optional<std::vector<float>> expected;
+  if (!cli.expect_file.empty()) {
+    expected = ReadFloats(cli.expect_file, "--expect",
+                          static_cast<size_t>(cli.batch) * static_cast<size_t>(output_shape.c) *
+                              output_shape.h * output_shape.w,
+                          ShapeText(cli.batch, output_shape));
+  }
   MeasureSettings timing;
   timing.warmup = cli.warmup;
   timing.number = 1;
@@ -182,10 +229,32 @@ int Run(const CliOptions& cli) {
 
   nlohmann::json check = nullptr;
   bool check_passed = true;
+  std::optional<run::Execution> baseline_run;
+  const auto sequential_output = [&]() -> const std::vector<float>& {
+    if (!baseline_run) {
+      baseline_run =
+          run::Execute(*device, loaded.graph, run::SequentialNetworkSchedule(loaded.graph), weights,
+                       cli.batch, input, nullptr);
+    }
+    return baseline_run->output;
+  };
+  nlohmann::json expect = nullptr;
+  if (expected) {
+    const run::Comparison scheduled = run::Compare(execution.output, *expected);
+    const run::Comparison sequential = run::Compare(sequential_output(), *expected);
+    const bool passed = scheduled.Within(kExpectTolerance) && sequential.Within(kExpectTolerance);
+    check_passed = check_passed && passed;
+    expect = {{"file", cli.expect_file},
+              {"tolerance", kExpectTolerance},
+              {"schedule_max_abs_diff", scheduled.max_abs_diff},
+              {"sequential_max_abs_diff", sequential.max_abs_diff},
+              {"max_abs_reference", scheduled.max_abs_reference},
+              {"passed", passed}};
+  }
   if (cli.check) {
     const run::NetworkSchedule sequential = run::SequentialNetworkSchedule(loaded.graph);
-    const run::Execution baseline =
-        run::Execute(*device, loaded.graph, sequential, weights, cli.batch, input, nullptr);
+    sequential_output();
+    const run::Execution& baseline = *baseline_run;
     const run::Comparison vs_sequential = run::Compare(execution.output, baseline.output);
     check_passed = vs_sequential.Within(kCheckTolerance);
     check = {{"tolerance", kCheckTolerance},
@@ -243,6 +312,15 @@ int Run(const CliOptions& cli) {
         MiB(execution.memory.allocated_bytes * cli.batch),
         MiB(execution.memory.peak_live_bytes * cli.batch), execution.memory.buffers,
         execution.memory.slots, execution.memory.concat_views);
+    if (expected) {
+      std::printf(
+          "expect: %s (max |difference| %.3g scheduled, %.3g sequential; largest "
+          "|reference| %.3g; tolerance %.0e of it)\n",
+          expect["passed"].get<bool>() ? "PASSED" : "FAILED",
+          expect["schedule_max_abs_diff"].get<double>(),
+          expect["sequential_max_abs_diff"].get<double>(),
+          expect["max_abs_reference"].get<double>(), kExpectTolerance);
+    }
     if (cli.check) {
       std::printf("check: %s\n%s\n", check_passed ? "PASSED" : "FAILED", check.dump(2).c_str());
     }
@@ -273,7 +351,8 @@ int Run(const CliOptions& cli) {
         {"stages_measured_for_prediction", prediction.measured},
         {"peak_activation_bytes", execution.memory.allocated_bytes * cli.batch},
         {"peak_live_activation_bytes", execution.memory.peak_live_bytes * cli.batch},
-        {"check", check}};
+        {"check", check},
+        {"expect", expect}};
     std::printf("%s\n", out.dump(2).c_str());
   }
   return check_passed ? 0 : 1;
@@ -288,8 +367,8 @@ int main(int argc, char** argv) {
       "end-to-end latency beside the DP's prediction from the profiling DB, its activation "
       "memory, and (--check) whether its output equals sequential execution"};
   app.add_option("--model,-m", cli.model,
-                 "zoo name or IOS JSON graph file (optional with a schedule file, which carries "
-                 "its graph)");
+                 "zoo name, IOS JSON graph file or ONNX file (*.onnx, with its weights when it "
+                 "carries them); optional with a schedule file, which carries its graph");
   app.add_option("--schedule", cli.schedule,
                  "sequential, greedy, or a schedule file (ios-coordinator --out, or an IOS "
                  "reference schedule)")
@@ -319,6 +398,13 @@ int main(int argc, char** argv) {
   app.add_flag("--no-predict", no_predict, "skip the DP's prediction (no DB is opened)");
   app.add_option("--weights", cli.weights_file,
                  "weights file (docs/execution.md); default: seeded random weights");
+  app.add_option("--input", cli.input_file,
+                 "the network's input: raw little-endian float32, N*C*H*W values (e.g. "
+                 "scripts/export-torchvision.py's MODEL.in.bin); default: seeded random values");
+  app.add_option("--expect", cli.expect_file,
+                 "a reference output (raw float32, as MODEL.out.bin): the scheduled and the "
+                 "sequential outputs must match it within 1e-3 of its largest |value|; exit 1 if "
+                 "not");
   app.add_option("--seed", cli.seed, "seed of the random weights and input")->default_val(cli.seed);
   app.add_option("--format", cli.format, "text or json")
       ->default_val(cli.format)

@@ -19,6 +19,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libzmq3-dev cppzmq-dev capnproto libcapnp-dev
   libdnnl-dev ocl-icd-opencl-dev
+  libonnx-dev libprotobuf-dev
   clang-format
 )
 

@@ -119,6 +119,30 @@ TEST_F(CoordinatorCliTest, SearchOfAnIosJsonModelFileWorks) {
   EXPECT_EQ(doc.at("model"), "tiny");
 }
 
+// Issue 11: an ONNX model is searched like any other; and blocks found
+// automatically on a zoo model (--blocks auto) give a schedule no slower
+// than the zoo's hand-made blocks (sim:v100 is deterministic).
+TEST_F(CoordinatorCliTest, OnnxModelsAndAutomaticBlocksAreSearched) {
+  const CliResult onnx = Coordinator("--model " + ShellQuote(DataFile("onnx/squeezenet1_1.onnx")) +
+                                     " --db profile.db -q");
+  ASSERT_EQ(onnx.exit_code, 0) << onnx.err;
+  EXPECT_THAT(onnx.out, HasSubstr("model squeezenet1_1, 30 operators in 2 blocks"));
+  const std::string latency = "(^|\n)ios +([0-9]+\\.[0-9]+) ms";
+  const auto ios_ms = [&](const CliResult& r) {
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(r.out, m, std::regex(latency))) << r.out;
+    return m.size() > 2 ? std::stod(m[2].str()) : -1.0;
+  };
+  const CliResult hand = Coordinator("--model squeezenet --db profile.db -q");
+  const CliResult found = Coordinator("--model squeezenet --blocks auto --db profile.db -q");
+  ASSERT_EQ(hand.exit_code, 0) << hand.err;
+  ASSERT_EQ(found.exit_code, 0) << found.err;
+  EXPECT_THAT(found.out, HasSubstr("50 operators in 3 blocks"));
+  EXPECT_LE(ios_ms(found), ios_ms(hand));
+  const CliResult bad = Coordinator("--model squeezenet --blocks some --db profile.db -q");
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
 TEST_F(CoordinatorCliTest, ParallelStrategyScheduleHasNoMergeStage) {
   const CliResult r =
       Coordinator("--model squeezenet --strategy parallel --db profile.db -q --out s.json");

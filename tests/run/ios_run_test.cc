@@ -10,6 +10,7 @@
 #include <regex>
 #include <string>
 
+#include "tests/onnx/onnx_builder.h"
 #include "tests/testing/binaries.h"
 #include "tests/testing/process.h"
 #include "tests/testing/sanitizers.h"
@@ -22,6 +23,7 @@ using ::ios::testing::CliResult;
 using ::ios::testing::kCoordinator;
 using ::ios::testing::kIosRun;
 using ::ios::testing::ShellQuote;
+using ::ios::testing::WriteFile;
 using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -75,6 +77,44 @@ TEST_F(IosRunTest, TinyModelEqualsSequentialAndTheNaiveReferenceUnderGreedy) {
   EXPECT_GT(out["predicted_ms"].get<double>(), 0);
   EXPECT_GT(out["stages_measured_for_prediction"].get<int>(), 0);
   EXPECT_GT(out["peak_activation_bytes"].get<long long>(), 0);
+}
+
+// Issue 11: an ONNX file brings its weights; --input feeds a given input and
+// --expect compares the scheduled and the sequential outputs with a
+// reference (here computed by hand: 3*1 + 1*(-1) + 0.5 = 2.5).
+TEST_F(IosRunTest, AnOnnxModelRunsWithItsWeightsOnAGivenInputAgainstAnExpectedOutput) {
+  onnx_import::testing::OnnxBuilder b(2, 1, 1);
+  const std::string y =
+      b.Node("Conv", {"input", b.Weight({1, 2, 1, 1}, std::vector<float>{1.0f, -1.0f}),
+                      b.Weight({1}, std::vector<float>{0.5f})});
+  ASSERT_TRUE(WriteFile(dir_ / "tiny.onnx", b.Bytes(y)));
+  const auto floats = [](std::vector<float> v) {
+    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  };
+  ASSERT_TRUE(WriteFile(dir_ / "in.bin", floats({3.0f, 1.0f})));
+  ASSERT_TRUE(WriteFile(dir_ / "good.bin", floats({2.5f})));
+  ASSERT_TRUE(WriteFile(dir_ / "bad.bin", floats({2.0f})));
+  const std::string base =
+      std::string("--model tiny.onnx --input in.bin --runs 1 --no-predict ") + kCpu;
+  const CliResult good = Run(kIosRun, base + " --expect good.bin --schedule greedy");
+  EXPECT_EQ(good.exit_code, 0) << good.out << good.err;
+  EXPECT_THAT(good.out, HasSubstr("expect: PASSED"));
+  const CliResult bad = Run(kIosRun, base + " --expect bad.bin --format json");
+  EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
+  const json out = ParseJson(bad);
+  EXPECT_FALSE(out["expect"]["passed"].get<bool>());
+  EXPECT_NEAR(out["expect"]["schedule_max_abs_diff"].get<double>(), 0.5, 1e-6);
+  // An input of the wrong size is one clear line.
+  ASSERT_TRUE(WriteFile(dir_ / "short.bin", floats({3.0f})));
+  const CliResult wrong = Run(kIosRun, std::string("--model tiny.onnx --input short.bin ") + kCpu);
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_THAT(wrong.err, HasSubstr("--input short.bin: 1 float32 values; 2 expected (1x2x1x1"));
+  // A model the importer refuses says which node and why.
+  onnx_import::testing::OnnxBuilder s(2, 4, 4);
+  ASSERT_TRUE(WriteFile(dir_ / "softmax.onnx", s.Bytes(s.Node("Softmax", {"input"}))));
+  const CliResult refused = Run(kIosRun, std::string("--model softmax.onnx ") + kCpu);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("softmax.onnx: node 'Softmax_t0' (Softmax)"));
 }
 
 TEST_F(IosRunTest, PredictionReusesTheDbOnASecondRun) {

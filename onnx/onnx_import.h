@@ -1,0 +1,48 @@
+// ONNX import: a model file exported from PyTorch (or another exporter)
+// becomes a Graph with its blocks and the weights of its convolutions.
+//
+// Operators are mapped onto the IR, rewriting what has an exact equivalent:
+// BatchNormalization after a convolution is folded into its weights, a Relu
+// into the convolution before it, a zero Pad into the padding of the
+// convolution or average pool after it, Concat on channels into the terms
+// of its readers, Flatten + Gemm/MatMul into a convolution whose kernel
+// covers the whole feature map, Dropout and Identity removed. Everything
+// else is refused with one line naming the node, its operator and what is
+// missing: never a crash and never a graph that computes something else.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/graph.h"
+#include "exec/weights.h"
+
+namespace ios::onnx_import {
+
+struct ImportedModel {
+  Graph graph;  // shapes inferred, single-entry single-exit blocks found
+  //! The file's weights, one entry per convolution; empty when the file
+  //! carries none (an export with export_params=False).
+  exec::WeightStore weights;
+  bool has_weights = false;
+  int batch = 1;                      // the batch size the file declares (1 when symbolic)
+  std::vector<std::string> notes;     // rewrites made: folds, fusions, removals
+  std::vector<std::string> warnings;  // checker complaints that were not fatal
+};
+
+//! True for a path ending in ".onnx" (any case).
+bool IsOnnxPath(std::string_view path);
+
+//! Largest ONNX file read (2 GiB, protobuf's own limit).
+inline constexpr std::uintmax_t kMaxOnnxFileBytes = std::uintmax_t{2} << 30;
+
+//! Reads and imports an ONNX file. Throws ios::Error naming the file and,
+//! where one is at fault, the node, its operator and the attribute.
+ImportedModel ImportOnnxFile(const std::string& path);
+
+//! Imports a serialized ModelProto; `source` names it in messages and, its
+//! stem, the graph when the model has no name.
+ImportedModel ImportOnnx(std::string_view bytes, const std::string& source);
+
+}  // namespace ios::onnx_import

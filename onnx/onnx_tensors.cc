@@ -1,0 +1,148 @@
+#include "onnx/onnx_tensors.h"
+
+#include <cstring>
+
+#include "common/error.h"
+#include "common/printable.h"
+
+namespace ios::onnx_import::detail {
+
+int64_t ConstTensor::elements() const {
+  int64_t count = 1;
+  for (int64_t d : dims) count *= d;
+  return count;
+}
+
+std::string ConstTensor::DimsText() const {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+namespace {
+
+//! Copies `count` little-endian values of type T out of raw bytes.
+template <class T>
+std::vector<T> FromRaw(const std::string& raw, int64_t count, const std::string& where) {
+  if (raw.size() != static_cast<size_t>(count) * sizeof(T)) {
+    throw Error(where + ": raw_data holds " + std::to_string(raw.size()) + " bytes, " +
+                std::to_string(count * static_cast<int64_t>(sizeof(T))) + " expected");
+  }
+  std::vector<T> values(static_cast<size_t>(count));
+  if (count > 0) std::memcpy(values.data(), raw.data(), raw.size());
+  return values;
+}
+
+template <class T, class Field>
+std::vector<T> FromField(const Field& field, int64_t count, const std::string& where) {
+  if (field.size() != count) {
+    throw Error(where + ": holds " + std::to_string(field.size()) + " values, its dims say " +
+                std::to_string(count));
+  }
+  return std::vector<T>(field.begin(), field.end());
+}
+
+}  // namespace
+
+ConstTensor ReadTensor(const ::onnx::TensorProto& tensor, const std::string& where) {
+  ConstTensor out;
+  out.name = tensor.name();
+  for (int64_t d : tensor.dims()) {
+    if (d < 0) throw Error(where + ": negative dimension " + std::to_string(d));
+    out.dims.push_back(d);
+  }
+  if (tensor.data_location() == ::onnx::TensorProto_DataLocation_EXTERNAL) {
+    throw Error(where +
+                ": its values are in an external file, which this importer does not read "
+                "(export with the weights inside the model)");
+  }
+  const int64_t count = out.elements();
+  out.has_values = true;
+  switch (tensor.data_type()) {
+    case ::onnx::TensorProto_DataType_FLOAT:
+      out.floats = tensor.has_raw_data() ? FromRaw<float>(tensor.raw_data(), count, where)
+                                         : FromField<float>(tensor.float_data(), count, where);
+      return out;
+    case ::onnx::TensorProto_DataType_INT64:
+      out.is_float = false;
+      out.ints = tensor.has_raw_data() ? FromRaw<int64_t>(tensor.raw_data(), count, where)
+                                       : FromField<int64_t>(tensor.int64_data(), count, where);
+      return out;
+    case ::onnx::TensorProto_DataType_INT32: {
+      out.is_float = false;
+      const std::vector<int32_t> narrow =
+          tensor.has_raw_data() ? FromRaw<int32_t>(tensor.raw_data(), count, where)
+                                : FromField<int32_t>(tensor.int32_data(), count, where);
+      out.ints.assign(narrow.begin(), narrow.end());
+      return out;
+    }
+    default:
+      throw Error(where + ": element type " + std::to_string(tensor.data_type()) +
+                  " (only FLOAT, INT64 and INT32 tensors are read)");
+  }
+}
+
+Attributes::Attributes(const ::onnx::NodeProto& node, std::string where)
+    : node_(node), where_(std::move(where)) {}
+
+bool Attributes::Has(const std::string& name) const {
+  for (const auto& a : node_.attribute()) {
+    if (a.name() == name) return true;
+  }
+  return false;
+}
+
+const ::onnx::AttributeProto* Attributes::Find(const std::string& name,
+                                               ::onnx::AttributeProto_AttributeType type) const {
+  for (const auto& a : node_.attribute()) {
+    if (a.name() != name) continue;
+    // Old exporters leave the type unset; then trust the field asked for.
+    if (a.type() != type && a.type() != ::onnx::AttributeProto_AttributeType_UNDEFINED) {
+      throw Error(where_ + ": attribute " + Quoted(name) + " has type " +
+                  ::onnx::AttributeProto_AttributeType_Name(a.type()) + ", expected " +
+                  ::onnx::AttributeProto_AttributeType_Name(type));
+    }
+    return &a;
+  }
+  return nullptr;
+}
+
+int64_t Attributes::Int(const std::string& name, int64_t fallback) const {
+  const auto* a = Find(name, ::onnx::AttributeProto_AttributeType_INT);
+  return a ? a->i() : fallback;
+}
+
+float Attributes::Float(const std::string& name, float fallback) const {
+  const auto* a = Find(name, ::onnx::AttributeProto_AttributeType_FLOAT);
+  return a ? a->f() : fallback;
+}
+
+std::string Attributes::String(const std::string& name, const std::string& fallback) const {
+  const auto* a = Find(name, ::onnx::AttributeProto_AttributeType_STRING);
+  return a ? a->s() : fallback;
+}
+
+std::vector<int64_t> Attributes::Ints(const std::string& name) const {
+  const auto* a = Find(name, ::onnx::AttributeProto_AttributeType_INTS);
+  if (a == nullptr) return {};
+  return {a->ints().begin(), a->ints().end()};
+}
+
+std::optional<::onnx::TensorProto> Attributes::Tensor(const std::string& name) const {
+  const auto* a = Find(name, ::onnx::AttributeProto_AttributeType_TENSOR);
+  if (a == nullptr) return std::nullopt;
+  return a->t();
+}
+
+void Attributes::OnlyKnown(const std::vector<std::string>& known) const {
+  for (const auto& a : node_.attribute()) {
+    bool listed = false;
+    for (const std::string& k : known) listed |= a.name() == k;
+    if (!listed) {
+      throw Error(where_ + ": attribute " + Quoted(a.name()) +
+                  " is not one this importer knows for the operator, so it cannot honour it");
+    }
+  }
+}
+
+}  // namespace ios::onnx_import::detail

@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""Exports a torchvision classification CNN to ONNX together with a reference
+input and PyTorch's output for it, so that
+
+    ios-run --model MODEL.onnx --input MODEL.in.bin --expect MODEL.out.bin
+
+can check ios-farm's ONNX importer and kernels against PyTorch.
+
+The weights are random (weights=None) but seeded, so the files are
+reproducible without network access or a weights cache. The .bin files are
+raw little-endian float32 in NCHW order (the output in PyTorch's layout,
+(B, classes) for these models) with no header: ios-run knows the shapes from
+the model.
+
+--structure-only leaves the weights out of the file (they become graph inputs
+without initializers), which keeps it small enough to commit as a test
+fixture for the importer's graph handling; no .bin files are written then,
+since a model without weights has no meaningful output.
+
+Needs torch, torchvision and onnx; on the dev machines those are only in
+Debian's python, hence the /usr/bin/python3 shebang.
+
+Usage: scripts/export-torchvision.py MODEL [--out DIR] [--batch B] [--seed S]
+                                           [--opset N] [--structure-only]
+"""
+import argparse
+import difflib
+import os
+import sys
+
+import onnx
+import torch
+import torchvision.models
+
+# Models whose auxiliary classifiers would otherwise add outputs (and whose
+# weights=None default warns about changing init); init_weights=True keeps the
+# random weights independent of a future change of that default.
+AUX_KWARGS = {
+    "inception_v3": {"aux_logits": False, "init_weights": True},
+    "googlenet": {"aux_logits": False, "init_weights": True},
+}
+
+# Inception v3's stride/padding arithmetic is designed for 299x299; everything
+# else is an ImageNet 224x224 model.
+INPUT_SIZE = {"inception_v3": 299}
+DEFAULT_INPUT_SIZE = 224
+
+
+def classification_models():
+    # module= restricts the list to the classification namespace, excluding
+    # detection/segmentation/video models that take other inputs.
+    return sorted(torchvision.models.list_models(module=torchvision.models))
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        description="Export a torchvision classification model (random, "
+        "seeded weights) to ONNX with a reference input and output for "
+        "`ios-run --model MODEL.onnx --input MODEL.in.bin "
+        "--expect MODEL.out.bin`.")
+    parser.add_argument(
+        "model", metavar="MODEL",
+        help="torchvision.models constructor name, e.g. inception_v3, "
+        "googlenet, squeezenet1_1, resnet50, densenet121, mobilenet_v2, "
+        "efficientnet_b0")
+    parser.add_argument("--out", default=".", metavar="DIR",
+                        help="directory to write into (created if missing; "
+                        "default: .)")
+    parser.add_argument("--batch", type=int, default=1, metavar="B",
+                        help="batch size of the input (default: 1)")
+    parser.add_argument("--seed", type=int, default=0, metavar="S",
+                        help="seed for the weights and the input (default: 0)")
+    parser.add_argument("--opset", type=int, default=13, metavar="N",
+                        help="ONNX opset version (default: 13)")
+    parser.add_argument("--structure-only", action="store_true",
+                        help="omit the weights (export_params=False; they "
+                        "become graph inputs) and write only MODEL.onnx")
+    args = parser.parse_args(argv)
+    if args.batch < 1:
+        parser.error("--batch must be at least 1")
+    return args
+
+
+def build_model(name, seed):
+    """Returns the model in eval mode with weights drawn from `seed`."""
+    torch.manual_seed(seed)
+    constructor = getattr(torchvision.models, name)
+    extra = AUX_KWARGS.get(name, {})
+    try:
+        model = constructor(weights=None, **extra)
+    except (TypeError, ValueError):
+        # A torchvision that rejects these kwargs still builds the model
+        # without downloading; reseed so the fallback is reproducible too.
+        torch.manual_seed(seed)
+        model = constructor(weights=None)
+    return model.eval()
+
+
+def make_input(name, batch, seed):
+    # A generator of its own keeps the input independent of how many random
+    # numbers the model's initialisation consumed.
+    size = INPUT_SIZE.get(name, DEFAULT_INPUT_SIZE)
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(batch, 3, size, size, generator=generator)
+
+
+def reference_output(model, x):
+    with torch.no_grad():
+        y = model(x)
+    if not isinstance(y, torch.Tensor):
+        # Only a model with auxiliary outputs still enabled gets here; the
+        # ONNX graph would have several outputs, which ios-run can't compare.
+        sys.exit(f"error: model returned {type(y).__name__}, not one tensor")
+    return y
+
+
+def export_onnx(model, x, path, opset, with_params):
+    torch.onnx.export(
+        model, x, path,
+        export_params=with_params,
+        do_constant_folding=True,
+        opset_version=opset,
+        input_names=["input"],
+        output_names=["output"],
+        training=torch.onnx.TrainingMode.EVAL)
+
+
+def write_raw(tensor, path):
+    # '<f4' pins the byte order, so the file is the same on any host.
+    tensor.detach().cpu().numpy().astype("<f4").tofile(path)
+
+
+def check_onnx(path):
+    # A checker complaint is worth seeing but the file may still be usable
+    # (the checker lags behind exporters), so it does not fail the export.
+    try:
+        onnx.checker.check_model(path)
+    except onnx.checker.ValidationError as err:
+        first_line = str(err).strip().splitlines()[0] if str(err) else ""
+        print(f"warning: onnx.checker rejects {path}: {first_line}",
+              file=sys.stderr)
+
+
+def shape_str(shape):
+    return "(" + ",".join(str(d) for d in shape) + ")"
+
+
+def report(path, x_shape, y_shape):
+    size = os.path.getsize(path)
+    print(f"wrote {path} ({size} bytes) input {shape_str(x_shape)} "
+          f"output {shape_str(y_shape)}")
+
+
+def main(argv):
+    args = parse_args(argv)
+    if args.model not in classification_models():
+        # The full list is ~80 names; near matches catch the usual typos.
+        near = difflib.get_close_matches(args.model, classification_models())
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        print(f"error: '{args.model}' is not a torchvision classification "
+              f"model{hint}", file=sys.stderr)
+        return 2
+
+    model = build_model(args.model, args.seed)
+    x = make_input(args.model, args.batch, args.seed)
+    # The output also gives the shape to report in structure-only mode.
+    y = reference_output(model, x)
+
+    os.makedirs(args.out, exist_ok=True)
+    base = os.path.join(args.out, args.model)
+    onnx_path = base + ".onnx"
+    export_onnx(model, x, onnx_path, args.opset, not args.structure_only)
+    check_onnx(onnx_path)
+    written = [onnx_path]
+
+    if not args.structure_only:
+        write_raw(x, base + ".in.bin")
+        write_raw(y, base + ".out.bin")
+        written += [base + ".in.bin", base + ".out.bin"]
+
+    for path in written:
+        report(path, x.shape, y.shape)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

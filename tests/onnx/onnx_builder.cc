@@ -1,0 +1,155 @@
+#include "tests/onnx/onnx_builder.h"
+
+#include <onnx/shape_inference/implementation.h>
+
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+
+#include "exec/weights.h"
+
+namespace ios::onnx_import::testing {
+
+::onnx::AttributeProto IntAttr(const std::string& name, int64_t value) {
+  ::onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(::onnx::AttributeProto_AttributeType_INT);
+  a.set_i(value);
+  return a;
+}
+
+::onnx::AttributeProto FloatAttr(const std::string& name, float value) {
+  ::onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(::onnx::AttributeProto_AttributeType_FLOAT);
+  a.set_f(value);
+  return a;
+}
+
+::onnx::AttributeProto IntsAttr(const std::string& name, const std::vector<int64_t>& values) {
+  ::onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(::onnx::AttributeProto_AttributeType_INTS);
+  for (int64_t v : values) a.add_ints(v);
+  return a;
+}
+
+::onnx::AttributeProto StringAttr(const std::string& name, const std::string& value) {
+  ::onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(::onnx::AttributeProto_AttributeType_STRING);
+  a.set_s(value);
+  return a;
+}
+
+namespace {
+
+void SetShape(::onnx::ValueInfoProto& info, const std::vector<int64_t>& dims) {
+  auto* tensor = info.mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(::onnx::TensorProto_DataType_FLOAT);
+  for (int64_t d : dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+}  // namespace
+
+OnnxBuilder::OnnxBuilder(int c, int h, int w, int opset) {
+  model_.set_ir_version(7);
+  model_.set_producer_name("ios-farm tests");
+  auto* op = model_.add_opset_import();
+  op->set_domain("");
+  op->set_version(opset);
+  auto* graph = model_.mutable_graph();
+  graph->set_name("test_graph");
+  auto* input = graph->add_input();
+  input->set_name("input");
+  SetShape(*input, {1, c, h, w});
+}
+
+std::string OnnxBuilder::Fresh() { return "t" + std::to_string(next_++); }
+
+std::string OnnxBuilder::Weight(const std::vector<int64_t>& dims,
+                                const std::vector<float>& values) {
+  int64_t count = 1;
+  for (int64_t d : dims) count *= d;
+  if (count != static_cast<int64_t>(values.size())) throw std::logic_error("Weight: wrong count");
+  auto* t = model_.mutable_graph()->add_initializer();
+  const std::string name = Fresh();
+  t->set_name(name);
+  t->set_data_type(::onnx::TensorProto_DataType_FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  std::string raw(values.size() * sizeof(float), '\0');
+  if (!values.empty()) std::memcpy(raw.data(), values.data(), raw.size());
+  t->set_raw_data(raw);
+  return name;
+}
+
+std::string OnnxBuilder::Weight(const std::vector<int64_t>& dims, uint64_t seed) {
+  int64_t count = 1;
+  for (int64_t d : dims) count *= d;
+  return Weight(dims, exec::SeededValues(static_cast<size_t>(count), seed));
+}
+
+std::string OnnxBuilder::Ints(const std::vector<int64_t>& values) {
+  auto* t = model_.mutable_graph()->add_initializer();
+  const std::string name = Fresh();
+  t->set_name(name);
+  t->set_data_type(::onnx::TensorProto_DataType_INT64);
+  t->add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) t->add_int64_data(v);
+  return name;
+}
+
+std::string OnnxBuilder::WeightInput(const std::vector<int64_t>& dims) {
+  auto* input = model_.mutable_graph()->add_input();
+  const std::string name = Fresh();
+  input->set_name(name);
+  SetShape(*input, dims);
+  return name;
+}
+
+std::string OnnxBuilder::Node(const std::string& op, const std::vector<std::string>& inputs,
+                              const std::vector<::onnx::AttributeProto>& attrs,
+                              const std::string& domain) {
+  auto* node = model_.mutable_graph()->add_node();
+  const std::string output = Fresh();
+  node->set_name(op + "_" + output);
+  node->set_op_type(op);
+  if (!domain.empty()) node->set_domain(domain);
+  for (const std::string& in : inputs) node->add_input(in);
+  node->add_output(output);
+  for (const auto& a : attrs) *node->add_attribute() = a;
+  return output;
+}
+
+::onnx::NodeProto& OnnxBuilder::Last() {
+  auto* graph = model_.mutable_graph();
+  return *graph->mutable_node(graph->node_size() - 1);
+}
+
+std::string OnnxBuilder::Bytes(const std::string& output) {
+  ::onnx::ModelProto model = model_;
+  // The checker wants the output's type and shape, as exporters write
+  // them: ONNX's own shape inference supplies them, and a rank-4 shape of
+  // unknown sizes where it cannot (an operator of another domain).
+  ::onnx::ModelProto inferred = model_;
+  try {
+    ::onnx::shape_inference::InferShapes(inferred);
+  } catch (const std::exception&) {
+  }
+  auto* out = model.mutable_graph()->add_output();
+  out->set_name(output);
+  for (const auto& info : inferred.graph().value_info()) {
+    if (info.name() == output) *out->mutable_type() = info.type();
+  }
+  if (!out->type().has_tensor_type() || !out->type().tensor_type().has_shape()) {
+    auto* tensor = out->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(::onnx::TensorProto_DataType_FLOAT);
+    for (int d = 0; d < 4; ++d)
+      tensor->mutable_shape()->add_dim()->set_dim_param("d" + std::to_string(d));
+  }
+  std::string bytes;
+  model.SerializeToString(&bytes);
+  return bytes;
+}
+
+}  // namespace ios::onnx_import::testing

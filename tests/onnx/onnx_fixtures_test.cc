@@ -1,0 +1,85 @@
+// The importer on torchvision exports without weights (tests/data/onnx/,
+// written by scripts/export-torchvision.py --structure-only): the models it
+// maps import with their blocks; the others are refused in one line naming
+// the node and the operator feature it lacks.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/blocks.h"
+#include "common/error.h"
+#include "onnx/onnx_import.h"
+
+namespace ios::onnx_import {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Fixture(const std::string& model) {
+  return std::string(IOS_TEST_DATA_DIR) + "/onnx/" + model + ".onnx";
+}
+
+struct Expected {
+  std::string model;
+  int operators;  // after folding: convolutions with their relu, etc.
+  int convolutions;
+  Shape output;
+};
+
+TEST(OnnxFixturesTest, TorchvisionModelsImportWithTheirBlocks) {
+  // Counts from the exports: ResNet-50 53 convolutions + the classifier, 16
+  // adds with their relu, a max pool and the global pool; Inception V3 94
+  // convolutions + the classifier, 4 max pools, 9 average pools (Pad fused),
+  // the global pool and 10 module outputs (a Concat read by several
+  // branches is an operator, as in IOS's models); SqueezeNet 26
+  // convolutions, 3 max pools (ceil_mode without effect) and the global
+  // pool (its Concats are read once: they stay inputs).
+  for (const Expected& e :
+       {Expected{"resnet50", 88, 54, {1000, 1, 1}}, Expected{"inception_v3", 119, 95, {1000, 1, 1}},
+        Expected{"squeezenet1_1", 30, 26, {1000, 1, 1}}}) {
+    SCOPED_TRACE(e.model);
+    const ImportedModel m = ImportOnnxFile(Fixture(e.model));
+    EXPECT_EQ(m.graph.OperatorCount(), e.operators);
+    int convolutions = 0;
+    for (const Node& n : m.graph.nodes) convolutions += n.op.kind == OpKind::kConv;
+    EXPECT_EQ(convolutions, e.convolutions);
+    EXPECT_EQ(m.graph.nodes.back().output, e.output);
+    EXPECT_FALSE(m.has_weights) << "exported without parameters";
+    EXPECT_EQ(m.graph.name, e.model);
+    // Joined up to kAutoBlockOperators where the cuts allow.
+    EXPECT_GE(m.graph.blocks.size(),
+              static_cast<size_t>(m.graph.OperatorCount() / kAutoBlockOperators));
+    EXPECT_LT(m.graph.blocks.size(), static_cast<size_t>(m.graph.OperatorCount() / 2));
+    EXPECT_TRUE(m.warnings.empty());
+  }
+  // Inception V3's modules are blocks: its widest block reads one input
+  // from the enter node through 4 branches.
+  const ImportedModel inception = ImportOnnxFile(Fixture("inception_v3"));
+  size_t widest = 0;
+  for (const Block& b : inception.graph.blocks) widest = std::max(widest, b.inner.size());
+  EXPECT_GE(widest, 9u);
+}
+
+TEST(OnnxFixturesTest, ModelsNeedingOperatorsNotMappedYetAreRefusedInOneLine) {
+  const std::pair<std::string, std::string> refused[] = {
+      {"googlenet", "(MaxPool): ceil_mode=1 makes the output 56x56 instead of 55x55"},
+      {"mobilenet_v2", "(Clip): Clip to [0.000000, 6.000000]"},
+      {"efficientnet_b0", "(Mul): inputs of shapes [N, 32, 1, 1] and [N, 32, 112, 112]"},
+  };
+  for (const auto& [model, text] : refused) {
+    SCOPED_TRACE(model);
+    try {
+      ImportOnnxFile(Fixture(model));
+      ADD_FAILURE() << "imported";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_THAT(what, HasSubstr(text));
+      EXPECT_THAT(what, HasSubstr(model + ".onnx: node '"));
+      EXPECT_EQ(what.find('\n'), std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ios::onnx_import
