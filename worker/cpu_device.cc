@@ -122,6 +122,9 @@ class CpuPreparedProgram : public exec::PreparedProgram {
     for (size_t slot = 0; slot < program.slot_elements.size(); ++slot) {
       slots_.push_back(cpu::AllocateFloats(program.slot_elements[slot] * batch,
                                            "storage slot " + std::to_string(slot)));
+      const auto begin = reinterpret_cast<uintptr_t>(slots_.back().get());
+      allocations_.emplace_back(begin, begin + static_cast<uintptr_t>(program.slot_elements[slot] *
+                                                                      batch * sizeof(float)));
     }
     for (const exec::BufferDesc& buffer : buffers_) {
       if (buffer.slot < 0 || buffer.slot >= static_cast<int>(slots_.size())) {
@@ -287,6 +290,12 @@ class CpuPreparedProgram : public exec::PreparedProgram {
         user.set_data_handle(executor->scratch.get());
       }
       executor->temps = Arena(executor->temp_bytes, "layout temporaries", budget);
+      for (const auto& [arena, bytes] :
+           {std::pair{executor->scratch.get(), executor->scratch_bytes},
+            std::pair{executor->temps.get(), executor->temp_bytes}}) {
+        const auto begin = reinterpret_cast<uintptr_t>(arena);
+        if (begin != 0) allocations_.emplace_back(begin, begin + bytes);
+      }
       for (auto& [user, offset] : executor->temp_users) {
         user.set_data_handle(reinterpret_cast<char*>(executor->temps.get()) + offset);
       }
@@ -305,7 +314,7 @@ class CpuPreparedProgram : public exec::PreparedProgram {
           for (const auto& [arg, memory] : call.args) {
             const auto begin = reinterpret_cast<uintptr_t>(memory.get_data_handle());
             const size_t size = memory.get_desc().get_size();
-            if (begin != 0 && size > 0) ranges.emplace_back(begin, begin + size);
+            if (begin != 0 && size > 0) ranges.emplace_back(begin, WithinAllocation(begin, size));
           }
         }
       }
@@ -318,6 +327,19 @@ class CpuPreparedProgram : public exec::PreparedProgram {
         footprint_.push_back(range);
       }
     }
+  }
+
+  //! The end of `size` bytes from `begin`, cut at the end of the storage
+  //! slot or arena that holds `begin`: a channel view's descriptor spans a
+  //! whole sample's stride from its offset pointer, past the buffer's end
+  //! for the last sample, and flushing a line that is not mapped faults.
+  //! Memories oneDNN allocated itself (reordered weights) are exact.
+  uintptr_t WithinAllocation(uintptr_t begin, size_t size) const {
+    uintptr_t end = begin + size;
+    for (const auto& [first, last] : allocations_) {
+      if (begin >= first && begin < last) end = std::min(end, last);
+    }
+    return end;
   }
 
   //! Writes the footprint back and drops it from every cache level, so the
@@ -346,7 +368,8 @@ class CpuPreparedProgram : public exec::PreparedProgram {
   bool cold_runs_;
   std::vector<int> cpus_;
   int64_t batch_;
-  std::vector<std::pair<uintptr_t, uintptr_t>> footprint_;  // [begin, end), disjoint, sorted
+  std::vector<std::pair<uintptr_t, uintptr_t>> footprint_;    // [begin, end), disjoint, sorted
+  std::vector<std::pair<uintptr_t, uintptr_t>> allocations_;  // slots and arenas: [begin, end)
   std::vector<exec::BufferDesc> buffers_;
   std::vector<cpu::Storage> slots_;
   std::vector<float*> buffer_data_;
