@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/activation.h"
 #include "common/error.h"
 #include "common/limits.h"
 #include "common/printable.h"
@@ -46,19 +47,7 @@ const char* ToString(OpKind kind) {
   return "?";
 }
 
-const char* ToString(Activation act) {
-  switch (act) {
-    case Activation::kNone:
-      return "none";
-    case Activation::kRelu:
-      return "relu";
-    case Activation::kSigmoid:
-      return "sigmoid";
-    case Activation::kTanh:
-      return "tanh";
-  }
-  return "?";
-}
+const char* ToString(Activation act) { return KindOf(act).name.data(); }
 
 const char* ToString(PoolType type) {
   switch (type) {

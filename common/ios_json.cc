@@ -8,6 +8,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "common/activation.h"
 #include "common/error.h"
 #include "common/printable.h"
 #include "common/slices.h"
@@ -167,11 +168,9 @@ class Parser {
   }
 
   Activation ActivationOf(const std::string& text, const std::string& where) const {
-    if (text == "relu") return Activation::kRelu;
-    if (text == "identity" || text == "none") return Activation::kNone;
-    if (text == "sigmoid") return Activation::kSigmoid;
-    if (text == "tanh") return Activation::kTanh;
-    Fail(where, "unknown activation '" + text + "' (expected relu, identity, sigmoid or tanh)");
+    if (text == "identity") return Activation::kNone;  // the reference's word for none
+    if (const std::optional<Activation> act = ActivationNamed(text)) return *act;
+    Fail(where, "unknown activation '" + text + "' (expected identity, " + ActivationNames() + ")");
   }
 
   OpParams ParseOp(const json& jn, const std::string& where) const {

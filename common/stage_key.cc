@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/activation.h"
 #include "common/error.h"
 #include "common/slices.h"
 
@@ -78,7 +79,12 @@ class KeyParser {
   // Lower-case letters and underscores: strategy, activation and pool names.
   std::string Name() {
     const size_t begin = at_;
-    while (!AtEnd() && ((Peek() >= 'a' && Peek() <= 'z') || Peek() == '_')) ++at_;
+    // Letters and '_', then digits too ("relu6"): in the grammar a name is
+    // always followed by ',' or ')'.
+    while (!AtEnd() && ((Peek() >= 'a' && Peek() <= 'z') || Peek() == '_' ||
+                        (at_ > begin && Peek() >= '0' && Peek() <= '9'))) {
+      ++at_;
+    }
     return std::string(key_.substr(begin, at_ - begin));
   }
 
@@ -112,8 +118,9 @@ class KeyParser {
   }
 
   Activation ActivationName() {
-    return NameOf({Activation::kNone, Activation::kRelu, Activation::kSigmoid, Activation::kTanh},
-                  "an activation (none, relu, sigmoid, tanh)");
+    const size_t begin = at_;
+    if (const std::optional<Activation> act = ActivationNamed(Name())) return *act;
+    Fail("an activation (none, " + ActivationNames() + ")", begin);
   }
 
   PoolType PoolName() {

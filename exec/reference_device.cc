@@ -8,6 +8,7 @@
 #include <limits>
 #include <new>
 
+#include "common/activation.h"
 #include "exec/device.h"
 
 namespace ios::exec {
@@ -36,19 +37,7 @@ int64_t WeightBytes(const Program& program) {
   return total;
 }
 
-float Activate(Activation act, float x) {
-  switch (act) {
-    case Activation::kNone:
-      return x;
-    case Activation::kRelu:
-      return x > 0 ? x : 0;
-    case Activation::kSigmoid:
-      return 1 / (1 + std::exp(-x));
-    case Activation::kTanh:
-      return std::tanh(x);
-  }
-  return x;
-}
+float Activate(Activation act, float x) { return KindOf(act).apply(x); }
 
 class ReferenceProgram : public PreparedProgram {
  public:

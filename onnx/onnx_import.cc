@@ -57,7 +57,8 @@ std::string Lower(std::string text) {
 
 // Operators this importer maps; listed in refusals so a user sees the set.
 constexpr const char* kSupported =
-    "Conv, BatchNormalization (after a Conv), Relu, Clip (as relu), Sigmoid, Tanh, MaxPool, "
+    "Conv, BatchNormalization (after a Conv), Relu, Clip (as relu or relu6), Sigmoid, Tanh, "
+    "HardSwish, Mul(x, Sigmoid(x)) as SiLU, MaxPool, "
     "AveragePool, GlobalAveragePool, GlobalMaxPool, Pad (before Conv or AveragePool), Concat "
     "(channels), Add, Mul (same shapes), Flatten, Reshape (as flatten), Gemm, MatMul, Dropout, "
     "Identity, Constant";
@@ -178,6 +179,7 @@ class Importer {
     if (op == "Sigmoid") return ImportActivation(node, Activation::kSigmoid);
     if (op == "Tanh") return ImportActivation(node, Activation::kTanh);
     if (op == "Clip") return ImportClip(node, attrs);
+    if (op == "HardSwish") return ImportActivation(node, Activation::kHardSwish);
     if (op == "MaxPool" || op == "AveragePool") return ImportPool(node, attrs);
     if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return ImportGlobalPool(node);
     if (op == "Pad") return ImportPad(node, attrs);
@@ -481,7 +483,8 @@ class Importer {
     Define(node, AddNode(op, x.terms, TermShapes(x.terms), ""));
   }
 
-  //! Clip to [0, +inf) is a relu; other bounds (relu6) are not supported yet.
+  //! Clip to [0, +inf) is a relu, to [0, 6] a relu6; other bounds are not
+  //! supported.
   void ImportClip(const ::onnx::NodeProto& node, const Attributes& attrs) {
     attrs.OnlyKnown({"min", "max"});
     float low = attrs.Float("min", -INFINITY), high = attrs.Float("max", INFINITY);
@@ -495,9 +498,10 @@ class Importer {
     };
     bound(1, low);
     bound(2, high);
-    if (low != 0.0f || !std::isinf(high)) {
+    if (low == 0.0f && high == 6.0f) return ImportActivation(node, Activation::kRelu6);
+    if (low != 0.0f || !std::isinf(high) || high < 0) {
       throw Error(where_ + ": Clip to [" + std::to_string(low) + ", " + std::to_string(high) +
-                  "]: only Clip to [0, inf) (a relu) is supported so far");
+                  "]: only Clip to [0, inf) (relu) and to [0, 6] (relu6) are supported");
     }
     ImportActivation(node, Activation::kRelu);
   }
@@ -659,6 +663,7 @@ class Importer {
       return FoldBias(node, a.kind == Value::Kind::kConstant ? b : a,
                       *(a.kind == Value::Kind::kConstant ? a : b).constant);
     }
+    if (!add && FoldSilu(node, a, b)) return;
     for (int i = 0; i < 2; ++i) {
       const Value& v = Input(node, i);
       if (v.kind != Value::Kind::kTensor && v.kind != Value::Kind::kFlat) MapInput(node, i);
@@ -682,6 +687,46 @@ class Importer {
     Value out = AddNode(op, inputs, TermShapes(inputs), "");
     out.kind = a.kind;
     Define(node, out);
+  }
+
+  //! Mul(x, Sigmoid(x)) is x * sigmoid(x): SiLU, as PyTorch exports it. The
+  //! sigmoid operator becomes the silu, or, when x is a convolution's output
+  //! read by nothing else, that convolution's activation (the sigmoid
+  //! operator is then read by nobody and dropped).
+  bool FoldSilu(const ::onnx::NodeProto& node, const Value& a, const Value& b) {
+    for (int s = 0; s < 2; ++s) {
+      const Value& gate = s == 0 ? a : b;
+      const Value& x = s == 0 ? b : a;
+      if (gate.kind != Value::Kind::kTensor || gate.terms.size() != 1 ||
+          gate.terms[0].size() != 1) {
+        continue;
+      }
+      Pending& sigmoid = pending_.at(gate.terms[0][0].producer);
+      if (sigmoid.node.op.kind != OpKind::kActivation ||
+          sigmoid.node.op.act != Activation::kSigmoid || !(sigmoid.node.inputs == x.terms) ||
+          readers_[node.input(s)] != 1) {
+        continue;
+      }
+      Pending* conv = nullptr;
+      if (x.terms.size() == 1 && x.terms[0].size() == 1 && readers_[node.input(1 - s)] == 2) {
+        Pending& p = pending_.at(x.terms[0][0].producer);
+        if (p.node.op.kind == OpKind::kConv && p.node.op.conv.act == Activation::kNone &&
+            x.terms[0][0].begin == 0 && x.terms[0][0].end == p.node.output.c) {
+          conv = &p;
+        }
+      }
+      if (conv != nullptr) {
+        conv->node.op.conv.act = Activation::kSilu;
+        Note("Mul " + Quoted(label_) + " of a convolution and its sigmoid became its silu");
+        Define(node, x);
+      } else {
+        sigmoid.node.op.act = Activation::kSilu;
+        Note("Mul " + Quoted(label_) + " of a value and its sigmoid became a silu");
+        Define(node, gate);
+      }
+      return true;
+    }
+    return false;
   }
 
   static std::string ShapeText(const Value& v) {

@@ -126,6 +126,9 @@ enum Activation {
   relu @1;
   sigmoid @2;
   tanh @3;
+  relu6 @4;      # protocol 3
+  hardswish @5;  # protocol 3
+  silu @6;       # protocol 3
 }
 
 # Append only (ios::PoolType).

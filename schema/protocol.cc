@@ -43,11 +43,15 @@ constexpr EnumPairs<OpKind, wire::OpKind, 7> kOpKinds{{
     {OpKind::kIdentity, wire::OpKind::IDENTITY},
     {OpKind::kSequential, wire::OpKind::SEQUENTIAL},
 }};
-constexpr EnumPairs<Activation, wire::Activation, 4> kActivations{{
+// One pair per kind of common/activation.h (checked by the protocol tests).
+constexpr EnumPairs<Activation, wire::Activation, 7> kActivations{{
     {Activation::kNone, wire::Activation::NONE},
     {Activation::kRelu, wire::Activation::RELU},
     {Activation::kSigmoid, wire::Activation::SIGMOID},
     {Activation::kTanh, wire::Activation::TANH},
+    {Activation::kRelu6, wire::Activation::RELU6},
+    {Activation::kHardSwish, wire::Activation::HARDSWISH},
+    {Activation::kSilu, wire::Activation::SILU},
 }};
 constexpr EnumPairs<PoolType, wire::PoolType, 4> kPoolTypes{{
     {PoolType::kMax, wire::PoolType::MAX},

@@ -41,14 +41,27 @@ MeasureError KindOf(const dnnl::error& e) {
   }
 }
 
-dnnl::algorithm EltwiseAlgorithm(Activation act) {
+//! oneDNN's eltwise form of an activation of common/activation.h:
+//! d = alg(s; alpha, beta).
+struct Eltwise {
+  dnnl::algorithm alg;
+  float alpha = 0, beta = 0;
+};
+
+Eltwise EltwiseOf(Activation act) {
   switch (act) {
     case Activation::kRelu:
-      return dnnl::algorithm::eltwise_relu;
+      return {dnnl::algorithm::eltwise_relu};
     case Activation::kSigmoid:
-      return dnnl::algorithm::eltwise_logistic;
+      return {dnnl::algorithm::eltwise_logistic};
     case Activation::kTanh:
-      return dnnl::algorithm::eltwise_tanh;
+      return {dnnl::algorithm::eltwise_tanh};
+    case Activation::kRelu6:
+      return {dnnl::algorithm::eltwise_clip, 0.f, 6.f};
+    case Activation::kHardSwish:
+      return {dnnl::algorithm::eltwise_hardswish};  // x * relu6(x + 3) / 6 in oneDNN 2.x
+    case Activation::kSilu:
+      return {dnnl::algorithm::eltwise_swish, 1.f};  // x * sigmoid(alpha * x)
     case Activation::kNone:
       break;
   }
@@ -211,7 +224,8 @@ class LaneCompiler {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (c.act != Activation::kNone) {
       dnnl::post_ops ops;
-      ops.append_eltwise(1.f, EltwiseAlgorithm(c.act), 0.f, 0.f);
+      const Eltwise e = EltwiseOf(c.act);
+      ops.append_eltwise(1.f, e.alg, e.alpha, e.beta);
       attr.set_post_ops(ops);
     }
     doing_ = "convolution_forward::primitive_desc";
@@ -317,8 +331,9 @@ class LaneCompiler {
     const memory src = DenseInput(calls, step.inputs.at(0));
     const memory dst = DenseOutput(step.output);
     doing_ = "eltwise_forward::primitive_desc";
-    const dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                           EltwiseAlgorithm(step.op.act), dst.get_desc(), 0.f, 0.f);
+    const Eltwise e = EltwiseOf(step.op.act);
+    const dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, e.alg,
+                                           dst.get_desc(), e.alpha, e.beta);
     const dnnl::eltwise_forward::primitive_desc pd(desc, attr_, engine_);
     doing_ = "creating an eltwise_forward";
     Add(calls, pd, dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});

@@ -192,6 +192,47 @@ TEST(OnnxImportTest, ResidualAddSigmoidTanhGlobalPoolsDropoutAndIdentityMap) {
   EXPECT_EQ(out.size(), 2u);
 }
 
+// Clip to [0, 6] is relu6, HardSwish is hardswish, and Mul(x, Sigmoid(x))
+// is SiLU: folded into the convolution before them where nothing else reads
+// it, computed as PyTorch defines them.
+TEST(OnnxImportTest, Relu6HardSwishAndSiluBecomeActivationsComputingTheSame) {
+  OnnxBuilder b(2, 3, 3, /*opset=*/14);  // HardSwish is opset 14
+  const std::vector<float> w = {3.0f, -1.0f, 2.0f, 4.0f};  // 2x2x1x1
+  const std::string conv = b.Node("Conv", {"input", b.Weight({2, 2, 1, 1}, w)});
+  const std::string six = b.Node("Clip", {conv, b.Weight({}, std::vector<float>{0.0f}),
+                                          b.Weight({}, std::vector<float>{6.0f})});
+  const std::string hs = b.Node("HardSwish", {six});  // not after a conv: an operator
+  const std::string conv2 = b.Node("Conv", {hs, b.Weight({2, 2, 1, 1}, w)});
+  const std::string silu = b.Node("Mul", {conv2, b.Node("Sigmoid", {conv2})});
+  const ImportedModel model = ImportOnnx(b.Bytes(silu), "m.onnx");
+  ASSERT_EQ(model.graph.nodes.size(), 4u);  // the sigmoid operator was dropped
+  EXPECT_EQ(model.graph.nodes[1].op.conv.act, Activation::kRelu6);
+  EXPECT_EQ(model.graph.nodes[2].op.kind, OpKind::kActivation);
+  EXPECT_EQ(model.graph.nodes[2].op.act, Activation::kHardSwish);
+  EXPECT_EQ(model.graph.nodes[3].op.conv.act, Activation::kSilu);
+
+  const std::vector<float> input = exec::SeededValues(18, 11);
+  std::vector<float> x(input.begin(), input.end());
+  for (float& v : x) v *= 4;  // reach past relu6's clip and hardswish's knees
+  const std::vector<float> out = RunImported(model, x);
+  const auto conv1x1 = [&](const std::vector<float>& in, int o, int p) {
+    return w[o * 2] * in[p] + w[o * 2 + 1] * in[9 + p];
+  };
+  std::vector<float> h(18);
+  for (int o = 0; o < 2; ++o) {
+    for (int p = 0; p < 9; ++p) {
+      const float r6 = std::min(std::max(conv1x1(x, o, p), 0.0f), 6.0f);
+      h[o * 9 + p] = r6 * std::min(std::max(r6 + 3, 0.0f), 6.0f) / 6;
+    }
+  }
+  for (int o = 0; o < 2; ++o) {
+    for (int p = 0; p < 9; ++p) {
+      const float y = conv1x1(h, o, p);
+      EXPECT_NEAR(out[o * 9 + p], y / (1 + std::exp(-y)), 1e-4) << o << "," << p;
+    }
+  }
+}
+
 TEST(OnnxImportTest, AModelWithoutWeightValuesImportsItsStructureOnly) {
   OnnxBuilder b(3, 8, 8);
   std::string x = b.Node("Conv", {"input", b.WeightInput({8, 3, 3, 3}), b.WeightInput({8})},
@@ -251,8 +292,8 @@ TEST(OnnxImportTest, WhatCannotBeHonouredIsRefusedNamingTheNodeAndTheFeature) {
   {
     OnnxBuilder b(4, 4, 4);
     const std::string x = b.Node("Clip", {"input", b.Weight({}, std::vector<float>{0.0f}),
-                                          b.Weight({}, std::vector<float>{6.0f})});
-    EXPECT_THAT(Refusal(b.Bytes(x)), HasSubstr("(Clip): Clip to [0.000000, 6.000000]"));
+                                          b.Weight({}, std::vector<float>{5.0f})});
+    EXPECT_THAT(Refusal(b.Bytes(x)), HasSubstr("(Clip): Clip to [0.000000, 5.000000]"));
   }
   {
     OnnxBuilder b(4, 4, 4);

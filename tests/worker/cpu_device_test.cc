@@ -13,6 +13,7 @@
 #include <functional>
 #include <numeric>
 
+#include "common/activation.h"
 #include "common/limits.h"
 #include "common/stage.h"
 #include "exec/program.h"
@@ -243,7 +244,30 @@ TEST_F(CpuDeviceTest, GlobalPoolingReducesEachChannelOfEachSample) {
 }
 
 TEST_F(CpuDeviceTest, ActivationsMatchTheirFormulasBetweenViewsOfDifferentBuffers) {
-  for (const Activation act : {Activation::kRelu, Activation::kSigmoid, Activation::kTanh}) {
+  // The formulas written out here, not taken from common/activation.h.
+  const auto formula = [](Activation act, float v) -> float {
+    const float relu6 = std::min(std::max(v, 0.f), 6.f);
+    switch (act) {
+      case Activation::kRelu:
+        return std::max(v, 0.f);
+      case Activation::kSigmoid:
+        return 1 / (1 + std::exp(-v));
+      case Activation::kTanh:
+        return std::tanh(v);
+      case Activation::kRelu6:
+        return relu6;
+      case Activation::kHardSwish:
+        return v * std::min(std::max(v + 3, 0.f), 6.f) / 6;
+      case Activation::kSilu:
+        return v / (1 + std::exp(-v));
+      case Activation::kNone:
+        break;
+    }
+    return v;
+  };
+  for (const ActivationKind& kind : ActivationKinds()) {
+    const Activation act = kind.id;
+    if (act == Activation::kNone) continue;
     SCOPED_TRACE(ToString(act));
     ProgramBuilder b;
     const int in = b.Buffer({2, 1, 3}), out = b.Buffer({3, 1, 3});
@@ -258,9 +282,7 @@ TEST_F(CpuDeviceTest, ActivationsMatchTheirFormulasBetweenViewsOfDifferentBuffer
     for (int n = 0; n < 2; ++n) {
       for (int p = 0; p < 3; ++p) {
         const float v = x[6 * n + 3 + p];
-        expected[9 * n + 3 + p] = act == Activation::kRelu      ? std::max(v, 0.f)
-                                  : act == Activation::kSigmoid ? 1 / (1 + std::exp(-v))
-                                                                : std::tanh(v);
+        expected[9 * n + 3 + p] = formula(act, v);
       }
     }
     EXPECT_THAT(y, Pointwise(FloatNear(1e-5), expected));
@@ -494,7 +516,13 @@ std::vector<OpCase> EveryOpKind() {
       {"identity_copy", ::ios::testing::IdentityOp(), {{3, 4, 4}}},
       {"identity_sum_of_three", ::ios::testing::IdentityOp(), {{2, 4, 3}, {2, 4, 3}, {2, 4, 3}}},
   };
-  for (const A act : {A::kRelu, A::kSigmoid, A::kTanh}) {
+  // Every activation, on its own and as a convolution's post-op.
+  for (const ActivationKind& kind : ActivationKinds()) {
+    const A act = kind.id;
+    if (act == A::kNone) continue;
+    cases.push_back({std::string("conv_") + ToString(act),
+                     ConvWith({}, 4, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, act),
+                     {{3, 5, 5}}});
     OpParams op;
     op.kind = OpKind::kActivation;
     op.act = act;

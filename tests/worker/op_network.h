@@ -64,6 +64,13 @@ class Network {
         {{{0, 0, 8}}});
     Add("conv5_for_merge", Conv(6, 5, 2), {{{0, 0, 8}}});
     Add("conv1_after_conv3", Conv(4, 1, 0), {{{1, 0, 8}}});
+    // The activations ONNX models brought (common/activation.h).
+    Add("conv_relu6", Conv(8, 3, 1, 1, 1, 1, Activation::kRelu6), {{{0, 0, 8}}});
+    Add("conv_silu_depthwise", Conv(8, 3, 1, 1, 1, 8, Activation::kSilu), {{{0, 0, 8}}});
+    Add("conv_hardswish", Conv(8, 1, 0, 1, 1, 1, Activation::kHardSwish), {{{0, 0, 8}}});
+    Add("relu6", ::ios::testing::ActOp(Activation::kRelu6), {{{0, 0, 8}}});
+    Add("hardswish_on_slice", ::ios::testing::ActOp(Activation::kHardSwish), {{{1, 2, 6}}});
+    Add("silu", ::ios::testing::ActOp(Activation::kSilu), {{{0, 0, 8}}});
     InferShapes(graph_);
   }
 

@@ -93,7 +93,9 @@ struct AlgoResult {
   MathType math = MathType::kFma;
 };
 
-enum class ActivationMode { kRelu, kSigmoid, kTanh };
+//! cuDNN's activations (kRelu6: clipped at 6; kSwish: x * sigmoid(x), cuDNN
+//! 8.2 and newer), and kHardSwish, which only our kernel computes.
+enum class ActivationMode { kRelu, kSigmoid, kTanh, kRelu6, kSwish, kHardSwish };
 enum class PoolingMode { kMax, kAverageCountingPadding };
 enum class OpTensorOp { kAdd, kMul };
 
@@ -204,6 +206,11 @@ class Api {
   //! kernel (cuda_kernels.cu): slice copies and sums of a term's slices.
   virtual Status CopyStrided(Stream stream, float* dst, int64_t dst_stride, const float* src,
                              int64_t src_stride, int64_t count, int batch, bool accumulate) = 0;
+  //! The same walk, dst = activation(src) (dst may be src): our kernel for
+  //! what cuDNN has no mode for (kHardSwish).
+  virtual Status ActivateStrided(Stream stream, ActivationMode mode, float* dst, int64_t dst_stride,
+                                 const float* src, int64_t src_stride, int64_t count,
+                                 int batch) = 0;
 };
 
 }  // namespace ios::cuda

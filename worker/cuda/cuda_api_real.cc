@@ -420,16 +420,47 @@ class RealApi final : public Api {
   }
 
   Status CreateActivation(ActivationMode mode, ActivationDesc& desc) override {
-    const cudnnActivationMode_t dnn_mode = mode == ActivationMode::kRelu ? CUDNN_ACTIVATION_RELU
-                                           : mode == ActivationMode::kSigmoid
-                                               ? CUDNN_ACTIVATION_SIGMOID
-                                               : CUDNN_ACTIVATION_TANH;
+    cudnnActivationMode_t dnn_mode = CUDNN_ACTIVATION_RELU;
+    double coef = 0.0;  // the clipping threshold of CLIPPED_RELU
+    switch (mode) {
+      case ActivationMode::kRelu:
+        break;
+      case ActivationMode::kSigmoid:
+        dnn_mode = CUDNN_ACTIVATION_SIGMOID;
+        break;
+      case ActivationMode::kTanh:
+        dnn_mode = CUDNN_ACTIVATION_TANH;
+        break;
+      case ActivationMode::kRelu6:
+        dnn_mode = CUDNN_ACTIVATION_CLIPPED_RELU;
+        coef = 6.0;
+        break;
+      case ActivationMode::kSwish:
+#if CUDNN_VERSION >= 8200
+        dnn_mode = CUDNN_ACTIVATION_SWISH;
+        break;
+#else
+        return {Code::kUnsupported, "cudnnSetActivationDescriptor(SWISH)",
+                "swish needs cuDNN 8.2 or newer"};
+#endif
+      case ActivationMode::kHardSwish:
+        return {Code::kUnsupported, "cudnnSetActivationDescriptor(hardswish)",
+                "cuDNN has no hardswish; ActivateStrided computes it"};
+    }
     return MakeDescriptor(
         cudnnCreateActivationDescriptor, "cudnnCreateActivationDescriptor",
         cudnnDestroyActivationDescriptor,
         [&](cudnnActivationDescriptor_t d) {
-          return FromDnn(cudnnSetActivationDescriptor(d, dnn_mode, CUDNN_NOT_PROPAGATE_NAN, 0.0),
-                         "cudnnSetActivationDescriptor");
+          Status set =
+              FromDnn(cudnnSetActivationDescriptor(d, dnn_mode, CUDNN_NOT_PROPAGATE_NAN, coef),
+                      "cudnnSetActivationDescriptor");
+#if CUDNN_VERSION >= 8200
+          if (set.ok() && mode == ActivationMode::kSwish) {
+            set = FromDnn(cudnnSetActivationDescriptorSwishBeta(d, 1.0),
+                          "cudnnSetActivationDescriptorSwishBeta");
+          }
+#endif
+          return set;
         },
         desc.value);
   }
@@ -560,6 +591,17 @@ class RealApi final : public Api {
     return FromCuda(LaunchCopyStrided(As<CUstream_st>(stream.value), dst, dst_stride, src,
                                       src_stride, count, batch, accumulate),
                     accumulate ? "ios::cuda::CopyStrided(accumulate)" : "ios::cuda::CopyStrided");
+  }
+
+  Status ActivateStrided(Stream stream, ActivationMode mode, float* dst, int64_t dst_stride,
+                         const float* src, int64_t src_stride, int64_t count, int batch) override {
+    if (mode != ActivationMode::kHardSwish) {
+      return {Code::kUnsupported, "ios::cuda::ActivateStrided",
+              "only hardswish is computed by our kernel"};
+    }
+    return FromCuda(LaunchHardSwishStrided(As<CUstream_st>(stream.value), dst, dst_stride, src,
+                                           src_stride, count, batch),
+                    "ios::cuda::ActivateStrided(hardswish)");
   }
 
  private:

@@ -408,6 +408,13 @@ class CudaPreparedProgram : public exec::PreparedProgram {
       case Activation::kTanh:
         mode = cuda::ActivationMode::kTanh;
         break;
+      case Activation::kRelu6:
+        mode = cuda::ActivationMode::kRelu6;
+        break;
+      case Activation::kSilu:
+        mode = cuda::ActivationMode::kSwish;
+        break;
+      case Activation::kHardSwish:  // ActivationCall uses our kernel instead
       case Activation::kNone:
         throw ExecError(MeasureError::kBackendFailure, "cuda: " + where + ": no activation");
     }
@@ -474,8 +481,10 @@ class CudaPreparedProgram : public exec::PreparedProgram {
       bias_desc =
           tensors_.emplace_back(Tensor({1, k, 1, 1, k, 1, 1, 1}, where + ": its bias")).get();
     }
-    const cuda::ActivationDesc act =
-        c.act == Activation::kNone ? cuda::ActivationDesc{} : KeepActivation(c.act, where);
+    const std::function<cuda::Status()> activate =
+        c.act == Activation::kNone
+            ? nullptr
+            : ActivationCall(c.act, context, step.output, step.output, where);
     cuda::Api& api = api_;
     // Convolution, then the bias added, then the activation: three calls.
     std::function<cuda::Status()> separate = [=, &api] {
@@ -483,7 +492,7 @@ class CudaPreparedProgram : public exec::PreparedProgram {
           api.ConvolutionForward(dnn, x, input, filter, kernel, conv, algo.algo,
                                  ctx->workspace.get(), ctx->workspace_bytes, y, output);
       if (status.ok() && bias != nullptr) status = api.AddBias(dnn, bias_desc, bias, y, output);
-      if (status.ok() && act) status = api.ActivationForward(dnn, act, y, output, y, output);
+      if (status.ok() && activate) status = activate();
       return status;
     };
     if (c.act != Activation::kRelu || bias == nullptr) {
@@ -494,13 +503,14 @@ class CudaPreparedProgram : public exec::PreparedProgram {
     // fusion for the algorithm found for the plain convolution: tried once
     // per problem when the program is prepared (DecideFusion), with the three
     // calls as the fallback.
+    const cuda::ActivationDesc relu = KeepActivation(Activation::kRelu, where);
     FusedConv& fused = fused_.emplace_back();
     fused.problem = problem + " algo=" + std::to_string(algo.algo);
     fused.where = where;
     fused.run = [=, &api] {
       return api.ConvolutionBiasRelu(dnn, x, input, filter, kernel, conv, algo.algo,
                                      ctx->workspace.get(), ctx->workspace_bytes, bias_desc, bias,
-                                     act, y, output);
+                                     relu, y, output);
     };
     const FusedConv* decided = &fused;  // fused_ is a deque: the address stays
     calls.push_back({[decided, separate] { return decided->runs ? decided->run() : separate(); }});
@@ -648,11 +658,36 @@ class CudaPreparedProgram : public exec::PreparedProgram {
   void CompileActivation(const exec::Step& step, StreamContext& context, const std::string& where,
                          std::vector<Call>& calls) {
     if (step.op.act == Activation::kNone) return CompileIdentity(step, context, calls);
-    const cuda::ActivationDesc act = KeepActivation(step.op.act, where);
-    AddUnaryCall(step, context, where, calls,
-                 [act](cuda::Api& api, cuda::DnnHandle dnn, cuda::TensorDesc x, const float* in,
-                       cuda::TensorDesc y,
-                       float* out) { return api.ActivationForward(dnn, act, x, in, y, out); });
+    calls.push_back({ActivationCall(step.op.act, context, step.inputs[0], step.output, where)});
+  }
+
+  //! `act` from view `from` into view `to` (the same view: in place):
+  //! cuDNN's activation where it has the function, our kernel where it
+  //! has not (hardswish).
+  std::function<cuda::Status()> ActivationCall(Activation act, StreamContext& context,
+                                               const exec::View& from, const exec::View& to,
+                                               const std::string& where) {
+    cuda::Api& api = api_;
+    const float* src = ViewAddress(from);
+    float* dst = ViewAddress(to);
+    if (act == Activation::kHardSwish) {
+      const Shape& in = buffers_.at(from.buffer).shape;
+      const Shape& out = buffers_.at(to.buffer).shape;
+      const int64_t src_stride = int64_t{in.c} * in.h * in.w;
+      const int64_t dst_stride = int64_t{out.c} * out.h * out.w;
+      const int64_t count = int64_t{to.channels} * out.h * out.w;
+      const cuda::Stream stream = context.stream.get();
+      const int batch = batch_;
+      return [=, &api] {
+        return api.ActivateStrided(stream, cuda::ActivationMode::kHardSwish, dst, dst_stride, src,
+                                   src_stride, count, batch);
+      };
+    }
+    const cuda::ActivationDesc desc = KeepActivation(act, where);
+    const cuda::TensorDesc x = KeepTensor(from, where);
+    const cuda::TensorDesc y = KeepTensor(to, where);
+    const cuda::DnnHandle dnn = context.dnn.get();
+    return [=, &api] { return api.ActivationForward(dnn, desc, x, src, y, dst); };
   }
 
   //! out = in0 op in1, then out = out op in_k for every further input.

@@ -13,4 +13,9 @@ namespace ios::cuda {
 cudaError_t LaunchCopyStrided(cudaStream_t stream, float* dst, int64_t dst_stride, const float* src,
                               int64_t src_stride, int64_t count, int batch, bool accumulate);
 
+//! The same walk, dst = src * relu6(src + 3) / 6 (PyTorch's Hardswish);
+//! dst may be src.
+cudaError_t LaunchHardSwishStrided(cudaStream_t stream, float* dst, int64_t dst_stride,
+                                   const float* src, int64_t src_stride, int64_t count, int batch);
+
 }  // namespace ios::cuda

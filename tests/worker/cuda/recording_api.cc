@@ -661,4 +661,19 @@ Status RecordingApi::CopyStrided(Stream stream, float* dst, int64_t dst_stride, 
   return Ok();
 }
 
+Status RecordingApi::ActivateStrided(Stream stream, ActivationMode mode, float* dst,
+                                     int64_t dst_stride, const float* src, int64_t src_stride,
+                                     int64_t count, int batch) {
+  const std::string call = "ActivateStrided";
+  if (Status s = Enter(call); !s.ok()) return s;
+  if (mode != ActivationMode::kHardSwish) Violation(call + " for an activation cuDNN has");
+  const size_t dst_bytes = static_cast<size_t>((batch - 1) * dst_stride + count) * sizeof(float);
+  const size_t src_bytes = static_cast<size_t>((batch - 1) * src_stride + count) * sizeof(float);
+  Span(dst, dst_bytes, call + " (destination)");
+  Span(src, src_bytes, call + " (source)");
+  Work(stream.value, call);
+  journal_->ops.push_back({call, nullptr, stream.value, -1});
+  return Ok();
+}
+
 }  // namespace ios::cuda::testing
