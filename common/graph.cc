@@ -189,13 +189,20 @@ Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,
                     const std::string& where) {
   if (op.kind == OpKind::kEltwise) {
     if (term_shapes.size() < 2) throw Error(where + ": inputs: eltwise needs at least two terms");
+    // Terms of the output's shape, or C x 1 x 1 ones applied to every pixel
+    // (squeeze-and-excitation scales channels that way).
+    Shape full = term_shapes[0];
     for (const Shape& t : term_shapes) {
-      if (!(t == term_shapes[0])) {
-        throw Error(where + ": inputs: eltwise terms differ in shape (" +
-                    ShapeText(term_shapes[0]) + " vs " + ShapeText(t) + ")");
+      if (int64_t{t.h} * t.w > int64_t{full.h} * full.w) full = t;
+    }
+    for (const Shape& t : term_shapes) {
+      if (!(t == full) && !(t == Shape{full.c, 1, 1})) {
+        throw Error(where + ": inputs: eltwise terms differ in shape (" + ShapeText(full) + " vs " +
+                    ShapeText(t) + "; only " + ShapeText(Shape{full.c, 1, 1}) +
+                    " terms broadcast)");
       }
     }
-    return term_shapes[0];
+    return full;
   }
   if (op.kind == OpKind::kSequential) {
     if (op.chain.empty()) throw Error(where + ": nodes: sequential operator is empty");

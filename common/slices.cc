@@ -102,14 +102,20 @@ ResolvedInput ResolveInput(OpKind kind, std::vector<std::vector<SliceView>> term
   }
   const Shape& first = in.terms[0].shape;
   if (kind == OpKind::kEltwise) {
+    // Terms of one shape, or C x 1 x 1 ones broadcast over every pixel
+    // (as InferOpOutput says).
+    Shape full = first;
     for (const ResolvedTerm& term : in.terms) {
-      if (!(term.shape == first)) {
+      if (int64_t{term.shape.h} * term.shape.w > int64_t{full.h} * full.w) full = term.shape;
+    }
+    for (const ResolvedTerm& term : in.terms) {
+      if (!(term.shape == full) && !(term.shape == Shape{full.c, 1, 1})) {
         Fail(Kind::kTermShapes, kNone, kNone, "inputs",
-             "eltwise terms differ in shape (" + ShapeText(first) + " vs " + ShapeText(term.shape) +
-                 ")");
+             "eltwise terms differ in shape (" + ShapeText(full) + " vs " + ShapeText(term.shape) +
+                 "; only " + ShapeText(Shape{full.c, 1, 1}) + " terms broadcast)");
       }
     }
-    in.shape = first;
+    in.shape = full;
     return in;
   }
   int64_t channels = 0;

@@ -319,7 +319,16 @@ class Validator {
       case OpKind::kSequential:
         Fail(where, std::string("op: kind ") + ToString(step.op.kind) + " is not a step");
       case OpKind::kEltwise:
-        same_shapes(2);
+        if (step.inputs.size() < 2) Fail(where, "inputs: eltwise needs at least 2");
+        // Each input of the output's shape or C x 1 x 1, broadcast.
+        for (size_t i = 0; i < step.inputs.size(); ++i) {
+          const Shape s = ViewShape(p_, step.inputs[i]);
+          if (!(s == out_shape) && !(s == Shape{out_shape.c, 1, 1})) {
+            Fail(where, "inputs[" + std::to_string(i) + "]: shape " + ShapeText(s) +
+                            " is neither the output's " + ShapeText(out_shape) + " nor " +
+                            ShapeText(Shape{out_shape.c, 1, 1}));
+          }
+        }
         break;
       case OpKind::kIdentity:
         same_shapes(1);

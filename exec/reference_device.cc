@@ -204,19 +204,27 @@ class ReferenceProgram : public PreparedProgram {
   }
 
   // Activation, eltwise and identity: same-shaped views, value by value.
+  //! An eltwise input may be C x 1 x 1: one value per channel, for every
+  //! pixel of it.
   void Pointwise(const Step& step) {
-    const size_t count = Plane(step.output) * static_cast<size_t>(step.output.channels);
+    const size_t plane = Plane(step.output);
+    const size_t count = plane * static_cast<size_t>(step.output.channels);
+    std::vector<size_t> divisor;  // element i of the output reads i / divisor of an input
+    for (const View& v : step.inputs) divisor.push_back(Plane(v) == plane ? 1 : plane);
     for (int n = 0; n < batch_; ++n) {
       float* out = At(step.output, n);
       std::vector<const float*> ins;
       for (const View& v : step.inputs) ins.push_back(At(v, n));
       for (size_t i = 0; i < count; ++i) {
-        float v = ins[0][i];
+        float v = ins[0][i / divisor[0]];
         if (step.op.kind == OpKind::kActivation) {
           v = Activate(step.op.act, v);
         } else {
           const bool mul = step.op.kind == OpKind::kEltwise && step.op.eltwise == EltwiseType::kMul;
-          for (size_t k = 1; k < ins.size(); ++k) v = mul ? v * ins[k][i] : v + ins[k][i];
+          for (size_t k = 1; k < ins.size(); ++k) {
+            const float x = ins[k][i / divisor[k]];
+            v = mul ? v * x : v + x;
+          }
         }
         out[i] = v;
       }

@@ -57,10 +57,11 @@ std::string Lower(std::string text) {
 
 // Operators this importer maps; listed in refusals so a user sees the set.
 constexpr const char* kSupported =
-    "Conv, BatchNormalization (after a Conv), Relu, Clip (as relu or relu6), Sigmoid, Tanh, "
+    "Conv, BatchNormalization, Relu, Clip (as relu or relu6), Sigmoid, Tanh, "
     "HardSwish, Mul(x, Sigmoid(x)) as SiLU, MaxPool, "
     "AveragePool, GlobalAveragePool, GlobalMaxPool, Pad (before Conv or AveragePool), Concat "
-    "(channels), Add, Mul (same shapes), Flatten, Reshape (as flatten), Gemm, MatMul, Dropout, "
+    "(channels), Add, Mul (equal shapes or N,C,1,1 broadcast), Flatten, Reshape (as flatten), "
+    "Gemm, MatMul, Dropout, "
     "Identity, Constant";
 
 class Importer {
@@ -419,23 +420,20 @@ class Importer {
 
   //! Folded into the convolution that is its only input: exact, since
   //! inference-mode batch norm is a per-channel affine map.
+  //! Inference-mode batch norm is a per-channel affine map y = a x + b:
+  //! folded into the convolution that is its only input (exact), or else a
+  //! depthwise 1x1 convolution with a and b as its weights and bias (the
+  //! same map as an operator: DenseNet normalises concatenations).
   void ImportBatchNorm(const ::onnx::NodeProto& node, const Attributes& attrs) {
     attrs.OnlyKnown({"epsilon", "momentum", "spatial", "training_mode"});
     if (attrs.Int("training_mode", 0) != 0) {
       throw Error(where_ + ": training_mode=1; export the model in eval mode");
     }
     const Value& x = MapInput(node, 0);
-    Pending* conv = SoleProducer(node, x);
-    if (conv == nullptr || conv->node.op.kind != OpKind::kConv ||
-        conv->node.op.conv.act != Activation::kNone) {
-      throw Error(where_ +
-                  ": only a BatchNormalization directly after a Conv (and read by "
-                  "nothing else) is supported; it is folded into the convolution's weights");
-    }
-    const int k = conv->node.op.conv.out_channels;
+    const int k = x.shape.c;
     const ConstTensor* params[4];
     const char* roles[4] = {"scale", "bias", "mean", "variance"};
-    bool has_values = conv->has_weights;
+    bool has_values = true;
     for (int i = 0; i < 4; ++i) {
       params[i] = &ConstInput(node, i + 1, roles[i]);
       if (params[i]->elements() != k) {
@@ -444,27 +442,55 @@ class Importer {
       }
       has_values = has_values && params[i]->has_values && params[i]->is_float;
     }
-    conv->node.op.conv.bias = true;
-    conv->has_weights = has_values;
+    // a = scale / sqrt(variance + epsilon), b = bias - mean * a.
+    std::vector<double> a(static_cast<size_t>(k)), b(static_cast<size_t>(k));
     if (has_values) {
-      const float epsilon = attrs.Float("epsilon", 1e-5f);
-      exec::ConvWeights& w = conv->weights;
-      if (w.bias.empty()) w.bias.assign(static_cast<size_t>(k), 0.0f);
-      const size_t per_output = w.kernel.size() / static_cast<size_t>(k);
-      for (int o = 0; o < k; ++o) {
-        const double factor = double(params[0]->floats[o]) /
-                              std::sqrt(double(params[3]->floats[o]) + double(epsilon));
-        for (size_t j = 0; j < per_output; ++j) {
-          float& v = w.kernel[static_cast<size_t>(o) * per_output + j];
-          v = static_cast<float>(v * factor);
-        }
-        w.bias[o] = static_cast<float>((double(w.bias[o]) - params[2]->floats[o]) * factor +
-                                       params[1]->floats[o]);
+      const double epsilon = attrs.Float("epsilon", 1e-5f);
+      for (int c = 0; c < k; ++c) {
+        a[c] = double(params[0]->floats[c]) / std::sqrt(double(params[3]->floats[c]) + epsilon);
+        b[c] = double(params[1]->floats[c]) - double(params[2]->floats[c]) * a[c];
       }
     }
-    Note("BatchNormalization " + Quoted(label_) + " was folded into convolution " +
-         Quoted(conv->node.name));
-    Define(node, x);
+    Pending* conv = SoleProducer(node, x);
+    if (conv != nullptr && conv->node.op.kind == OpKind::kConv &&
+        conv->node.op.conv.act == Activation::kNone) {
+      conv->node.op.conv.bias = true;
+      conv->has_weights = conv->has_weights && has_values;
+      if (conv->has_weights) {
+        exec::ConvWeights& w = conv->weights;
+        if (w.bias.empty()) w.bias.assign(static_cast<size_t>(k), 0.0f);
+        const size_t per_output = w.kernel.size() / static_cast<size_t>(k);
+        for (int o = 0; o < k; ++o) {
+          for (size_t j = 0; j < per_output; ++j) {
+            float& v = w.kernel[static_cast<size_t>(o) * per_output + j];
+            v = static_cast<float>(v * a[o]);
+          }
+          w.bias[o] = static_cast<float>(double(w.bias[o]) * a[o] + b[o]);
+        }
+      }
+      Note("BatchNormalization " + Quoted(label_) + " was folded into convolution " +
+           Quoted(conv->node.name));
+      return Define(node, x);
+    }
+    OpParams op;
+    op.kind = OpKind::kConv;
+    op.conv.out_channels = k;
+    op.conv.kernel = {1, 1};
+    op.conv.groups = k;
+    op.conv.bias = true;
+    exec::ConvWeights weights;
+    weights.out_channels = k;
+    weights.in_per_group = 1;
+    weights.kernel_h = weights.kernel_w = 1;
+    if (has_values) {
+      for (int c = 0; c < k; ++c) {
+        weights.kernel.push_back(static_cast<float>(a[c]));
+        weights.bias.push_back(static_cast<float>(b[c]));
+      }
+    }
+    Note("BatchNormalization " + Quoted(label_) + " became a per-channel affine operator");
+    Define(node,
+           AddNode(op, x.terms, TermShapes(x.terms), "BatchNorm", std::move(weights), has_values));
   }
 
   void ImportActivation(const ::onnx::NodeProto& node, Activation act) {
@@ -668,9 +694,15 @@ class Importer {
       const Value& v = Input(node, i);
       if (v.kind != Value::Kind::kTensor && v.kind != Value::Kind::kFlat) MapInput(node, i);
     }
-    if (!(a.shape == b.shape) || a.kind != b.kind) {
+    // Equal shapes, or a C x 1 x 1 map applied to every pixel of a C x H x W
+    // one (squeeze-and-excitation's channel scale).
+    const auto broadcasts = [](const Value& small, const Value& large) {
+      return small.kind == Value::Kind::kTensor && large.kind == Value::Kind::kTensor &&
+             small.shape == Shape{large.shape.c, 1, 1};
+    };
+    if (!((a.shape == b.shape && a.kind == b.kind) || broadcasts(a, b) || broadcasts(b, a))) {
       throw Error(where_ + ": inputs of shapes " + ShapeText(a) + " and " + ShapeText(b) +
-                  ": only inputs of the same shape are supported (no broadcasting yet)");
+                  ": only equal shapes, or [N, C, 1, 1] with [N, C, H, W], are supported");
     }
     OpParams op;
     op.kind = OpKind::kEltwise;
@@ -685,7 +717,7 @@ class Importer {
       }
     }
     Value out = AddNode(op, inputs, TermShapes(inputs), "");
-    out.kind = a.kind;
+    out.kind = a.kind == Value::Kind::kFlat ? a.kind : b.kind;
     Define(node, out);
   }
 

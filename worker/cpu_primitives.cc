@@ -346,11 +346,19 @@ class LaneCompiler {
     if (step.inputs.size() == 1) {
       return Copy(calls, ViewMemory(step.inputs[0]), ViewMemory(step.output));
     }
+    // oneDNN broadcasts only its second source (a C x 1 x 1 eltwise input):
+    // one input of the output's shape goes first; add and mul commute.
+    std::vector<exec::View> inputs = step.inputs;
+    const Shape out_shape{step.output.channels, ShapeOf(step.output).h, ShapeOf(step.output).w};
+    const auto full = std::find_if(inputs.begin(), inputs.end(), [&](const exec::View& v) {
+      return ShapeOf(v).h == out_shape.h && ShapeOf(v).w == out_shape.w;
+    });
+    if (full != inputs.end()) std::iter_swap(inputs.begin(), full);
     const memory dst = DenseOutput(step.output);
-    const memory first = DenseInput(calls, step.inputs[0]);
-    for (size_t i = 1; i < step.inputs.size(); ++i) {
+    const memory first = DenseInput(calls, inputs[0]);
+    for (size_t i = 1; i < inputs.size(); ++i) {
       const memory src0 = i == 1 ? first : dst;
-      const memory src1 = DenseInput(calls, step.inputs[i]);
+      const memory src1 = DenseInput(calls, inputs[i]);
       doing_ = "binary::primitive_desc";
       const dnnl::binary::desc desc(algorithm, src0.get_desc(), src1.get_desc(), dst.get_desc());
       const dnnl::binary::primitive_desc pd(desc, attr_, engine_);

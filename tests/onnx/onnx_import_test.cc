@@ -196,7 +196,7 @@ TEST(OnnxImportTest, ResidualAddSigmoidTanhGlobalPoolsDropoutAndIdentityMap) {
 // is SiLU: folded into the convolution before them where nothing else reads
 // it, computed as PyTorch defines them.
 TEST(OnnxImportTest, Relu6HardSwishAndSiluBecomeActivationsComputingTheSame) {
-  OnnxBuilder b(2, 3, 3, /*opset=*/14);  // HardSwish is opset 14
+  OnnxBuilder b(2, 3, 3, /*opset=*/14);                    // HardSwish is opset 14
   const std::vector<float> w = {3.0f, -1.0f, 2.0f, 4.0f};  // 2x2x1x1
   const std::string conv = b.Node("Conv", {"input", b.Weight({2, 2, 1, 1}, w)});
   const std::string six = b.Node("Clip", {conv, b.Weight({}, std::vector<float>{0.0f}),
@@ -230,6 +230,56 @@ TEST(OnnxImportTest, Relu6HardSwishAndSiluBecomeActivationsComputingTheSame) {
       const float y = conv1x1(h, o, p);
       EXPECT_NEAR(out[o * 9 + p], y / (1 + std::exp(-y)), 1e-4) << o << "," << p;
     }
+  }
+}
+
+// Batch norm not after a convolution (DenseNet normalises concatenations)
+// is a per-channel affine operator: a depthwise 1x1 convolution.
+TEST(OnnxImportTest, BatchNormAfterAConcatenationIsAPerChannelAffineOperator) {
+  OnnxBuilder b(2, 2, 2);
+  const std::string r = b.Node("Relu", {"input"});
+  const std::string cat = b.Node("Concat", {r, "input"}, {IntAttr("axis", 1)});
+  const std::vector<float> scale = {2, 1, 0.5f, 1}, shift = {0, 1, 0, -1};
+  const std::vector<float> mean = {1, 0, 0, 2}, var = {3, 1, 0.25f, 1};
+  const std::string bn = b.Node(
+      "BatchNormalization",
+      {cat, b.Weight({4}, scale), b.Weight({4}, shift), b.Weight({4}, mean), b.Weight({4}, var)},
+      {FloatAttr("epsilon", 0.0f)});
+  const ImportedModel model = ImportOnnx(b.Bytes(b.Node("Relu", {bn})), "m.onnx");
+  ASSERT_EQ(model.graph.nodes.size(), 3u);
+  const ConvParams& c = model.graph.nodes[2].op.conv;
+  EXPECT_EQ(c.groups, 4);
+  EXPECT_EQ(c.kernel, (Window{1, 1}));
+  EXPECT_EQ(c.act, Activation::kRelu);
+  EXPECT_EQ(model.graph.nodes[2].inputs.size(), 2u) << "reads the concatenation's two terms";
+  const std::vector<float> input = exec::SeededValues(8, 2);
+  const std::vector<float> out = RunImported(model, input);
+  for (int ch = 0; ch < 4; ++ch) {
+    for (int p = 0; p < 4; ++p) {
+      const float v = ch < 2 ? std::max(input[ch * 4 + p], 0.0f) : input[(ch - 2) * 4 + p];
+      const float y = (v - mean[ch]) * scale[ch] / std::sqrt(var[ch]) + shift[ch];
+      EXPECT_NEAR(out[ch * 4 + p], std::max(y, 0.0f), 1e-5) << ch << "," << p;
+    }
+  }
+}
+
+// Squeeze-and-excitation: a C x 1 x 1 gate (the small tensor first, as
+// PyTorch exports it) scales every pixel of its channel.
+TEST(OnnxImportTest, AChannelGateMultipliesEveryPixelOfItsChannel) {
+  OnnxBuilder b(2, 2, 3);
+  const std::string gate = b.Node("Sigmoid", {b.Node("GlobalAveragePool", {"input"})});
+  const std::string scaled = b.Node("Mul", {gate, "input"});
+  const ImportedModel model = ImportOnnx(b.Bytes(scaled), "m.onnx");
+  ASSERT_EQ(model.graph.nodes.size(), 4u);
+  EXPECT_EQ(model.graph.nodes[3].op.kind, OpKind::kEltwise);
+  EXPECT_EQ(model.graph.nodes[3].output, (Shape{2, 2, 3}));
+  const std::vector<float> input = exec::SeededValues(12, 4);
+  const std::vector<float> out = RunImported(model, input);
+  for (int c = 0; c < 2; ++c) {
+    float mean = 0;
+    for (int p = 0; p < 6; ++p) mean += input[c * 6 + p] / 6;
+    const float g = 1 / (1 + std::exp(-mean));
+    for (int p = 0; p < 6; ++p) EXPECT_NEAR(out[c * 6 + p], g * input[c * 6 + p], 1e-5);
   }
 }
 
@@ -283,23 +333,16 @@ TEST(OnnxImportTest, WhatCannotBeHonouredIsRefusedNamingTheNodeAndTheFeature) {
   }
   {
     OnnxBuilder b(4, 4, 4);
-    const std::string r = b.Node("Relu", {"input"});
-    const std::string x =
-        b.Node("BatchNormalization", {r, b.Weight({4}, 1), b.Weight({4}, 2), b.Weight({4}, 3),
-                                      b.Weight({4}, std::vector<float>(4, 1.0f))});
-    EXPECT_THAT(Refusal(b.Bytes(x)), HasSubstr("only a BatchNormalization directly after a Conv"));
-  }
-  {
-    OnnxBuilder b(4, 4, 4);
     const std::string x = b.Node("Clip", {"input", b.Weight({}, std::vector<float>{0.0f}),
                                           b.Weight({}, std::vector<float>{5.0f})});
     EXPECT_THAT(Refusal(b.Bytes(x)), HasSubstr("(Clip): Clip to [0.000000, 5.000000]"));
   }
   {
     OnnxBuilder b(4, 4, 4);
-    const std::string g = b.Node("GlobalAveragePool", {"input"});
-    const std::string x = b.Node("Mul", {"input", g});
-    EXPECT_THAT(Refusal(b.Bytes(x)), HasSubstr("no broadcasting yet"));
+    // A column pool: [N, 4, 1, 4] does not broadcast over [N, 4, 4, 4] here.
+    const std::string col = b.Node("MaxPool", {"input"}, {IntsAttr("kernel_shape", {4, 1})});
+    const std::string x = b.Node("Mul", {"input", col});
+    EXPECT_THAT(Refusal(b.Bytes(x)), HasSubstr("only equal shapes, or [N, C, 1, 1] with"));
   }
   {
     OnnxBuilder b(4, 4, 4);

@@ -513,6 +513,12 @@ std::vector<OpCase> EveryOpKind() {
        ::ios::testing::EltwiseOp(EltwiseType::kAdd),
        {{2, 3, 5}, {2, 3, 5}, {2, 3, 5}}},
       {"mul_of_two", ::ios::testing::EltwiseOp(EltwiseType::kMul), {{3, 4, 4}, {3, 4, 4}}},
+      {"mul_broadcast_first",
+       ::ios::testing::EltwiseOp(EltwiseType::kMul),
+       {{3, 1, 1}, {3, 4, 5}}},
+      {"add_broadcast_second",
+       ::ios::testing::EltwiseOp(EltwiseType::kAdd),
+       {{3, 4, 5}, {3, 1, 1}, {3, 4, 5}}},
       {"identity_copy", ::ios::testing::IdentityOp(), {{3, 4, 4}}},
       {"identity_sum_of_three", ::ios::testing::IdentityOp(), {{2, 4, 3}, {2, 4, 3}, {2, 4, 3}}},
   };

@@ -707,11 +707,20 @@ class CudaPreparedProgram : public exec::PreparedProgram {
     float* output = ViewAddress(step.output);
     const cuda::DnnHandle dnn = context.dnn.get();
     cuda::Api& api = api_;
-    for (size_t k = 1; k < step.inputs.size(); ++k) {
-      const cuda::TensorDesc b = KeepTensor(step.inputs[k], where);
-      const float* second = ViewAddress(step.inputs[k]);
-      const cuda::TensorDesc a = k == 1 ? KeepTensor(step.inputs[0], where) : y;
-      const float* first = k == 1 ? ViewAddress(step.inputs[0]) : output;
+    // cuDNN broadcasts only B (a C x 1 x 1 input): one input of the
+    // output's shape goes first as A; add and mul commute.
+    std::vector<exec::View> inputs = step.inputs;
+    const Shape& out = buffers_.at(step.output.buffer).shape;
+    const auto full = std::find_if(inputs.begin(), inputs.end(), [&](const exec::View& v) {
+      const Shape& s = buffers_.at(v.buffer).shape;
+      return s.h == out.h && s.w == out.w;
+    });
+    if (full != inputs.end()) std::iter_swap(inputs.begin(), full);
+    for (size_t k = 1; k < inputs.size(); ++k) {
+      const cuda::TensorDesc b = KeepTensor(inputs[k], where);
+      const float* second = ViewAddress(inputs[k]);
+      const cuda::TensorDesc a = k == 1 ? KeepTensor(inputs[0], where) : y;
+      const float* first = k == 1 ? ViewAddress(inputs[0]) : output;
       calls.push_back(
           {[=, &api] { return api.OpTensor(dnn, op, a, first, b, second, y, output); }});
     }

@@ -642,7 +642,16 @@ Status RecordingApi::OpTensor(DnnHandle handle, OpTensorDesc op, TensorDesc a_de
   Extent(b, b_desc, call);
   Extent(c, c_desc, call);
   SameShape(call, a_desc, c_desc);
-  SameShape(call, b_desc, c_desc);
+  // cuDNN broadcasts B where its height and width are 1 (never A).
+  const auto b_it = tensors_.find(b_desc.value);
+  const bool b_broadcast = b_it != tensors_.end() && b_it->second.h == 1 && b_it->second.w == 1;
+  const auto c_it = tensors_.find(c_desc.value);
+  if (!b_broadcast) {
+    SameShape(call, b_desc, c_desc);
+  } else if (c_it != tensors_.end() &&
+             (b_it->second.n != c_it->second.n || b_it->second.c != c_it->second.c)) {
+    Violation(call + ": a broadcast B of other batch or channels than C");
+  }
   if (c == b && c != a)
     Violation(call + ": the output is the second input (only C == A may alias)");
   return Op(call, handle);
