@@ -1,5 +1,6 @@
 #include "common/graph.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <sstream>
@@ -95,6 +96,18 @@ int WindowOutput(int in, int kernel, int stride, int pad, int dilation, const st
                 std::to_string(out) + ", more than an int holds");
   }
   return static_cast<int>(out);
+}
+
+//! The output size of a pool rounding up (ceil_mode), as PyTorch and ONNX
+//! define it: a last window that would start beyond the input and its left
+//! padding is dropped.
+int CeilPoolOutput(int in, int kernel, int stride, int pad, const std::string& where,
+                   const char* axis) {
+  const int floor_out = WindowOutput(in, kernel, stride, pad, 1, where, axis);
+  const int64_t span = int64_t{in} + 2 * int64_t{pad} - kernel;
+  int64_t out = (span + stride - 1) / stride + 1;
+  if ((out - 1) * stride >= int64_t{in} + pad) --out;
+  return static_cast<int>(std::max<int64_t>(out, floor_out));
 }
 
 // Refuses a value no worker can measure (common/limits.h), naming the field.
@@ -239,6 +252,13 @@ Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,
     case OpKind::kPool: {
       const PoolParams& p = op.pool;
       if (p.type == PoolType::kGlobalAvg || p.type == PoolType::kGlobalMax) return {in.c, 1, 1};
+      if (p.ceil && p.type != PoolType::kMax) {
+        throw Error(where + ": ceil_mode: only max pooling rounds its output size up here");
+      }
+      if (p.ceil) {
+        return {in.c, CeilPoolOutput(in.h, p.kernel.h, p.stride.h, p.padding.h, where, "height"),
+                CeilPoolOutput(in.w, p.kernel.w, p.stride.w, p.padding.w, where, "width")};
+      }
       return {in.c, WindowOutput(in.h, p.kernel.h, p.stride.h, p.padding.h, 1, where, "height"),
               WindowOutput(in.w, p.kernel.w, p.stride.w, p.padding.w, 1, where, "width")};
     }
@@ -406,6 +426,7 @@ std::string Describe(const OpParams& op) {
       if (op.pool.type == PoolType::kMax || op.pool.type == PoolType::kAvg) {
         out << WindowText(op.pool.kernel) << "/" << WindowText(op.pool.stride) << " p"
             << WindowText(op.pool.padding);
+        if (op.pool.ceil) out << " ceil";
       }
       break;
     case OpKind::kActivation:

@@ -39,6 +39,10 @@ struct ConvParams {
 struct PoolParams {
   PoolType type = PoolType::kMax;
   Window kernel, stride, padding{0, 0};
+  //! Max pooling only: the output size rounds up (ONNX/PyTorch ceil_mode),
+  //! so the last window may run past the input and its padding on the
+  //! right and bottom; a window must still start inside them.
+  bool ceil = false;
   friend bool operator==(const PoolParams&, const PoolParams&) = default;
 };
 

@@ -204,6 +204,10 @@ class Parser {
       op.pool.kernel = Pair(jn, "kernel", where, Window{1, 1});
       op.pool.stride = Pair(jn, "stride", where, Window{1, 1});
       op.pool.padding = Pair(jn, "padding", where, Window{0, 0});
+      if (jn.contains("ceil_mode")) {
+        if (!jn["ceil_mode"].is_boolean()) Fail(where + ".ceil_mode", "expected true or false");
+        op.pool.ceil = jn["ceil_mode"].get<bool>();
+      }
     } else if (type == "identity") {
       op.kind = OpKind::kIdentity;
     } else if (type == "relu") {

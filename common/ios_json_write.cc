@@ -38,6 +38,7 @@ void WriteOp(json& jn, const OpParams& op) {
       jn["kernel"] = PairJson(op.pool.kernel);
       jn["stride"] = PairJson(op.pool.stride);
       jn["padding"] = PairJson(op.pool.padding);
+      if (op.pool.ceil) jn["ceil_mode"] = true;
       break;
     case OpKind::kActivation:
       if (op.act == Activation::kRelu) {

@@ -76,6 +76,7 @@ void AppendOpKey(std::string& out, const OpParams& op) {
       AppendWindow(out, op.pool.stride);
       out += ",p";
       AppendWindow(out, op.pool.padding);
+      if (op.pool.ceil) out += ",ceil";  // absent otherwise: older keys unchanged
       out += ')';
       break;
     case OpKind::kActivation:

@@ -18,7 +18,7 @@ namespace {
 //   op     := optext "<" (slice* "|")* ">"
 //   slice  := ("X" | "L") int "[" int ":" int "]+"
 //   optext := "conv(o" int ",k" win ",s" win ",p" win ",d" win ",g" int ",b" ("0"|"1") "," act ")"
-//           | "pool(" pooltype ",k" win ",s" win ",p" win ")" | "act(" act ")"
+//           | "pool(" pooltype ",k" win ",s" win ",p" win [",ceil"] ")" | "act(" act ")"
 //           | "add" | "mul" | "id" | "seq[" (optext ";")* "]"
 //   win := int "x" int,  shape := int "x" int "x" int
 class KeyParser {
@@ -161,6 +161,7 @@ class KeyParser {
       op.pool.stride = WindowText();
       Expect(",p");
       op.pool.padding = WindowText();
+      op.pool.ceil = Accept(",ceil");
       Expect(")");
     } else if (Accept("act(")) {
       op.kind = OpKind::kActivation;

@@ -569,17 +569,22 @@ class Importer {
            " became its padding (counted by the average)");
     }
     if (attrs.Int("ceil_mode", 0) != 0) {
-      // Only where rounding up gives the same size as rounding down.
-      const auto sizes = [&](int in, int k, int s, int pad) {
-        const int span = in + 2 * pad - k;
-        return std::pair{span / s + 1, (span + s - 1) / s + 1};
-      };
-      const auto [floor_h, ceil_h] = sizes(x.shape.h, p.kernel.h, p.stride.h, p.padding.h);
-      const auto [floor_w, ceil_w] = sizes(x.shape.w, p.kernel.w, p.stride.w, p.padding.w);
-      if (floor_h != ceil_h || floor_w != ceil_w) {
-        throw Error(where_ + ": ceil_mode=1 makes the output " + std::to_string(ceil_h) + "x" +
-                    std::to_string(ceil_w) + " instead of " + std::to_string(floor_h) + "x" +
-                    std::to_string(floor_w) + ", which this importer does not support yet");
+      // Rounding the output size up matters only where it adds a window.
+      OpParams floor_op, ceil_op;
+      floor_op.kind = ceil_op.kind = OpKind::kPool;
+      floor_op.pool = ceil_op.pool = p;
+      ceil_op.pool.type = PoolType::kMax;
+      ceil_op.pool.ceil = true;
+      const Shape floor_shape = InferOpOutput(floor_op, {x.shape}, where_);
+      const Shape ceil_shape = InferOpOutput(ceil_op, {x.shape}, where_);
+      if (!(floor_shape == ceil_shape)) {
+        if (!max) {
+          throw Error(where_ + ": ceil_mode=1 makes the output " + std::to_string(ceil_shape.h) +
+                      "x" + std::to_string(ceil_shape.w) + " instead of " +
+                      std::to_string(floor_shape.h) + "x" + std::to_string(floor_shape.w) +
+                      ", which this importer supports for max pooling only");
+        }
+        p.ceil = true;
       }
     }
     OpParams op;

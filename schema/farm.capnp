@@ -168,6 +168,7 @@ struct Pool {
   strideW @4 :Int32;
   padH @5 :Int32;
   padW @6 :Int32;
+  ceil @7 :Bool;  # protocol 3: the output size rounds up (max pooling)
 }
 
 # All parameter sets are sent whatever the kind, not a union: ios::OpParams

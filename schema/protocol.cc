@@ -152,6 +152,7 @@ void WriteOp(wire::Op::Builder out, const OpParams& op) {
   pool.setStrideW(op.pool.stride.w);
   pool.setPadH(op.pool.padding.h);
   pool.setPadW(op.pool.padding.w);
+  pool.setCeil(op.pool.ceil);
   out.setActivation(ToWire(kActivations, op.act));
   out.setEltwise(ToWire(kEltwiseTypes, op.eltwise));
   if (op.chain.empty()) return;
@@ -288,6 +289,7 @@ void ReadOp(wire::Op::Reader in, OpParams& out, OpPath& path) {
   out.pool.kernel = {pool.getKernelH(), pool.getKernelW()};
   out.pool.stride = {pool.getStrideH(), pool.getStrideW()};
   out.pool.padding = {pool.getPadH(), pool.getPadW()};
+  out.pool.ceil = pool.getCeil();
   out.act = FromWire(kActivations, in.getActivation(), where("activation"));
   out.eltwise = FromWire(kEltwiseTypes, in.getEltwise(), where("eltwise"));
   if (!in.hasChain()) return;

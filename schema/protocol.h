@@ -18,8 +18,9 @@
 namespace ios::schema {
 
 //! Carried by every message. A peer speaking another version is refused.
-//! 3: activations relu6, hardswish and silu (an older worker would refuse
-//! stages using them as malformed rather than say it is too old).
+//! 3: activations relu6, hardswish and silu, and max pools rounding up
+//! (ceil), which an older worker would refuse as malformed or, for ceil,
+//! silently ignore.
 inline constexpr uint32_t kProtocolVersion = 3;
 //! Larger frames are dropped unread (ZMQ_MAXMSGSIZE is set to this too).
 inline constexpr size_t kMaxMessageBytes = size_t{1} << 20;

@@ -6,8 +6,9 @@ input and PyTorch's output for it, so that
 
 can check ios-farm's ONNX importer and kernels against PyTorch.
 
-The weights are random (weights=None) but seeded, so the files are
-reproducible without network access or a weights cache. The .bin files are
+The weights are random (weights=None, then He's fan-in scaling: see
+he_init) but seeded, so the files are reproducible without network access
+or a weights cache. The .bin files are
 raw little-endian float32 in NCHW order (the output in PyTorch's layout,
 (B, classes) for these models) with no header: ios-run knows the shapes from
 the model.
@@ -21,7 +22,8 @@ Needs torch, torchvision and onnx; on the dev machines those are only in
 Debian's python, hence the /usr/bin/python3 shebang.
 
 Usage: scripts/export-torchvision.py MODEL [--out DIR] [--batch B] [--seed S]
-                                           [--opset N] [--structure-only]
+                                           [--opset N] [--init he|torchvision]
+                                           [--structure-only]
 """
 import argparse
 import difflib
@@ -72,6 +74,10 @@ def parse_args(argv):
                         help="seed for the weights and the input (default: 0)")
     parser.add_argument("--opset", type=int, default=13, metavar="N",
                         help="ONNX opset version (default: 13)")
+    parser.add_argument("--init", choices=["he", "torchvision"], default="he",
+                        help="he (default): He fan-in weights and random batch "
+                        "norm statistics, so outputs stay of order one; "
+                        "torchvision: the constructor's own initialisation")
     parser.add_argument("--structure-only", action="store_true",
                         help="omit the weights (export_params=False; they "
                         "become graph inputs) and write only MODEL.onnx")
@@ -81,7 +87,28 @@ def parse_args(argv):
     return args
 
 
-def build_model(name, seed):
+def he_init(model):
+    """Redraws every convolution and linear layer's weights with He's
+    fan-in scaling and small random biases, and gives batch norms random
+    statistics and affine parameters near their trained ranges. The
+    constructors' own initialisations (meant for training, with batch norm
+    at its initial statistics) make deep models' outputs vanish or explode
+    in eval mode (GoogLeNet's are the classifier's bias alone), so a
+    comparison with them would not exercise the network."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)):
+                torch.nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
+                if m.bias is not None:
+                    m.bias.uniform_(-0.1, 0.1)
+            elif isinstance(m, torch.nn.BatchNorm2d):
+                m.weight.uniform_(0.5, 1.0)
+                m.bias.uniform_(-0.1, 0.1)
+                m.running_mean.uniform_(-0.1, 0.1)
+                m.running_var.uniform_(0.5, 1.5)
+
+
+def build_model(name, seed, init):
     """Returns the model in eval mode with weights drawn from `seed`."""
     torch.manual_seed(seed)
     constructor = getattr(torchvision.models, name)
@@ -93,6 +120,8 @@ def build_model(name, seed):
         # without downloading; reseed so the fallback is reproducible too.
         torch.manual_seed(seed)
         model = constructor(weights=None)
+    if init == "he":
+        he_init(model)
     return model.eval()
 
 
@@ -161,7 +190,7 @@ def main(argv):
               f"model{hint}", file=sys.stderr)
         return 2
 
-    model = build_model(args.model, args.seed)
+    model = build_model(args.model, args.seed, args.init)
     x = make_input(args.model, args.batch, args.seed)
     # The output also gives the shape to report in structure-only mode.
     y = reference_output(model, x)

@@ -310,12 +310,19 @@ class LaneCompiler {
     const Dims kernel = global ? Dims{is.h, is.w} : Dims{p.kernel.h, p.kernel.w};
     const Dims strides = global ? Dims{1, 1} : Dims{p.stride.h, p.stride.w};
     const Dims padding = global ? Dims{0, 0} : Dims{p.padding.h, p.padding.w};
+    // Rounding the output up (ceil) pads the bottom and right further, so
+    // the last window fits; a max never takes padding.
+    const Shape& os = ShapeOf(step.output);
+    const Dims padding_r =
+        p.ceil ? Dims{(os.h - 1) * int64_t{p.stride.h} + p.kernel.h - is.h - p.padding.h,
+                      (os.w - 1) * int64_t{p.stride.w} + p.kernel.w - is.w - p.padding.w}
+               : padding;
     const memory src = DenseInput(calls, in);
     const memory dst = DenseOutput(step.output);
     doing_ = "pooling_forward::primitive_desc";
     const dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm,
                                            src.get_desc(), dst.get_desc(), strides, kernel, padding,
-                                           padding);
+                                           padding_r);
     const dnnl::pooling_forward::primitive_desc pd(desc, attr_, engine_);
     doing_ = "creating a pooling_forward";
     Add(calls, pd, dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});

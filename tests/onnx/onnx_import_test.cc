@@ -295,16 +295,31 @@ TEST(OnnxImportTest, AModelWithoutWeightValuesImportsItsStructureOnly) {
   EXPECT_EQ(model.graph.nodes.back().output, (Shape{8, 4, 4}));
 }
 
-TEST(OnnxImportTest, CeilModeIsAcceptedOnlyWhereItChangesNothing) {
-  const auto pool = [](int size, int kernel, int stride) {
+// ceil_mode: max pools round their output size up (GoogLeNet); average
+// pools only where that adds no window.
+TEST(OnnxImportTest, CeilModeRoundsMaxPoolsUpAndIsRefusedForAveragesWhereItMatters) {
+  const auto pool = [](const std::string& op, int size, int kernel, int stride) {
     OnnxBuilder b(1, size, size);
-    const std::string x = b.Node("MaxPool", {"input"},
+    const std::string x = b.Node(op, {"input"},
                                  {IntsAttr("kernel_shape", {kernel, kernel}),
                                   IntsAttr("strides", {stride, stride}), IntAttr("ceil_mode", 1)});
     return b.Bytes(x);
   };
-  EXPECT_EQ(ImportOnnx(pool(9, 3, 2), "m.onnx").graph.nodes.back().output, (Shape{1, 4, 4}));
-  EXPECT_THAT(Refusal(pool(8, 3, 2)), HasSubstr("ceil_mode=1 makes the output 4x4 instead of 3x3"));
+  const ImportedModel same = ImportOnnx(pool("MaxPool", 9, 3, 2), "m.onnx");
+  EXPECT_EQ(same.graph.nodes.back().output, (Shape{1, 4, 4}));
+  EXPECT_FALSE(same.graph.nodes.back().op.pool.ceil) << "rounding changes nothing here";
+  const ImportedModel up = ImportOnnx(pool("MaxPool", 8, 3, 2), "m.onnx");
+  EXPECT_EQ(up.graph.nodes.back().output, (Shape{1, 4, 4}));
+  EXPECT_TRUE(up.graph.nodes.back().op.pool.ceil);
+  // The last window covers the last row and column only.
+  std::vector<float> input(64);
+  for (int i = 0; i < 64; ++i) input[i] = static_cast<float>(i % 8 + 8 * (i / 8));
+  const std::vector<float> out = RunImported(up, input);
+  EXPECT_EQ(out[15], 63.0f);
+  EXPECT_EQ(out[3], 23.0f);  // rows 0-2, column 7
+  EXPECT_THAT(Refusal(pool("AveragePool", 8, 3, 2)),
+              HasSubstr("ceil_mode=1 makes the output 4x4 instead of 3x3, which this importer "
+                        "supports for max pooling only"));
 }
 
 TEST(OnnxImportTest, WhatCannotBeHonouredIsRefusedNamingTheNodeAndTheFeature) {

@@ -466,6 +466,12 @@ struct OpCase {
   std::vector<Shape> inputs;
 };
 
+OpParams CeilMax(int kernel, int stride, int pad) {
+  OpParams op = PoolOp(PoolType::kMax, kernel, stride, pad);
+  op.pool.ceil = true;
+  return op;
+}
+
 std::vector<OpCase> EveryOpKind() {
   using A = Activation;
   std::vector<OpCase> cases = {
@@ -507,15 +513,15 @@ std::vector<OpCase> EveryOpKind() {
       {"avg_3x3_s2_p1", PoolOp(PoolType::kAvg, 3, 2, 1), {{2, 8, 8}}},
       {"avg_2x2_s2_odd_input", PoolOp(PoolType::kAvg, 2, 2, 0), {{2, 5, 5}}},
       {"global_max", PoolOp(PoolType::kGlobalMax, 1, 1, 0), {{3, 5, 3}}},
+      {"max_3x3_s2_ceil", CeilMax(3, 2, 0), {{3, 8, 8}}},     // 3x3 -> 4x4
+      {"max_3x3_s2_p1_ceil", CeilMax(3, 2, 1), {{2, 6, 7}}},  // windows past the padding
       {"global_avg", PoolOp(PoolType::kGlobalAvg, 1, 1, 0), {{3, 5, 3}}},
       {"add_of_two", ::ios::testing::EltwiseOp(EltwiseType::kAdd), {{3, 4, 4}, {3, 4, 4}}},
       {"add_of_three",
        ::ios::testing::EltwiseOp(EltwiseType::kAdd),
        {{2, 3, 5}, {2, 3, 5}, {2, 3, 5}}},
       {"mul_of_two", ::ios::testing::EltwiseOp(EltwiseType::kMul), {{3, 4, 4}, {3, 4, 4}}},
-      {"mul_broadcast_first",
-       ::ios::testing::EltwiseOp(EltwiseType::kMul),
-       {{3, 1, 1}, {3, 4, 5}}},
+      {"mul_broadcast_first", ::ios::testing::EltwiseOp(EltwiseType::kMul), {{3, 1, 1}, {3, 4, 5}}},
       {"add_broadcast_second",
        ::ios::testing::EltwiseOp(EltwiseType::kAdd),
        {{3, 4, 5}, {3, 1, 1}, {3, 4, 5}}},

@@ -71,6 +71,14 @@ class Network {
     Add("relu6", ::ios::testing::ActOp(Activation::kRelu6), {{{0, 0, 8}}});
     Add("hardswish_on_slice", ::ios::testing::ActOp(Activation::kHardSwish), {{{1, 2, 6}}});
     Add("silu", ::ios::testing::ActOp(Activation::kSilu), {{{0, 0, 8}}});
+    // ceil_mode: 9 -> 5 (a last window over the last row and column only).
+    Add("max_pool_ceil",
+        [] {
+          OpParams op = ::ios::testing::PoolOp(PoolType::kMax, 2, 2, 0);
+          op.pool.ceil = true;
+          return op;
+        }(),
+        {{{0, 0, 8}}});
     // Squeeze-and-excitation's channel scale: a C x 1 x 1 term broadcast.
     Add("channel_scale", ::ios::testing::EltwiseOp(EltwiseType::kMul),
         {{{*graph_.Find("global_avg"), 0, 8}}, {{1, 0, 8}}});

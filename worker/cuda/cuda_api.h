@@ -97,6 +97,17 @@ struct AlgoResult {
 //! 8.2 and newer), and kHardSwish, which only our kernel computes.
 enum class ActivationMode { kRelu, kSigmoid, kTanh, kRelu6, kSwish, kHardSwish };
 enum class PoolingMode { kMax, kAverageCountingPadding };
+
+//! A max pool our kernel computes: the last window may run past the input
+//! on the bottom and right (ceil_mode), which cuDNN's equal padding of both
+//! sides cannot express. Views: `channels` channels from the pointers, each
+//! sample `*_batch_stride` floats after the previous one.
+struct MaxPoolShape {
+  int batch = 1, channels = 1;
+  int in_h = 1, in_w = 1, out_h = 1, out_w = 1;
+  int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  int64_t src_batch_stride = 0, dst_batch_stride = 0;
+};
 enum class OpTensorOp { kAdd, kMul };
 
 //! Everything the cuda device calls. Implementations are not thread-safe;
@@ -208,6 +219,9 @@ class Api {
                              int64_t src_stride, int64_t count, int batch, bool accumulate) = 0;
   //! The same walk, dst = activation(src) (dst may be src): our kernel for
   //! what cuDNN has no mode for (kHardSwish).
+  //! Max pooling of `shape` by our kernel (cuda_kernels.cu).
+  virtual Status MaxPool(Stream stream, const MaxPoolShape& shape, const float* src,
+                         float* dst) = 0;
   virtual Status ActivateStrided(Stream stream, ActivationMode mode, float* dst, int64_t dst_stride,
                                  const float* src, int64_t src_stride, int64_t count,
                                  int batch) = 0;

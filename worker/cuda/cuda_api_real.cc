@@ -593,6 +593,25 @@ class RealApi final : public Api {
                     accumulate ? "ios::cuda::CopyStrided(accumulate)" : "ios::cuda::CopyStrided");
   }
 
+  Status MaxPool(Stream stream, const MaxPoolShape& shape, const float* src, float* dst) override {
+    const MaxPoolGeometry g{shape.batch,
+                            shape.channels,
+                            shape.in_h,
+                            shape.in_w,
+                            shape.out_h,
+                            shape.out_w,
+                            shape.kernel_h,
+                            shape.kernel_w,
+                            shape.stride_h,
+                            shape.stride_w,
+                            shape.pad_h,
+                            shape.pad_w,
+                            shape.src_batch_stride,
+                            shape.dst_batch_stride};
+    return FromCuda(LaunchMaxPool(As<CUstream_st>(stream.value), g, src, dst),
+                    "ios::cuda::MaxPool");
+  }
+
   Status ActivateStrided(Stream stream, ActivationMode mode, float* dst, int64_t dst_stride,
                          const float* src, int64_t src_stride, int64_t count, int batch) override {
     if (mode != ActivationMode::kHardSwish) {

@@ -627,6 +627,7 @@ class CudaPreparedProgram : public exec::PreparedProgram {
     const Window window = global ? Window{in.h, in.w} : p.kernel;
     const Window stride = global ? Window{1, 1} : p.stride;
     const Window padding = global ? Window{0, 0} : p.padding;
+    if (p.ceil) return CompileCeilMaxPool(step, context, calls);
     cuda::PoolingDesc pool;
     // IOS's average pooling counts padding: the divisor is the window size.
     Checked(api_.CreatePooling(
@@ -638,6 +639,35 @@ class CudaPreparedProgram : public exec::PreparedProgram {
                  [pool](cuda::Api& api, cuda::DnnHandle dnn, cuda::TensorDesc x, const float* from,
                         cuda::TensorDesc y,
                         float* to) { return api.PoolingForward(dnn, pool, x, from, y, to); });
+  }
+
+  //! A max pool whose last window runs past the input (ceil_mode): cuDNN
+  //! pads both sides equally, so our kernel computes it.
+  void CompileCeilMaxPool(const exec::Step& step, StreamContext& context,
+                          std::vector<Call>& calls) {
+    const PoolParams& p = step.op.pool;
+    const Shape& in = buffers_.at(step.inputs[0].buffer).shape;
+    const Shape& out = buffers_.at(step.output.buffer).shape;
+    cuda::MaxPoolShape g;
+    g.batch = batch_;
+    g.channels = step.output.channels;
+    g.in_h = in.h;
+    g.in_w = in.w;
+    g.out_h = out.h;
+    g.out_w = out.w;
+    g.kernel_h = p.kernel.h;
+    g.kernel_w = p.kernel.w;
+    g.stride_h = p.stride.h;
+    g.stride_w = p.stride.w;
+    g.pad_h = p.padding.h;
+    g.pad_w = p.padding.w;
+    g.src_batch_stride = int64_t{in.c} * in.h * in.w;
+    g.dst_batch_stride = int64_t{out.c} * out.h * out.w;
+    const float* src = ViewAddress(step.inputs[0]);
+    float* dst = ViewAddress(step.output);
+    const cuda::Stream stream = context.stream.get();
+    cuda::Api& api = api_;
+    calls.push_back({[=, &api] { return api.MaxPool(stream, g, src, dst); }});
   }
 
   //! A call that reads the step's one input view and writes its output

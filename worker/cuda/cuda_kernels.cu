@@ -30,6 +30,30 @@ __global__ void HardSwishStridedKernel(float* dst, int64_t dst_stride, const flo
   }
 }
 
+// One thread per output value (grid-stride): its window, clipped to the
+// input, reduced by max. Windows always hold an input value: a window starts
+// inside the input or its left padding, which is smaller than the kernel.
+__global__ void MaxPoolKernel(MaxPoolGeometry g, const float* src, float* dst) {
+  const int64_t plane = int64_t{g.out_h} * g.out_w;
+  const int64_t total = int64_t{g.batch} * g.channels * plane;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t n = i / (g.channels * plane);
+    const int64_t c = i / plane % g.channels;
+    const int oy = static_cast<int>(i % plane / g.out_w);
+    const int ox = static_cast<int>(i % g.out_w);
+    const float* in = src + n * g.src_batch_stride + c * g.in_h * g.in_w;
+    const int y0 = oy * g.stride_h - g.pad_h, x0 = ox * g.stride_w - g.pad_w;
+    float best = -INFINITY;
+    for (int y = max(y0, 0); y < min(y0 + g.kernel_h, g.in_h); ++y) {
+      for (int x = max(x0, 0); x < min(x0 + g.kernel_w, g.in_w); ++x) {
+        best = fmaxf(best, in[y * g.in_w + x]);
+      }
+    }
+    dst[n * g.dst_batch_stride + c * plane + int64_t{oy} * g.out_w + ox] = best;
+  }
+}
+
 //! Launches `launch(blocks, samples, base)` over every sample, in chunks of
 //! gridDim.y's limit; the first launch error, or cudaSuccess.
 template <class Launch>
@@ -65,6 +89,19 @@ cudaError_t LaunchHardSwishStrided(cudaStream_t stream, float* dst, int64_t dst_
     HardSwishStridedKernel<<<grid, threads, 0, stream>>>(dst, dst_stride, src, src_stride, count,
                                                          base);
   });
+}
+
+cudaError_t LaunchMaxPool(cudaStream_t stream, const MaxPoolGeometry& shape, const float* src,
+                          float* dst) {
+  const int64_t total =
+      int64_t{shape.batch} * shape.channels * int64_t{shape.out_h} * shape.out_w;
+  if (total <= 0) return cudaSuccess;
+  constexpr int kThreads = 256;
+  constexpr int64_t kMaxBlocks = 4096;  // grid-stride beyond this
+  const int64_t needed = (total + kThreads - 1) / kThreads;
+  MaxPoolKernel<<<static_cast<unsigned>(needed < kMaxBlocks ? needed : kMaxBlocks), kThreads, 0,
+                  stream>>>(shape, src, dst);
+  return cudaGetLastError();
 }
 
 }  // namespace ios::cuda

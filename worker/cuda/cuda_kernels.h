@@ -18,4 +18,16 @@ cudaError_t LaunchCopyStrided(cudaStream_t stream, float* dst, int64_t dst_strid
 cudaError_t LaunchHardSwishStrided(cudaStream_t stream, float* dst, int64_t dst_stride,
                                    const float* src, int64_t src_stride, int64_t count, int batch);
 
+//! cuda_api.h's MaxPoolShape, field for field: this header is compiled as
+//! C++17 by nvcc (CUDA 11.4 knows no C++20), which cuda_api.h is not.
+struct MaxPoolGeometry {
+  int batch, channels, in_h, in_w, out_h, out_w;
+  int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+  int64_t src_batch_stride, dst_batch_stride;
+};
+
+//! Max pooling over windows clipped to the input.
+cudaError_t LaunchMaxPool(cudaStream_t stream, const MaxPoolGeometry& shape, const float* src,
+                          float* dst);
+
 }  // namespace ios::cuda

@@ -685,4 +685,26 @@ Status RecordingApi::ActivateStrided(Stream stream, ActivationMode mode, float* 
   return Ok();
 }
 
+Status RecordingApi::MaxPool(Stream stream, const MaxPoolShape& g, const float* src, float* dst) {
+  const std::string call = "MaxPool";
+  if (Status s = Enter(call); !s.ok()) return s;
+  const int64_t in_plane = int64_t{g.in_h} * g.in_w, out_plane = int64_t{g.out_h} * g.out_w;
+  Span(src,
+       static_cast<size_t>((g.batch - 1) * g.src_batch_stride + g.channels * in_plane) *
+           sizeof(float),
+       call + " (source)");
+  Span(dst,
+       static_cast<size_t>((g.batch - 1) * g.dst_batch_stride + g.channels * out_plane) *
+           sizeof(float),
+       call + " (destination)");
+  // Every window must start inside the input or its left padding.
+  if ((g.out_h - 1) * g.stride_h - g.pad_h >= g.in_h ||
+      (g.out_w - 1) * g.stride_w - g.pad_w >= g.in_w) {
+    Violation(call + ": a window starts past the input");
+  }
+  Work(stream.value, call);
+  journal_->ops.push_back({call, nullptr, stream.value, -1});
+  return Ok();
+}
+
 }  // namespace ios::cuda::testing

@@ -144,6 +144,7 @@ class RecordingApi final : public Api {
                   TensorDesc b_desc, const void* b, TensorDesc c_desc, void* c) override;
   Status CopyStrided(Stream stream, float* dst, int64_t dst_stride, const float* src,
                      int64_t src_stride, int64_t count, int batch, bool accumulate) override;
+  Status MaxPool(Stream stream, const MaxPoolShape& shape, const float* src, float* dst) override;
   Status ActivateStrided(Stream stream, ActivationMode mode, float* dst, int64_t dst_stride,
                          const float* src, int64_t src_stride, int64_t count, int batch) override;
 
