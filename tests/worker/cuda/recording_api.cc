@@ -659,7 +659,13 @@ Status RecordingApi::OpTensor(DnnHandle handle, OpTensorDesc op, TensorDesc a_de
 
 Status RecordingApi::CopyStrided(Stream stream, float* dst, int64_t dst_stride, const float* src,
                                  int64_t src_stride, int64_t count, int batch, bool accumulate) {
-  const std::string call = accumulate ? "CopyStrided(accumulate)" : "CopyStrided";
+  return StridedKernel(accumulate ? "CopyStrided(accumulate)" : "CopyStrided", stream, dst,
+                       dst_stride, src, src_stride, count, batch);
+}
+
+Status RecordingApi::StridedKernel(const std::string& call, Stream stream, const float* dst,
+                                   int64_t dst_stride, const float* src, int64_t src_stride,
+                                   int64_t count, int batch) {
   if (Status s = Enter(call); !s.ok()) return s;
   const size_t dst_bytes = static_cast<size_t>((batch - 1) * dst_stride + count) * sizeof(float);
   const size_t src_bytes = static_cast<size_t>((batch - 1) * src_stride + count) * sizeof(float);
@@ -673,16 +679,8 @@ Status RecordingApi::CopyStrided(Stream stream, float* dst, int64_t dst_stride, 
 Status RecordingApi::ActivateStrided(Stream stream, ActivationMode mode, float* dst,
                                      int64_t dst_stride, const float* src, int64_t src_stride,
                                      int64_t count, int batch) {
-  const std::string call = "ActivateStrided";
-  if (Status s = Enter(call); !s.ok()) return s;
-  if (mode != ActivationMode::kHardSwish) Violation(call + " for an activation cuDNN has");
-  const size_t dst_bytes = static_cast<size_t>((batch - 1) * dst_stride + count) * sizeof(float);
-  const size_t src_bytes = static_cast<size_t>((batch - 1) * src_stride + count) * sizeof(float);
-  Span(dst, dst_bytes, call + " (destination)");
-  Span(src, src_bytes, call + " (source)");
-  Work(stream.value, call);
-  journal_->ops.push_back({call, nullptr, stream.value, -1});
-  return Ok();
+  if (mode != ActivationMode::kHardSwish) Violation("ActivateStrided for an activation cuDNN has");
+  return StridedKernel("ActivateStrided", stream, dst, dst_stride, src, src_stride, count, batch);
 }
 
 Status RecordingApi::MaxPool(Stream stream, const MaxPoolShape& g, const float* src, float* dst) {

@@ -181,6 +181,9 @@ class RecordingApi final : public Api {
   void OpenRegion(void* origin, const std::string& what);
   void CloseRegion(const std::string& what);
   Status Op(const std::string& call, DnnHandle handle, int algo = -1);
+  //! One of our strided kernels: `count` floats per sample of `batch`.
+  Status StridedKernel(const std::string& call, Stream stream, const float* dst, int64_t dst_stride,
+                       const float* src, int64_t src_stride, int64_t count, int batch);
   //! Shapes and extents of a convolution's operands.
   void CheckConvolution(const std::string& call, TensorDesc x_desc, const void* x,
                         FilterDesc w_desc, const void* w, ConvDesc conv, TensorDesc y_desc,
