@@ -93,8 +93,7 @@ cudaError_t LaunchHardSwishStrided(cudaStream_t stream, float* dst, int64_t dst_
 
 cudaError_t LaunchMaxPool(cudaStream_t stream, const MaxPoolGeometry& shape, const float* src,
                           float* dst) {
-  const int64_t total =
-      int64_t{shape.batch} * shape.channels * int64_t{shape.out_h} * shape.out_w;
+  const int64_t total = int64_t{shape.batch} * shape.channels * int64_t{shape.out_h} * shape.out_w;
   if (total <= 0) return cudaSuccess;
   constexpr int kThreads = 256;
   constexpr int64_t kMaxBlocks = 4096;  // grid-stride beyond this
