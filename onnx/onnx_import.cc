@@ -297,12 +297,13 @@ class Importer {
   //! ONNX tensor is read by nothing but `node` (so the operator may be
   //! rewritten in place: a Dropout or Identity between them passes its one
   //! reader on, and a second reader anywhere shows in the count).
-  Pending* SoleProducer(const ::onnx::NodeProto& node, const Value& v) {
+  //! `v` is the node's input `input` (0 unless said).
+  Pending* SoleProducer(const ::onnx::NodeProto& node, const Value& v, int input = 0) {
     if (v.terms.size() != 1 || v.terms[0].size() != 1) return nullptr;
     const Slice& s = v.terms[0][0];
     Pending& p = pending_.at(s.producer);
     if (s.begin != 0 || s.end != p.node.output.c) return nullptr;
-    const auto readers = readers_.find(node.input(0));
+    const auto readers = readers_.find(node.input(input));
     if (readers == readers_.end() || readers->second != 1) return nullptr;
     return &p;
   }
@@ -788,7 +789,8 @@ class Importer {
   }
 
   void FoldBias(const ::onnx::NodeProto& node, const Value& x, const ConstTensor& bias) {
-    Pending* fc = x.kind == Value::Kind::kFlat ? SoleProducerOfFlat(node, x) : nullptr;
+    const int x_input = Input(node, 0).kind == Value::Kind::kConstant ? 1 : 0;
+    Pending* fc = x.kind == Value::Kind::kFlat ? SoleProducer(node, x, x_input) : nullptr;
     if (fc == nullptr || fc->node.op.kind != OpKind::kConv || fc->node.op.conv.bias ||
         fc->node.op.conv.act != Activation::kNone ||
         bias.elements() != fc->node.op.conv.out_channels) {
@@ -800,14 +802,6 @@ class Importer {
     fc->weights.bias = bias.floats;
     Note("Add " + Quoted(label_) + " became the bias of " + Quoted(fc->node.name));
     Define(node, x);
-  }
-
-  Pending* SoleProducerOfFlat(const ::onnx::NodeProto& node, const Value& v) {
-    const int which = Input(node, 0).kind == Value::Kind::kConstant ? 1 : 0;
-    if (v.terms.size() != 1 || v.terms[0].size() != 1) return nullptr;
-    const auto readers = readers_.find(node.input(which));
-    if (readers == readers_.end() || readers->second != 1) return nullptr;
-    return &pending_.at(v.terms[0][0].producer);
   }
 
   void ImportFlatten(const ::onnx::NodeProto& node, const Attributes& attrs) {
