@@ -198,24 +198,33 @@ Shape InputShape(const std::vector<Shape>& term_shapes, const std::string& where
   return in;
 }
 
+std::optional<Shape> EltwiseShape(const std::vector<Shape>& term_shapes, std::string* why) {
+  Shape full = term_shapes.empty() ? Shape{} : term_shapes[0];
+  for (const Shape& t : term_shapes) {
+    if (int64_t{t.h} * t.w > int64_t{full.h} * full.w) full = t;
+  }
+  for (const Shape& t : term_shapes) {
+    if (!(t == full) && !(t == Shape{full.c, 1, 1})) {
+      if (why != nullptr) {
+        *why = "eltwise terms differ in shape (" + ShapeText(full) + " vs " + ShapeText(t) +
+               "; only " + ShapeText(Shape{full.c, 1, 1}) + " terms broadcast)";
+      }
+      return std::nullopt;
+    }
+  }
+  return full;
+}
+
 Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,
                     const std::string& where) {
   if (op.kind == OpKind::kEltwise) {
     if (term_shapes.size() < 2) throw Error(where + ": inputs: eltwise needs at least two terms");
     // Terms of the output's shape, or C x 1 x 1 ones applied to every pixel
     // (squeeze-and-excitation scales channels that way).
-    Shape full = term_shapes[0];
-    for (const Shape& t : term_shapes) {
-      if (int64_t{t.h} * t.w > int64_t{full.h} * full.w) full = t;
-    }
-    for (const Shape& t : term_shapes) {
-      if (!(t == full) && !(t == Shape{full.c, 1, 1})) {
-        throw Error(where + ": inputs: eltwise terms differ in shape (" + ShapeText(full) + " vs " +
-                    ShapeText(t) + "; only " + ShapeText(Shape{full.c, 1, 1}) +
-                    " terms broadcast)");
-      }
-    }
-    return full;
+    std::string why;
+    const std::optional<Shape> shape = EltwiseShape(term_shapes, &why);
+    if (!shape) throw Error(where + ": inputs: " + why);
+    return *shape;
   }
   if (op.kind == OpKind::kSequential) {
     if (op.chain.empty()) throw Error(where + ": nodes: sequential operator is empty");

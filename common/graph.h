@@ -116,6 +116,11 @@ struct Graph {
 //! concatenated). Throws ios::Error naming `where` when terms disagree.
 Shape InputShape(const std::vector<Shape>& term_shapes, const std::string& where);
 
+//! The shape element-wise terms combine to: the largest term's, every other
+//! term equal to it or C x 1 x 1 (applied to each pixel of its channel).
+//! Empty, with the message in `why`, when a term is neither.
+std::optional<Shape> EltwiseShape(const std::vector<Shape>& term_shapes, std::string* why);
+
 //! Output shape of `op` applied to `inputs`, whose term shapes are given.
 //! Throws ios::Error naming `where` and the offending field.
 Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,

@@ -104,18 +104,10 @@ ResolvedInput ResolveInput(OpKind kind, std::vector<std::vector<SliceView>> term
   if (kind == OpKind::kEltwise) {
     // Terms of one shape, or C x 1 x 1 ones broadcast over every pixel
     // (as InferOpOutput says).
-    Shape full = first;
-    for (const ResolvedTerm& term : in.terms) {
-      if (int64_t{term.shape.h} * term.shape.w > int64_t{full.h} * full.w) full = term.shape;
-    }
-    for (const ResolvedTerm& term : in.terms) {
-      if (!(term.shape == full) && !(term.shape == Shape{full.c, 1, 1})) {
-        Fail(Kind::kTermShapes, kNone, kNone, "inputs",
-             "eltwise terms differ in shape (" + ShapeText(full) + " vs " + ShapeText(term.shape) +
-                 "; only " + ShapeText(Shape{full.c, 1, 1}) + " terms broadcast)");
-      }
-    }
-    in.shape = full;
+    std::string why;
+    const std::optional<Shape> shape = EltwiseShape(in.TermShapes(), &why);
+    if (!shape) Fail(Kind::kTermShapes, kNone, kNone, "inputs", why);
+    in.shape = *shape;
     return in;
   }
   int64_t channels = 0;
