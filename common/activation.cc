@@ -18,13 +18,23 @@ float Relu6(float x) { return std::min(std::max(x, 0.0f), 6.0f); }
 float HardSwish(float x) { return x * Relu6(x + 3) / 6; }
 // x * sigmoid(x), PyTorch's SiLU (ONNX: Mul(x, Sigmoid(x))).
 float Silu(float x) { return x * Sigmoid(x); }
+// relu6(x + 3) / 6, PyTorch's Hardsigmoid (ONNX: HardSigmoid, alpha 1/6,
+// beta 1/2).
+float HardSigmoid(float x) { return Relu6(x + 3) / 6; }
+// PyTorch's LeakyReLU at its default slope (ONNX: LeakyRelu, alpha 0.01).
+float LeakyRelu(float x) { return x > 0 ? x : kLeakyReluSlope * x; }
 
 // In the order of the Activation enum (and of the wire's enumerators).
 constexpr ActivationKind kKinds[] = {
-    {Activation::kNone, "none", None},          {Activation::kRelu, "relu", Relu},
-    {Activation::kSigmoid, "sigmoid", Sigmoid}, {Activation::kTanh, "tanh", Tanh},
-    {Activation::kRelu6, "relu6", Relu6},       {Activation::kHardSwish, "hardswish", HardSwish},
+    {Activation::kNone, "none", None},
+    {Activation::kRelu, "relu", Relu},
+    {Activation::kSigmoid, "sigmoid", Sigmoid},
+    {Activation::kTanh, "tanh", Tanh},
+    {Activation::kRelu6, "relu6", Relu6},
+    {Activation::kHardSwish, "hardswish", HardSwish},
     {Activation::kSilu, "silu", Silu},
+    {Activation::kHardSigmoid, "hardsigmoid", HardSigmoid},
+    {Activation::kLeakyRelu, "leakyrelu", LeakyRelu},
 };
 
 }  // namespace

@@ -14,6 +14,10 @@
 
 namespace ios {
 
+//! The one slope of Activation::kLeakyRelu (PyTorch's default): a slope is
+//! not a parameter of stage keys, so other slopes are refused on import.
+inline constexpr float kLeakyReluSlope = 0.01f;
+
 struct ActivationKind {
   Activation id;
   std::string_view name;
@@ -29,7 +33,7 @@ const ActivationKind& KindOf(Activation act);
 //! The activation named `name` ("relu", "relu6", ...), or nullopt.
 std::optional<Activation> ActivationNamed(std::string_view name);
 
-//! "relu, sigmoid, tanh, relu6, hardswish or silu": for messages.
+//! "relu, sigmoid, tanh, ... or leakyrelu": for messages.
 std::string ActivationNames();
 
 }  // namespace ios

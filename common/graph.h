@@ -18,7 +18,17 @@ struct Shape {
 enum class OpKind { kInput, kConv, kPool, kActivation, kEltwise, kIdentity, kSequential };
 // Append only (stage keys, the wire). Declared, named and defined in
 // common/activation.h.
-enum class Activation { kNone, kRelu, kSigmoid, kTanh, kRelu6, kHardSwish, kSilu };
+enum class Activation {
+  kNone,
+  kRelu,
+  kSigmoid,
+  kTanh,
+  kRelu6,
+  kHardSwish,
+  kSilu,
+  kHardSigmoid,
+  kLeakyRelu,
+};
 enum class PoolType { kMax, kAvg, kGlobalMax, kGlobalAvg };
 enum class EltwiseType { kAdd, kMul };
 

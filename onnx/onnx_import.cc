@@ -15,6 +15,7 @@
 #include <set>
 #include <utility>
 
+#include "common/activation.h"
 #include "common/blocks.h"
 #include "common/error.h"
 #include "common/printable.h"
@@ -58,7 +59,8 @@ std::string Lower(std::string text) {
 // Operators this importer maps; listed in refusals so a user sees the set.
 constexpr const char* kSupported =
     "Conv, BatchNormalization, Relu, Clip (as relu or relu6), Sigmoid, Tanh, "
-    "HardSwish, Mul(x, Sigmoid(x)) as SiLU, MaxPool, "
+    "HardSwish, HardSigmoid (PyTorch's), LeakyRelu (alpha 0.01), Mul(x, Sigmoid(x)) as SiLU, "
+    "MaxPool, "
     "AveragePool, GlobalAveragePool, GlobalMaxPool, Pad (before Conv or AveragePool), Concat "
     "(channels), Add, Mul (equal shapes or N,C,1,1 broadcast), Flatten, Reshape (as flatten), "
     "Gemm, MatMul, Dropout, "
@@ -181,6 +183,7 @@ class Importer {
     if (op == "Tanh") return ImportActivation(node, Activation::kTanh);
     if (op == "Clip") return ImportClip(node, attrs);
     if (op == "HardSwish") return ImportActivation(node, Activation::kHardSwish);
+    if (op == "HardSigmoid" || op == "LeakyRelu") return ImportParameterizedActivation(node, attrs);
     if (op == "MaxPool" || op == "AveragePool") return ImportPool(node, attrs);
     if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return ImportGlobalPool(node);
     if (op == "Pad") return ImportPad(node, attrs);
@@ -494,9 +497,36 @@ class Importer {
            AddNode(op, x.terms, TermShapes(x.terms), "BatchNorm", std::move(weights), has_values));
   }
 
-  void ImportActivation(const ::onnx::NodeProto& node, Activation act) {
-    Attributes(node, where_).OnlyKnown({});
-    const Value& x = MapInput(node, 0);
+  //! HardSigmoid and LeakyRelu at the one setting each that stage keys
+  //! know, PyTorch's defaults; other settings are refused.
+  void ImportParameterizedActivation(const ::onnx::NodeProto& node, const Attributes& attrs) {
+    if (node.op_type() == "LeakyRelu") {
+      attrs.OnlyKnown({"alpha"});
+      const float alpha = attrs.Float("alpha", 0.01f);
+      if (alpha != kLeakyReluSlope) {
+        throw Error(where_ + ": alpha " + std::to_string(alpha) + ": only LeakyRelu with alpha " +
+                    std::to_string(kLeakyReluSlope) + " (PyTorch's default) is supported");
+      }
+      return ImportActivation(node, Activation::kLeakyRelu, {"alpha"});
+    }
+    attrs.OnlyKnown({"alpha", "beta"});
+    // ONNX's defaults are alpha 0.2, beta 0.5; PyTorch's Hardsigmoid is
+    // relu6(x + 3) / 6: alpha 1/6 (rounded to float by the exporter).
+    const float alpha = attrs.Float("alpha", 0.2f), beta = attrs.Float("beta", 0.5f);
+    if (std::abs(alpha - 1.0f / 6) > 1e-6f || beta != 0.5f) {
+      throw Error(where_ + ": alpha " + std::to_string(alpha) + ", beta " + std::to_string(beta) +
+                  ": only HardSigmoid with alpha 1/6 and beta 0.5 (PyTorch's Hardsigmoid) is "
+                  "supported");
+    }
+    ImportActivation(node, Activation::kHardSigmoid, {"alpha", "beta"});
+  }
+
+  void ImportActivation(const ::onnx::NodeProto& node, Activation act,
+                        const std::vector<std::string>& attributes = {}) {
+    Attributes(node, where_).OnlyKnown(attributes);
+    // A fully connected layer's output (flat) too: its map is C x 1 x 1.
+    const Value& x = Input(node, 0);
+    if (x.kind != Value::Kind::kFlat) MapInput(node, 0);
     Pending* conv = SoleProducer(node, x);
     if (conv != nullptr && conv->node.op.kind == OpKind::kConv &&
         conv->node.op.conv.act == Activation::kNone) {
@@ -507,7 +537,9 @@ class Importer {
     OpParams op;
     op.kind = OpKind::kActivation;
     op.act = act;
-    Define(node, AddNode(op, x.terms, TermShapes(x.terms), ""));
+    Value out = AddNode(op, x.terms, TermShapes(x.terms), "");
+    out.kind = x.kind;
+    Define(node, out);
   }
 
   //! Clip to [0, +inf) is a relu, to [0, 6] a relu6; other bounds are not
@@ -695,7 +727,7 @@ class Importer {
       return FoldBias(node, a.kind == Value::Kind::kConstant ? b : a,
                       *(a.kind == Value::Kind::kConstant ? a : b).constant);
     }
-    if (!add && FoldSilu(node, a, b)) return;
+    if (!add && FoldGatedActivation(node, a, b)) return;
     for (int i = 0; i < 2; ++i) {
       const Value& v = Input(node, i);
       if (v.kind != Value::Kind::kTensor && v.kind != Value::Kind::kFlat) MapInput(node, i);
@@ -727,24 +759,30 @@ class Importer {
     Define(node, out);
   }
 
-  //! Mul(x, Sigmoid(x)) is x * sigmoid(x): SiLU, as PyTorch exports it. The
-  //! sigmoid operator becomes the silu, or, when x is a convolution's output
-  //! read by nothing else, that convolution's activation (the sigmoid
-  //! operator is then read by nobody and dropped).
-  bool FoldSilu(const ::onnx::NodeProto& node, const Value& a, const Value& b) {
+  //! Mul(x, Sigmoid(x)) is x * sigmoid(x): SiLU, and Mul(x, HardSigmoid(x))
+  //! is hardswish, as PyTorch exports them (the latter below opset 14). The
+  //! gate operator becomes the product's activation, or, when x is a
+  //! convolution's output read by nothing else, that convolution's activation
+  //! (the gate operator is then read by nobody and dropped).
+  bool FoldGatedActivation(const ::onnx::NodeProto& node, const Value& a, const Value& b) {
     for (int s = 0; s < 2; ++s) {
       const Value& gate = s == 0 ? a : b;
       const Value& x = s == 0 ? b : a;
-      if (gate.kind != Value::Kind::kTensor || gate.terms.size() != 1 ||
-          gate.terms[0].size() != 1) {
+      if ((gate.kind != Value::Kind::kTensor && gate.kind != Value::Kind::kFlat) ||
+          gate.kind != x.kind || gate.terms.size() != 1 || gate.terms[0].size() != 1) {
         continue;
       }
       Pending& sigmoid = pending_.at(gate.terms[0][0].producer);
-      if (sigmoid.node.op.kind != OpKind::kActivation ||
-          sigmoid.node.op.act != Activation::kSigmoid || !(sigmoid.node.inputs == x.terms) ||
+      if (sigmoid.node.op.kind != OpKind::kActivation || !(sigmoid.node.inputs == x.terms) ||
           readers_[node.input(s)] != 1) {
         continue;
       }
+      Activation product = Activation::kNone;
+      if (sigmoid.node.op.act == Activation::kSigmoid) product = Activation::kSilu;
+      if (sigmoid.node.op.act == Activation::kHardSigmoid) product = Activation::kHardSwish;
+      if (product == Activation::kNone) continue;
+      const std::string gate_name = std::string(KindOf(sigmoid.node.op.act).name);
+      const std::string product_name = std::string(KindOf(product).name);
       Pending* conv = nullptr;
       if (x.terms.size() == 1 && x.terms[0].size() == 1 && readers_[node.input(1 - s)] == 2) {
         Pending& p = pending_.at(x.terms[0][0].producer);
@@ -754,12 +792,14 @@ class Importer {
         }
       }
       if (conv != nullptr) {
-        conv->node.op.conv.act = Activation::kSilu;
-        Note("Mul " + Quoted(label_) + " of a convolution and its sigmoid became its silu");
+        conv->node.op.conv.act = product;
+        Note("Mul " + Quoted(label_) + " of a convolution and its " + gate_name + " became its " +
+             product_name);
         Define(node, x);
       } else {
-        sigmoid.node.op.act = Activation::kSilu;
-        Note("Mul " + Quoted(label_) + " of a value and its sigmoid became a silu");
+        sigmoid.node.op.act = product;
+        Note("Mul " + Quoted(label_) + " of a value and its " + gate_name + " became a " +
+             product_name);
         Define(node, gate);
       }
       return true;

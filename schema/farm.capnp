@@ -129,6 +129,8 @@ enum Activation {
   relu6 @4;      # protocol 3
   hardswish @5;  # protocol 3
   silu @6;       # protocol 3
+  hardsigmoid @7;  # protocol 4
+  leakyRelu @8;    # protocol 4
 }
 
 # Append only (ios::PoolType).

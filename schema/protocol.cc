@@ -44,7 +44,7 @@ constexpr EnumPairs<OpKind, wire::OpKind, 7> kOpKinds{{
     {OpKind::kSequential, wire::OpKind::SEQUENTIAL},
 }};
 // One pair per kind of common/activation.h (checked by the protocol tests).
-constexpr EnumPairs<Activation, wire::Activation, 7> kActivations{{
+constexpr EnumPairs<Activation, wire::Activation, 9> kActivations{{
     {Activation::kNone, wire::Activation::NONE},
     {Activation::kRelu, wire::Activation::RELU},
     {Activation::kSigmoid, wire::Activation::SIGMOID},
@@ -52,6 +52,8 @@ constexpr EnumPairs<Activation, wire::Activation, 7> kActivations{{
     {Activation::kRelu6, wire::Activation::RELU6},
     {Activation::kHardSwish, wire::Activation::HARDSWISH},
     {Activation::kSilu, wire::Activation::SILU},
+    {Activation::kHardSigmoid, wire::Activation::HARDSIGMOID},
+    {Activation::kLeakyRelu, wire::Activation::LEAKY_RELU},
 }};
 constexpr EnumPairs<PoolType, wire::PoolType, 4> kPoolTypes{{
     {PoolType::kMax, wire::PoolType::MAX},

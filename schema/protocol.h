@@ -21,7 +21,8 @@ namespace ios::schema {
 //! 3: activations relu6, hardswish and silu, and max pools rounding up
 //! (ceil), which an older worker would refuse as malformed or, for ceil,
 //! silently ignore.
-inline constexpr uint32_t kProtocolVersion = 3;
+//! 4: activations hardsigmoid and leakyrelu.
+inline constexpr uint32_t kProtocolVersion = 4;
 //! Larger frames are dropped unread (ZMQ_MAXMSGSIZE is set to this too).
 inline constexpr size_t kMaxMessageBytes = size_t{1} << 20;
 

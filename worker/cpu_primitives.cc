@@ -4,7 +4,9 @@
 #include <cstring>
 #include <sstream>
 #include <utility>
+#include <vector>
 
+#include "common/activation.h"
 #include "exec/device.h"
 
 namespace ios::worker::cpu {
@@ -41,27 +43,33 @@ MeasureError KindOf(const dnnl::error& e) {
   }
 }
 
-//! oneDNN's eltwise form of an activation of common/activation.h:
-//! d = alg(s; alpha, beta).
+//! One oneDNN eltwise step: d = alg(s; alpha, beta).
 struct Eltwise {
   dnnl::algorithm alg;
   float alpha = 0, beta = 0;
 };
 
-Eltwise EltwiseOf(Activation act) {
+//! An activation of common/activation.h as oneDNN eltwise steps applied in
+//! turn (oneDNN 2.6 has no hardsigmoid: a linear step, then a clip).
+std::vector<Eltwise> EltwiseStepsOf(Activation act) {
+  using dnnl::algorithm;
   switch (act) {
     case Activation::kRelu:
-      return {dnnl::algorithm::eltwise_relu};
+      return {{algorithm::eltwise_relu}};
     case Activation::kSigmoid:
-      return {dnnl::algorithm::eltwise_logistic};
+      return {{algorithm::eltwise_logistic}};
     case Activation::kTanh:
-      return {dnnl::algorithm::eltwise_tanh};
+      return {{algorithm::eltwise_tanh}};
     case Activation::kRelu6:
-      return {dnnl::algorithm::eltwise_clip, 0.f, 6.f};
+      return {{algorithm::eltwise_clip, 0.f, 6.f}};
     case Activation::kHardSwish:
-      return {dnnl::algorithm::eltwise_hardswish};  // x * relu6(x + 3) / 6 in oneDNN 2.x
+      return {{algorithm::eltwise_hardswish}};  // x * relu6(x + 3) / 6 in oneDNN 2.x
     case Activation::kSilu:
-      return {dnnl::algorithm::eltwise_swish, 1.f};  // x * sigmoid(alpha * x)
+      return {{algorithm::eltwise_swish, 1.f}};  // x * sigmoid(alpha * x)
+    case Activation::kHardSigmoid:               // clip(x / 6 + 1/2, 0, 1)
+      return {{algorithm::eltwise_linear, 1.f / 6, 0.5f}, {algorithm::eltwise_clip, 0.f, 1.f}};
+    case Activation::kLeakyRelu:  // alpha: the slope below zero
+      return {{algorithm::eltwise_relu, kLeakyReluSlope}};
     case Activation::kNone:
       break;
   }
@@ -224,8 +232,8 @@ class LaneCompiler {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (c.act != Activation::kNone) {
       dnnl::post_ops ops;
-      const Eltwise e = EltwiseOf(c.act);
-      ops.append_eltwise(1.f, e.alg, e.alpha, e.beta);
+      for (const Eltwise& e : EltwiseStepsOf(c.act))
+        ops.append_eltwise(1.f, e.alg, e.alpha, e.beta);
       attr.set_post_ops(ops);
     }
     doing_ = "convolution_forward::primitive_desc";
@@ -337,13 +345,18 @@ class LaneCompiler {
     // destination, as oneDNN 2.x's eltwise requires.
     const memory src = DenseInput(calls, step.inputs.at(0));
     const memory dst = DenseOutput(step.output);
-    doing_ = "eltwise_forward::primitive_desc";
-    const Eltwise e = EltwiseOf(step.op.act);
-    const dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, e.alg,
-                                           dst.get_desc(), e.alpha, e.beta);
-    const dnnl::eltwise_forward::primitive_desc pd(desc, attr_, engine_);
-    doing_ = "creating an eltwise_forward";
-    Add(calls, pd, dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    // The first step reads the input, later ones work in place.
+    bool first = true;
+    for (const Eltwise& e : EltwiseStepsOf(step.op.act)) {
+      doing_ = "eltwise_forward::primitive_desc";
+      const dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, e.alg,
+                                             dst.get_desc(), e.alpha, e.beta);
+      const dnnl::eltwise_forward::primitive_desc pd(desc, attr_, engine_);
+      doing_ = "creating an eltwise_forward";
+      Add(calls, pd, dnnl::eltwise_forward(pd),
+          {{DNNL_ARG_SRC, first ? src : dst}, {DNNL_ARG_DST, dst}});
+      first = false;
+    }
     FinishOutput(calls, step.output, dst);
   }
 

@@ -24,9 +24,10 @@ TEST(ActivationTest, KindsAreInEnumOrderWithUniqueNamesThatReadBack) {
     EXPECT_EQ(ActivationNamed(kind.name), kind.id);
     EXPECT_EQ(ToString(kind.id), kind.name);
   }
-  EXPECT_EQ(index, 7u);
+  EXPECT_EQ(index, 9u);
   EXPECT_FALSE(ActivationNamed("gelu").has_value());
-  EXPECT_EQ(ActivationNames(), "relu, sigmoid, tanh, relu6, hardswish or silu");
+  EXPECT_EQ(ActivationNames(),
+            "relu, sigmoid, tanh, relu6, hardswish, silu, hardsigmoid or leakyrelu");
   // Old names are in profiling DBs' keys: they never change.
   EXPECT_EQ(KindOf(Activation::kRelu).name, "relu");
   EXPECT_EQ(KindOf(Activation::kSigmoid).name, "sigmoid");
@@ -40,6 +41,11 @@ TEST(ActivationTest, FormulasAreTheFrameworksOnes) {
   EXPECT_FLOAT_EQ(KindOf(Activation::kHardSwish).apply(-4.0f), 0.0f);
   EXPECT_FLOAT_EQ(KindOf(Activation::kHardSwish).apply(5.0f), 5.0f);
   EXPECT_NEAR(KindOf(Activation::kSilu).apply(2.0f), 2.0f / (1.0f + std::exp(-2.0f)), 1e-6);
+  EXPECT_FLOAT_EQ(KindOf(Activation::kHardSigmoid).apply(1.0f), 4.0f / 6.0f);
+  EXPECT_FLOAT_EQ(KindOf(Activation::kHardSigmoid).apply(-3.5f), 0.0f);
+  EXPECT_FLOAT_EQ(KindOf(Activation::kHardSigmoid).apply(3.5f), 1.0f);
+  EXPECT_FLOAT_EQ(KindOf(Activation::kLeakyRelu).apply(-2.0f), -0.02f);
+  EXPECT_FLOAT_EQ(KindOf(Activation::kLeakyRelu).apply(2.0f), 2.0f);
 }
 
 // A stage using each activation keys and parses back to the same spec.

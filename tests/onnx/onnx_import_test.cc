@@ -233,6 +233,79 @@ TEST(OnnxImportTest, Relu6HardSwishAndSiluBecomeActivationsComputingTheSame) {
   }
 }
 
+// PyTorch's Hardsigmoid (HardSigmoid alpha 1/6, beta 1/2: MobileNetV3's
+// squeeze-and-excitation gate) and LeakyRelu at PyTorch's slope: folded into
+// the convolution before them, or operators of their own.
+TEST(OnnxImportTest, HardSigmoidAndLeakyReluAtPytorchsSettingsComputeTheSame) {
+  OnnxBuilder b(2, 3, 3);
+  const std::vector<float> w = {3.0f, -1.0f, 2.0f, 4.0f};  // 2x2x1x1
+  const std::string conv = b.Node("Conv", {"input", b.Weight({2, 2, 1, 1}, w)});
+  const std::string gate =
+      b.Node("HardSigmoid", {conv}, {FloatAttr("alpha", 1.0f / 6), FloatAttr("beta", 0.5f)});
+  const std::string leaky =
+      b.Node("LeakyRelu", {b.Node("Add", {gate, "input"})}, {FloatAttr("alpha", 0.01f)});
+  const ImportedModel model = ImportOnnx(b.Bytes(leaky), "m.onnx");
+  ASSERT_EQ(model.graph.nodes.size(), 4u);
+  EXPECT_EQ(model.graph.nodes[1].op.conv.act, Activation::kHardSigmoid);
+  EXPECT_EQ(model.graph.nodes[3].op.kind, OpKind::kActivation);
+  EXPECT_EQ(model.graph.nodes[3].op.act, Activation::kLeakyRelu);
+
+  std::vector<float> x = exec::SeededValues(18, 7);
+  for (float& v : x) v *= 8;  // reach past hardsigmoid's knees at -3 and 3
+  const std::vector<float> out = RunImported(model, x);
+  ASSERT_EQ(out.size(), 18u);
+  for (int o = 0; o < 2; ++o) {
+    for (int p = 0; p < 9; ++p) {
+      const float c = w[o * 2] * x[p] + w[o * 2 + 1] * x[9 + p];
+      const float s = std::min(std::max(c / 6 + 0.5f, 0.0f), 1.0f) + x[o * 9 + p];
+      EXPECT_NEAR(out[o * 9 + p], s > 0 ? s : 0.01f * s, 1e-5) << o << "," << p;
+    }
+  }
+  {
+    OnnxBuilder r(4, 4, 4);  // ONNX's own default alpha is 0.2, not PyTorch's 1/6
+    EXPECT_THAT(Refusal(r.Bytes(r.Node("HardSigmoid", {"input"}))),
+                HasSubstr("(HardSigmoid): alpha 0.200000, beta 0.500000: only HardSigmoid with"));
+  }
+  {
+    OnnxBuilder r(4, 4, 4);
+    EXPECT_THAT(Refusal(r.Bytes(r.Node("LeakyRelu", {"input"}, {FloatAttr("alpha", 0.2f)}))),
+                HasSubstr("(LeakyRelu): alpha 0.200000: only LeakyRelu with alpha 0.010000"));
+  }
+}
+
+// MobileNetV3's classifier as PyTorch exports it below opset 14: Gemm, then
+// Hardswish as Mul(x, HardSigmoid(x)), then another Gemm, Relu after it.
+// Activations read a fully connected layer's flat output; the Mul becomes
+// the first layer's hardswish.
+TEST(OnnxImportTest, HardswishAsMulOfHardSigmoidAndActivationsAfterFullyConnectedLayers) {
+  OnnxBuilder b(2, 1, 1);
+  const std::string flat = b.Node("Flatten", {"input"}, {IntAttr("axis", 1)});
+  const std::vector<float> w1 = {4.0f, -1.0f, -2.0f, 3.0f, 1.0f, 1.0f};  // 3x2
+  const std::vector<float> w2 = {1.0f, -1.0f, 0.5f, 2.0f, 0.0f, -1.0f};  // 2x3
+  const std::string fc1 = b.Node("Gemm", {flat, b.Weight({3, 2}, w1)}, {IntAttr("transB", 1)});
+  const std::string gate =
+      b.Node("HardSigmoid", {fc1}, {FloatAttr("alpha", 1.0f / 6), FloatAttr("beta", 0.5f)});
+  const std::string hs = b.Node("Mul", {fc1, gate});
+  const std::string fc2 = b.Node("Gemm", {hs, b.Weight({2, 3}, w2)}, {IntAttr("transB", 1)});
+  const ImportedModel model = ImportOnnx(b.Bytes(b.Node("Relu", {fc2})), "m.onnx");
+  ASSERT_EQ(model.graph.nodes.size(), 3u) << "two convolutions; the gate was dropped";
+  EXPECT_EQ(model.graph.nodes[1].op.conv.act, Activation::kHardSwish);
+  EXPECT_EQ(model.graph.nodes[2].op.conv.act, Activation::kRelu);
+
+  const std::vector<float> x = {2.5f, -1.5f};
+  const std::vector<float> out = RunImported(model, x);
+  std::vector<float> h(3);
+  for (int o = 0; o < 3; ++o) {
+    const float v = w1[o * 2] * x[0] + w1[o * 2 + 1] * x[1];
+    h[o] = v * std::min(std::max(v + 3, 0.0f), 6.0f) / 6;
+  }
+  ASSERT_EQ(out.size(), 2u);
+  for (int o = 0; o < 2; ++o) {
+    const float v = w2[o * 3] * h[0] + w2[o * 3 + 1] * h[1] + w2[o * 3 + 2] * h[2];
+    EXPECT_NEAR(out[o], std::max(v, 0.0f), 1e-5) << o;
+  }
+}
+
 // Batch norm not after a convolution (DenseNet normalises concatenations)
 // is a per-channel affine operator: a depthwise 1x1 convolution.
 TEST(OnnxImportTest, BatchNormAfterAConcatenationIsAPerChannelAffineOperator) {

@@ -260,6 +260,10 @@ TEST_F(CpuDeviceTest, ActivationsMatchTheirFormulasBetweenViewsOfDifferentBuffer
         return v * std::min(std::max(v + 3, 0.f), 6.f) / 6;
       case Activation::kSilu:
         return v / (1 + std::exp(-v));
+      case Activation::kHardSigmoid:
+        return std::min(std::max(v / 6 + 0.5f, 0.f), 1.f);
+      case Activation::kLeakyRelu:
+        return v > 0 ? v : 0.01f * v;
       case Activation::kNone:
         break;
     }

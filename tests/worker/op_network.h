@@ -71,6 +71,10 @@ class Network {
     Add("relu6", ::ios::testing::ActOp(Activation::kRelu6), {{{0, 0, 8}}});
     Add("hardswish_on_slice", ::ios::testing::ActOp(Activation::kHardSwish), {{{1, 2, 6}}});
     Add("silu", ::ios::testing::ActOp(Activation::kSilu), {{{0, 0, 8}}});
+    Add("conv_hardsigmoid", Conv(8, 1, 0, 1, 1, 1, Activation::kHardSigmoid), {{{0, 0, 8}}});
+    Add("leakyrelu_on_slice", ::ios::testing::ActOp(Activation::kLeakyRelu), {{{1, 2, 6}}});
+    Add("conv_leakyrelu", Conv(8, 3, 1, 1, 1, 1, Activation::kLeakyRelu), {{{0, 0, 8}}});
+    Add("hardsigmoid", ::ios::testing::ActOp(Activation::kHardSigmoid), {{{0, 0, 8}}});
     // ceil_mode: 9 -> 5 (a last window over the last row and column only).
     Add("max_pool_ceil",
         [] {

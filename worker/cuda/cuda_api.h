@@ -94,8 +94,24 @@ struct AlgoResult {
 };
 
 //! cuDNN's activations (kRelu6: clipped at 6; kSwish: x * sigmoid(x), cuDNN
-//! 8.2 and newer), and kHardSwish, which only our kernel computes.
-enum class ActivationMode { kRelu, kSigmoid, kTanh, kRelu6, kSwish, kHardSwish };
+//! 8.2 and newer), and kHardSwish, kHardSigmoid and kLeakyRelu (slope
+//! ios::kLeakyReluSlope), which only our kernel computes.
+enum class ActivationMode {
+  kRelu,
+  kSigmoid,
+  kTanh,
+  kRelu6,
+  kSwish,
+  kHardSwish,
+  kHardSigmoid,
+  kLeakyRelu
+};
+
+//! True for the modes ActivateStrided computes and cuDNN has not.
+constexpr bool OnlyOurKernelComputes(ActivationMode mode) {
+  return mode == ActivationMode::kHardSwish || mode == ActivationMode::kHardSigmoid ||
+         mode == ActivationMode::kLeakyRelu;
+}
 enum class PoolingMode { kMax, kAverageCountingPadding };
 
 //! A max pool our kernel computes: the last window may run past the input
@@ -218,7 +234,7 @@ class Api {
   virtual Status CopyStrided(Stream stream, float* dst, int64_t dst_stride, const float* src,
                              int64_t src_stride, int64_t count, int batch, bool accumulate) = 0;
   //! The same walk, dst = activation(src) (dst may be src): our kernel for
-  //! what cuDNN has no mode for (kHardSwish).
+  //! what cuDNN has no mode for (OnlyOurKernelComputes).
   //! Max pooling of `shape` by our kernel (cuda_kernels.cu).
   virtual Status MaxPool(Stream stream, const MaxPoolShape& shape, const float* src,
                          float* dst) = 0;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/activation.h"
 #include "worker/cuda/cuda_kernels.h"
 
 namespace ios::cuda {
@@ -444,8 +445,11 @@ class RealApi final : public Api {
                 "swish needs cuDNN 8.2 or newer"};
 #endif
       case ActivationMode::kHardSwish:
-        return {Code::kUnsupported, "cudnnSetActivationDescriptor(hardswish)",
-                "cuDNN has no hardswish; ActivateStrided computes it"};
+      case ActivationMode::kHardSigmoid:
+      case ActivationMode::kLeakyRelu:
+        return {Code::kUnsupported, "cudnnSetActivationDescriptor",
+                "cuDNN has no such mode (hardswish, hardsigmoid, leaky relu); ActivateStrided "
+                "computes it"};
     }
     return MakeDescriptor(
         cudnnCreateActivationDescriptor, "cudnnCreateActivationDescriptor",
@@ -614,13 +618,24 @@ class RealApi final : public Api {
 
   Status ActivateStrided(Stream stream, ActivationMode mode, float* dst, int64_t dst_stride,
                          const float* src, int64_t src_stride, int64_t count, int batch) override {
-    if (mode != ActivationMode::kHardSwish) {
-      return {Code::kUnsupported, "ios::cuda::ActivateStrided",
-              "only hardswish is computed by our kernel"};
+    KernelActivation function = KernelActivation::kHardSwish;
+    switch (mode) {
+      case ActivationMode::kHardSwish:
+        break;
+      case ActivationMode::kHardSigmoid:
+        function = KernelActivation::kHardSigmoid;
+        break;
+      case ActivationMode::kLeakyRelu:
+        function = KernelActivation::kLeakyRelu;
+        break;
+      default:
+        return {Code::kUnsupported, "ios::cuda::ActivateStrided",
+                "our kernel computes hardswish, hardsigmoid and leaky relu only"};
     }
-    return FromCuda(LaunchHardSwishStrided(As<CUstream_st>(stream.value), dst, dst_stride, src,
-                                           src_stride, count, batch),
-                    "ios::cuda::ActivateStrided(hardswish)");
+    return FromCuda(
+        LaunchActivationStrided(As<CUstream_st>(stream.value), function, kLeakyReluSlope, dst,
+                                dst_stride, src, src_stride, count, batch),
+        "ios::cuda::ActivateStrided");
   }
 
  private:

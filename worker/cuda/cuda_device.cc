@@ -396,28 +396,33 @@ class CudaPreparedProgram : public exec::PreparedProgram {
         .get();
   }
 
-  cuda::ActivationDesc KeepActivation(Activation act, const std::string& where) {
-    cuda::ActivationMode mode = cuda::ActivationMode::kRelu;
+  static cuda::ActivationMode ModeOf(Activation act, const std::string& where) {
     switch (act) {
       case Activation::kRelu:
-        mode = cuda::ActivationMode::kRelu;
-        break;
+        return cuda::ActivationMode::kRelu;
       case Activation::kSigmoid:
-        mode = cuda::ActivationMode::kSigmoid;
-        break;
+        return cuda::ActivationMode::kSigmoid;
       case Activation::kTanh:
-        mode = cuda::ActivationMode::kTanh;
-        break;
+        return cuda::ActivationMode::kTanh;
       case Activation::kRelu6:
-        mode = cuda::ActivationMode::kRelu6;
-        break;
+        return cuda::ActivationMode::kRelu6;
       case Activation::kSilu:
-        mode = cuda::ActivationMode::kSwish;
-        break;
-      case Activation::kHardSwish:  // ActivationCall uses our kernel instead
+        return cuda::ActivationMode::kSwish;
+      case Activation::kHardSwish:
+        return cuda::ActivationMode::kHardSwish;
+      case Activation::kHardSigmoid:
+        return cuda::ActivationMode::kHardSigmoid;
+      case Activation::kLeakyRelu:
+        return cuda::ActivationMode::kLeakyRelu;
       case Activation::kNone:
-        throw ExecError(MeasureError::kBackendFailure, "cuda: " + where + ": no activation");
+        break;
     }
+    throw ExecError(MeasureError::kBackendFailure, "cuda: " + where + ": no activation");
+  }
+
+  //! A cuDNN descriptor for `act`, which cuDNN has a mode for.
+  cuda::ActivationDesc KeepActivation(Activation act, const std::string& where) {
+    const cuda::ActivationMode mode = ModeOf(act, where);
     cuda::ActivationDesc desc;
     Checked(api_.CreateActivation(mode, desc), where + ": an activation");
     return activations_.emplace_back(api_, desc).get();
@@ -693,14 +698,14 @@ class CudaPreparedProgram : public exec::PreparedProgram {
 
   //! `act` from view `from` into view `to` (the same view: in place):
   //! cuDNN's activation where it has the function, our kernel where it
-  //! has not (hardswish).
+  //! has not (hardswish, hardsigmoid, leaky relu).
   std::function<cuda::Status()> ActivationCall(Activation act, StreamContext& context,
                                                const exec::View& from, const exec::View& to,
                                                const std::string& where) {
     cuda::Api& api = api_;
     const float* src = ViewAddress(from);
     float* dst = ViewAddress(to);
-    if (act == Activation::kHardSwish) {
+    if (const cuda::ActivationMode mode = ModeOf(act, where); cuda::OnlyOurKernelComputes(mode)) {
       const Shape& in = buffers_.at(from.buffer).shape;
       const Shape& out = buffers_.at(to.buffer).shape;
       const int64_t src_stride = int64_t{in.c} * in.h * in.w;
@@ -709,8 +714,7 @@ class CudaPreparedProgram : public exec::PreparedProgram {
       const cuda::Stream stream = context.stream.get();
       const int batch = batch_;
       return [=, &api] {
-        return api.ActivateStrided(stream, cuda::ActivationMode::kHardSwish, dst, dst_stride, src,
-                                   src_stride, count, batch);
+        return api.ActivateStrided(stream, mode, dst, dst_stride, src, src_stride, count, batch);
       };
     }
     const cuda::ActivationDesc desc = KeepActivation(act, where);

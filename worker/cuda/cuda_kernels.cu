@@ -18,15 +18,26 @@ __global__ void CopyStridedKernel(float* dst, int64_t dst_stride, const float* s
   }
 }
 
-__global__ void HardSwishStridedKernel(float* dst, int64_t dst_stride, const float* src,
-                                       int64_t src_stride, int64_t count, int sample_base) {
+__device__ float Relu6(float x) { return fminf(fmaxf(x, 0.0f), 6.0f); }
+
+// One instantiation per function: no branch on it per element.
+template <KernelActivation kFunction>
+__global__ void ActivationStridedKernel(float slope, float* dst, int64_t dst_stride,
+                                        const float* src, int64_t src_stride, int64_t count,
+                                        int sample_base) {
   const int64_t sample = sample_base + blockIdx.y;
   float* to = dst + sample * dst_stride;
   const float* from = src + sample * src_stride;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
        i += int64_t{gridDim.x} * blockDim.x) {
     const float x = from[i];
-    to[i] = x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
+    if (kFunction == KernelActivation::kHardSwish) {
+      to[i] = x * Relu6(x + 3.0f) / 6.0f;
+    } else if (kFunction == KernelActivation::kHardSigmoid) {
+      to[i] = Relu6(x + 3.0f) / 6.0f;
+    } else {
+      to[i] = x > 0.0f ? x : slope * x;
+    }
   }
 }
 
@@ -83,11 +94,24 @@ cudaError_t LaunchCopyStrided(cudaStream_t stream, float* dst, int64_t dst_strid
   });
 }
 
-cudaError_t LaunchHardSwishStrided(cudaStream_t stream, float* dst, int64_t dst_stride,
-                                   const float* src, int64_t src_stride, int64_t count, int batch) {
+cudaError_t LaunchActivationStrided(cudaStream_t stream, KernelActivation function, float slope,
+                                    float* dst, int64_t dst_stride, const float* src,
+                                    int64_t src_stride, int64_t count, int batch) {
   return ForEachSampleChunk(count, batch, [&](dim3 grid, int threads, int base) {
-    HardSwishStridedKernel<<<grid, threads, 0, stream>>>(dst, dst_stride, src, src_stride, count,
-                                                         base);
+    switch (function) {
+      case KernelActivation::kHardSwish:
+        ActivationStridedKernel<KernelActivation::kHardSwish>
+            <<<grid, threads, 0, stream>>>(slope, dst, dst_stride, src, src_stride, count, base);
+        break;
+      case KernelActivation::kHardSigmoid:
+        ActivationStridedKernel<KernelActivation::kHardSigmoid>
+            <<<grid, threads, 0, stream>>>(slope, dst, dst_stride, src, src_stride, count, base);
+        break;
+      case KernelActivation::kLeakyRelu:
+        ActivationStridedKernel<KernelActivation::kLeakyRelu>
+            <<<grid, threads, 0, stream>>>(slope, dst, dst_stride, src, src_stride, count, base);
+        break;
+    }
   });
 }
 

@@ -13,10 +13,16 @@ namespace ios::cuda {
 cudaError_t LaunchCopyStrided(cudaStream_t stream, float* dst, int64_t dst_stride, const float* src,
                               int64_t src_stride, int64_t count, int batch, bool accumulate);
 
-//! The same walk, dst = src * relu6(src + 3) / 6 (PyTorch's Hardswish);
-//! dst may be src.
-cudaError_t LaunchHardSwishStrided(cudaStream_t stream, float* dst, int64_t dst_stride,
-                                   const float* src, int64_t src_stride, int64_t count, int batch);
+//! The activations cuDNN has no mode for, as common/activation.cc defines
+//! them: hardswish x * relu6(x + 3) / 6, hardsigmoid relu6(x + 3) / 6,
+//! leaky relu x or slope * x below zero.
+enum class KernelActivation { kHardSwish, kHardSigmoid, kLeakyRelu };
+
+//! The same walk, dst = function(src); dst may be src. `slope`: leaky
+//! relu's, unused by the others.
+cudaError_t LaunchActivationStrided(cudaStream_t stream, KernelActivation function, float slope,
+                                    float* dst, int64_t dst_stride, const float* src,
+                                    int64_t src_stride, int64_t count, int batch);
 
 //! cuda_api.h's MaxPoolShape, field for field: this header is compiled as
 //! C++17 by nvcc (CUDA 11.4 knows no C++20), which cuda_api.h is not.

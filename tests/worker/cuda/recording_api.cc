@@ -679,7 +679,7 @@ Status RecordingApi::StridedKernel(const std::string& call, Stream stream, const
 Status RecordingApi::ActivateStrided(Stream stream, ActivationMode mode, float* dst,
                                      int64_t dst_stride, const float* src, int64_t src_stride,
                                      int64_t count, int batch) {
-  if (mode != ActivationMode::kHardSwish) Violation("ActivateStrided for an activation cuDNN has");
+  if (!OnlyOurKernelComputes(mode)) Violation("ActivateStrided for an activation cuDNN has");
   return StridedKernel("ActivateStrided", stream, dst, dst_stride, src, src_stride, count, batch);
 }
 
