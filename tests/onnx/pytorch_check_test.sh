@@ -12,7 +12,8 @@ set -euo pipefail
 src="$1" bin="$2"
 shift 2
 models=("$@")
-((${#models[@]})) || models=(squeezenet1_1 googlenet mobilenet_v2 efficientnet_b0 resnet50 inception_v3 densenet121)
+((${#models[@]})) || models=(squeezenet1_1 googlenet mobilenet_v2 mobilenet_v3_small efficientnet_b0
+  resnet50 inception_v3 densenet121)
 if ! /usr/bin/python3 -c "import torch, torchvision, onnx" 2>/dev/null; then
   echo "SKIPPED: needs Debian's python3-torch, python3-torchvision and python3-onnx" \
     "(apt-get install python3-torch python3-torchvision python3-onnx)"

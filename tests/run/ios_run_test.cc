@@ -156,12 +156,13 @@ class ZooCheckTest : public IosRunTest, public ::testing::WithParamInterface<con
 
 TEST_P(ZooCheckTest, IosScheduleEqualsSequentialOnTheCpu) {
   const std::string model = GetParam();
-  // Under the sanitizers a narrower search (RandWire's 139k candidate stages
-  // take minutes there); its schedule still has concurrent stages.
-  const std::string pruning = testing::kSanitized ? " -r 2 -s 4" : "";
+  if (testing::kSanitized && (model == "nasnet" || model == "randwire")) {
+    // 45 s each under the sanitizers, for the same kernels and program
+    // building that SqueezeNet and Inception V3 exercise there.
+    GTEST_SKIP() << model << " is checked by the plain build only (CI time)";
+  }
   const CliResult search =
-      Run(kCoordinator,
-          "--model " + model + " --device sim:v100 --db sim.db -q --out s.json" + pruning);
+      Run(kCoordinator, "--model " + model + " --device sim:v100 --db sim.db -q --out s.json");
   ASSERT_EQ(search.exit_code, 0) << search.err;
   const CliResult r = Run(kIosRun,
                           "--schedule s.json --check --no-predict --runs 1 --warmup 0 "

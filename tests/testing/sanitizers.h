@@ -2,7 +2,12 @@
 // exhaustive check to keep there. Sanitized code runs 5-20x slower; the
 // sanitizer build looks for memory errors, which a sample of a model's
 // stages exercises as well as all of them, while the plain build keeps
-// checking every one.
+// checking every one. Narrowed or left to the plain build this way (CI's
+// 20-minute budget): exhaustive stage loops (kExhaustiveStride), heavy lazy
+// and budget searches, NASNet and RandWire on the cpu device
+// (ZooCheckTest), two NASNet searches sharing a DB (SharedDbTest), linking
+// 20k stages (ProfileStoreTest), and the PyTorch comparison (two models of
+// eight: tests/onnx/CMakeLists.txt).
 #pragma once
 
 #include <cstddef>
