@@ -5,12 +5,17 @@
 # (bench/pytorch_peer.py: eager and frozen TorchScript) with the same thread
 # count, in the same run on the same machine. Prints markdown tables.
 #   bash bench/cpu_e2e.sh [MODELS] [BATCHES]     # defaults: "squeezenet inception_v3" "1 8"
+# A model is a zoo name or torchvision:NAME: the latter is exported with its
+# (seeded, random) weights by scripts/export-torchvision.py and goes through
+# the ONNX importer; the search row then also gives the import time and the
+# blocks and parts found, and the PyTorch peer is the torchvision model itself
+# (issue 11). Exports are at batch 1: give BATCHES 1 for them.
 # Environment: RUNS (timed runs of each, default 5), THREADS (threads of both
 # sides: --device cpu,threads=N for the search and ios-run, torch.set_num_threads
 # for PyTorch; default every core), BIN (build directory,
 # default build), OUT (directory for the DB, schedules, logs and raw
 # results.jsonl; default a new /tmp/cpu_e2e.XXXXXX, kept), COORDINATOR,
-# IOS_RUN, IOS_DB, PEER (override the programs, e.g. with fakes to test the
+# IOS_RUN, IOS_DB, PEER, EXPORT (override the programs, e.g. with fakes to test the
 # script; with PEER set, PyTorch is neither needed nor installed),
 # HIGH_PRIORITY=1 (root: run every timed program in a scheduler autogroup of
 # its own at nice -10, so other users' jobs on a shared machine take less CPU
@@ -30,6 +35,7 @@ IOS_RUN="${IOS_RUN:-$BIN/run/ios-run}"
 IOS_DB="${IOS_DB:-$BIN/db/ios-db}"
 PY=/usr/bin/python3
 PEER="${PEER:-}"
+EXPORT="${EXPORT:-$PY $ROOT/scripts/export-torchvision.py}"
 OUT="${OUT:-$(mktemp -d /tmp/cpu_e2e.XXXXXX)}"
 mkdir -p "$OUT"
 DB="$OUT/cpu.db"
@@ -68,25 +74,55 @@ for line in sys.stdin.read().strip().splitlines() if sys.argv[2] == "lines" else
         print(json.dumps({**json.loads(line), **extra}))' "$1" "${2:-one}" >>"$RESULTS"
 }
 
-for model in "${MODELS[@]}"; do
+# The search report's block table (stdout of ios-coordinator) and the import
+# line of its log, as one JSON object: blocks, parts, the largest part and
+# widest one, the DP's states and transitions, the import time.
+search_shape() {
+  "$PY" -c 'import json, re, sys
+rows = []
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) >= 6 and f[0].isdigit() and f[1].isdigit():
+        rows.append([int(v) for v in f[:6]])
+imported = re.search(r"imported in ([0-9.]+) s", open(sys.argv[2]).read())
+print(json.dumps({"blocks": len({r[0] for r in rows}), "parts": len(rows),
+                  "max_part": max((r[2] for r in rows), default=None),
+                  "max_width": max((r[3] for r in rows), default=None),
+                  "dp_states": sum(r[4] for r in rows), "dp_transitions": sum(r[5] for r in rows),
+                  "import_s": float(imported.group(1)) if imported else None}))' "$1" "$2"
+}
+
+for entry in "${MODELS[@]}"; do
+  model="$entry" peer_model="$entry"
+  if [[ "$entry" == torchvision:* ]]; then
+    model="$OUT/${entry#torchvision:}.onnx"
+    if [[ ! -f "$model" ]]; then
+      echo "cpu_e2e.sh: exporting $entry" >&2
+      $EXPORT "${entry#torchvision:}" --out "$OUT" \
+        >"$OUT/${entry#torchvision:}.export.log" 2>&1 ||
+        { echo "cpu_e2e.sh: export of $entry failed, see $OUT/${entry#torchvision:}.export.log" >&2; continue; }
+    fi
+  fi
   for batch in "${BATCHES[@]}"; do
-    tag="$model-b$batch"
+    tag="$(basename "$model" .onnx)-b$batch"
     echo "cpu_e2e.sh: $tag: search" >&2
     start=$(date +%s.%N)
     if timed "$COORDINATOR" --model "$model" --batch "$batch" --device "$DEVICE" --db "$DB" \
       --out "$OUT/$tag.json" >"$OUT/$tag.search.txt" 2>"$OUT/$tag.search.log"; then
       end=$(date +%s.%N)
+      shape=$(search_shape "$OUT/$tag.search.txt" "$OUT/$tag.search.log")
       "$IOS_DB" --db "$DB" searches --format json |
         "$PY" -c 'import json, sys
 s = json.load(sys.stdin)[-1]
-print(json.dumps({k: s.get(k) for k in ("stages_measured", "stages_reused", "enumerate_s",
-                                        "measure_s", "solve_s")}))' |
-        record "{\"row\": \"search\", \"model\": \"$model\", \"batch\": $batch,
+print(json.dumps({**{k: s.get(k) for k in ("stages_measured", "stages_reused", "enumerate_s",
+                                         "measure_s", "solve_s")}, **json.loads(sys.argv[1])}))' \
+          "$shape" |
+        record "{\"row\": \"search\", \"model\": \"$entry\", \"batch\": $batch,
                  \"wall_s\": $(awk "BEGIN { print $end - $start }")}"
       schedules=(sequential greedy "$OUT/$tag.json")
     else
       echo "cpu_e2e.sh: $tag: search failed, see $OUT/$tag.search.log" >&2
-      echo "{}" | record "{\"row\": \"search\", \"model\": \"$model\", \"batch\": $batch,
+      echo "{}" | record "{\"row\": \"search\", \"model\": \"$entry\", \"batch\": $batch,
                            \"failed\": true}"
       schedules=(sequential greedy)
     fi
@@ -96,16 +132,16 @@ print(json.dumps({k: s.get(k) for k in ("stages_measured", "stages_reused", "enu
       if timed "$IOS_RUN" --model "$model" --schedule "$schedule" --device "$DEVICE" --batch "$batch" \
         --db "$DB" --runs "$RUNS" --format json >"$OUT/$tag.$name.json" \
         2>"$OUT/$tag.$name.log"; then
-        record "{\"row\": \"ios-run\", \"name\": \"$name\", \"model\": \"$model\",
+        record "{\"row\": \"ios-run\", \"name\": \"$name\", \"model\": \"$entry\",
                  \"batch\": $batch}" <"$OUT/$tag.$name.json"
       else
         echo "cpu_e2e.sh: $tag: ios-run $name failed, see $OUT/$tag.$name.log" >&2
-        echo "{}" | record "{\"row\": \"ios-run\", \"name\": \"$name\", \"model\": \"$model\",
+        echo "{}" | record "{\"row\": \"ios-run\", \"name\": \"$name\", \"model\": \"$entry\",
                              \"batch\": $batch, \"failed\": true}"
       fi
     done
     echo "cpu_e2e.sh: $tag: PyTorch" >&2
-    if timed "${PEER:-$ROOT/bench/pytorch_peer.py}" --model "$model" --batch "$batch" \
+    if timed "${PEER:-$ROOT/bench/pytorch_peer.py}" --model "$peer_model" --batch "$batch" \
       --threads "$THREADS" --runs "$RUNS" >"$OUT/$tag.pytorch.jsonl" 2>"$OUT/$tag.pytorch.log"; then
       record '{"row": "pytorch"}' lines <"$OUT/$tag.pytorch.jsonl"
     else
@@ -125,14 +161,19 @@ import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 cell = lambda v, fmt="{:.2f}": "" if v is None else fmt.format(v)
 
-print("| model | batch | search wall | stages measured | reused | measure phase |")
-print("|---|---:|---:|---:|---:|---:|")
+print("| model | batch | import | blocks / parts | largest / widest part | DP states / "
+      "transitions | search wall | stages measured | reused | measure phase |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for r in rows:
     if r["row"] == "search":
         if r.get("failed"):
-            print(f"| {r['model']} | {r['batch']} | failed | | | |")
+            print(f"| {r['model']} | {r['batch']} | | | | | failed | | | |")
         else:
-            print(f"| {r['model']} | {r['batch']} | {cell(r['wall_s'], '{:.1f} s')} | "
+            print(f"| {r['model']} | {r['batch']} | {cell(r.get('import_s'), '{:.2f} s')} | "
+                  f"{r.get('blocks')} / {r.get('parts')} | "
+                  f"{r.get('max_part')} / {r.get('max_width')} | "
+                  f"{cell(r.get('dp_states'), '{:,}')} / {cell(r.get('dp_transitions'), '{:,}')} | "
+                  f"{cell(r['wall_s'], '{:.1f} s')} | "
                   f"{cell(r['stages_measured'], '{:,}')} | {cell(r['stages_reused'], '{:,}')} | "
                   f"{cell(r['measure_s'], '{:.1f} s')} |")
 print()

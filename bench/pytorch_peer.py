@@ -155,7 +155,37 @@ def squeezenet(generator):
     return model.eval()
 
 
+def export_script():
+    """scripts/export-torchvision.py as a module: its build_model is the
+    network and the weights the ONNX benchmark imports."""
+    import importlib.util
+    path = Path(__file__).resolve().parent.parent / "scripts" / "export-torchvision.py"
+    spec = importlib.util.spec_from_file_location("export_torchvision", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def torchvision_name(name):
+    """"torchvision:resnet50" -> "resnet50"; None for our zoo's models."""
+    return name.split(":", 1)[1] if name.startswith("torchvision:") else None
+
+
+def input_size(name):
+    tv = torchvision_name(name)
+    if tv is None:
+        return INPUT_SIZE[name]
+    return export_script().INPUT_SIZE.get(tv, export_script().DEFAULT_INPUT_SIZE)
+
+
 def build(name, generator):
+    tv = torchvision_name(name)
+    if tv is not None:
+        # Exactly what scripts/export-torchvision.py writes to MODEL.onnx
+        # (its default seed and He init), unfolded: PyTorch runs the
+        # torchvision model as a user has it.
+        script = export_script()
+        return script.build_model(tv, script.DEFAULT_SEED, "he")
     if name == "inception_v3":
         return inception_v3(generator)
     if name == "squeezenet":
@@ -243,7 +273,7 @@ def benchmark(args):
         for batch in args.batch:
             generator = torch.Generator().manual_seed(SEED)
             model = build(name, generator)
-            size = INPUT_SIZE[name]
+            size = input_size(name)
             x = torch.rand((batch, 3, size, size), generator=generator)
             if gpu:
                 model, x = model.cuda(), x.cuda()
@@ -449,7 +479,9 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     csv = lambda kind: lambda text: [kind(v) for v in text.split(",") if v]
     parser.add_argument("--model", type=csv(str), default=["inception_v3", "squeezenet"],
-                        help="comma-separated: inception_v3, squeezenet (default both)")
+                        help="comma-separated: inception_v3, squeezenet (default both; our "
+                        "zoo's networks), or torchvision:NAME (the model and weights "
+                        "scripts/export-torchvision.py NAME exports)")
     parser.add_argument("--batch", type=csv(int), default=[1], help="comma-separated (default 1)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(),
                         help="torch.set_num_threads (default: every core)")
@@ -468,8 +500,11 @@ def main():
                         help="directory of the IOS reference exports (NAME.json)")
     args = parser.parse_args()
     for name in args.model:
-        if name not in INPUT_SIZE:
-            parser.error(f"unknown model '{name}' (known: inception_v3, squeezenet)")
+        if name not in INPUT_SIZE and torchvision_name(name) is None:
+            parser.error(f"unknown model '{name}' (known: inception_v3, squeezenet, "
+                         "torchvision:NAME)")
+        if torchvision_name(name) is not None and args.check_shapes:
+            parser.error("--check-shapes compares our zoo's models only")
     for mode in args.mode:
         if mode not in ("eager", "jit_frozen", "cuda_graph"):
             parser.error(f"unknown mode '{mode}' (known: eager, jit_frozen, cuda_graph)")

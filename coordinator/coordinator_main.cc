@@ -31,6 +31,7 @@
 #include "db/profile_store.h"
 #include "net/endpoint.h"
 #include "onnx/model_loader.h"
+#include "onnx/onnx_import.h"
 #include "worker/backend.h"
 #include "worker/cuda/cuda_device.h"
 
@@ -174,8 +175,14 @@ void PrintWorkers(const Farm& farm) {
 // A zoo name, or else a path to an IOS JSON or ONNX file. The search needs
 // only the graph: an ONNX file's weights change no latency.
 std::pair<Graph, std::string> ResolveModel(const std::string& model) {
+  const auto start = std::chrono::steady_clock::now();
   ModelWithWeights loaded = LoadAnyModel(model);
   for (const std::string& warning : loaded.warnings) spdlog::warn("{}", warning);
+  if (onnx_import::IsOnnxPath(model)) {
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    spdlog::info("{}: imported in {:.3f} s ({} operators, {} rewrites)", model, took.count(),
+                 loaded.model.graph.OperatorCount(), loaded.notes.size());
+  }
   return {std::move(loaded.model.graph), std::move(loaded.model.name)};
 }
 

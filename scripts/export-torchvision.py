@@ -46,6 +46,9 @@ AUX_KWARGS = {
 # else is an ImageNet 224x224 model.
 INPUT_SIZE = {"inception_v3": 299}
 DEFAULT_INPUT_SIZE = 224
+# The weights' seed unless --seed says otherwise (bench/pytorch_peer.py builds
+# the same model from it).
+DEFAULT_SEED = 0
 
 
 def classification_models():
@@ -70,7 +73,7 @@ def parse_args(argv):
                         "default: .)")
     parser.add_argument("--batch", type=int, default=1, metavar="B",
                         help="batch size of the input (default: 1)")
-    parser.add_argument("--seed", type=int, default=0, metavar="S",
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="S",
                         help="seed for the weights and the input (default: 0)")
     parser.add_argument("--opset", type=int, default=13, metavar="N",
                         help="ONNX opset version (default: 13)")

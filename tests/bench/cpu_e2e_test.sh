@@ -18,6 +18,18 @@ out=""
 while (($#)); do [[ $1 == --out ]] && out=$2; shift; done
 [[ "$out" == *inception_v3* ]] && { echo "search failed" >&2; exit 1; }
 echo '{"stages": []}' >"$out"
+if [[ "$out" == *resnet50* ]]; then  # an ONNX import: its log line and block table
+  echo "[info] /x/resnet50.onnx: imported in 0.125 s (70 operators, 106 rewrites)" >&2
+  printf 'block  part    n   d    states  transitions  schedules  stages\n'
+  printf '    0     0   12   2        29          139   6.91e+10      80\n'
+  printf '    1     0    7   3         9           40    1.9e+03      21\n'
+  printf '    1     1    5   1         4           10    1.9e+01       6\n'
+fi
+FAKE
+cat >"$work/bin/export" <<'FAKE'
+#!/usr/bin/env bash
+echo "export $*" >>"$ARGS_LOG"
+touch "$4/$1.onnx"
 FAKE
 cat >"$work/bin/ios-db" <<'FAKE'
 #!/usr/bin/env bash
@@ -56,8 +68,9 @@ chmod +x "$work/bin/"*
 
 export ARGS_LOG="$work/args.log"
 COORDINATOR="$work/bin/ios-coordinator" IOS_DB="$work/bin/ios-db" IOS_RUN="$work/bin/ios-run" \
-  PEER="$work/bin/peer" OUT="$work/out" RUNS=5 THREADS=2 \
-  bash "$src/bench/cpu_e2e.sh" "squeezenet inception_v3" 1 >"$work/table.md" 2>"$work/err.txt"
+  PEER="$work/bin/peer" EXPORT="$work/bin/export" OUT="$work/out" RUNS=5 THREADS=2 \
+  bash "$src/bench/cpu_e2e.sh" "squeezenet inception_v3 torchvision:resnet50" 1 \
+  >"$work/table.md" 2>"$work/err.txt"
 cat "$work/table.md"
 
 failed=0
@@ -70,7 +83,15 @@ expect() {  # expect FILE TEXT: FILE has a line containing TEXT
 t="$work/table.md" a="$work/args.log"
 expect "$t" "| squeezenet | 1 | "
 expect "$t" " | 158 | 3 | 12.5 s |"
-expect "$t" "| inception_v3 | 1 | failed | | | |"
+expect "$t" "| inception_v3 | 1 | | | | | failed | | | |"
+# An ONNX export: imported, its blocks and parts summed up, the peer is the
+# torchvision model.
+expect "$a" "export resnet50 --out $work/out"
+expect "$a" "ios-coordinator --model $work/out/resnet50.onnx --batch 1"
+expect "$a" "ios-run --model $work/out/resnet50.onnx --schedule $work/out/resnet50-b1.json"
+expect "$a" "peer --model torchvision:resnet50 --batch 1"
+expect "$t" "| torchvision:resnet50 | 1 | 0.12 s | 2 / 3 | 12 / 3 | 42 / 189 | "
+expect "$t" "| torchvision:resnet50 | 1 | PyTorch 1.13.0a0 jit frozen | 1.00 | 20.00 | 40.00 |  |  |  | 2.00x |"
 expect "$t" "| squeezenet | 1 | ios-run sequential | 8.00 | 15.00 | 12.00 | 9.50 | -36.7% | 1.0 MB | 1.50x |"
 expect "$t" "| squeezenet | 1 | ios-run greedy | failed |"
 expect "$t" "| squeezenet | 1 | ios-run IOS | 8.00 | 10.00 | 12.00 | 9.50 | -5.0% | 1.0 MB | 1.00x |"

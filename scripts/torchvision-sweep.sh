@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Every torchvision classification model through the ONNX path: export its
+# structure (no weights: fast and small), import it and search an IOS
+# schedule on the simulated V100. One line per model: the operator and block
+# counts, the simulated IOS latency and the search's time, or the importer's
+# one-line refusal. The importer's promise (docs/onnx.md) is that every model
+# does one or the other: a crash, a hang or a multi-line error is a bug.
+#
+# Usage: scripts/torchvision-sweep.sh [MODEL...]   (default: all of them)
+# Environment: BUILD_DIR (default build), OUT_DIR (exports and the DB; default
+# a fresh temporary directory), TIMEOUT_S per model (default 900).
+# Needs Debian's python3-torch, python3-torchvision and python3-onnx.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+OUT_DIR="${OUT_DIR:-$(mktemp -d)}"
+TIMEOUT_S="${TIMEOUT_S:-900}"
+PYTHON=/usr/bin/python3
+COORDINATOR="$BUILD_DIR/coordinator/ios-coordinator"
+
+[[ -x "$COORDINATOR" ]] || { echo "error: $COORDINATOR not built (bash scripts/dev.sh test)" >&2; exit 2; }
+"$PYTHON" -c 'import torch, torchvision, onnx' 2>/dev/null ||
+  { echo "error: $PYTHON lacks torch, torchvision or onnx (apt-get install python3-torchvision python3-onnx)" >&2; exit 2; }
+
+if (($# > 0)); then
+  models=("$@")
+else
+  mapfile -t models < <("$PYTHON" -c \
+    'import torchvision.models as m; print("\n".join(sorted(m.list_models(module=m))))')
+fi
+
+echo "# torchvision $("$PYTHON" -c 'import torchvision; print(torchvision.__version__)'), ${#models[@]} models, exports in $OUT_DIR"
+printf '%-20s %-8s %s\n' model result detail
+imported=0 refused=0 broken=0
+for model in "${models[@]}"; do
+  onnx="$OUT_DIR/$model.onnx"
+  if ! export_log=$("$PYTHON" "$ROOT/scripts/export-torchvision.py" "$model" --structure-only \
+      --out "$OUT_DIR" 2>&1); then
+    printf '%-20s %-8s %s\n' "$model" export "$(tail -n 1 <<<"$export_log")"
+    broken=$((broken + 1))
+    continue
+  fi
+  start=$(date +%s.%N)
+  log=$(timeout "$TIMEOUT_S" "$COORDINATOR" --model "$onnx" --device sim:v100 \
+    --db "$OUT_DIR/sweep.db" --no-baselines -q 2>&1)
+  status=$?
+  seconds=$(echo "$(date +%s.%N) - $start" | bc)
+  if ((status == 0)); then
+    summary=$(grep -m1 '^model ' <<<"$log" | sed 's/;.*//')
+    latency=$(awk '$1 == "ios" {print $2, $3}' <<<"$log")
+    printf '%-20s %-8s %s; IOS %s (simulated); %.1f s\n' "$model" ok "${summary#model * }" \
+      "$latency" "$seconds"
+    imported=$((imported + 1))
+  elif ((status == 1)) && (($(grep -c '^ios-coordinator: error: ' <<<"$log") == 1)); then
+    printf '%-20s %-8s %s\n' "$model" refused \
+      "$(grep -m1 '^ios-coordinator: error: ' <<<"$log" | sed "s|^ios-coordinator: error: $OUT_DIR/||")"
+    refused=$((refused + 1))
+  else
+    printf '%-20s %-8s exit %d: %s\n' "$model" BROKEN "$status" "$(tail -n 1 <<<"$log")"
+    broken=$((broken + 1))
+  fi
+done
+echo "# $imported scheduled, $refused refused in one line, $broken broken"
+((broken == 0))
