@@ -1,6 +1,7 @@
 #include "common/blocks.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "common/error.h"
@@ -69,8 +70,67 @@ std::vector<Block> CoalesceBlocks(const std::vector<Block>& blocks, int max_oper
   return joined;
 }
 
+std::vector<std::vector<NodeId>> NarrowParts(const Graph& graph, const Block& block,
+                                             int max_operators) {
+  const std::vector<NodeId> ops = block.Operators();
+  const int n = static_cast<int>(ops.size());
+  const int limit = std::max(max_operators, 1);
+  // position[node]: where a block operator sits in `ops`; the entry is -1.
+  std::vector<int> position(graph.nodes.size(), -2);
+  position[block.enter] = -1;
+  for (int i = 0; i < n; ++i) position[ops[i]] = i;
+  // crossing[i]: tensors produced before position i and read at or after it
+  // (a cut before ops[i] leaves them live across it): each producer adds
+  // one to every cut between it and its last reader.
+  std::vector<int> last_read(n + 1, -2);  // by producer position + 1
+  for (int i = 0; i < n; ++i) {
+    for (const Term& term : graph.nodes[ops[i]].inputs) {
+      for (const Slice& slice : term) {
+        const int p = position[slice.producer];
+        if (p >= -1) last_read[p + 1] = std::max(last_read[p + 1], i);
+      }
+    }
+  }
+  std::vector<int> delta(n + 2, 0);
+  for (int p = -1; p < n; ++p) {
+    const int last = last_read[p + 1];
+    if (last > p) {
+      ++delta[p + 1];  // cuts p+1 .. last
+      --delta[last + 1];
+    }
+  }
+  std::vector<int> crossing(n + 1, 0);
+  for (int i = 0, running = 0; i <= n; ++i) crossing[i] = running += delta[i];
+  // best[i]: the cheapest cutting of ops[0, i) ending with a cut before i.
+  constexpr long kUnreachable = std::numeric_limits<long>::max();
+  std::vector<long> best(n + 1, kUnreachable);
+  std::vector<int> from(n + 1, 0);
+  best[0] = 0;
+  for (int i = 1; i <= n; ++i) {
+    for (int j = std::max(0, i - limit); j < i; ++j) {
+      if (best[j] == kUnreachable) continue;
+      const long cost = best[j] + (j == 0 ? 0 : crossing[j] + 1);
+      if (cost < best[i]) {
+        best[i] = cost;
+        from[i] = j;
+      }
+    }
+  }
+  std::vector<std::vector<NodeId>> parts;
+  for (int i = n; i > 0; i = from[i]) {
+    parts.emplace_back(ops.begin() + from[i], ops.begin() + i);
+  }
+  std::reverse(parts.begin(), parts.end());
+  return parts;
+}
+
 void SetAutomaticBlocks(Graph& graph, int max_operators) {
   graph.blocks = CoalesceBlocks(FindBlocks(graph), max_operators);
+  for (Block& block : graph.blocks) {
+    if (static_cast<int>(block.inner.size()) + 1 > kAutoPartsFrom) {
+      block.parts = NarrowParts(graph, block, kAutoPartOperators);
+    }
+  }
 }
 
 }  // namespace ios

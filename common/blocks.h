@@ -30,8 +30,25 @@ std::vector<Block> CoalesceBlocks(const std::vector<Block>& blocks, int max_oper
 //! faster, and larger joins gain nothing more (docs/onnx.md).
 inline constexpr int kAutoBlockOperators = 24;
 
+//! Parts for a block with no cut vertex inside (NASNet's cells each read
+//! the two cells before them): its operators in node order cut into runs
+//! of at most `max_operators`, the cuts chosen to leave as few tensors
+//! crossing them as possible (a dynamic program over cut positions; each
+//! cut also costs one, so fewer parts win ties). Runs of a topological order
+//! are an acyclic partition: every edge between parts goes forward.
+std::vector<std::vector<NodeId>> NarrowParts(const Graph& graph, const Block& block,
+                                             int max_operators);
+
+//! The part size automatic parts get, and the block size from which a block
+//! gets them (smaller blocks are one part, or cut by the search's own
+//! budgets): on NASNet (sim:v100) parts of about the size of its cells
+//! find as fast a schedule as the zoo's hand-made parts (docs/onnx.md).
+inline constexpr int kAutoPartOperators = 16;
+inline constexpr int kAutoPartsFrom = 50;
+
 //! Replaces `graph`'s blocks (and their parts) with automatic ones:
-//! FindBlocks joined by CoalesceBlocks up to `max_operators`.
+//! FindBlocks joined by CoalesceBlocks up to `max_operators`; blocks of more
+//! than kAutoPartsFrom operators get NarrowParts of kAutoPartOperators.
 void SetAutomaticBlocks(Graph& graph, int max_operators = kAutoBlockOperators);
 
 }  // namespace ios

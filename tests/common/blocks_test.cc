@@ -80,5 +80,70 @@ TEST(FindBlocksTest, FindsEveryBlockBoundaryOfTheZooModels) {
   }
 }
 
+// Cells that each read the two cells before them (NASNet's shape) leave no
+// cut vertex; NarrowParts cuts where only two tensors cross, after a cell's
+// output, never inside a cell where three do.
+TEST(NarrowPartsTest, CutsAfterCellOutputsIntoForwardOnlyRunsOfAtMostTheLimit) {
+  zoo::GraphBuilder b("cells", {4, 8, 8});
+  b.BeginBlock();
+  std::vector<NodeId> outputs = {0, b.AddRelu("h1", b.Of(0))};
+  std::set<NodeId> cell_outputs = {outputs[1]};
+  for (int k = 2; k < 10; ++k) {
+    const std::string cell = "cell" + std::to_string(k);
+    const NodeId left = b.AddRelu(cell + "_a", b.Of(outputs[k - 1]));
+    const NodeId right = b.AddRelu(cell + "_b", b.Of(outputs[k - 2]));
+    const NodeId deeper = b.AddRelu(cell + "_c", b.Of(left));
+    outputs.push_back(b.AddIdentity(cell + "_out", b.Sum({deeper, right})));
+    cell_outputs.insert(outputs.back());
+  }
+  b.EndBlock();
+  Graph g = b.Finish();
+  g.blocks = FindBlocks(g);
+  const Block& block = g.blocks.back();
+  ASSERT_GT(block.inner.size(), 20u) << "the cells leave no cut vertex";
+
+  const std::vector<std::vector<NodeId>> parts = NarrowParts(g, block, 8);
+  std::vector<int> part_of(g.nodes.size(), -1);
+  std::vector<NodeId> all;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    EXPECT_LE(parts[p].size(), 8u);
+    ASSERT_FALSE(parts[p].empty());
+    if (p + 1 < parts.size()) {
+      EXPECT_TRUE(cell_outputs.count(parts[p].back())) << g.nodes[parts[p].back()].name;
+    }
+    for (NodeId id : parts[p]) part_of[id] = static_cast<int>(p);
+    all.insert(all.end(), parts[p].begin(), parts[p].end());
+  }
+  EXPECT_EQ(all, block.Operators());
+  EXPECT_GE(parts.size(), 4u);
+  for (NodeId id : all) {  // every edge between parts goes forward: acyclic
+    for (const Term& term : g.nodes[id].inputs) {
+      for (const Slice& slice : term) EXPECT_LE(part_of[slice.producer], part_of[id]);
+    }
+  }
+}
+
+// NASNet's one 374-operator block gets parts; the other zoo models' blocks
+// stay whole for the search; the result is a valid block structure.
+TEST(NarrowPartsTest, AutomaticBlocksGivePartsToBlocksOverTheThresholdOnly) {
+  for (const ZooEntry& entry : ZooModels()) {
+    SCOPED_TRACE(entry.name);
+    Graph g = BuildZooModel(entry.name);
+    SetAutomaticBlocks(g);
+    bool any_parts = false;
+    for (const Block& block : g.blocks) {
+      const bool large = static_cast<int>(block.inner.size()) + 1 > kAutoPartsFrom;
+      EXPECT_EQ(!block.parts.empty(), large);
+      for (const auto& part : block.parts) {
+        EXPECT_LE(part.size(), static_cast<size_t>(kAutoPartOperators));
+      }
+      any_parts |= large;
+    }
+    EXPECT_EQ(any_parts, std::string(entry.name) == "nasnet");
+    EXPECT_NO_THROW(InferShapes(g));
+    EXPECT_NO_THROW(CheckSingleSinkBlocks(g));
+  }
+}
+
 }  // namespace
 }  // namespace ios
