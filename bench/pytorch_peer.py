@@ -175,7 +175,8 @@ def input_size(name):
     tv = torchvision_name(name)
     if tv is None:
         return INPUT_SIZE[name]
-    return export_script().INPUT_SIZE.get(tv, export_script().DEFAULT_INPUT_SIZE)
+    script = export_script()
+    return script.INPUT_SIZE.get(tv, script.DEFAULT_INPUT_SIZE)
 
 
 def build(name, generator):
