@@ -10,6 +10,7 @@
 #include "common/activation.h"
 #include "common/error.h"
 #include "common/limits.h"
+#include "common/op_kinds.h"
 #include "common/printable.h"
 #include "common/slices.h"
 
@@ -44,8 +45,15 @@ const char* ToString(OpKind kind) {
       return "identity";
     case OpKind::kSequential:
       return "sequential";
+    case OpKind::kRegistered:
+      return "registered";
   }
   return "?";
+}
+
+std::string KindName(const OpParams& op) {
+  return op.kind == OpKind::kRegistered ? std::string(SpecOf(op.registered.kind).name)
+                                        : ToString(op.kind);
 }
 
 const char* ToString(Activation act) { return KindOf(act).name.data(); }
@@ -161,6 +169,7 @@ void CheckOpLimits(const OpParams& op, const std::string& where) {
     case OpKind::kActivation:
     case OpKind::kEltwise:
     case OpKind::kIdentity:
+    case OpKind::kRegistered:  // attributes are checked against their declared ranges
       break;
   }
 }
@@ -234,7 +243,7 @@ Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,
       const std::string inner_where = where + " (sequential step " + std::to_string(i) + ")";
       if (inner.kind == OpKind::kSequential || inner.kind == OpKind::kInput ||
           inner.kind == OpKind::kEltwise) {
-        throw Error(inner_where + ": type: " + ToString(inner.kind) +
+        throw Error(inner_where + ": type: " + KindName(inner) +
                     " cannot be a step of a sequential operator");
       }
       shape = InferOpOutput(inner, {shape}, inner_where);
@@ -274,6 +283,9 @@ Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,
     case OpKind::kActivation:
     case OpKind::kIdentity:
       return in;
+    case OpKind::kRegistered:
+      CheckAttributes(op.registered, where);
+      return SpecOf(op.registered.kind).infer(op.registered, in, where);
     case OpKind::kEltwise:
     case OpKind::kSequential:
       break;  // handled above
@@ -446,6 +458,9 @@ std::string Describe(const OpParams& op) {
       break;
     case OpKind::kSequential:
       for (size_t i = 0; i < op.chain.size(); ++i) out << (i ? " > " : "") << Describe(op.chain[i]);
+      break;
+    case OpKind::kRegistered:
+      out << SpecOf(op.registered.kind).describe(op.registered);
       break;
     default:
       out << ToString(op.kind);

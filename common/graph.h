@@ -15,7 +15,21 @@ struct Shape {
   friend bool operator==(const Shape&, const Shape&) = default;
 };
 
-enum class OpKind { kInput, kConv, kPool, kActivation, kEltwise, kIdentity, kSequential };
+enum class OpKind {
+  kInput,
+  kConv,
+  kPool,
+  kActivation,
+  kEltwise,
+  kIdentity,
+  kSequential,
+  //! A kind declared in common/op_kinds.h; OpParams::registered says which.
+  kRegistered,
+};
+//! The kinds declared in common/op_kinds.h, each wholly there (name,
+//! attributes, shape inference, description, reference arithmetic). Their
+//! names, not these values, identify them in keys, files and on the wire.
+enum class RegisteredKind { kSoftmax };
 // Append only (stage keys, the wire). Declared, named and defined in
 // common/activation.h.
 enum class Activation {
@@ -56,6 +70,14 @@ struct PoolParams {
   friend bool operator==(const PoolParams&, const PoolParams&) = default;
 };
 
+//! An operator of a kind declared in common/op_kinds.h.
+struct RegisteredOp {
+  RegisteredKind kind = RegisteredKind::kSoftmax;
+  //! One value per attribute the kind declares, in its order.
+  std::vector<int> attributes;
+  friend bool operator==(const RegisteredOp&, const RegisteredOp&) = default;
+};
+
 //! What an operator computes, independent of where its inputs come from.
 //! Only the fields of `kind` are meaningful. A kSequential op applies
 //! `chain[0]` to its inputs and each later element to the previous output,
@@ -67,6 +89,7 @@ struct OpParams {
   Activation act = Activation::kRelu;  // kActivation
   EltwiseType eltwise = EltwiseType::kAdd;
   std::vector<OpParams> chain;  // kSequential
+  RegisteredOp registered;      // kRegistered
   friend bool operator==(const OpParams&, const OpParams&) = default;
 };
 
@@ -156,6 +179,8 @@ void CheckSingleSinkBlocks(const Graph& graph);
 std::string Describe(const OpParams& op);
 
 const char* ToString(OpKind kind);
+//! The kind's name, a registered kind's own ("softmax") included.
+std::string KindName(const OpParams& op);
 const char* ToString(Activation act);
 const char* ToString(PoolType type);
 

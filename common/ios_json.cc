@@ -10,6 +10,7 @@
 
 #include "common/activation.h"
 #include "common/error.h"
+#include "common/op_kinds.h"
 #include "common/printable.h"
 #include "common/slices.h"
 
@@ -227,8 +228,23 @@ class Parser {
         Fail(where + ".op_type", "unknown element-wise op '" + et + "' (expected add or mul)");
     } else if (type == "sequential") {
       op.kind = OpKind::kSequential;
+    } else if (const OpKindSpec* spec = RegisteredKindNamed(type)) {
+      // Its declared attributes, each an optional integer field.
+      op = MakeRegisteredOp(spec->kind);
+      for (size_t i = 0; i < spec->attributes.size(); ++i) {
+        const std::string name(spec->attributes[i].name);
+        if (jn.contains(name)) op.registered.attributes[i] = Int(jn[name], where + "." + name);
+      }
+      try {
+        CheckAttributes(op.registered, where);
+      } catch (const Error& e) {
+        Fail("", e.what());
+      }
     } else {
-      Fail(where + ".type", "unknown operator type '" + type + "'");
+      Fail(where + ".type", "unknown operator type '" + type +
+                                "' (expected conv, pool, relu, activation, element, "
+                                "identity, sequential, " +
+                                RegisteredKindNames() + ")");
     }
     return op;
   }

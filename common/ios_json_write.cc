@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/ios_json.h"
+#include "common/op_kinds.h"
 #include "common/slices.h"
 
 namespace ios {
@@ -58,6 +59,17 @@ void WriteOp(json& jn, const OpParams& op) {
     case OpKind::kSequential:
       jn["type"] = "sequential";
       break;
+    case OpKind::kRegistered: {
+      const OpKindSpec& spec = SpecOf(op.registered.kind);
+      jn["type"] = spec.name;
+      // Attributes at their defaults are left out, as a file writer would.
+      for (size_t i = 0; i < spec.attributes.size(); ++i) {
+        const int value = op.registered.attributes.at(i);
+        if (value != spec.attributes[i].default_value)
+          jn[std::string(spec.attributes[i].name)] = value;
+      }
+      break;
+    }
     case OpKind::kInput:
       jn["type"] = "placeholder";
       break;

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/limits.h"
+#include "common/op_kinds.h"
 
 namespace ios {
 
@@ -97,6 +98,9 @@ void AppendOpKey(std::string& out, const OpParams& op) {
         out += ';';
       }
       out += ']';
+      break;
+    case OpKind::kRegistered:
+      out += RegisteredKeyText(op.registered);
       break;
     case OpKind::kInput:
       out += "input";

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <charconv>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/activation.h"
 #include "common/error.h"
+#include "common/op_kinds.h"
 #include "common/slices.h"
 
 namespace ios {
@@ -20,6 +22,8 @@ namespace {
 //   optext := "conv(o" int ",k" win ",s" win ",p" win ",d" win ",g" int ",b" ("0"|"1") "," act ")"
 //           | "pool(" pooltype ",k" win ",s" win ",p" win [",ceil"] ")" | "act(" act ")"
 //           | "add" | "mul" | "id" | "seq[" (optext ";")* "]"
+//           | registered "(" (attribute "=" int ("," attribute "=" int)*)? ")"
+//   registered, attribute := names declared in common/op_kinds.h
 //   win := int "x" int,  shape := int "x" int "x" int
 class KeyParser {
  public:
@@ -128,7 +132,27 @@ class KeyParser {
                   "a pooling kind (max, avg, global_max, global_avg)");
   }
 
+  // A kind of common/op_kinds.h, its attributes in declared order.
+  std::optional<OpParams> RegisteredText() {
+    const size_t begin = at_;
+    const OpKindSpec* spec = RegisteredKindNamed(Name());
+    if (spec == nullptr || !Accept("(")) {
+      at_ = begin;
+      return std::nullopt;
+    }
+    OpParams op = MakeRegisteredOp(spec->kind);
+    for (size_t i = 0; i < spec->attributes.size(); ++i) {
+      if (i > 0) Expect(",");
+      Expect(spec->attributes[i].name);
+      Expect("=");
+      op.registered.attributes[i] = Int();
+    }
+    Expect(")");
+    return op;
+  }
+
   OpParams OpText() {
+    if (std::optional<OpParams> registered = RegisteredText()) return *std::move(registered);
     OpParams op;
     if (Accept("conv(o")) {
       op.kind = OpKind::kConv;
@@ -182,7 +206,7 @@ class KeyParser {
         Expect(";");
       }
     } else {
-      Fail("an operator (conv, pool, act, add, mul, id or seq)", at_);
+      Fail("an operator (conv, pool, act, add, mul, id, seq, " + RegisteredKindNames() + ")", at_);
     }
     return op;
   }

@@ -139,7 +139,8 @@ void ProgramBuilder::EmitOp(int lane, const OpParams& op,
     }
     case OpKind::kConv:
     case OpKind::kPool:
-    case OpKind::kActivation: {
+    case OpKind::kActivation:
+    case OpKind::kRegistered: {
       Step step;
       step.op = op;
       step.inputs = {Gather(lane, terms, label)};
@@ -335,7 +336,8 @@ class Validator {
         break;
       case OpKind::kConv:
       case OpKind::kPool:
-      case OpKind::kActivation: {
+      case OpKind::kActivation:
+      case OpKind::kRegistered: {
         if (step.inputs.size() != 1) {
           Fail(where, "inputs: needs exactly one view, got " + std::to_string(step.inputs.size()));
         }

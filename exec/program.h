@@ -36,7 +36,7 @@ struct View {
 
 //! One primitive operation. `op.kind` is never kInput or kSequential (chains
 //! are expanded into steps). Inputs, by kind:
-//!   kConv, kPool, kActivation: exactly one view;
+//!   kConv, kPool, kActivation, kRegistered: exactly one view;
 //!   kEltwise: two or more views of equal shape, combined by op.eltwise;
 //!   kIdentity: one view (a copy) or several of equal shape (their sum).
 //! The output never overlaps an input.

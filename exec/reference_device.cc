@@ -9,6 +9,7 @@
 #include <new>
 
 #include "common/activation.h"
+#include "common/op_kinds.h"
 #include "exec/device.h"
 
 namespace ios::exec {
@@ -116,6 +117,8 @@ class ReferenceProgram : public PreparedProgram {
       case OpKind::kEltwise:
       case OpKind::kIdentity:
         return Pointwise(step);
+      case OpKind::kRegistered:
+        return Registered(step);
       case OpKind::kInput:
       case OpKind::kSequential:
         break;
@@ -200,6 +203,18 @@ class ReferenceProgram : public PreparedProgram {
           }
         }
       }
+    }
+  }
+
+  // A kind of common/op_kinds.h: its own reference arithmetic, per sample
+  // (a view's sample is contiguous in NCHW).
+  void Registered(const Step& step) {
+    const View& iv = step.inputs[0];
+    const Shape& is = BufferShape(iv);
+    const OpKindSpec& spec = SpecOf(step.op.registered.kind);
+    for (int n = 0; n < batch_; ++n) {
+      spec.reference(step.op.registered, Shape{iv.channels, is.h, is.w}, At(iv, n),
+                     At(step.output, n));
     }
   }
 

@@ -18,6 +18,7 @@
 #include "common/activation.h"
 #include "common/blocks.h"
 #include "common/error.h"
+#include "common/op_kinds.h"
 #include "common/printable.h"
 #include "onnx/onnx_tensors.h"
 
@@ -63,7 +64,7 @@ constexpr const char* kSupported =
     "MaxPool, "
     "AveragePool, GlobalAveragePool, GlobalMaxPool, Pad (before Conv or AveragePool), Concat "
     "(channels), Add, Mul (equal shapes or N,C,1,1 broadcast), Flatten, Reshape (as flatten), "
-    "Gemm, MatMul, Dropout, "
+    "Gemm, MatMul, Softmax and LogSoftmax (over channels), Dropout, "
     "Identity, Constant";
 
 class Importer {
@@ -192,6 +193,8 @@ class Importer {
     if (op == "Flatten") return ImportFlatten(node, attrs);
     if (op == "Reshape") return ImportReshape(node);
     if (op == "Gemm" || op == "MatMul") return ImportFullyConnected(node, attrs);
+    if (op == "Softmax" || op == "LogSoftmax")
+      return ImportSoftmax(node, attrs, op == "LogSoftmax");
     if (op == "Dropout" || op == "Identity") return ImportPassThrough(node);
     if (op == "Constant") return ImportConstantNode(node, attrs);
     throw Error(where_ + ": operator not supported by the ONNX importer (it maps " + kSupported +
@@ -537,6 +540,31 @@ class Importer {
     OpParams op;
     op.kind = OpKind::kActivation;
     op.act = act;
+    Value out = AddNode(op, x.terms, TermShapes(x.terms), "");
+    out.kind = x.kind;
+    Define(node, out);
+  }
+
+  //! Softmax over channels only: axis 1 of N x C (a classifier's output)
+  //! or of N x C x H x W. Below opset 13 the input is flattened from the
+  //! axis on, which is the same only where H x W is 1.
+  void ImportSoftmax(const ::onnx::NodeProto& node, const Attributes& attrs, bool log) {
+    attrs.OnlyKnown({"axis"});
+    const Value& x = Input(node, 0);
+    if (x.kind != Value::Kind::kFlat) MapInput(node, 0);
+    const int rank = x.kind == Value::Kind::kFlat ? 2 : 4;
+    const bool flattens = opset_ < 13;
+    int64_t axis = attrs.Int("axis", flattens ? 1 : -1);
+    if (axis < 0) axis += rank;
+    const Shape in = InputShape(TermShapes(x.terms), where_);
+    const bool over_channels = axis == 1 && (!flattens || rank == 2 || in.h * in.w == 1);
+    if (!over_channels) {
+      throw Error(where_ + ": softmax over axis " + std::to_string(axis) + " of a rank-" +
+                  std::to_string(rank) + " input (opset " + std::to_string(opset_) +
+                  "): only a softmax over the channels (axis 1) is supported");
+    }
+    OpParams op = MakeRegisteredOp(RegisteredKind::kSoftmax);
+    SetAttribute(op.registered, "log", log ? 1 : 0, where_);
     Value out = AddNode(op, x.terms, TermShapes(x.terms), "");
     out.kind = x.kind;
     Define(node, out);

@@ -118,6 +118,7 @@ enum OpKind {
   eltwise @4;
   identity @5;
   sequential @6;
+  registered @7;  # protocol 5: a kind of common/op_kinds.h, named in Op.registered
 }
 
 # Append only (ios::Activation).
@@ -183,6 +184,14 @@ struct Op {
   activation @3 :Activation;
   eltwise @4 :EltwiseType;
   chain @5 :List(Op);  # sequential only; the receiver bounds its depth
+  registered @6 :RegisteredOp;  # protocol 5; kind registered only
+}
+
+# A kind declared in common/op_kinds.h: its name and its attributes in
+# declared order. New kinds need no schema change.
+struct RegisteredOp {
+  name @0 :Text;
+  attributes @1 :List(Int32);
 }
 
 # --- Results ---

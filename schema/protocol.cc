@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/op_kinds.h"
 #include "schema/farm.capnp.h"
 #include "schema/validate.h"
 
@@ -34,7 +35,7 @@ constexpr EnumPairs<Strategy, wire::Strategy, 2> kStrategies{{
     {Strategy::kParallel, wire::Strategy::PARALLEL},
     {Strategy::kMerge, wire::Strategy::MERGE},
 }};
-constexpr EnumPairs<OpKind, wire::OpKind, 7> kOpKinds{{
+constexpr EnumPairs<OpKind, wire::OpKind, 8> kOpKinds{{
     {OpKind::kInput, wire::OpKind::INPUT},
     {OpKind::kConv, wire::OpKind::CONV},
     {OpKind::kPool, wire::OpKind::POOL},
@@ -42,6 +43,7 @@ constexpr EnumPairs<OpKind, wire::OpKind, 7> kOpKinds{{
     {OpKind::kEltwise, wire::OpKind::ELTWISE},
     {OpKind::kIdentity, wire::OpKind::IDENTITY},
     {OpKind::kSequential, wire::OpKind::SEQUENTIAL},
+    {OpKind::kRegistered, wire::OpKind::REGISTERED},
 }};
 // One pair per kind of common/activation.h (checked by the protocol tests).
 constexpr EnumPairs<Activation, wire::Activation, 9> kActivations{{
@@ -157,6 +159,14 @@ void WriteOp(wire::Op::Builder out, const OpParams& op) {
   pool.setCeil(op.pool.ceil);
   out.setActivation(ToWire(kActivations, op.act));
   out.setEltwise(ToWire(kEltwiseTypes, op.eltwise));
+  if (op.kind == OpKind::kRegistered) {
+    // Other kinds leave the pointer null.
+    wire::RegisteredOp::Builder registered = out.initRegistered();
+    registered.setName(TextOf(std::string(SpecOf(op.registered.kind).name)));
+    const std::vector<int>& values = op.registered.attributes;
+    auto attributes = registered.initAttributes(static_cast<unsigned>(values.size()));
+    for (unsigned i = 0; i < attributes.size(); ++i) attributes.set(i, values[i]);
+  }
   if (op.chain.empty()) return;
   auto chain = out.initChain(static_cast<unsigned>(op.chain.size()));
   for (unsigned k = 0; k < chain.size(); ++k) WriteOp(chain[k], op.chain[k]);
@@ -272,6 +282,30 @@ struct OpPath {
   }
 };
 
+// The kind by name, the attributes by count; validate.cc checks their ranges.
+void ReadRegistered(wire::Op::Reader in, OpParams& out, const OpPath& path) {
+  if (!in.hasRegistered()) throw InvalidField(path.Text("registered") + ": missing");
+  const wire::RegisteredOp::Reader registered = in.getRegistered();
+  const capnp::Text::Reader name = registered.getName();
+  const OpKindSpec* spec = name.size() <= detail::kMaxTextBytes
+                               ? RegisteredKindNamed(std::string_view(name.cStr(), name.size()))
+                               : nullptr;
+  if (spec == nullptr) {
+    throw InvalidField(path.Text("registered.name") + ": unknown operator kind '" +
+                       ReadText(name).substr(0, 64) + "' (this build knows " +
+                       RegisteredKindNames() + ")");
+  }
+  const auto attributes = registered.getAttributes();
+  if (attributes.size() != spec->attributes.size()) {
+    throw InvalidField(path.Text("registered.attributes") + ": " + std::string(spec->name) +
+                       " has " + std::to_string(spec->attributes.size()) + ", got " +
+                       std::to_string(attributes.size()));
+  }
+  out.registered.kind = spec->kind;
+  out.registered.attributes.clear();
+  for (const int value : attributes) out.registered.attributes.push_back(value);
+}
+
 void ReadOp(wire::Op::Reader in, OpParams& out, OpPath& path) {
   const auto where = [&path](const char* field) {
     return [&path, field] { return path.Text(field); };
@@ -294,6 +328,7 @@ void ReadOp(wire::Op::Reader in, OpParams& out, OpPath& path) {
   out.pool.ceil = pool.getCeil();
   out.act = FromWire(kActivations, in.getActivation(), where("activation"));
   out.eltwise = FromWire(kEltwiseTypes, in.getEltwise(), where("eltwise"));
+  if (out.kind == OpKind::kRegistered) ReadRegistered(in, out, path);
   if (!in.hasChain()) return;
   // Checked before descending, so the recursion depth is ours to bound, well
   // inside capnp's nesting limit.

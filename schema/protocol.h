@@ -22,7 +22,9 @@ namespace ios::schema {
 //! (ceil), which an older worker would refuse as malformed or, for ceil,
 //! silently ignore.
 //! 4: activations hardsigmoid and leakyrelu.
-inline constexpr uint32_t kProtocolVersion = 4;
+//! 5: operator kinds of common/op_kinds.h (softmax first), sent by name
+//! with their attributes.
+inline constexpr uint32_t kProtocolVersion = 5;
 //! Larger frames are dropped unread (ZMQ_MAXMSGSIZE is set to this too).
 inline constexpr size_t kMaxMessageBytes = size_t{1} << 20;
 

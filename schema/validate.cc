@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "common/error.h"
+#include "common/op_kinds.h"
 #include "common/slices.h"
 #include "common/stage.h"
 
@@ -91,6 +92,13 @@ void CheckParams(const OpParams& op, const std::string& path) {
         CheckParams(op.chain[k], Indexed(path + ".chain", k));
       }
       return;
+    case OpKind::kRegistered:
+      try {
+        CheckAttributes(op.registered, path + ".registered");
+      } catch (const Error& e) {
+        throw InvalidField(e.what());
+      }
+      break;
     case OpKind::kInput:
     case OpKind::kActivation:
     case OpKind::kEltwise:

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/activation.h"
+#include "common/op_kinds.h"
 #include "exec/device.h"
 
 namespace ios::worker::cpu {
@@ -137,6 +138,8 @@ class LaneCompiler {
                        calls);
       case OpKind::kIdentity:
         return Combine(step, dnnl::algorithm::binary_add, calls);
+      case OpKind::kRegistered:
+        return Registered(step, calls);
       case OpKind::kInput:
       case OpKind::kSequential:
         break;
@@ -357,6 +360,34 @@ class LaneCompiler {
           {{DNNL_ARG_SRC, first ? src : dst}, {DNNL_ARG_DST, dst}});
       first = false;
     }
+    FinishOutput(calls, step.output, dst);
+  }
+
+  //! A kind of common/op_kinds.h: oneDNN's own primitive for it.
+  void Registered(const exec::Step& step, std::vector<Call>& calls) {
+    switch (step.op.registered.kind) {
+      case RegisteredKind::kSoftmax:
+        return Softmax(step, calls);
+    }
+    throw ExecError(MeasureError::kUnsupported,
+                    "cpu: " + where_ + ": no primitive for " + KindName(step.op));
+  }
+
+  //! Softmax (or its logarithm) over channels, on dense nhwc data: the
+  //! channels of a pixel are adjacent, the layout oneDNN's fast softmax
+  //! takes.
+  void Softmax(const exec::Step& step, std::vector<Call>& calls) {
+    const bool log = AttributeOf(step.op.registered, "log").value_or(0) != 0;
+    const memory src = DenseInput(calls, step.inputs.at(0));
+    const memory dst = DenseOutput(step.output);
+    doing_ = "softmax_v2_forward::primitive_desc";
+    const dnnl::softmax_v2_forward::desc desc(
+        dnnl::prop_kind::forward_inference,
+        log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, src.get_desc(),
+        dst.get_desc(), /*softmax_axis=*/1);
+    const dnnl::softmax_v2_forward::primitive_desc pd(desc, attr_, engine_);
+    doing_ = "creating a softmax_v2_forward";
+    Add(calls, pd, dnnl::softmax_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
     FinishOutput(calls, step.output, dst);
   }
 

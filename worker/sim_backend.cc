@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/op_kinds.h"
 #include "common/slices.h"
 #include "exec/protocol.h"
 
@@ -199,6 +200,10 @@ void AppendOpWork(const OpParams& op, const OpInput& in, const Shape& out, const
       return;
     case OpKind::kIdentity:
       kernels.push_back(IdentityWork(in, out, batch));
+      return;
+    case OpKind::kRegistered:
+      kernels.push_back(
+          ElementwiseWork(SpecOf(op.registered.kind).sim_flops_per_element, in, out, batch));
       return;
     case OpKind::kSequential: {
       // One kernel per chain element on the same stream; each reads the

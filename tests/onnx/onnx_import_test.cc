@@ -306,6 +306,46 @@ TEST(OnnxImportTest, HardswishAsMulOfHardSigmoidAndActivationsAfterFullyConnecte
   }
 }
 
+// A classifier's Softmax after its Gemm (opset 13's default axis is the
+// last, the classes), and LogSoftmax over the channels of a feature map.
+TEST(OnnxImportTest, SoftmaxAndLogSoftmaxOverChannelsComputeTheSame) {
+  {
+    OnnxBuilder b(2, 1, 1);
+    const std::string flat = b.Node("Flatten", {"input"}, {IntAttr("axis", 1)});
+    const std::vector<float> w = {4.0f, -1.0f, -2.0f, 3.0f, 1.0f, 1.0f};  // 3x2
+    const std::string fc = b.Node("Gemm", {flat, b.Weight({3, 2}, w)}, {IntAttr("transB", 1)});
+    const ImportedModel model = ImportOnnx(b.Bytes(b.Node("Softmax", {fc})), "m.onnx");
+    ASSERT_EQ(model.graph.nodes.size(), 3u);
+    EXPECT_EQ(Describe(model.graph.nodes[2].op), "softmax");
+    const std::vector<float> x = {0.5f, -1.5f};
+    const std::vector<float> out = RunImported(model, x);
+    ASSERT_EQ(out.size(), 3u);
+    double sum = 0;
+    std::vector<double> e(3);
+    for (int o = 0; o < 3; ++o) sum += e[o] = std::exp(w[o * 2] * x[0] + w[o * 2 + 1] * x[1]);
+    for (int o = 0; o < 3; ++o) EXPECT_NEAR(out[o], e[o] / sum, 1e-6) << o;
+  }
+  {
+    OnnxBuilder b(3, 1, 1, 11);  // opset 11: flattening C x 1 x 1 leaves the classes
+    const ImportedModel model =
+        ImportOnnx(b.Bytes(b.Node("LogSoftmax", {"input"}, {IntAttr("axis", -3)})), "m.onnx");
+    EXPECT_EQ(Describe(model.graph.nodes[1].op), "logsoftmax");
+  }
+  OnnxBuilder b(3, 1, 2);
+  const ImportedModel model =
+      ImportOnnx(b.Bytes(b.Node("LogSoftmax", {"input"}, {IntAttr("axis", 1)})), "m.onnx");
+  ASSERT_EQ(model.graph.nodes.size(), 2u);
+  const std::vector<float> x = {1.0f, 2.0f, 3.0f, -1.0f, 0.0f, 1.0f};  // NCHW, 2 pixels
+  const std::vector<float> out = RunImported(model, x);
+  for (int pixel = 0; pixel < 2; ++pixel) {
+    double sum = 0;
+    for (int c = 0; c < 3; ++c) sum += std::exp(x[c * 2 + pixel]);
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_NEAR(out[c * 2 + pixel], x[c * 2 + pixel] - std::log(sum), 1e-5) << c << pixel;
+    }
+  }
+}
+
 // Batch norm not after a convolution (DenseNet normalises concatenations)
 // is a per-channel affine operator: a depthwise 1x1 convolution.
 TEST(OnnxImportTest, BatchNormAfterAConcatenationIsAPerChannelAffineOperator) {
@@ -399,7 +439,19 @@ TEST(OnnxImportTest, WhatCannotBeHonouredIsRefusedNamingTheNodeAndTheFeature) {
   {
     OnnxBuilder b(4, 4, 4);
     EXPECT_THAT(Refusal(b.Bytes(b.Node("Softmax", {"input"}))),
-                HasSubstr("node 'Softmax_t0' (Softmax): operator not supported"));
+                HasSubstr("node 'Softmax_t0' (Softmax): softmax over axis 3 of a rank-4 input "
+                          "(opset 13): only a softmax over the channels (axis 1) is supported"));
+  }
+  {
+    // Below opset 13 a softmax flattens C, H and W together.
+    OnnxBuilder b(4, 4, 4, 11);
+    EXPECT_THAT(Refusal(b.Bytes(b.Node("Softmax", {"input"}, {IntAttr("axis", 1)}))),
+                HasSubstr("softmax over axis 1 of a rank-4 input (opset 11)"));
+  }
+  {
+    OnnxBuilder b(4, 4, 4);
+    EXPECT_THAT(Refusal(b.Bytes(b.Node("Softsign", {"input"}))),
+                HasSubstr("(Softsign): operator not supported by the ONNX importer"));
   }
   {
     OnnxBuilder b(4, 4, 4);

@@ -246,8 +246,8 @@ TEST(ProtocolTest, UnknownEnumerantsFromANewerPeerAreInvalid) {
     std::function<void(wire::Op::Builder)> edit;
     const char* expected;
   } cases[] = {
-      {[](wire::Op::Builder op) { op.setKind(static_cast<wire::OpKind>(7)); },
-       "query.stage.groups[0].ops[0].op.kind: unknown value 7"},
+      {[](wire::Op::Builder op) { op.setKind(static_cast<wire::OpKind>(8)); },
+       "query.stage.groups[0].ops[0].op.kind: unknown value 8"},
       {[](wire::Op::Builder op) { op.getConv().setActivation(static_cast<wire::Activation>(9)); },
        "query.stage.groups[0].ops[0].op.conv.activation: unknown value 9"},
       {[](wire::Op::Builder op) { op.getPool().setType(static_cast<wire::PoolType>(9)); },
@@ -274,6 +274,41 @@ TEST(ProtocolTest, UnknownEnumerantsFromANewerPeerAreInvalid) {
     envelope.initResult().initError().setKind(static_cast<wire::ErrorKind>(4));
   }));
   EXPECT_EQ(kind.message, "result.error.kind: unknown value 4");
+}
+
+// A registered kind travels by name: a kind this build does not know, a
+// wrong number of attributes or one out of range is refused, naming it.
+TEST(ProtocolTest, RegisteredKindsAreCheckedByNameCountAndRange) {
+  const auto softmax = [](const char* name, std::vector<int> values) {
+    return [name, values](wire::Op::Builder op) {
+      op.setKind(wire::OpKind::REGISTERED);
+      if (name == nullptr) return;
+      auto registered = op.initRegistered();
+      registered.setName(name);
+      auto attributes = registered.initAttributes(static_cast<unsigned>(values.size()));
+      for (unsigned i = 0; i < values.size(); ++i) attributes.set(i, values[i]);
+    };
+  };
+  ASSERT_TRUE(std::holds_alternative<Message>(Decode(OneConvQuery(softmax("softmax", {1})))));
+  const struct {
+    std::function<void(wire::Op::Builder)> edit;
+    const char* expected;
+  } cases[] = {
+      {softmax(nullptr, {}), "query.stage.groups[0].ops[0].op.registered: missing"},
+      {softmax("gelu", {}),
+       "query.stage.groups[0].ops[0].op.registered.name: unknown operator kind 'gelu' (this "
+       "build knows softmax)"},
+      {softmax("softmax", {}),
+       "query.stage.groups[0].ops[0].op.registered.attributes: softmax has 1, got 0"},
+      {softmax("softmax", {2}),
+       "query.stage.groups[0].ops[0].op.registered: log: 2 is out of range (expected 0 to 1; 1: "
+       "the logarithm of the softmax (ONNX LogSoftmax))"},
+  };
+  for (const auto& c : cases) {
+    const DecodeError error = Failure(OneConvQuery(c.edit));
+    EXPECT_EQ(error.kind, Kind::kInvalid);
+    EXPECT_EQ(error.message, c.expected);
+  }
 }
 
 TEST(ProtocolTest, UnknownMessageKindIsInvalid) {

@@ -1,4 +1,5 @@
 // Round trips of every message kind and the frame-level checks.
+#include "common/op_kinds.h"
 #include "tests/schema/protocol_testing.h"
 
 namespace ios::schema {
@@ -61,6 +62,23 @@ TEST(ProtocolTest, MergeStageRoundTrips) {
                         {{ConvOp(48, 3, 1, 1), {{External(0, 0, 64)}}, {48, 17, 17}}},
                         {{ConvOp(16, 5, 1, 2), {{External(0, 0, 64)}}, {16, 17, 17}}}};
   ExpectSameSpec(RoundTrip(query).stage, query.stage);
+}
+
+TEST(ProtocolTest, RegisteredKindsRoundTripByNameWithTheirAttributes) {
+  StageQuery query = SampleQuery();
+  OpParams softmax = MakeRegisteredOp(RegisteredKind::kSoftmax);
+  softmax.registered.attributes = {1};
+  query.stage.strategy = Strategy::kParallel;
+  query.stage.externals = {{10, 1, 1}};
+  query.stage.groups = {{{softmax, {{External(0, 0, 10)}}, {10, 1, 1}}},
+                        {{ios::testing::SequentialOp({ios::testing::ActOp(Activation::kRelu),
+                                                      MakeRegisteredOp(RegisteredKind::kSoftmax)}),
+                          {{External(0, 0, 10)}},
+                          {10, 1, 1}}}};
+  const StageQuery got = RoundTrip(query);
+  ExpectSameSpec(got.stage, query.stage);
+  EXPECT_EQ(got.stage.Key(), query.stage.Key());
+  EXPECT_EQ(got.stage.groups[0][0].op, softmax);
 }
 
 TEST(ProtocolTest, OkResultRoundTripsExactly) {

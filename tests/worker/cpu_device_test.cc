@@ -15,6 +15,7 @@
 
 #include "common/activation.h"
 #include "common/limits.h"
+#include "common/op_kinds.h"
 #include "common/stage.h"
 #include "exec/program.h"
 #include "exec/weights.h"
@@ -544,6 +545,15 @@ std::vector<OpCase> EveryOpKind() {
     op.act = act;
     cases.push_back({std::string("activation_") + ToString(act), op, {{3, 4, 5}}});
   }
+  // Every kind of common/op_kinds.h at its defaults, and softmax's logarithm.
+  for (const OpKindSpec& spec : RegisteredKinds()) {
+    cases.push_back({std::string(spec.name), MakeRegisteredOp(spec.kind), {{5, 3, 4}}});
+  }
+  OpParams log_softmax = MakeRegisteredOp(RegisteredKind::kSoftmax);
+  log_softmax.registered.attributes = {1};
+  cases.push_back({"logsoftmax", log_softmax, {{7, 2, 2}}});
+  cases.push_back(
+      {"softmax_of_classes", MakeRegisteredOp(RegisteredKind::kSoftmax), {{1000, 1, 1}}});
   return cases;
 }
 

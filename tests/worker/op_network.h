@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/graph.h"
+#include "common/op_kinds.h"
 #include "common/stage.h"
 #include "tests/testing/ops.h"
 
@@ -83,6 +84,16 @@ class Network {
           return op;
         }(),
         {{{0, 0, 8}}});
+    // Kinds of common/op_kinds.h: a classifier's softmax, and its
+    // logarithm over a slice (strided views on every backend).
+    Add("softmax", MakeRegisteredOp(RegisteredKind::kSoftmax), {{{0, 0, 8}}});
+    Add("logsoftmax_on_slice",
+        [] {
+          OpParams op = MakeRegisteredOp(RegisteredKind::kSoftmax);
+          op.registered.attributes = {1};
+          return op;
+        }(),
+        {{{1, 2, 6}}});
     // Squeeze-and-excitation's channel scale: a C x 1 x 1 term broadcast.
     Add("channel_scale", ::ios::testing::EltwiseOp(EltwiseType::kMul),
         {{{*graph_.Find("global_avg"), 0, 8}}, {{1, 0, 8}}});

@@ -225,6 +225,10 @@ class Api {
                                    const void* x, TensorDesc y_desc, void* y) = 0;
   virtual Status PoolingForward(DnnHandle handle, PoolingDesc pool, TensorDesc x_desc,
                                 const void* x, TensorDesc y_desc, void* y) = 0;
+  //! Softmax over the channels of each pixel (`log`: its logarithm), the
+  //! largest value subtracted first; x and y of one shape.
+  virtual Status SoftmaxForward(DnnHandle handle, bool log, TensorDesc x_desc, const void* x,
+                                TensorDesc y_desc, void* y) = 0;
   //! c = a op b (c may be a).
   virtual Status OpTensor(DnnHandle handle, OpTensorDesc op, TensorDesc a_desc, const void* a,
                           TensorDesc b_desc, const void* b, TensorDesc c_desc, void* c) = 0;

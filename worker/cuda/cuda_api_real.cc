@@ -582,6 +582,16 @@ class RealApi final : public Api {
                    "cudnnPoolingForward");
   }
 
+  Status SoftmaxForward(DnnHandle handle, bool log, TensorDesc x_desc, const void* x,
+                        TensorDesc y_desc, void* y) override {
+    const float one = 1, zero = 0;
+    return FromDnn(
+        cudnnSoftmaxForward(Dnn(handle), log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+                            CUDNN_SOFTMAX_MODE_CHANNEL, &one, Tensor(x_desc), x, &zero,
+                            Tensor(y_desc), y),
+        "cudnnSoftmaxForward");
+  }
+
   Status OpTensor(DnnHandle handle, OpTensorDesc op, TensorDesc a_desc, const void* a,
                   TensorDesc b_desc, const void* b, TensorDesc c_desc, void* c) override {
     const float one = 1, zero = 0;

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <utility>
 
+#include "common/op_kinds.h"
 #include "exec/program.h"
 
 namespace ios::worker {
@@ -441,6 +442,8 @@ class CudaPreparedProgram : public exec::PreparedProgram {
         return CompileEltwise(step, context, where, calls);
       case OpKind::kIdentity:
         return CompileIdentity(step, context, calls);
+      case OpKind::kRegistered:
+        return CompileRegistered(step, context, where, calls);
       case OpKind::kInput:
       case OpKind::kSequential:
         break;
@@ -722,6 +725,28 @@ class CudaPreparedProgram : public exec::PreparedProgram {
     const cuda::TensorDesc y = KeepTensor(to, where);
     const cuda::DnnHandle dnn = context.dnn.get();
     return [=, &api] { return api.ActivationForward(dnn, desc, x, src, y, dst); };
+  }
+
+  //! A kind of common/op_kinds.h: cuDNN's own call for it.
+  void CompileRegistered(const exec::Step& step, StreamContext& context, const std::string& where,
+                         std::vector<Call>& calls) {
+    switch (step.op.registered.kind) {
+      case RegisteredKind::kSoftmax: {
+        // cuDNN takes the strided views as they are (channel mode: over C
+        // at each pixel, as the reference device computes it).
+        const bool log = AttributeOf(step.op.registered, "log").value_or(0) != 0;
+        const cuda::TensorDesc x = KeepTensor(step.inputs[0], where);
+        const cuda::TensorDesc y = KeepTensor(step.output, where);
+        const float* src = ViewAddress(step.inputs[0]);
+        float* dst = ViewAddress(step.output);
+        const cuda::DnnHandle dnn = context.dnn.get();
+        cuda::Api& api = api_;
+        calls.push_back({[=, &api] { return api.SoftmaxForward(dnn, log, x, src, y, dst); }});
+        return;
+      }
+    }
+    throw ExecError(MeasureError::kUnsupported,
+                    "cuda: " + where + ": no call for " + KindName(step.op));
   }
 
   //! out = in0 op in1, then out = out op in_k for every further input.

@@ -228,6 +228,13 @@ TEST(CudaDeviceTest, ConvolutionsFuseBiasAndReluOnlyAndAddTheRestAsCalls) {
   EXPECT_EQ(OpsOf("summed_slices"), (V{"CopyStrided", "CopyStrided(accumulate)"}));
 }
 
+// Registered kinds: cuDNN's own call, on the strided views as they are.
+TEST(CudaDeviceTest, SoftmaxIsOneCuDnnCallOnTheViewsThemselves) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(OpsOf("softmax"), V{"cudnnSoftmaxForward"});
+  EXPECT_EQ(OpsOf("logsoftmax_on_slice"), V{"cudnnSoftmaxForward(log)"});
+}
+
 // cuDNN may refuse to fuse bias and relu into the algorithm found for the
 // plain convolution: tried once per problem at prepare, never in a timed
 // region, and then run as three calls.

@@ -613,6 +613,15 @@ Status RecordingApi::ActivationForward(DnnHandle handle, ActivationDesc act, Ten
   return Op(call, handle);
 }
 
+Status RecordingApi::SoftmaxForward(DnnHandle handle, bool log, TensorDesc x_desc, const void* x,
+                                    TensorDesc y_desc, void* y) {
+  const std::string call = log ? "cudnnSoftmaxForward(log)" : "cudnnSoftmaxForward";
+  Extent(x, x_desc, call);
+  Extent(y, y_desc, call);
+  SameShape(call, x_desc, y_desc);
+  return Op(call, handle);
+}
+
 Status RecordingApi::PoolingForward(DnnHandle handle, PoolingDesc pool, TensorDesc x_desc,
                                     const void* x, TensorDesc y_desc, void* y) {
   const std::string call = "cudnnPoolingForward";

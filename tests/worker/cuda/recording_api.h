@@ -140,6 +140,8 @@ class RecordingApi final : public Api {
                            TensorDesc y_desc, void* y) override;
   Status PoolingForward(DnnHandle handle, PoolingDesc pool, TensorDesc x_desc, const void* x,
                         TensorDesc y_desc, void* y) override;
+  Status SoftmaxForward(DnnHandle handle, bool log, TensorDesc x_desc, const void* x,
+                        TensorDesc y_desc, void* y) override;
   Status OpTensor(DnnHandle handle, OpTensorDesc op, TensorDesc a_desc, const void* a,
                   TensorDesc b_desc, const void* b, TensorDesc c_desc, void* c) override;
   Status CopyStrided(Stream stream, float* dst, int64_t dst_stride, const float* src,

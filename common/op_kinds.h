@@ -1,0 +1,87 @@
+// Operator kinds declared in one place. A kind here is everything the IR
+// needs to know about it: its name (IOS JSON "type", stage-key text, wire
+// name, descriptions), its integer attributes (their JSON fields, key text
+// and wire list follow from the declaration), shape inference, a readable
+// description and the reference arithmetic every backend is checked
+// against. Everything generic about a kind (parsing, printing, the wire,
+// validation, the simulator's price, the reference device) reads this
+// table; only the real backends (cpu on oneDNN, cuda on cuDNN) add their
+// own call for a new kind. Adding a kind: a RegisteredKind enumerator in
+// common/graph.h, an entry in op_kinds.cc, and the cpu and cuda calls.
+//
+// The kinds from before this table (conv, pool, activation, eltwise,
+// identity, sequential) keep their own fields: their key text is in every
+// profiling DB, and conv and pool have merge rules, fused epilogues and
+// weights no generic form would describe better.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "common/graph.h"
+
+namespace ios {
+
+//! One integer attribute of a registered kind.
+struct OpAttribute {
+  std::string_view name;  // IOS JSON field and key text: lower case, no digits first
+  int default_value = 0;
+  int min = 0, max = 0;    // inclusive
+  std::string_view means;  // one line, for messages and docs
+};
+
+struct OpKindSpec {
+  RegisteredKind kind;
+  //! Lower-case letters and '_': never one of the built-in words of keys
+  //! or IOS JSON (tested). Never changes: it is in stage keys.
+  std::string_view name;
+  std::string_view summary;  // what it computes, one line
+  std::span<const OpAttribute> attributes;
+  //! The output shape for `input` (terms concatenated). Throws ios::Error
+  //! naming `where` and the field when the kind cannot take the input.
+  Shape (*infer)(const RegisteredOp& op, const Shape& input, const std::string& where);
+  //! Readable summary, e.g. "logsoftmax".
+  std::string (*describe)(const RegisteredOp& op);
+  //! The arithmetic on one sample, NCHW: `in` holds input.c x h x w
+  //! values, `out` the output's. Plain loops; the reference device runs
+  //! it and the cpu backend is tested against it.
+  void (*reference)(const RegisteredOp& op, const Shape& input, const float* in, float* out);
+  //! The simulated device prices the kind as element-wise work of this
+  //! many flops per output element (one read and one write of memory).
+  double sim_flops_per_element = 1;
+};
+
+//! Every registered kind, in the order of the RegisteredKind enum.
+std::span<const OpKindSpec> RegisteredKinds();
+
+//! The declaration of `kind`.
+const OpKindSpec& SpecOf(RegisteredKind kind);
+
+//! The kind named `name` ("softmax"), or nullptr.
+const OpKindSpec* RegisteredKindNamed(std::string_view name);
+
+//! "softmax, ..." : the registered names, for messages.
+std::string RegisteredKindNames();
+
+//! A kRegistered op of `kind` with every attribute at its default.
+OpParams MakeRegisteredOp(RegisteredKind kind);
+
+//! The value of the attribute named `name` of `op`, or nullopt when the
+//! kind declares no such attribute.
+std::optional<int> AttributeOf(const RegisteredOp& op, std::string_view name);
+
+//! Sets the attribute named `name`; throws ios::Error naming `where` when
+//! the kind has no such attribute.
+void SetAttribute(RegisteredOp& op, std::string_view name, int value, const std::string& where);
+
+//! Checks that `op` has one value per declared attribute, each in range.
+//! Throws ios::Error naming `where`, the attribute and its range.
+void CheckAttributes(const RegisteredOp& op, const std::string& where);
+
+//! Stage-key text: name "(" (attribute "=" value ("," ...)*)? ")", every
+//! attribute in declared order, e.g. "softmax(log=0)".
+std::string RegisteredKeyText(const RegisteredOp& op);
+
+}  // namespace ios

@@ -1,0 +1,226 @@
+// common/op_kinds.h: a kind declared once is read and written everywhere the
+// IR goes (IOS JSON, stage keys, descriptions, shape inference), and its
+// reference arithmetic is right.
+#include "common/op_kinds.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/ios_json.h"
+#include "common/stage.h"
+#include "common/stage_key.h"
+#include "tests/testing/ops.h"
+
+namespace ios {
+namespace {
+
+OpParams Softmax(bool log) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kSoftmax);
+  SetAttribute(op.registered, "log", log ? 1 : 0, "test");
+  return op;
+}
+
+TEST(OpKindsTest, KindsAreInEnumOrderWithNamesNoBuiltInWordTakes) {
+  // Words of stage keys and IOS JSON types of the kinds before the table.
+  const std::set<std::string> built_in = {
+      "conv",  "pool", "act",        "add",     "mul",      "id",         "seq",
+      "input", "relu", "activation", "element", "identity", "sequential", "placeholder"};
+  std::set<std::string> names;
+  size_t index = 0;
+  for (const OpKindSpec& spec : RegisteredKinds()) {
+    EXPECT_EQ(static_cast<size_t>(spec.kind), index++);
+    const std::string name(spec.name);
+    EXPECT_TRUE(names.insert(name).second) << name;
+    EXPECT_EQ(built_in.count(name), 0u) << name;
+    for (const std::string& word : built_in) {
+      // The key parser tries registered names first: none may be a longer
+      // spelling of a built-in word's op text either.
+      EXPECT_NE(name.rfind(word + "(", 0), 0u) << name;
+    }
+    EXPECT_EQ(RegisteredKindNamed(name), &spec);
+    for (const OpAttribute& a : spec.attributes) {
+      EXPECT_LE(a.min, a.default_value) << name << "." << a.name;
+      EXPECT_LE(a.default_value, a.max) << name << "." << a.name;
+    }
+    const OpParams op = MakeRegisteredOp(spec.kind);
+    EXPECT_NO_THROW(CheckAttributes(op.registered, "test"));
+    EXPECT_EQ(KindName(op), name);
+  }
+  EXPECT_EQ(RegisteredKindNamed("gelu"), nullptr);
+  EXPECT_EQ(RegisteredKindNames(), "softmax");
+}
+
+TEST(OpKindsTest, AttributesAreCheckedAgainstTheirDeclaredRanges) {
+  OpParams op = Softmax(false);
+  EXPECT_EQ(AttributeOf(op.registered, "log"), 0);
+  EXPECT_EQ(AttributeOf(op.registered, "axis"), std::nullopt);
+  op.registered.attributes[0] = 2;
+  try {
+    CheckAttributes(op.registered, "node \"sm\"");
+    FAIL() << "log=2 accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "node \"sm\": log: 2 is out of range (expected 0 to 1; 1: the logarithm of the "
+                 "softmax (ONNX LogSoftmax))");
+  }
+  op.registered.attributes.clear();
+  EXPECT_THROW(CheckAttributes(op.registered, "x"), Error);
+  EXPECT_THROW(SetAttribute(op.registered, "axis", 1, "x"), Error);
+}
+
+TEST(OpKindsTest, ShapeDescriptionAndKeyText) {
+  EXPECT_EQ(InferOpOutput(Softmax(false), {{10, 1, 1}}, "x"), (Shape{10, 1, 1}));
+  // Concatenated terms: the softmax is over all their channels.
+  EXPECT_EQ(InferOpOutput(Softmax(true), {{3, 4, 4}, {5, 4, 4}}, "x"), (Shape{8, 4, 4}));
+  EXPECT_EQ(Describe(Softmax(false)), "softmax");
+  EXPECT_EQ(Describe(Softmax(true)), "logsoftmax");
+  EXPECT_EQ(RegisteredKeyText(Softmax(true).registered), "softmax(log=1)");
+  OpParams bad = Softmax(false);
+  bad.registered.attributes[0] = -1;
+  EXPECT_THROW(InferOpOutput(bad, {{10, 1, 1}}, "x"), Error);
+}
+
+Graph SoftmaxGraph(const OpParams& softmax) {
+  Graph g;
+  g.name = "g";
+  Node input{"in", "", {}, {}, {8, 5, 5}};
+  input.op.kind = OpKind::kInput;
+  g.nodes.push_back(input);
+  g.nodes.push_back({"conv", "", ::ios::testing::ConvOp(8, 3, 1, 1), {{{0, 0, 8}}}, {}});
+  g.nodes.push_back({"sm", "", softmax, {{{1, 0, 8}}}, {}});
+  g.nodes.push_back(
+      {"seq",
+       "",
+       ::ios::testing::SequentialOp({::ios::testing::ActOp(Activation::kRelu), softmax}),
+       {{{2, 0, 4}}},
+       {}});
+  g.blocks.push_back({0, {1, 2}, 3, {}});
+  InferShapes(g);
+  return g;
+}
+
+TEST(OpKindsTest, StageKeysParseBackAndOlderTextIsUnchanged) {
+  for (const bool log : {false, true}) {
+    const Graph g = SoftmaxGraph(Softmax(log));
+    Stage stage;
+    stage.groups = {{1, 2}, {3}};
+    const StageSpec spec = MakeStageSpec(g, stage);
+    const std::string key = spec.Key();
+    EXPECT_NE(key.find(log ? "softmax(log=1)<" : "softmax(log=0)<"), std::string::npos) << key;
+    EXPECT_NE(key.find("seq[act(relu);softmax"), std::string::npos) << key;
+    // The conv keeps the text it has in every profiling DB.
+    EXPECT_NE(key.find("conv(o8,k3x3,s1x1,p1x1,d1x1,g1,b1,relu)"), std::string::npos) << key;
+    const StageSpec parsed = ParseStageKey(key);
+    EXPECT_EQ(parsed.Key(), key);
+    ASSERT_EQ(parsed.groups.size(), spec.groups.size());
+    for (size_t i = 0; i < spec.groups.size(); ++i) {
+      ASSERT_EQ(parsed.groups[i].size(), spec.groups[i].size());
+      for (size_t k = 0; k < spec.groups[i].size(); ++k) {
+        EXPECT_EQ(parsed.groups[i][k].op, spec.groups[i][k].op);
+        EXPECT_EQ(parsed.groups[i][k].output, spec.groups[i][k].output);
+      }
+    }
+  }
+}
+
+TEST(OpKindsTest, StageKeysWithBadAttributesSayWhere) {
+  const Graph g = SoftmaxGraph(Softmax(false));
+  Stage stage;
+  stage.groups = {{2}};
+  std::string key = MakeStageSpec(g, stage).Key();
+  const std::string good = "softmax(log=0)";
+  const size_t at = key.find(good);
+  ASSERT_NE(at, std::string::npos) << key;
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {"softmax(log=7)", "log: 7 is out of range"},
+           {"softmax(axis=1)", "expected 'log'"},
+           {"softmax(log=0", "expected ')'"},
+           {"softmix(log=0)",
+            "expected an operator (conv, pool, act, add, mul, id, seq, softmax)"}}) {
+    std::string bad = key;
+    bad.replace(at, good.size(), text);
+    try {
+      ParseStageKey(bad);
+      FAIL() << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+}
+
+const char* kJson = R"({
+  "name": "classifier",
+  "input": {"type": "placeholder", "name": "in", "output_shape": [4, 1, 1]},
+  "blocks": [{
+    "enter_name": "in",
+    "enter_node": {"type": "placeholder", "name": "in", "output_shape": [4, 1, 1]},
+    "inner_nodes": [
+      {"type": "conv", "name": "fc", "inputs": [[["in", 0, 4]]], "out_channels": 10,
+       "kernel": [1, 1], "stride": [1, 1], "padding": [0, 0], "groups": 1, "act": "identity"}
+    ],
+    "exit_node": {"type": "softmax", "name": "prob", "inputs": [[["fc", 0, 10]]]LOG}
+  }]
+})";
+
+std::string Json(const std::string& log) {
+  std::string text = kJson;
+  text.replace(text.find("LOG"), 3, log);
+  return text;
+}
+
+TEST(OpKindsTest, IosJsonReadsAndWritesDeclaredAttributes) {
+  const IosModel plain = ParseIosJson(Json(""), "c.json");
+  EXPECT_EQ(plain.graph.node(2).op, Softmax(false));
+  const IosModel log = ParseIosJson(Json(", \"log\": 1"), "c.json");
+  EXPECT_EQ(log.graph.node(2).op, Softmax(true));
+  const std::string written = ToIosJson(log.graph);
+  EXPECT_NE(written.find("\"log\": 1"), std::string::npos) << written;
+  // An attribute at its default is left out.
+  EXPECT_EQ(ToIosJson(plain.graph).find("\"log\""), std::string::npos);
+  const IosModel again = ParseIosJson(written, "again.json");
+  std::string difference;
+  EXPECT_TRUE(StructurallyEqual(log.graph, again.graph, &difference)) << difference;
+}
+
+TEST(OpKindsTest, IosJsonRefusesOutOfRangeAttributesAndListsKnownTypes) {
+  try {
+    ParseIosJson(Json(", \"log\": 3"), "c.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("c.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("log: 3 is out of range"), std::string::npos) << e.what();
+  }
+  std::string unknown = Json("");
+  unknown.replace(unknown.find("\"softmax\""), 9, "\"gelu\"");
+  try {
+    ParseIosJson(unknown, "c.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown operator type 'gelu'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("sequential, softmax)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(OpKindsTest, SoftmaxReferenceIsShiftedAndNormalisedPerPixel) {
+  const OpKindSpec& spec = SpecOf(RegisteredKind::kSoftmax);
+  // Two channels x two pixels, NCHW; large values must not overflow.
+  const std::vector<float> in = {1000.0f, 0.0f, 1001.0f, std::log(3.0f)};
+  std::vector<float> out(4);
+  spec.reference(Softmax(false).registered, {2, 1, 2}, in.data(), out.data());
+  const double e = std::exp(1.0);
+  EXPECT_NEAR(out[0], 1 / (1 + e), 1e-6);
+  EXPECT_NEAR(out[2], e / (1 + e), 1e-6);
+  EXPECT_NEAR(out[1], 0.25, 1e-6);
+  EXPECT_NEAR(out[3], 0.75, 1e-6);
+  spec.reference(Softmax(true).registered, {2, 1, 2}, in.data(), out.data());
+  EXPECT_NEAR(out[1], std::log(0.25), 1e-6);
+  EXPECT_NEAR(out[2], std::log(e / (1 + e)), 1e-5);
+}
+
+}  // namespace
+}  // namespace ios
