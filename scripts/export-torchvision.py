@@ -24,6 +24,7 @@ Debian's python, hence the /usr/bin/python3 shebang.
 Usage: scripts/export-torchvision.py MODEL [--out DIR] [--batch B] [--seed S]
                                            [--opset N] [--init he|torchvision]
                                            [--structure-only]
+                                           [--head softmax|logsoftmax]
 """
 import argparse
 import difflib
@@ -84,6 +85,10 @@ def parse_args(argv):
     parser.add_argument("--structure-only", action="store_true",
                         help="omit the weights (export_params=False; they "
                         "become graph inputs) and write only MODEL.onnx")
+    parser.add_argument("--head", choices=["softmax", "logsoftmax"],
+                        help="append a softmax (or its logarithm) over the "
+                        "classes, as a deployed classifier has; the files are "
+                        "then named MODEL-HEAD.*")
     args = parser.parse_args(argv)
     if args.batch < 1:
         parser.error("--batch must be at least 1")
@@ -194,12 +199,16 @@ def main(argv):
         return 2
 
     model = build_model(args.model, args.seed, args.init)
+    if args.head is not None:
+        head = torch.nn.Softmax if args.head == "softmax" else torch.nn.LogSoftmax
+        model = torch.nn.Sequential(model, head(dim=1)).eval()
     x = make_input(args.model, args.batch, args.seed)
     # The output also gives the shape to report in structure-only mode.
     y = reference_output(model, x)
 
     os.makedirs(args.out, exist_ok=True)
-    base = os.path.join(args.out, args.model)
+    name = args.model if args.head is None else f"{args.model}-{args.head}"
+    base = os.path.join(args.out, name)
     onnx_path = base + ".onnx"
     export_onnx(model, x, onnx_path, args.opset, not args.structure_only)
     check_onnx(onnx_path)

@@ -7,13 +7,14 @@
 # outputs on the cpu backend with --expect. Needs Debian's python3-torch,
 # python3-torchvision and python3-onnx in /usr/bin/python3, and skips
 # (ctest's SKIP_RETURN_CODE 77) saying so when they are absent.
-# Usage: pytorch_check_test.sh SRC BIN [MODEL ...]
+# Usage: pytorch_check_test.sh SRC BIN [MODEL[:HEAD] ...]   (HEAD: softmax or
+# logsoftmax, appended to the model by the export script)
 set -euo pipefail
 src="$1" bin="$2"
 shift 2
 models=("$@")
 ((${#models[@]})) || models=(squeezenet1_1 googlenet mobilenet_v2 mobilenet_v3_small efficientnet_b0
-  resnet50 inception_v3 densenet121)
+  resnet50 inception_v3 densenet121 squeezenet1_1:logsoftmax)
 if ! /usr/bin/python3 -c "import torch, torchvision, onnx" 2>/dev/null; then
   echo "SKIPPED: needs Debian's python3-torch, python3-torchvision and python3-onnx" \
     "(apt-get install python3-torch python3-torchvision python3-onnx)"
@@ -21,9 +22,14 @@ if ! /usr/bin/python3 -c "import torch, torchvision, onnx" 2>/dev/null; then
 fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-for model in "${models[@]}"; do
-  echo "== $model"
-  /usr/bin/python3 "$src/scripts/export-torchvision.py" "$model" --out "$work"
+for spec in "${models[@]}"; do
+  echo "== $spec"
+  head=() model="${spec%%:*}"
+  if [[ "$spec" == *:* ]]; then
+    head=(--head "${spec#*:}")
+    model="$model-${spec#*:}"
+  fi
+  /usr/bin/python3 "$src/scripts/export-torchvision.py" "${spec%%:*}" "${head[@]}" --out "$work"
   "$bin/coordinator/ios-coordinator" --model "$work/$model.onnx" --device sim:v100 \
     --db "$work/sim.db" --out "$work/$model.schedule.json" -q
   "$bin/run/ios-run" --model "$work/$model.onnx" --schedule "$work/$model.schedule.json" \
