@@ -62,7 +62,8 @@ constexpr const char* kSupported =
     "Conv, BatchNormalization, Relu, Clip (as relu or relu6), Sigmoid, Tanh, "
     "HardSwish, HardSigmoid (PyTorch's), LeakyRelu (alpha 0.01), Mul(x, Sigmoid(x)) as SiLU, "
     "MaxPool, "
-    "AveragePool, GlobalAveragePool, GlobalMaxPool, Pad (before Conv or AveragePool), Concat "
+    "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and ReduceMax over H and W, Pad "
+    "(before Conv or AveragePool), Concat "
     "(channels), Add, Mul (equal shapes or N,C,1,1 broadcast), Flatten, Reshape (as flatten), "
     "Gemm, MatMul, Softmax and LogSoftmax (over channels), Dropout, "
     "Identity, Constant";
@@ -187,6 +188,7 @@ class Importer {
     if (op == "HardSigmoid" || op == "LeakyRelu") return ImportParameterizedActivation(node, attrs);
     if (op == "MaxPool" || op == "AveragePool") return ImportPool(node, attrs);
     if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return ImportGlobalPool(node);
+    if (op == "ReduceMean" || op == "ReduceMax") return ImportSpatialReduce(node, attrs);
     if (op == "Pad") return ImportPad(node, attrs);
     if (op == "Concat") return ImportConcat(node, attrs);
     if (op == "Add" || op == "Mul") return ImportElementwise(node);
@@ -657,14 +659,39 @@ class Importer {
 
   void ImportGlobalPool(const ::onnx::NodeProto& node) {
     Attributes(node, where_).OnlyKnown({});
+    Define(node, GlobalPool(node, node.op_type() == "GlobalMaxPool"));
+  }
+
+  Value GlobalPool(const ::onnx::NodeProto& node, bool max) {
     const Value& x = MapInput(node, 0);
     OpParams op;
     op.kind = OpKind::kPool;
-    op.pool.type = node.op_type() == "GlobalMaxPool" ? PoolType::kGlobalMax : PoolType::kGlobalAvg;
+    op.pool.type = max ? PoolType::kGlobalMax : PoolType::kGlobalAvg;
     // Like the zoo: a global pool's window is its input's size.
     op.pool.kernel = {x.shape.h, x.shape.w};
     op.pool.stride = {1, 1};
-    Define(node, AddNode(op, x.terms, TermShapes(x.terms), ""));
+    return AddNode(op, x.terms, TermShapes(x.terms), "");
+  }
+
+  //! The mean (max) over height and width is a global average (max) pool,
+  //! as PyTorch exports `x.mean([2, 3])` (MNASNet); keepdims=0 leaves the
+  //! N x C a fully connected layer reads. Other axes are refused.
+  void ImportSpatialReduce(const ::onnx::NodeProto& node, const Attributes& attrs) {
+    attrs.OnlyKnown({"axes", "keepdims"});
+    std::vector<int64_t> axes = attrs.Ints("axes");
+    if (HasInput(node, 1)) throw Error(where_ + ": axes as an input (opset 18) are not supported");
+    for (int64_t& axis : axes) axis = axis < 0 ? axis + 4 : axis;
+    std::sort(axes.begin(), axes.end());
+    if (axes != std::vector<int64_t>{2, 3}) {
+      std::string text;
+      for (const int64_t axis : attrs.Ints("axes"))
+        text += (text.empty() ? "" : ",") + std::to_string(axis);
+      throw Error(where_ + ": axes [" + text +
+                  "]: only a reduction over height and width (axes 2 and 3) is supported");
+    }
+    Value out = GlobalPool(node, node.op_type() == "ReduceMax");
+    if (attrs.Int("keepdims", 1) == 0) out.kind = Value::Kind::kFlat;
+    Define(node, out);
   }
 
   //! Zero padding of height and width, kept for the Conv or AveragePool

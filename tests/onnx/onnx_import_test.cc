@@ -306,6 +306,36 @@ TEST(OnnxImportTest, HardswishAsMulOfHardSigmoidAndActivationsAfterFullyConnecte
   }
 }
 
+// MNASNet's x.mean([2, 3]): ReduceMean over H and W is a global average
+// pool, its keepdims=0 output read by a Gemm; ReduceMax is a global max.
+TEST(OnnxImportTest, ReduceMeanAndMaxOverHeightAndWidthAreGlobalPools) {
+  OnnxBuilder b(2, 2, 2);
+  const std::string mean =
+      b.Node("ReduceMean", {"input"}, {IntsAttr("axes", {-1, 2}), IntAttr("keepdims", 0)});
+  const std::vector<float> w = {1.0f, 2.0f, -1.0f, 0.5f};  // 2x2
+  const std::string fc = b.Node("Gemm", {mean, b.Weight({2, 2}, w)}, {IntAttr("transB", 1)});
+  const ImportedModel model = ImportOnnx(b.Bytes(fc), "m.onnx");
+  ASSERT_EQ(model.graph.nodes.size(), 3u);
+  EXPECT_EQ(model.graph.nodes[1].op.pool.type, PoolType::kGlobalAvg);
+  const std::vector<float> x = {1, 2, 3, 6, -4, 0, 0, 0};  // channel means 3 and -1
+  const std::vector<float> out = RunImported(model, x);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_NEAR(out[0], 1.0f * 3 + 2.0f * -1, 1e-6);
+  EXPECT_NEAR(out[1], -1.0f * 3 + 0.5f * -1, 1e-6);
+
+  OnnxBuilder m(2, 2, 2);
+  const ImportedModel max =
+      ImportOnnx(m.Bytes(m.Node("ReduceMax", {"input"}, {IntsAttr("axes", {2, 3})})), "m.onnx");
+  EXPECT_EQ(max.graph.nodes.back().op.pool.type, PoolType::kGlobalMax);
+  EXPECT_EQ(max.graph.nodes.back().output, (Shape{2, 1, 1}));
+  EXPECT_EQ(RunImported(max, x), (std::vector<float>{6, 0}));
+
+  OnnxBuilder r(2, 2, 2);
+  EXPECT_THAT(Refusal(r.Bytes(r.Node("ReduceMean", {"input"}, {IntsAttr("axes", {1})}))),
+              HasSubstr("(ReduceMean): axes [1]: only a reduction over height and width (axes 2 "
+                        "and 3) is supported"));
+}
+
 // A classifier's Softmax after its Gemm (opset 13's default axis is the
 // last, the classes), and LogSoftmax over the channels of a feature map.
 TEST(OnnxImportTest, SoftmaxAndLogSoftmaxOverChannelsComputeTheSame) {
