@@ -273,6 +273,9 @@ Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,
       if (p.ceil && p.type != PoolType::kMax) {
         throw Error(where + ": ceil_mode: only max pooling rounds its output size up here");
       }
+      if (p.exclude_padding && p.type != PoolType::kAvg) {
+        throw Error(where + ": count_include_pad: only an average pool leaves its padding out");
+      }
       if (p.ceil) {
         return {in.c, CeilPoolOutput(in.h, p.kernel.h, p.stride.h, p.padding.h, where, "height"),
                 CeilPoolOutput(in.w, p.kernel.w, p.stride.w, p.padding.w, where, "width")};
@@ -448,6 +451,7 @@ std::string Describe(const OpParams& op) {
         out << WindowText(op.pool.kernel) << "/" << WindowText(op.pool.stride) << " p"
             << WindowText(op.pool.padding);
         if (op.pool.ceil) out << " ceil";
+        if (op.pool.exclude_padding) out << " excluding padding";
       }
       break;
     case OpKind::kActivation:

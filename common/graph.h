@@ -67,6 +67,10 @@ struct PoolParams {
   //! so the last window may run past the input and its padding on the
   //! right and bottom; a window must still start inside them.
   bool ceil = false;
+  //! Average pooling only: the divisor counts the window's taps inside the
+  //! input, not its padding (ONNX count_include_pad=0, PyTorch
+  //! count_include_pad=False). IOS's own average pools count the padding.
+  bool exclude_padding = false;
   friend bool operator==(const PoolParams&, const PoolParams&) = default;
 };
 

@@ -209,6 +209,12 @@ class Parser {
         if (!jn["ceil_mode"].is_boolean()) Fail(where + ".ceil_mode", "expected true or false");
         op.pool.ceil = jn["ceil_mode"].get<bool>();
       }
+      if (jn.contains("count_include_pad")) {
+        if (!jn["count_include_pad"].is_boolean()) {
+          Fail(where + ".count_include_pad", "expected true or false");
+        }
+        op.pool.exclude_padding = !jn["count_include_pad"].get<bool>();
+      }
     } else if (type == "identity") {
       op.kind = OpKind::kIdentity;
     } else if (type == "relu") {

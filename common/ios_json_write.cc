@@ -40,6 +40,7 @@ void WriteOp(json& jn, const OpParams& op) {
       jn["stride"] = PairJson(op.pool.stride);
       jn["padding"] = PairJson(op.pool.padding);
       if (op.pool.ceil) jn["ceil_mode"] = true;
+      if (op.pool.exclude_padding) jn["count_include_pad"] = false;
       break;
     case OpKind::kActivation:
       if (op.act == Activation::kRelu) {

@@ -77,7 +77,8 @@ void AppendOpKey(std::string& out, const OpParams& op) {
       AppendWindow(out, op.pool.stride);
       out += ",p";
       AppendWindow(out, op.pool.padding);
-      if (op.pool.ceil) out += ",ceil";  // absent otherwise: older keys unchanged
+      if (op.pool.ceil) out += ",ceil";                // absent otherwise: older keys unchanged
+      if (op.pool.exclude_padding) out += ",exclpad";  // likewise
       out += ')';
       break;
     case OpKind::kActivation:

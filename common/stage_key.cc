@@ -20,7 +20,8 @@ namespace {
 //   op     := optext "<" (slice* "|")* ">"
 //   slice  := ("X" | "L") int "[" int ":" int "]+"
 //   optext := "conv(o" int ",k" win ",s" win ",p" win ",d" win ",g" int ",b" ("0"|"1") "," act ")"
-//           | "pool(" pooltype ",k" win ",s" win ",p" win [",ceil"] ")" | "act(" act ")"
+//           | "pool(" pooltype ",k" win ",s" win ",p" win [",ceil"] [",exclpad"] ")"
+//           | "act(" act ")"
 //           | "add" | "mul" | "id" | "seq[" (optext ";")* "]"
 //           | registered "(" (attribute "=" int ("," attribute "=" int)*)? ")"
 //   registered, attribute := names declared in common/op_kinds.h
@@ -186,6 +187,7 @@ class KeyParser {
       Expect(",p");
       op.pool.padding = WindowText();
       op.pool.ceil = Accept(",ceil");
+      op.pool.exclude_padding = Accept(",exclpad");
       Expect(")");
     } else if (Accept("act(")) {
       op.kind = OpKind::kActivation;

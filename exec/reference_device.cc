@@ -179,8 +179,9 @@ class ReferenceProgram : public PreparedProgram {
     const Window kernel = global ? Window{is.h, is.w} : p.kernel;
     const Window stride = global ? Window{1, 1} : p.stride;
     const Window padding = global ? Window{0, 0} : p.padding;
-    // IOS's average pooling counts padding: the divisor is the window size.
-    const double divisor = static_cast<double>(kernel.h) * kernel.w;
+    // IOS's average pooling counts padding: the divisor is the window size
+    // (or, excluding padding, the taps inside the input).
+    const double window = static_cast<double>(kernel.h) * kernel.w;
     for (int n = 0; n < batch_; ++n) {
       const float* in = At(iv, n);
       float* out = At(ov, n);
@@ -188,6 +189,7 @@ class ReferenceProgram : public PreparedProgram {
         for (int oy = 0; oy < os.h; ++oy) {
           for (int ox = 0; ox < os.w; ++ox) {
             double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+            int inside = 0;
             for (int ky = 0; ky < kernel.h; ++ky) {
               const int iy = oy * stride.h - padding.h + ky;
               if (iy < 0 || iy >= is.h) continue;
@@ -196,10 +198,11 @@ class ReferenceProgram : public PreparedProgram {
                 if (ix < 0 || ix >= is.w) continue;
                 const double v = in[(static_cast<size_t>(ch) * is.h + iy) * is.w + ix];
                 acc = is_max ? std::max(acc, v) : acc + v;
+                ++inside;
               }
             }
             out[(static_cast<size_t>(ch) * os.h + oy) * os.w + ox] =
-                static_cast<float>(is_max ? acc : acc / divisor);
+                static_cast<float>(is_max ? acc : acc / (p.exclude_padding ? inside : window));
           }
         }
       }

@@ -620,10 +620,13 @@ class Importer {
     }
     p.padding = Padding(attrs, x.shape, p.kernel, p.stride, Window{1, 1});
     const bool padded_attr = p.padding.h > 0 || p.padding.w > 0;
-    if (!max && padded_attr && attrs.Int("count_include_pad", 0) == 0) {
-      throw Error(where_ +
-                  ": count_include_pad=0 with padding: the divisor would leave the "
-                  "padding out, and this importer's average pool counts it (count_include_pad=1)");
+    // ONNX's default leaves the padding out of the divisor; PyTorch exports
+    // count_include_pad=1 unless told otherwise.
+    p.exclude_padding = !max && padded_attr && attrs.Int("count_include_pad", 0) == 0;
+    if (p.exclude_padding && x.kind == Value::Kind::kPadded) {
+      throw Error(where_ + ": reads " + x.made_by +
+                  " and pads itself with count_include_pad=0: the Pad's zeros would count and "
+                  "its own padding not, which one pool cannot say");
     }
     if (x.kind == Value::Kind::kPadded) {
       p.padding.h += x.pad.h;

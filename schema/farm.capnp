@@ -172,6 +172,7 @@ struct Pool {
   padH @5 :Int32;
   padW @6 :Int32;
   ceil @7 :Bool;  # protocol 3: the output size rounds up (max pooling)
+  excludePadding @8 :Bool;  # protocol 5: the divisor leaves padding out (average pooling)
 }
 
 # All parameter sets are sent whatever the kind, not a union: ios::OpParams

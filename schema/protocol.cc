@@ -157,6 +157,7 @@ void WriteOp(wire::Op::Builder out, const OpParams& op) {
   pool.setPadH(op.pool.padding.h);
   pool.setPadW(op.pool.padding.w);
   pool.setCeil(op.pool.ceil);
+  pool.setExcludePadding(op.pool.exclude_padding);
   out.setActivation(ToWire(kActivations, op.act));
   out.setEltwise(ToWire(kEltwiseTypes, op.eltwise));
   if (op.kind == OpKind::kRegistered) {
@@ -326,6 +327,7 @@ void ReadOp(wire::Op::Reader in, OpParams& out, OpPath& path) {
   out.pool.stride = {pool.getStrideH(), pool.getStrideW()};
   out.pool.padding = {pool.getPadH(), pool.getPadW()};
   out.pool.ceil = pool.getCeil();
+  out.pool.exclude_padding = pool.getExcludePadding();
   out.act = FromWire(kActivations, in.getActivation(), where("activation"));
   out.eltwise = FromWire(kEltwiseTypes, in.getEltwise(), where("eltwise"));
   if (out.kind == OpKind::kRegistered) ReadRegistered(in, out, path);

@@ -316,8 +316,10 @@ class LaneCompiler {
     const bool global = p.type == PoolType::kGlobalMax || p.type == PoolType::kGlobalAvg;
     const bool max = p.type == PoolType::kMax || p.type == PoolType::kGlobalMax;
     // IOS's average pooling divides by the whole window, padding included.
-    const dnnl::algorithm algorithm =
-        max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
+    const dnnl::algorithm algorithm = max ? dnnl::algorithm::pooling_max
+                                      : p.exclude_padding
+                                          ? dnnl::algorithm::pooling_avg_exclude_padding
+                                          : dnnl::algorithm::pooling_avg_include_padding;
     const Dims kernel = global ? Dims{is.h, is.w} : Dims{p.kernel.h, p.kernel.w};
     const Dims strides = global ? Dims{1, 1} : Dims{p.stride.h, p.stride.w};
     const Dims padding = global ? Dims{0, 0} : Dims{p.padding.h, p.padding.w};

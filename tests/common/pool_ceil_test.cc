@@ -1,11 +1,13 @@
 // Max pools rounding their output size up (ceil_mode, GoogLeNet): the shape
 // PyTorch gives, a key of their own that parses back, and no other key
-// changed.
+// changed. Average pools leaving their padding out of the divisor
+// (count_include_pad=0) likewise: a key, IOS JSON and wire field of their own.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "common/error.h"
 #include "common/graph.h"
+#include "common/ios_json.h"
 #include "common/stage.h"
 #include "common/stage_key.h"
 #include "tests/testing/ops.h"
@@ -49,6 +51,48 @@ TEST(PoolCeilTest, KeysParseBackAndOnlyCeilPoolsKeyDifferently) {
   EXPECT_THAT(key(false), ::testing::HasSubstr("pool(max,k3x3,s2x2,p0x0)"));
   EXPECT_EQ(ParseStageKey(key(true)).Key(), key(true));
   EXPECT_TRUE(ParseStageKey(key(true)).groups[0][0].op.pool.ceil);
+}
+
+OpParams AvgExcludingPadding(bool exclude) {
+  OpParams op = ::ios::testing::PoolOp(PoolType::kAvg, 3, 2, 1);
+  op.pool.exclude_padding = exclude;
+  return op;
+}
+
+Graph OnePool(const OpParams& pool) {
+  Graph g;
+  g.name = "g";
+  Node input{"in", "", {}, {}, {4, 8, 8}};
+  input.op.kind = OpKind::kInput;
+  g.nodes.push_back(input);
+  g.nodes.push_back({"pool", "", pool, {{{0, 0, 4}}}, {}});
+  g.blocks.push_back({0, {}, 1, {}});
+  InferShapes(g);
+  return g;
+}
+
+TEST(PoolExcludePaddingTest, KeysJsonAndDescriptionsSayItAndOnlyThen) {
+  const auto key = [](bool exclude) {
+    Stage stage;
+    stage.groups = {{1}};
+    return MakeStageSpec(OnePool(AvgExcludingPadding(exclude)), stage).Key();
+  };
+  EXPECT_THAT(key(true), ::testing::HasSubstr("pool(avg,k3x3,s2x2,p1x1,exclpad)"));
+  EXPECT_THAT(key(false), ::testing::HasSubstr("pool(avg,k3x3,s2x2,p1x1)<"));
+  EXPECT_EQ(ParseStageKey(key(true)).Key(), key(true));
+  EXPECT_TRUE(ParseStageKey(key(true)).groups[0][0].op.pool.exclude_padding);
+  EXPECT_EQ(Describe(AvgExcludingPadding(true)), "avgpool3x3/2x2 p1x1 excluding padding");
+
+  const Graph g = OnePool(AvgExcludingPadding(true));
+  const std::string json = ToIosJson(g);
+  EXPECT_THAT(json, ::testing::HasSubstr("\"count_include_pad\": false"));
+  EXPECT_TRUE(ParseIosJson(json, "g.json").graph.node(1).op.pool.exclude_padding);
+  EXPECT_THAT(ToIosJson(OnePool(AvgExcludingPadding(false))),
+              ::testing::Not(::testing::HasSubstr("count_include_pad")));
+
+  OpParams max = ::ios::testing::PoolOp(PoolType::kMax, 3, 2, 1);
+  max.pool.exclude_padding = true;
+  EXPECT_THROW(InferOpOutput(max, {{1, 8, 8}}, "p"), Error);
 }
 
 }  // namespace

@@ -106,6 +106,31 @@ TEST(OnnxImportTest, ConvAttributesAreHonouredAndSamePaddingResolved) {
   EXPECT_EQ(model.graph.nodes.at(1).output, (Shape{6, 5, 5}));
 }
 
+// ONNX's default (and PyTorch's count_include_pad=False): the divisor is
+// the number of taps inside the input; with count_include_pad=1 it is the
+// whole window.
+TEST(OnnxImportTest, AveragePoolsLeaveTheirPaddingOutOfTheDivisorUnlessTheyCountIt) {
+  for (const int count : {0, 1}) {
+    OnnxBuilder b(1, 3, 3);
+    const ImportedModel model = ImportOnnx(
+        b.Bytes(b.Node("AveragePool", {"input"},
+                       {IntsAttr("kernel_shape", {2, 2}), IntsAttr("strides", {2, 2}),
+                        IntsAttr("pads", {1, 1, 1, 1}), IntAttr("count_include_pad", count)})),
+        "m.onnx");
+    EXPECT_EQ(model.graph.nodes[1].op.pool.exclude_padding, count == 0);
+    const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    // 2x2 windows at stride 2 over the padded 5x5: (-1,-1) sees 1, (-1,1)
+    // sees 2 and 3, (1,1) sees 5, 6, 8 and 9.
+    const std::vector<float> out = RunImported(model, x);
+    ASSERT_EQ(out.size(), 4u);
+    if (count == 0) {
+      EXPECT_EQ(out, (std::vector<float>{1, 2.5f, 5.5f, 7}));
+    } else {
+      EXPECT_EQ(out, (std::vector<float>{0.25f, 1.25f, 2.75f, 7}));
+    }
+  }
+}
+
 TEST(OnnxImportTest, PadBeforeAveragePoolConcatFlattenAndGemmComputeTheSame) {
   OnnxBuilder b(1, 4, 4);
   const std::string a = b.Node("Relu", {"input"});
@@ -496,10 +521,11 @@ TEST(OnnxImportTest, WhatCannotBeHonouredIsRefusedNamingTheNodeAndTheFeature) {
   }
   {
     OnnxBuilder b(4, 4, 4);
+    const std::string padded = b.Node("Pad", {"input", b.Ints({0, 0, 1, 1, 0, 0, 1, 1})});
     const std::string x =
-        b.Node("AveragePool", {"input"},
+        b.Node("AveragePool", {padded},
                {IntsAttr("kernel_shape", {3, 3}), IntsAttr("pads", {1, 1, 1, 1})});
-    EXPECT_THAT(Refusal(b.Bytes(x)), HasSubstr("count_include_pad=0 with padding"));
+    EXPECT_THAT(Refusal(b.Bytes(x)), HasSubstr("pads itself with count_include_pad=0"));
   }
   {
     OnnxBuilder b(4, 4, 4);

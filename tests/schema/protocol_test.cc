@@ -81,6 +81,21 @@ TEST(ProtocolTest, RegisteredKindsRoundTripByNameWithTheirAttributes) {
   EXPECT_EQ(got.stage.groups[0][0].op, softmax);
 }
 
+TEST(ProtocolTest, PoolFlagsRoundTrip) {
+  StageQuery query = SampleQuery();
+  OpParams avg = PoolOp(PoolType::kAvg, 3, 2, 1);
+  avg.pool.exclude_padding = true;
+  OpParams max = PoolOp(PoolType::kMax, 3, 2, 0);
+  max.pool.ceil = true;
+  query.stage.strategy = Strategy::kParallel;
+  query.stage.externals = {{4, 8, 8}};
+  query.stage.groups = {{{avg, {{External(0, 0, 4)}}, {4, 4, 4}}},
+                        {{max, {{External(0, 0, 4)}}, {4, 4, 4}}}};
+  const StageQuery got = RoundTrip(query);
+  EXPECT_EQ(got.stage.groups[0][0].op, avg);
+  EXPECT_EQ(got.stage.groups[1][0].op, max);
+}
+
 TEST(ProtocolTest, OkResultRoundTripsExactly) {
   const StageResult sent = SampleResult();
   const StageResult got = RoundTrip(sent);

@@ -477,6 +477,11 @@ OpParams CeilMax(int kernel, int stride, int pad) {
   return op;
 }
 
+OpParams ExcludingPadding(OpParams op) {
+  op.pool.exclude_padding = true;
+  return op;
+}
+
 std::vector<OpCase> EveryOpKind() {
   using A = Activation;
   std::vector<OpCase> cases = {
@@ -518,6 +523,12 @@ std::vector<OpCase> EveryOpKind() {
       {"avg_3x3_s2_p1", PoolOp(PoolType::kAvg, 3, 2, 1), {{2, 8, 8}}},
       {"avg_2x2_s2_odd_input", PoolOp(PoolType::kAvg, 2, 2, 0), {{2, 5, 5}}},
       {"global_max", PoolOp(PoolType::kGlobalMax, 1, 1, 0), {{3, 5, 3}}},
+      {"avg_3x3_s2_p1_excluding_padding",
+       ExcludingPadding(PoolOp(PoolType::kAvg, 3, 2, 1)),
+       {{2, 7, 8}}},
+      {"avg_2x3_s1_p1x1_excluding_padding",
+       ExcludingPadding(PoolOp(PoolType::kAvg, 3, 1, 1)),
+       {{3, 4, 5}}},
       {"max_3x3_s2_ceil", CeilMax(3, 2, 0), {{3, 8, 8}}},     // 3x3 -> 4x4
       {"max_3x3_s2_p1_ceil", CeilMax(3, 2, 1), {{2, 6, 7}}},  // windows past the padding
       {"global_avg", PoolOp(PoolType::kGlobalAvg, 1, 1, 0), {{3, 5, 3}}},

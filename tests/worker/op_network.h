@@ -84,6 +84,14 @@ class Network {
           return op;
         }(),
         {{{0, 0, 8}}});
+    // count_include_pad=0: the divisor counts the taps inside the input.
+    Add("avg_pool_excluding_padding",
+        [] {
+          OpParams op = ::ios::testing::PoolOp(PoolType::kAvg, 3, 2, 1);
+          op.pool.exclude_padding = true;
+          return op;
+        }(),
+        {{{0, 0, 8}}});
     // Kinds of common/op_kinds.h: a classifier's softmax, and its
     // logarithm over a slice (strided views on every backend).
     Add("softmax", MakeRegisteredOp(RegisteredKind::kSoftmax), {{{0, 0, 8}}});

@@ -112,7 +112,7 @@ constexpr bool OnlyOurKernelComputes(ActivationMode mode) {
   return mode == ActivationMode::kHardSwish || mode == ActivationMode::kHardSigmoid ||
          mode == ActivationMode::kLeakyRelu;
 }
-enum class PoolingMode { kMax, kAverageCountingPadding };
+enum class PoolingMode { kMax, kAverageCountingPadding, kAverageExcludingPadding };
 
 //! A max pool our kernel computes: the last window may run past the input
 //! on the bottom and right (ceil_mode), which cuDNN's equal padding of both

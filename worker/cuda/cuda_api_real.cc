@@ -475,8 +475,10 @@ class RealApi final : public Api {
 
   Status CreatePooling(PoolingMode mode, int window_h, int window_w, int pad_h, int pad_w,
                        int stride_h, int stride_w, PoolingDesc& desc) override {
-    const cudnnPoolingMode_t dnn_mode =
-        mode == PoolingMode::kMax ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+    const cudnnPoolingMode_t dnn_mode = mode == PoolingMode::kMax ? CUDNN_POOLING_MAX
+                                        : mode == PoolingMode::kAverageExcludingPadding
+                                            ? CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING
+                                            : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
     return MakeDescriptor(
         cudnnCreatePoolingDescriptor, "cudnnCreatePoolingDescriptor", cudnnDestroyPoolingDescriptor,
         [&](cudnnPoolingDescriptor_t d) {

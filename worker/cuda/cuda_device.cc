@@ -638,9 +638,11 @@ class CudaPreparedProgram : public exec::PreparedProgram {
     if (p.ceil) return CompileCeilMaxPool(step, context, calls);
     cuda::PoolingDesc pool;
     // IOS's average pooling counts padding: the divisor is the window size.
-    Checked(api_.CreatePooling(
-                max ? cuda::PoolingMode::kMax : cuda::PoolingMode::kAverageCountingPadding,
-                window.h, window.w, padding.h, padding.w, stride.h, stride.w, pool),
+    const cuda::PoolingMode mode = max                 ? cuda::PoolingMode::kMax
+                                   : p.exclude_padding ? cuda::PoolingMode::kAverageExcludingPadding
+                                                       : cuda::PoolingMode::kAverageCountingPadding;
+    Checked(api_.CreatePooling(mode, window.h, window.w, padding.h, padding.w, stride.h, stride.w,
+                               pool),
             where + ": its pooling");
     pools_.emplace_back(api_, pool);
     AddUnaryCall(step, context, where, calls,

@@ -228,6 +228,21 @@ TEST(CudaDeviceTest, ConvolutionsFuseBiasAndReluOnlyAndAddTheRestAsCalls) {
   EXPECT_EQ(OpsOf("summed_slices"), (V{"CopyStrided", "CopyStrided(accumulate)"}));
 }
 
+TEST(CudaDeviceTest, AveragePoolsCountOrLeaveOutTheirPaddingAsTheOpSays) {
+  Network net;
+  for (const auto& [name, mode] :
+       {std::pair{"avg_pool", cuda::PoolingMode::kAverageCountingPadding},
+        std::pair{"avg_pool_excluding_padding", cuda::PoolingMode::kAverageExcludingPadding},
+        std::pair{"max_pool", cuda::PoolingMode::kMax}}) {
+    auto journal = std::make_shared<Journal>();
+    {
+      auto device = Device(journal);
+      device->Prepare(exec::StageProgram(net.Spec(Strategy::kParallel, {{name}})), 1);
+    }
+    EXPECT_EQ(journal->pooling_modes, std::vector<cuda::PoolingMode>{mode}) << name;
+  }
+}
+
 // Registered kinds: cuDNN's own call, on the strided views as they are.
 TEST(CudaDeviceTest, SoftmaxIsOneCuDnnCallOnTheViewsThemselves) {
   using V = std::vector<std::string>;

@@ -446,12 +446,13 @@ Status RecordingApi::DestroyActivation(ActivationDesc desc) {
   return Destroy(desc.value, "activation", "cudnnDestroyActivationDescriptor");
 }
 
-Status RecordingApi::CreatePooling(PoolingMode, int window_h, int window_w, int pad_h, int pad_w,
-                                   int stride_h, int stride_w, PoolingDesc& desc) {
+Status RecordingApi::CreatePooling(PoolingMode mode, int window_h, int window_w, int pad_h,
+                                   int pad_w, int stride_h, int stride_w, PoolingDesc& desc) {
   if (Status s = Enter("cudnnCreatePoolingDescriptor"); !s.ok()) return s;
   OutsideRegions("cudnnCreatePoolingDescriptor");
   desc.value = NewObject("pooling");
   pools_[desc.value] = {window_h, window_w, pad_h, pad_w, stride_h, stride_w};
+  journal_->pooling_modes.push_back(mode);
   return Ok();
 }
 

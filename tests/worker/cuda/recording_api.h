@@ -36,13 +36,14 @@ struct OpRecord {
 
 //! Everything the fake saw; shared with the test, so it outlives the device.
 struct Journal {
-  std::vector<std::string> calls;       // every call, in order, by name
-  std::vector<std::string> violations;  // protocol breaches, described
-  std::vector<OpRecord> ops;            // enqueued work, in order
-  std::map<void*, std::string> live;    // objects and allocations alive now
-  int finds = 0;                        // algorithm searches run
-  int64_t live_bytes = 0;               // device memory allocated now
-  int launches = 0;                     // graph launches
+  std::vector<std::string> calls;          // every call, in order, by name
+  std::vector<std::string> violations;     // protocol breaches, described
+  std::vector<OpRecord> ops;               // enqueued work, in order
+  std::map<void*, std::string> live;       // objects and allocations alive now
+  int finds = 0;                           // algorithm searches run
+  int64_t live_bytes = 0;                  // device memory allocated now
+  int launches = 0;                        // graph launches
+  std::vector<PoolingMode> pooling_modes;  // of every pooling descriptor created
 
   // ---- What the fake answers --------------------------------------------
   int devices = 1;
