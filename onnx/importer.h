@@ -1,0 +1,214 @@
+// Internal to onnx/: the importer's state while it turns one ONNX graph into
+// the IR. The model-level work (opset, inputs, constants, the values ONNX
+// names stand for, the graph under construction, the output and the finished
+// model) is in onnx_import.cc; what each ONNX operator becomes is in
+// onnx_operators.cc.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/graph.h"
+#include "exec/weights.h"
+#include "onnx/onnx_import.h"
+#include "onnx/onnx_tensors.h"
+
+namespace ios::onnx_import::detail {
+
+//! What an ONNX tensor name stands for while importing.
+struct Value {
+  enum class Kind {
+    kTensor,    // a (C,H,W) feature map: the IR inputs that read it
+    kFlat,      // a feature map flattened to (C*H*W) by Flatten
+    kPadded,    // a feature map with zero padding still to apply (Pad)
+    kConstant,  // an initializer, a Constant or a weight without values
+  };
+  Kind kind = Kind::kTensor;
+  Inputs terms;                           // kTensor, kFlat, kPadded
+  Shape shape;                            // of the feature map (before flattening or padding)
+  Window pad{0, 0};                       // kPadded
+  const ConstTensor* constant = nullptr;  // kConstant
+  std::string made_by;                    // "node 'x' (Pad)", for messages
+};
+
+//! An IR operator with the weights it will get, while the graph is built.
+struct Pending {
+  Node node;
+  bool has_weights = false;
+  exec::ConvWeights weights;  // kConv
+};
+
+//! Imports one checked, shape-inferred ONNX model; one use.
+class Importer {
+ public:
+  Importer(const ::onnx::ModelProto& model, std::string source)
+      : model_(model), source_(std::move(source)) {}
+
+  ImportedModel Run();
+
+ private:
+  // ---- Model-level checks ------------------------------------------------------
+
+  void CheckOpset();
+
+  void CountReaders();
+
+  //! The one feature-map input (N,C,H,W float); other inputs without an
+  //! initializer are weights whose values the file does not carry.
+  void AddInputs();
+
+  void AddConstant(ConstTensor tensor);
+
+  // ---- Nodes -------------------------------------------------------------------
+
+  //! Maps one ONNX node onto IR operators (onnx_operators.cc).
+  void ImportNode(const ::onnx::NodeProto& node, int index);
+
+  const Value& Input(const ::onnx::NodeProto& node, int i) const;
+
+  bool HasInput(const ::onnx::NodeProto& node, int i) const;
+
+  //! A feature map input (not flattened, not padded).
+  const Value& MapInput(const ::onnx::NodeProto& node, int i) const;
+
+  const ConstTensor& ConstInput(const ::onnx::NodeProto& node, int i, const std::string& role);
+
+  static std::string KindText(const Value& v);
+
+  void Define(const ::onnx::NodeProto& node, Value value);
+
+  std::string UniqueName(std::string name);
+
+  //! Appends an IR operator reading `inputs`; returns its feature map.
+  Value AddNode(OpParams op, const Inputs& inputs, const std::vector<Shape>& term_shapes,
+                std::string hint, exec::ConvWeights weights = {}, bool has_weights = false);
+
+  std::vector<Shape> TermShapes(const Inputs& inputs) const;
+
+  //! The one IR operator a feature map is the whole output of, when the
+  //! ONNX tensor is read by nothing but `node` (so the operator may be
+  //! rewritten in place: a Dropout or Identity between them passes its one
+  //! reader on, and a second reader anywhere shows in the count).
+  //! `v` is the node's input `input` (0 unless said).
+  Pending* SoleProducer(const ::onnx::NodeProto& node, const Value& v, int input = 0);
+
+  Window SymmetricPads(const std::vector<int64_t>& pads, const std::string& attr) const;
+
+  Window Pair(const std::vector<int64_t>& values, const std::string& attr, int fallback) const;
+
+  //! Padding from auto_pad (or the explicit pads when NOTSET).
+  Window Padding(const Attributes& attrs, const Shape& in, Window kernel, Window stride,
+                 Window dilation) const;
+
+  // ---- Operators (onnx_operators.cc) -------------------------------------------
+
+  void ImportConv(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  //! Folded into the convolution that is its only input: exact, since
+  //! inference-mode batch norm is a per-channel affine map.
+  //! Inference-mode batch norm is a per-channel affine map y = a x + b:
+  //! folded into the convolution that is its only input (exact), or else a
+  //! depthwise 1x1 convolution with a and b as its weights and bias (the
+  //! same map as an operator: DenseNet normalises concatenations).
+  void ImportBatchNorm(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  //! HardSigmoid and LeakyRelu at the one setting each that stage keys
+  //! know, PyTorch's defaults; other settings are refused.
+  void ImportParameterizedActivation(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  void ImportActivation(const ::onnx::NodeProto& node, Activation act,
+                        const std::vector<std::string>& attributes = {});
+
+  //! Softmax over channels only: axis 1 of N x C (a classifier's output)
+  //! or of N x C x H x W. Below opset 13 the input is flattened from the
+  //! axis on, which is the same only where H x W is 1.
+  void ImportSoftmax(const ::onnx::NodeProto& node, const Attributes& attrs, bool log);
+
+  //! Clip to [0, +inf) is a relu, to [0, 6] a relu6; other bounds are not
+  //! supported.
+  void ImportClip(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  void ImportPool(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  void ImportGlobalPool(const ::onnx::NodeProto& node);
+
+  Value GlobalPool(const ::onnx::NodeProto& node, bool max);
+
+  //! The mean (max) over height and width is a global average (max) pool,
+  //! as PyTorch exports `x.mean([2, 3])` (MNASNet); keepdims=0 leaves the
+  //! N x C a fully connected layer reads. Other axes are refused.
+  void ImportSpatialReduce(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  //! Zero padding of height and width, kept for the Conv or AveragePool
+  //! that reads it (which pads the same way).
+  void ImportPad(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  //! Concatenation costs nothing in the IR: readers read the terms.
+  void ImportConcat(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  void ImportElementwise(const ::onnx::NodeProto& node);
+
+  //! Mul(x, Sigmoid(x)) is x * sigmoid(x): SiLU, and Mul(x, HardSigmoid(x))
+  //! is hardswish, as PyTorch exports them (the latter below opset 14). The
+  //! gate operator becomes the product's activation, or, when x is a
+  //! convolution's output read by nothing else, that convolution's activation
+  //! (the gate operator is then read by nobody and dropped).
+  bool FoldGatedActivation(const ::onnx::NodeProto& node, const Value& a, const Value& b);
+
+  static std::string ShapeText(const Value& v);
+
+  //! A feature map made of several terms (a concatenation) as one operator's
+  //! output, for readers that need a single term.
+  Value Materialize(const Value& v, const std::string& suffix = "");
+
+  void FoldBias(const ::onnx::NodeProto& node, const Value& x, const ConstTensor& bias);
+
+  void ImportFlatten(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  void Flatten(const ::onnx::NodeProto& node, const Value& x);
+
+  //! Reshape to (N, C*H*W) is a flatten; anything else is refused.
+  void ImportReshape(const ::onnx::NodeProto& node);
+
+  //! out = x W (+ b) over a flattened feature map of C*H*W values is a
+  //! convolution whose kernel covers the whole map: same sums, same order.
+  void ImportFullyConnected(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  void ImportPassThrough(const ::onnx::NodeProto& node);
+
+  void ImportConstantNode(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  void Note(std::string text) { notes_.push_back(std::move(text)); }
+
+  // ---- The output and the finished graph ---------------------------------------
+
+  void FinishOutput();
+
+  //! Keeps the operators the output depends on, renumbered in order.
+  ImportedModel Assemble();
+
+  // ---- State --------------------------------------------------------------
+
+  const ::onnx::ModelProto& model_;
+  std::string source_;
+  int64_t opset_ = 0;
+  std::deque<ConstTensor> held_;  // constants; Values point into it
+  std::map<std::string, Value> values_;
+  std::map<std::string, int> readers_;  // ONNX readers per tensor name
+  std::vector<Pending> pending_;
+  std::set<std::string> names_;
+  std::vector<std::string> notes_;
+  std::string where_, label_;
+  bool have_input_ = false;
+  int batch_ = 1;
+  NodeId sink_ = -1;
+};
+
+}  // namespace ios::onnx_import::detail

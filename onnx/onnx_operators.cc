@@ -1,0 +1,716 @@
+// What each ONNX operator becomes in the IR: the Importer's per-operator
+// methods (onnx/importer.h). Each maps one operator onto IR operators, or
+// refuses it in one line naming the node and what it cannot honour.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/activation.h"
+#include "common/error.h"
+#include "common/op_kinds.h"
+#include "common/printable.h"
+#include "onnx/importer.h"
+
+namespace ios::onnx_import::detail {
+namespace {
+
+// Operators this importer maps; listed in refusals so a user sees the set.
+constexpr const char* kSupported =
+    "Conv, BatchNormalization, Relu, Clip (as relu or relu6), Sigmoid, Tanh, "
+    "HardSwish, HardSigmoid (PyTorch's), LeakyRelu (alpha 0.01), Mul(x, Sigmoid(x)) as SiLU, "
+    "MaxPool, "
+    "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and ReduceMax over H and W, Pad "
+    "(before Conv or AveragePool), Concat "
+    "(channels), Add, Mul (equal shapes or N,C,1,1 broadcast), Flatten, Reshape (as flatten), "
+    "Gemm, MatMul, Softmax and LogSoftmax (over channels), Dropout, "
+    "Identity, Constant";
+
+}  // namespace
+
+void Importer::ImportNode(const ::onnx::NodeProto& node, int index) {
+  const std::string label =
+      node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name();
+  where_ = source_ + ": node " + Quoted(label) + " (" + node.op_type() + ")";
+  label_ = label;
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    throw Error(where_ + ": operator of domain " + Quoted(node.domain()) +
+                "; only the default ONNX domain is imported");
+  }
+  const std::string& op = node.op_type();
+  const Attributes attrs(node, where_);
+  if (op == "Conv") return ImportConv(node, attrs);
+  if (op == "BatchNormalization") return ImportBatchNorm(node, attrs);
+  if (op == "Relu") return ImportActivation(node, Activation::kRelu);
+  if (op == "Sigmoid") return ImportActivation(node, Activation::kSigmoid);
+  if (op == "Tanh") return ImportActivation(node, Activation::kTanh);
+  if (op == "Clip") return ImportClip(node, attrs);
+  if (op == "HardSwish") return ImportActivation(node, Activation::kHardSwish);
+  if (op == "HardSigmoid" || op == "LeakyRelu") return ImportParameterizedActivation(node, attrs);
+  if (op == "MaxPool" || op == "AveragePool") return ImportPool(node, attrs);
+  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return ImportGlobalPool(node);
+  if (op == "ReduceMean" || op == "ReduceMax") return ImportSpatialReduce(node, attrs);
+  if (op == "Pad") return ImportPad(node, attrs);
+  if (op == "Concat") return ImportConcat(node, attrs);
+  if (op == "Add" || op == "Mul") return ImportElementwise(node);
+  if (op == "Flatten") return ImportFlatten(node, attrs);
+  if (op == "Reshape") return ImportReshape(node);
+  if (op == "Gemm" || op == "MatMul") return ImportFullyConnected(node, attrs);
+  if (op == "Softmax" || op == "LogSoftmax") return ImportSoftmax(node, attrs, op == "LogSoftmax");
+  if (op == "Dropout" || op == "Identity") return ImportPassThrough(node);
+  if (op == "Constant") return ImportConstantNode(node, attrs);
+  throw Error(where_ + ": operator not supported by the ONNX importer (it maps " + kSupported +
+              ")");
+}
+
+void Importer::ImportConv(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  attrs.OnlyKnown({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+  const Value& x = Input(node, 0);
+  if (x.kind != Value::Kind::kTensor && x.kind != Value::Kind::kPadded) MapInput(node, 0);
+  const ConstTensor& w = ConstInput(node, 1, "weight");
+  if (w.dims.size() != 4) {
+    throw Error(where_ + ": weight " + w.DimsText() + " is not of rank 4 (a 2-D convolution)");
+  }
+  const int64_t groups = attrs.Int("group", 1);
+  if (groups < 1 || x.shape.c % groups != 0 || w.dims[0] % groups != 0 ||
+      w.dims[1] * groups != x.shape.c) {
+    throw Error(where_ + ": group=" + std::to_string(groups) + " with weight " + w.DimsText() +
+                " does not fit an input of " + std::to_string(x.shape.c) + " channels");
+  }
+  ConvParams c;
+  c.out_channels = static_cast<int>(w.dims[0]);
+  c.kernel = {static_cast<int>(w.dims[2]), static_cast<int>(w.dims[3])};
+  if (attrs.Has("kernel_shape") &&
+      !(Pair(attrs.Ints("kernel_shape"), "kernel_shape", 1) == c.kernel)) {
+    throw Error(where_ + ": kernel_shape disagrees with the weight " + w.DimsText());
+  }
+  c.stride = Pair(attrs.Ints("strides"), "strides", 1);
+  c.dilation = Pair(attrs.Ints("dilations"), "dilations", 1);
+  c.groups = static_cast<int>(groups);
+  c.padding = Padding(attrs, x.shape, c.kernel, c.stride, c.dilation);
+  if (x.kind == Value::Kind::kPadded) {
+    c.padding.h += x.pad.h;
+    c.padding.w += x.pad.w;
+    Note("the zero Pad before " + Quoted(label_) + " became its padding");
+  }
+  exec::ConvWeights weights;
+  weights.out_channels = c.out_channels;
+  weights.in_per_group = static_cast<int>(w.dims[1]);
+  weights.kernel_h = c.kernel.h;
+  weights.kernel_w = c.kernel.w;
+  weights.kernel = w.floats;
+  c.bias = HasInput(node, 2);
+  bool has_values = w.has_values && w.is_float;
+  if (c.bias) {
+    const ConstTensor& b = ConstInput(node, 2, "bias");
+    if (b.elements() != c.out_channels) {
+      throw Error(where_ + ": bias " + b.DimsText() + " for " + std::to_string(c.out_channels) +
+                  " output channels");
+    }
+    weights.bias = b.floats;
+    has_values = has_values && b.has_values && b.is_float;
+  }
+  OpParams op;
+  op.kind = OpKind::kConv;
+  op.conv = c;
+  const Inputs inputs = x.terms;
+  Define(node, AddNode(op, inputs, TermShapes(inputs), "", std::move(weights), has_values));
+}
+
+//! Folded into the convolution that is its only input: exact, since
+//! inference-mode batch norm is a per-channel affine map.
+//! Inference-mode batch norm is a per-channel affine map y = a x + b:
+//! folded into the convolution that is its only input (exact), or else a
+//! depthwise 1x1 convolution with a and b as its weights and bias (the
+//! same map as an operator: DenseNet normalises concatenations).
+void Importer::ImportBatchNorm(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  attrs.OnlyKnown({"epsilon", "momentum", "spatial", "training_mode"});
+  if (attrs.Int("training_mode", 0) != 0) {
+    throw Error(where_ + ": training_mode=1; export the model in eval mode");
+  }
+  const Value& x = MapInput(node, 0);
+  const int k = x.shape.c;
+  const ConstTensor* params[4];
+  const char* roles[4] = {"scale", "bias", "mean", "variance"};
+  bool has_values = true;
+  for (int i = 0; i < 4; ++i) {
+    params[i] = &ConstInput(node, i + 1, roles[i]);
+    if (params[i]->elements() != k) {
+      throw Error(where_ + ": its " + roles[i] + " " + params[i]->DimsText() + " for " +
+                  std::to_string(k) + " channels");
+    }
+    has_values = has_values && params[i]->has_values && params[i]->is_float;
+  }
+  // a = scale / sqrt(variance + epsilon), b = bias - mean * a.
+  std::vector<double> a(static_cast<size_t>(k)), b(static_cast<size_t>(k));
+  if (has_values) {
+    const double epsilon = attrs.Float("epsilon", 1e-5f);
+    for (int c = 0; c < k; ++c) {
+      a[c] = double(params[0]->floats[c]) / std::sqrt(double(params[3]->floats[c]) + epsilon);
+      b[c] = double(params[1]->floats[c]) - double(params[2]->floats[c]) * a[c];
+    }
+  }
+  Pending* conv = SoleProducer(node, x);
+  if (conv != nullptr && conv->node.op.kind == OpKind::kConv &&
+      conv->node.op.conv.act == Activation::kNone) {
+    conv->node.op.conv.bias = true;
+    conv->has_weights = conv->has_weights && has_values;
+    if (conv->has_weights) {
+      exec::ConvWeights& w = conv->weights;
+      if (w.bias.empty()) w.bias.assign(static_cast<size_t>(k), 0.0f);
+      const size_t per_output = w.kernel.size() / static_cast<size_t>(k);
+      for (int o = 0; o < k; ++o) {
+        for (size_t j = 0; j < per_output; ++j) {
+          float& v = w.kernel[static_cast<size_t>(o) * per_output + j];
+          v = static_cast<float>(v * a[o]);
+        }
+        w.bias[o] = static_cast<float>(double(w.bias[o]) * a[o] + b[o]);
+      }
+    }
+    Note("BatchNormalization " + Quoted(label_) + " was folded into convolution " +
+         Quoted(conv->node.name));
+    return Define(node, x);
+  }
+  OpParams op;
+  op.kind = OpKind::kConv;
+  op.conv.out_channels = k;
+  op.conv.kernel = {1, 1};
+  op.conv.groups = k;
+  op.conv.bias = true;
+  exec::ConvWeights weights;
+  weights.out_channels = k;
+  weights.in_per_group = 1;
+  weights.kernel_h = weights.kernel_w = 1;
+  if (has_values) {
+    for (int c = 0; c < k; ++c) {
+      weights.kernel.push_back(static_cast<float>(a[c]));
+      weights.bias.push_back(static_cast<float>(b[c]));
+    }
+  }
+  Note("BatchNormalization " + Quoted(label_) + " became a per-channel affine operator");
+  Define(node,
+         AddNode(op, x.terms, TermShapes(x.terms), "BatchNorm", std::move(weights), has_values));
+}
+
+//! HardSigmoid and LeakyRelu at the one setting each that stage keys
+//! know, PyTorch's defaults; other settings are refused.
+void Importer::ImportParameterizedActivation(const ::onnx::NodeProto& node,
+                                             const Attributes& attrs) {
+  if (node.op_type() == "LeakyRelu") {
+    attrs.OnlyKnown({"alpha"});
+    const float alpha = attrs.Float("alpha", 0.01f);
+    if (alpha != kLeakyReluSlope) {
+      throw Error(where_ + ": alpha " + std::to_string(alpha) + ": only LeakyRelu with alpha " +
+                  std::to_string(kLeakyReluSlope) + " (PyTorch's default) is supported");
+    }
+    return ImportActivation(node, Activation::kLeakyRelu, {"alpha"});
+  }
+  attrs.OnlyKnown({"alpha", "beta"});
+  // ONNX's defaults are alpha 0.2, beta 0.5; PyTorch's Hardsigmoid is
+  // relu6(x + 3) / 6: alpha 1/6 (rounded to float by the exporter).
+  const float alpha = attrs.Float("alpha", 0.2f), beta = attrs.Float("beta", 0.5f);
+  if (std::abs(alpha - 1.0f / 6) > 1e-6f || beta != 0.5f) {
+    throw Error(where_ + ": alpha " + std::to_string(alpha) + ", beta " + std::to_string(beta) +
+                ": only HardSigmoid with alpha 1/6 and beta 0.5 (PyTorch's Hardsigmoid) is "
+                "supported");
+  }
+  ImportActivation(node, Activation::kHardSigmoid, {"alpha", "beta"});
+}
+
+void Importer::ImportActivation(const ::onnx::NodeProto& node, Activation act,
+                                const std::vector<std::string>& attributes) {
+  Attributes(node, where_).OnlyKnown(attributes);
+  // A fully connected layer's output (flat) too: its map is C x 1 x 1.
+  const Value& x = Input(node, 0);
+  if (x.kind != Value::Kind::kFlat) MapInput(node, 0);
+  Pending* conv = SoleProducer(node, x);
+  if (conv != nullptr && conv->node.op.kind == OpKind::kConv &&
+      conv->node.op.conv.act == Activation::kNone) {
+    conv->node.op.conv.act = act;
+    Define(node, x);
+    return;
+  }
+  OpParams op;
+  op.kind = OpKind::kActivation;
+  op.act = act;
+  Value out = AddNode(op, x.terms, TermShapes(x.terms), "");
+  out.kind = x.kind;
+  Define(node, out);
+}
+
+//! Softmax over channels only: axis 1 of N x C (a classifier's output)
+//! or of N x C x H x W. Below opset 13 the input is flattened from the
+//! axis on, which is the same only where H x W is 1.
+void Importer::ImportSoftmax(const ::onnx::NodeProto& node, const Attributes& attrs, bool log) {
+  attrs.OnlyKnown({"axis"});
+  const Value& x = Input(node, 0);
+  if (x.kind != Value::Kind::kFlat) MapInput(node, 0);
+  const int rank = x.kind == Value::Kind::kFlat ? 2 : 4;
+  const bool flattens = opset_ < 13;
+  int64_t axis = attrs.Int("axis", flattens ? 1 : -1);
+  if (axis < 0) axis += rank;
+  const Shape in = InputShape(TermShapes(x.terms), where_);
+  const bool over_channels = axis == 1 && (!flattens || rank == 2 || in.h * in.w == 1);
+  if (!over_channels) {
+    throw Error(where_ + ": softmax over axis " + std::to_string(axis) + " of a rank-" +
+                std::to_string(rank) + " input (opset " + std::to_string(opset_) +
+                "): only a softmax over the channels (axis 1) is supported");
+  }
+  OpParams op = MakeRegisteredOp(RegisteredKind::kSoftmax);
+  SetAttribute(op.registered, "log", log ? 1 : 0, where_);
+  Value out = AddNode(op, x.terms, TermShapes(x.terms), "");
+  out.kind = x.kind;
+  Define(node, out);
+}
+
+//! Clip to [0, +inf) is a relu, to [0, 6] a relu6; other bounds are not
+//! supported.
+void Importer::ImportClip(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  attrs.OnlyKnown({"min", "max"});
+  float low = attrs.Float("min", -INFINITY), high = attrs.Float("max", INFINITY);
+  const auto bound = [&](int i, float& out) {
+    if (!HasInput(node, i)) return;
+    const ConstTensor& t = ConstInput(node, i, i == 1 ? "min" : "max");
+    if (!t.has_values || !t.is_float || t.elements() != 1) {
+      throw Error(where_ + ": its " + (i == 1 ? "min" : "max") + " must be one float value");
+    }
+    out = t.floats[0];
+  };
+  bound(1, low);
+  bound(2, high);
+  if (low == 0.0f && high == 6.0f) return ImportActivation(node, Activation::kRelu6);
+  if (low != 0.0f || !std::isinf(high) || high < 0) {
+    throw Error(where_ + ": Clip to [" + std::to_string(low) + ", " + std::to_string(high) +
+                "]: only Clip to [0, inf) (relu) and to [0, 6] (relu6) are supported");
+  }
+  ImportActivation(node, Activation::kRelu);
+}
+
+void Importer::ImportPool(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  const bool max = node.op_type() == "MaxPool";
+  if (max) {
+    attrs.OnlyKnown(
+        {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
+  } else {
+    attrs.OnlyKnown(
+        {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"});
+  }
+  const Value& x = Input(node, 0);
+  if (x.kind == Value::Kind::kPadded && max) {
+    throw Error(where_ + ": reads " + x.made_by +
+                ": zero padding before a max pool is not a pool padding (which never wins)");
+  }
+  if (x.kind != Value::Kind::kPadded) MapInput(node, 0);
+  PoolParams p;
+  p.type = max ? PoolType::kMax : PoolType::kAvg;
+  if (!attrs.Has("kernel_shape")) throw Error(where_ + ": no kernel_shape");
+  p.kernel = Pair(attrs.Ints("kernel_shape"), "kernel_shape", 1);
+  p.stride = Pair(attrs.Ints("strides"), "strides", 1);
+  if (!(Pair(attrs.Ints("dilations"), "dilations", 1) == Window{1, 1})) {
+    throw Error(where_ + ": dilated pooling is not supported");
+  }
+  p.padding = Padding(attrs, x.shape, p.kernel, p.stride, Window{1, 1});
+  const bool padded_attr = p.padding.h > 0 || p.padding.w > 0;
+  // ONNX's default leaves the padding out of the divisor; PyTorch exports
+  // count_include_pad=1 unless told otherwise.
+  p.exclude_padding = !max && padded_attr && attrs.Int("count_include_pad", 0) == 0;
+  if (p.exclude_padding && x.kind == Value::Kind::kPadded) {
+    throw Error(where_ + ": reads " + x.made_by +
+                " and pads itself with count_include_pad=0: the Pad's zeros would count and "
+                "its own padding not, which one pool cannot say");
+  }
+  if (x.kind == Value::Kind::kPadded) {
+    p.padding.h += x.pad.h;
+    p.padding.w += x.pad.w;
+    Note("the zero Pad before " + Quoted(label_) + " became its padding (counted by the average)");
+  }
+  if (attrs.Int("ceil_mode", 0) != 0) {
+    // Rounding the output size up matters only where it adds a window.
+    OpParams floor_op, ceil_op;
+    floor_op.kind = ceil_op.kind = OpKind::kPool;
+    floor_op.pool = ceil_op.pool = p;
+    ceil_op.pool.type = PoolType::kMax;
+    ceil_op.pool.ceil = true;
+    const Shape floor_shape = InferOpOutput(floor_op, {x.shape}, where_);
+    const Shape ceil_shape = InferOpOutput(ceil_op, {x.shape}, where_);
+    if (!(floor_shape == ceil_shape)) {
+      if (!max) {
+        throw Error(where_ + ": ceil_mode=1 makes the output " + std::to_string(ceil_shape.h) +
+                    "x" + std::to_string(ceil_shape.w) + " instead of " +
+                    std::to_string(floor_shape.h) + "x" + std::to_string(floor_shape.w) +
+                    ", which this importer supports for max pooling only");
+      }
+      p.ceil = true;
+    }
+  }
+  OpParams op;
+  op.kind = OpKind::kPool;
+  op.pool = p;
+  const Inputs inputs = x.terms;
+  Define(node, AddNode(op, inputs, TermShapes(inputs), ""));
+}
+
+void Importer::ImportGlobalPool(const ::onnx::NodeProto& node) {
+  Attributes(node, where_).OnlyKnown({});
+  Define(node, GlobalPool(node, node.op_type() == "GlobalMaxPool"));
+}
+
+Value Importer::GlobalPool(const ::onnx::NodeProto& node, bool max) {
+  const Value& x = MapInput(node, 0);
+  OpParams op;
+  op.kind = OpKind::kPool;
+  op.pool.type = max ? PoolType::kGlobalMax : PoolType::kGlobalAvg;
+  // Like the zoo: a global pool's window is its input's size.
+  op.pool.kernel = {x.shape.h, x.shape.w};
+  op.pool.stride = {1, 1};
+  return AddNode(op, x.terms, TermShapes(x.terms), "");
+}
+
+//! The mean (max) over height and width is a global average (max) pool,
+//! as PyTorch exports `x.mean([2, 3])` (MNASNet); keepdims=0 leaves the
+//! N x C a fully connected layer reads. Other axes are refused.
+void Importer::ImportSpatialReduce(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  attrs.OnlyKnown({"axes", "keepdims"});
+  std::vector<int64_t> axes = attrs.Ints("axes");
+  if (HasInput(node, 1)) throw Error(where_ + ": axes as an input (opset 18) are not supported");
+  for (int64_t& axis : axes) axis = axis < 0 ? axis + 4 : axis;
+  std::sort(axes.begin(), axes.end());
+  if (axes != std::vector<int64_t>{2, 3}) {
+    std::string text;
+    for (const int64_t axis : attrs.Ints("axes"))
+      text += (text.empty() ? "" : ",") + std::to_string(axis);
+    throw Error(where_ + ": axes [" + text +
+                "]: only a reduction over height and width (axes 2 and 3) is supported");
+  }
+  Value out = GlobalPool(node, node.op_type() == "ReduceMax");
+  if (attrs.Int("keepdims", 1) == 0) out.kind = Value::Kind::kFlat;
+  Define(node, out);
+}
+
+//! Zero padding of height and width, kept for the Conv or AveragePool
+//! that reads it (which pads the same way).
+void Importer::ImportPad(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  attrs.OnlyKnown({"mode", "pads", "value"});
+  const Value& x = MapInput(node, 0);
+  if (attrs.String("mode", "constant") != "constant") {
+    throw Error(where_ + ": mode " + Quoted(attrs.String("mode", "constant")) +
+                ": only constant (zero) padding is supported");
+  }
+  std::vector<int64_t> pads = attrs.Ints("pads");
+  float value = attrs.Float("value", 0.0f);
+  if (HasInput(node, 1)) {
+    const ConstTensor& t = ConstInput(node, 1, "pads");
+    if (!t.has_values || t.is_float) throw Error(where_ + ": its pads must be constant integers");
+    pads = t.ints;
+  }
+  if (HasInput(node, 2)) {
+    const ConstTensor& t = ConstInput(node, 2, "constant_value");
+    if (!t.has_values || !t.is_float || t.elements() != 1) {
+      throw Error(where_ + ": its constant_value must be one float");
+    }
+    value = t.floats[0];
+  }
+  if (HasInput(node, 3)) throw Error(where_ + ": padding chosen axes (input 'axes')");
+  if (value != 0.0f) {
+    throw Error(where_ + ": pads with " + std::to_string(value) +
+                "; only zero padding is "
+                "supported");
+  }
+  if (pads.size() != 8 || pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0) {
+    throw Error(where_ +
+                ": only padding of height and width is supported (pads: 8 values, "
+                "zero for batch and channels)");
+  }
+  if (pads[2] != pads[6] || pads[3] != pads[7] || pads[2] < 0 || pads[3] < 0) {
+    throw Error(where_ +
+                ": asymmetric or negative padding: only equal padding on both sides is "
+                "supported");
+  }
+  Value padded = x;
+  padded.kind = Value::Kind::kPadded;
+  padded.pad = {static_cast<int>(pads[2]), static_cast<int>(pads[3])};
+  Define(node, padded);
+}
+
+//! Concatenation costs nothing in the IR: readers read the terms.
+void Importer::ImportConcat(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  attrs.OnlyKnown({"axis"});
+  const int64_t axis = attrs.Int("axis", 1);
+  if (axis != 1 && axis != -3) {
+    throw Error(where_ + ": axis=" + std::to_string(axis) +
+                ": only concatenation along channels (axis 1) is supported");
+  }
+  Value out;
+  out.kind = Value::Kind::kTensor;
+  for (int i = 0; i < node.input_size(); ++i) {
+    const Value& v = MapInput(node, i);
+    if (i > 0 && (v.shape.h != out.shape.h || v.shape.w != out.shape.w)) {
+      throw Error(where_ + ": input " + Quoted(node.input(i)) + " is " + std::to_string(v.shape.h) +
+                  "x" + std::to_string(v.shape.w) + ", the first " + std::to_string(out.shape.h) +
+                  "x" + std::to_string(out.shape.w));
+    }
+    out.terms.insert(out.terms.end(), v.terms.begin(), v.terms.end());
+    out.shape = {out.shape.c + v.shape.c, v.shape.h, v.shape.w};
+  }
+  if (out.terms.empty()) throw Error(where_ + ": no inputs");
+  // Read by several operators (the next Inception module's branches), the
+  // concatenation becomes an identity operator, as in IOS's own models:
+  // the block boundary every path passes through. It costs no copy (its
+  // inputs are written into channel ranges of its buffer, and its readers
+  // read that buffer). Read once, it stays terms of its reader.
+  const auto readers = readers_.find(node.output(0));
+  if (readers != readers_.end() && readers->second > 1 && out.terms.size() > 1) {
+    out = Materialize(out);
+  }
+  Define(node, out);
+}
+
+void Importer::ImportElementwise(const ::onnx::NodeProto& node) {
+  Attributes(node, where_).OnlyKnown({});
+  const bool add = node.op_type() == "Add";
+  const Value& a = Input(node, 0);
+  const Value& b = Input(node, 1);
+  // MatMul + Add of a constant vector: the fully connected layer's bias.
+  if (add && (a.kind == Value::Kind::kConstant) != (b.kind == Value::Kind::kConstant)) {
+    return FoldBias(node, a.kind == Value::Kind::kConstant ? b : a,
+                    *(a.kind == Value::Kind::kConstant ? a : b).constant);
+  }
+  if (!add && FoldGatedActivation(node, a, b)) return;
+  for (int i = 0; i < 2; ++i) {
+    const Value& v = Input(node, i);
+    if (v.kind != Value::Kind::kTensor && v.kind != Value::Kind::kFlat) MapInput(node, i);
+  }
+  // Equal shapes, or a C x 1 x 1 map applied to every pixel of a C x H x W
+  // one (squeeze-and-excitation's channel scale).
+  const auto broadcasts = [](const Value& small, const Value& large) {
+    return small.kind == Value::Kind::kTensor && large.kind == Value::Kind::kTensor &&
+           small.shape == Shape{large.shape.c, 1, 1};
+  };
+  if (!((a.shape == b.shape && a.kind == b.kind) || broadcasts(a, b) || broadcasts(b, a))) {
+    throw Error(where_ + ": inputs of shapes " + ShapeText(a) + " and " + ShapeText(b) +
+                ": only equal shapes, or [N, C, 1, 1] with [N, C, H, W], are supported");
+  }
+  OpParams op;
+  op.kind = OpKind::kEltwise;
+  op.eltwise = add ? EltwiseType::kAdd : EltwiseType::kMul;
+  // Each operand is one term: the IR combines terms element-wise.
+  Inputs inputs;
+  for (const Value* v : {&a, &b}) {
+    if (v->terms.size() != 1) {
+      inputs.push_back(Materialize(*v, "_concat").terms.at(0));
+    } else {
+      inputs.push_back(v->terms[0]);
+    }
+  }
+  Value out = AddNode(op, inputs, TermShapes(inputs), "");
+  out.kind = a.kind == Value::Kind::kFlat ? a.kind : b.kind;
+  Define(node, out);
+}
+
+//! Mul(x, Sigmoid(x)) is x * sigmoid(x): SiLU, and Mul(x, HardSigmoid(x))
+//! is hardswish, as PyTorch exports them (the latter below opset 14). The
+//! gate operator becomes the product's activation, or, when x is a
+//! convolution's output read by nothing else, that convolution's activation
+//! (the gate operator is then read by nobody and dropped).
+bool Importer::FoldGatedActivation(const ::onnx::NodeProto& node, const Value& a, const Value& b) {
+  for (int s = 0; s < 2; ++s) {
+    const Value& gate = s == 0 ? a : b;
+    const Value& x = s == 0 ? b : a;
+    if ((gate.kind != Value::Kind::kTensor && gate.kind != Value::Kind::kFlat) ||
+        gate.kind != x.kind || gate.terms.size() != 1 || gate.terms[0].size() != 1) {
+      continue;
+    }
+    Pending& sigmoid = pending_.at(gate.terms[0][0].producer);
+    if (sigmoid.node.op.kind != OpKind::kActivation || !(sigmoid.node.inputs == x.terms) ||
+        readers_[node.input(s)] != 1) {
+      continue;
+    }
+    Activation product = Activation::kNone;
+    if (sigmoid.node.op.act == Activation::kSigmoid) product = Activation::kSilu;
+    if (sigmoid.node.op.act == Activation::kHardSigmoid) product = Activation::kHardSwish;
+    if (product == Activation::kNone) continue;
+    const std::string gate_name = std::string(KindOf(sigmoid.node.op.act).name);
+    const std::string product_name = std::string(KindOf(product).name);
+    Pending* conv = nullptr;
+    if (x.terms.size() == 1 && x.terms[0].size() == 1 && readers_[node.input(1 - s)] == 2) {
+      Pending& p = pending_.at(x.terms[0][0].producer);
+      if (p.node.op.kind == OpKind::kConv && p.node.op.conv.act == Activation::kNone &&
+          x.terms[0][0].begin == 0 && x.terms[0][0].end == p.node.output.c) {
+        conv = &p;
+      }
+    }
+    if (conv != nullptr) {
+      conv->node.op.conv.act = product;
+      Note("Mul " + Quoted(label_) + " of a convolution and its " + gate_name + " became its " +
+           product_name);
+      Define(node, x);
+    } else {
+      sigmoid.node.op.act = product;
+      Note("Mul " + Quoted(label_) + " of a value and its " + gate_name + " became a " +
+           product_name);
+      Define(node, gate);
+    }
+    return true;
+  }
+  return false;
+}
+
+std::string Importer::ShapeText(const Value& v) {
+  if (v.kind == Value::Kind::kConstant) return v.constant->DimsText();
+  const Shape& s = v.shape;
+  if (v.kind == Value::Kind::kFlat) return "[N, " + std::to_string(s.c * s.h * s.w) + "]";
+  return "[N, " + std::to_string(s.c) + ", " + std::to_string(s.h) + ", " + std::to_string(s.w) +
+         "]";
+}
+
+//! A feature map made of several terms (a concatenation) as one operator's
+//! output, for readers that need a single term.
+Value Importer::Materialize(const Value& v, const std::string& suffix) {
+  OpParams op;
+  op.kind = OpKind::kIdentity;
+  const std::string saved = label_;
+  label_ += suffix;
+  Value out = AddNode(op, v.terms, TermShapes(v.terms), "Concat");
+  label_ = saved;
+  out.kind = v.kind;
+  return out;
+}
+
+void Importer::FoldBias(const ::onnx::NodeProto& node, const Value& x, const ConstTensor& bias) {
+  const int x_input = Input(node, 0).kind == Value::Kind::kConstant ? 1 : 0;
+  Pending* fc = x.kind == Value::Kind::kFlat ? SoleProducer(node, x, x_input) : nullptr;
+  if (fc == nullptr || fc->node.op.kind != OpKind::kConv || fc->node.op.conv.bias ||
+      fc->node.op.conv.act != Activation::kNone ||
+      bias.elements() != fc->node.op.conv.out_channels) {
+    throw Error(where_ + ": adding the constant " + bias.DimsText() + " to " + ShapeText(x) +
+                ": only a bias added to the output of a MatMul is supported");
+  }
+  fc->node.op.conv.bias = true;
+  fc->has_weights = fc->has_weights && bias.has_values && bias.is_float;
+  fc->weights.bias = bias.floats;
+  Note("Add " + Quoted(label_) + " became the bias of " + Quoted(fc->node.name));
+  Define(node, x);
+}
+
+void Importer::ImportFlatten(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  attrs.OnlyKnown({"axis"});
+  const int64_t axis = attrs.Int("axis", 1);
+  if (axis != 1) {
+    throw Error(where_ + ": axis=" + std::to_string(axis) +
+                ": only flattening each sample (axis 1) is supported");
+  }
+  Flatten(node, Input(node, 0));
+}
+
+void Importer::Flatten(const ::onnx::NodeProto& node, const Value& x) {
+  if (x.kind == Value::Kind::kFlat) return Define(node, x);
+  if (x.kind != Value::Kind::kTensor) MapInput(node, 0);
+  // A concatenation stays terms: the fully connected layer reads them.
+  Value flat = x;
+  flat.kind = Value::Kind::kFlat;
+  Define(node, flat);
+}
+
+//! Reshape to (N, C*H*W) is a flatten; anything else is refused.
+void Importer::ImportReshape(const ::onnx::NodeProto& node) {
+  Attributes(node, where_).OnlyKnown({"allowzero"});
+  const Value& x = Input(node, 0);
+  const ConstTensor& shape = ConstInput(node, 1, "shape");
+  const int64_t features = int64_t{x.shape.c} * x.shape.h * x.shape.w;
+  const bool flatten = (x.kind == Value::Kind::kTensor || x.kind == Value::Kind::kFlat) &&
+                       shape.has_values && !shape.is_float && shape.ints.size() == 2 &&
+                       (shape.ints[0] == -1 || shape.ints[0] == 0 || shape.ints[0] == batch_) &&
+                       (shape.ints[1] == -1 || shape.ints[1] == features) &&
+                       !(shape.ints[0] == -1 && shape.ints[1] == -1);
+  if (!flatten) {
+    throw Error(where_ + ": a Reshape other than flattening each sample (to [N, " +
+                std::to_string(features) +
+                "]) is not supported (channel shuffles and "
+                "reshapes cannot be scheduled by this importer)");
+  }
+  Flatten(node, x);
+}
+
+//! out = x W (+ b) over a flattened feature map of C*H*W values is a
+//! convolution whose kernel covers the whole map: same sums, same order.
+void Importer::ImportFullyConnected(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  const bool gemm = node.op_type() == "Gemm";
+  if (gemm)
+    attrs.OnlyKnown({"alpha", "beta", "transA", "transB"});
+  else
+    attrs.OnlyKnown({});
+  const Value& x = Input(node, 0);
+  if (x.kind != Value::Kind::kFlat) {
+    throw Error(where_ + ": its input " + Quoted(node.input(0)) + " is " + KindText(x) +
+                "; a fully connected layer is supported on a flattened feature map");
+  }
+  if (gemm && attrs.Int("transA", 0) != 0) throw Error(where_ + ": transA=1 is not supported");
+  const bool trans_b = gemm && attrs.Int("transB", 0) != 0;
+  const float alpha = gemm ? attrs.Float("alpha", 1.0f) : 1.0f;
+  const float beta = gemm ? attrs.Float("beta", 1.0f) : 1.0f;
+  const ConstTensor& w = ConstInput(node, 1, "weight");
+  const int64_t features = int64_t{x.shape.c} * x.shape.h * x.shape.w;
+  if (w.dims.size() != 2 || w.dims[trans_b ? 1 : 0] != features) {
+    throw Error(where_ + ": weight " + w.DimsText() + " (transB=" + (trans_b ? "1" : "0") +
+                ") does not multiply " + std::to_string(features) + " features");
+  }
+  const int k = static_cast<int>(w.dims[trans_b ? 0 : 1]);
+  exec::ConvWeights weights;
+  weights.out_channels = k;
+  weights.in_per_group = x.shape.c;
+  weights.kernel_h = x.shape.h;
+  weights.kernel_w = x.shape.w;
+  bool has_values = w.has_values && w.is_float;
+  if (has_values) {
+    weights.kernel.resize(static_cast<size_t>(k * features));
+    for (int o = 0; o < k; ++o) {
+      for (int64_t d = 0; d < features; ++d) {
+        const float v = trans_b ? w.floats[static_cast<size_t>(o * features + d)]
+                                : w.floats[static_cast<size_t>(d * k + o)];
+        weights.kernel[static_cast<size_t>(o * features + d)] = alpha * v;
+      }
+    }
+  }
+  ConvParams c;
+  c.out_channels = k;
+  c.kernel = {x.shape.h, x.shape.w};
+  c.bias = gemm && HasInput(node, 2);
+  if (c.bias) {
+    const ConstTensor& b = ConstInput(node, 2, "bias");
+    if (b.elements() != k) {
+      throw Error(where_ + ": bias " + b.DimsText() + " for " + std::to_string(k) + " outputs");
+    }
+    has_values = has_values && b.has_values && b.is_float;
+    for (float v : b.floats) weights.bias.push_back(beta * v);
+  }
+  OpParams op;
+  op.kind = OpKind::kConv;
+  op.conv = c;
+  Value out =
+      AddNode(op, x.terms, TermShapes(x.terms), "FullyConnected", std::move(weights), has_values);
+  out.kind = Value::Kind::kFlat;
+  Define(node, out);
+}
+
+void Importer::ImportPassThrough(const ::onnx::NodeProto& node) {
+  if (node.op_type() == "Dropout") {
+    Attributes(node, where_).OnlyKnown({"seed", "ratio", "is_test"});
+  }
+  Value v = Input(node, 0);
+  Note(node.op_type() + " " + Quoted(label_) + " was removed");
+  Define(node, v);
+}
+
+void Importer::ImportConstantNode(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  const std::optional<::onnx::TensorProto> value = attrs.Tensor("value");
+  if (!value) {
+    throw Error(where_ + ": only a Constant with a tensor 'value' attribute is supported");
+  }
+  ConstTensor t = detail::ReadTensor(*value, where_);
+  t.name = node.output_size() > 0 ? node.output(0) : "";
+  ConstTensor& held = held_.emplace_back(std::move(t));
+  Define(node, {Value::Kind::kConstant, {}, {}, {0, 0}, &held, {}});
+}
+
+}  // namespace ios::onnx_import::detail
