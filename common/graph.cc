@@ -72,11 +72,11 @@ const char* ToString(PoolType type) {
   return "?";
 }
 
-namespace {
-
 std::string ShapeText(const Shape& s) {
   return std::to_string(s.c) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w);
 }
+
+namespace {
 
 // Output extent of a sliding window, in 64 bits so that no parameter an
 // `int` holds can overflow it; throws naming the field to blame when the

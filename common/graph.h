@@ -179,6 +179,9 @@ void InferShapes(Graph& graph);
 //! (DP tests with several sinks) may skip it.
 void CheckSingleSinkBlocks(const Graph& graph);
 
+//! "CxHxW", e.g. "64x56x56": how messages and keys print a shape.
+std::string ShapeText(const Shape& shape);
+
 //! Readable op summary, e.g. "conv 3x3/1 64 relu".
 std::string Describe(const OpParams& op);
 

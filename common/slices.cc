@@ -9,10 +9,6 @@
 namespace ios {
 namespace {
 
-std::string ShapeText(const Shape& s) {
-  return std::to_string(s.c) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w);
-}
-
 std::string TermField(size_t t) { return "inputs[" + std::to_string(t) + "]"; }
 
 std::string SliceField(size_t t, size_t s) { return TermField(t) + "[" + std::to_string(s) + "]"; }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/printable.h"
 #include "common/slices.h"
 #include "common/stage.h"
 #include "exec/program.h"
@@ -16,8 +17,6 @@ namespace ios::exec {
 namespace {
 
 using detail::SubView;
-
-std::string Quoted(const std::string& s) { return "'" + s + "'"; }
 
 // Where each operator runs.
 struct Placement {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/printable.h"
 #include "common/slices.h"
 #include "exec/program_builder.h"
 
@@ -161,8 +162,6 @@ namespace {
 
 using detail::ViewShape;
 
-std::string Quoted(const std::string& s) { return "'" + s + "'"; }
-
 int64_t SaturatingMul(int64_t a, int64_t b) {
   int64_t r = 0;
   if (__builtin_mul_overflow(a, b, &r)) return std::numeric_limits<int64_t>::max();
@@ -173,10 +172,6 @@ int64_t SaturatingAdd(int64_t a, int64_t b) {
   int64_t r = 0;
   if (__builtin_add_overflow(a, b, &r)) return std::numeric_limits<int64_t>::max();
   return r;
-}
-
-std::string ShapeText(const Shape& s) {
-  return std::to_string(s.c) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w);
 }
 
 // Storage a view touches, for overlap checks. Buffers sharing a slot alias

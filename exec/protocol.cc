@@ -10,14 +10,14 @@
 namespace ios::exec {
 namespace {
 
-struct Window {
+struct RepeatWindow {
   double median = 0, spread = 0;
   double Relative() const {
     return median > 0 ? spread / median : std::numeric_limits<double>::infinity();
   }
 };
 
-Window Summarize(std::vector<double> means) {
+RepeatWindow Summarize(std::vector<double> means) {
   std::sort(means.begin(), means.end());
   const size_t n = means.size();
   const double median = n % 2 == 1 ? means[n / 2] : (means[n / 2 - 1] + means[n / 2]) / 2;
@@ -37,13 +37,14 @@ MeasureResult RunProtocol(const MeasureSettings& settings, const TimedRuns& time
   std::vector<double> means;
   means.reserve(static_cast<size_t>(cap));
   MeasureResult result;
-  Window calmest{0, std::numeric_limits<double>::infinity()};
+  RepeatWindow calmest{0, std::numeric_limits<double>::infinity()};
   bool have_calmest = false;
   for (int taken = 0; taken < cap; ++taken) {
     means.push_back(timed_runs(settings.number) / settings.number);
     result.samples += settings.number;
     if (means.size() < window) continue;
-    const Window last = Summarize({means.end() - static_cast<std::ptrdiff_t>(window), means.end()});
+    const RepeatWindow last =
+        Summarize({means.end() - static_cast<std::ptrdiff_t>(window), means.end()});
     if (!have_calmest || last.Relative() < calmest.Relative()) {
       calmest = last;
       have_calmest = true;

@@ -22,10 +22,6 @@ std::string Indexed(const std::string& base, size_t index) {
   return base + "[" + std::to_string(index) + "]";
 }
 
-std::string ShapeText(const Shape& s) {
-  return std::to_string(s.c) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w);
-}
-
 template <typename T>
 void CheckRange(T value, T low, T high, const std::string& path) {
   if (value < low || value > high) {
