@@ -86,11 +86,7 @@ TEST(OpKindsTest, ShapeDescriptionAndKeyText) {
 }
 
 Graph SoftmaxGraph(const OpParams& softmax) {
-  Graph g;
-  g.name = "g";
-  Node input{"in", "", {}, {}, {8, 5, 5}};
-  input.op.kind = OpKind::kInput;
-  g.nodes.push_back(input);
+  Graph g = ::ios::testing::GraphWithInput({8, 5, 5});
   g.nodes.push_back({"conv", "", ::ios::testing::ConvOp(8, 3, 1, 1), {{{0, 0, 8}}}, {}});
   g.nodes.push_back({"sm", "", softmax, {{{1, 0, 8}}}, {}});
   g.nodes.push_back(

@@ -60,11 +60,7 @@ OpParams AvgExcludingPadding(bool exclude) {
 }
 
 Graph OnePool(const OpParams& pool) {
-  Graph g;
-  g.name = "g";
-  Node input{"in", "", {}, {}, {4, 8, 8}};
-  input.op.kind = OpKind::kInput;
-  g.nodes.push_back(input);
+  Graph g = ::ios::testing::GraphWithInput({4, 8, 8});
   g.nodes.push_back({"pool", "", pool, {{{0, 0, 4}}}, {}});
   g.blocks.push_back({0, {}, 1, {}});
   InferShapes(g);

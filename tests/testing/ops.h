@@ -60,4 +60,14 @@ inline OpParams SequentialOp(std::vector<OpParams> chain) {
   return op;
 }
 
+//! A graph named "g" holding only its input node "in" of `shape`.
+inline Graph GraphWithInput(Shape shape) {
+  Graph g;
+  g.name = "g";
+  Node input{"in", "", {}, {}, shape};
+  input.op.kind = OpKind::kInput;
+  g.nodes.push_back(std::move(input));
+  return g;
+}
+
 }  // namespace ios::testing

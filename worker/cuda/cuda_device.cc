@@ -737,14 +737,11 @@ class CudaPreparedProgram : public exec::PreparedProgram {
         // cuDNN takes the strided views as they are (channel mode: over C
         // at each pixel, as the reference device computes it).
         const bool log = AttributeOf(step.op.registered, "log").value_or(0) != 0;
-        const cuda::TensorDesc x = KeepTensor(step.inputs[0], where);
-        const cuda::TensorDesc y = KeepTensor(step.output, where);
-        const float* src = ViewAddress(step.inputs[0]);
-        float* dst = ViewAddress(step.output);
-        const cuda::DnnHandle dnn = context.dnn.get();
-        cuda::Api& api = api_;
-        calls.push_back({[=, &api] { return api.SoftmaxForward(dnn, log, x, src, y, dst); }});
-        return;
+        return AddUnaryCall(step, context, where, calls,
+                            [log](cuda::Api& api, cuda::DnnHandle dnn, cuda::TensorDesc x,
+                                  const float* from, cuda::TensorDesc y, float* to) {
+                              return api.SoftmaxForward(dnn, log, x, from, y, to);
+                            });
       }
     }
     throw ExecError(MeasureError::kUnsupported,
