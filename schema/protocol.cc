@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/op_kinds.h"
+#include "common/printable.h"
 #include "schema/farm.capnp.h"
 #include "schema/validate.h"
 
@@ -292,8 +293,9 @@ void ReadRegistered(wire::Op::Reader in, OpParams& out, const OpPath& path) {
                                ? RegisteredKindNamed(std::string_view(name.cStr(), name.size()))
                                : nullptr;
   if (spec == nullptr) {
-    throw InvalidField(path.Text("registered.name") + ": unknown operator kind '" +
-                       ReadText(name).substr(0, 64) + "' (this build knows " +
+    // A peer's text, escaped and cut short for the log line.
+    throw InvalidField(path.Text("registered.name") + ": unknown operator kind " +
+                       Quoted(ReadText(name).substr(0, 64)) + " (this build knows " +
                        RegisteredKindNames() + ")");
   }
   const auto attributes = registered.getAttributes();

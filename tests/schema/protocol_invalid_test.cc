@@ -298,6 +298,9 @@ TEST(ProtocolTest, RegisteredKindsAreCheckedByNameCountAndRange) {
       {softmax("gelu", {}),
        "query.stage.groups[0].ops[0].op.registered.name: unknown operator kind 'gelu' (this "
        "build knows softmax)"},
+      {softmax("evil\n\x1b[2J", {}),
+       "query.stage.groups[0].ops[0].op.registered.name: unknown operator kind "
+       "'evil\\n\\x1b[2J' (this build knows softmax)"},
       {softmax("softmax", {}),
        "query.stage.groups[0].ops[0].op.registered.attributes: softmax has 1, got 0"},
       {softmax("softmax", {2}),
