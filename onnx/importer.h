@@ -86,6 +86,10 @@ class Importer {
 
   std::string UniqueName(std::string name);
 
+  //! Defines `node`'s output as `op` applied to `x`, an operator that keeps
+  //! its input's shape (activation, softmax): flat or a map, as `x` is.
+  void DefineShapeKeeping(const ::onnx::NodeProto& node, const Value& x, OpParams op);
+
   //! Appends an IR operator reading `inputs`; returns its feature map.
   Value AddNode(OpParams op, const Inputs& inputs, const std::vector<Shape>& term_shapes,
                 std::string hint, exec::ConvWeights weights = {}, bool has_weights = false);

@@ -234,14 +234,18 @@ void Importer::ImportActivation(const ::onnx::NodeProto& node, Activation act,
   OpParams op;
   op.kind = OpKind::kActivation;
   op.act = act;
-  Value out = AddNode(op, x.terms, TermShapes(x.terms), "");
-  out.kind = x.kind;
-  Define(node, out);
+  DefineShapeKeeping(node, x, std::move(op));
 }
 
 //! Softmax over channels only: axis 1 of N x C (a classifier's output)
 //! or of N x C x H x W. Below opset 13 the input is flattened from the
 //! axis on, which is the same only where H x W is 1.
+void Importer::DefineShapeKeeping(const ::onnx::NodeProto& node, const Value& x, OpParams op) {
+  Value out = AddNode(std::move(op), x.terms, TermShapes(x.terms), "");
+  out.kind = x.kind;  // a fully connected layer's flat output stays flat
+  Define(node, out);
+}
+
 void Importer::ImportSoftmax(const ::onnx::NodeProto& node, const Attributes& attrs, bool log) {
   attrs.OnlyKnown({"axis"});
   const Value& x = Input(node, 0);
@@ -259,9 +263,7 @@ void Importer::ImportSoftmax(const ::onnx::NodeProto& node, const Attributes& at
   }
   OpParams op = MakeRegisteredOp(RegisteredKind::kSoftmax);
   SetAttribute(op.registered, "log", log ? 1 : 0, where_);
-  Value out = AddNode(op, x.terms, TermShapes(x.terms), "");
-  out.kind = x.kind;
-  Define(node, out);
+  DefineShapeKeeping(node, x, std::move(op));
 }
 
 //! Clip to [0, +inf) is a relu, to [0, 6] a relu6; other bounds are not

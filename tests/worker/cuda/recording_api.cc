@@ -608,15 +608,17 @@ Status RecordingApi::ActivationForward(DnnHandle handle, ActivationDesc act, Ten
                                        const void* x, TensorDesc y_desc, void* y) {
   const std::string call = "cudnnActivationForward";
   Use(act.value, "activation", call);
-  Extent(x, x_desc, call);
-  Extent(y, y_desc, call);
-  SameShape(call, x_desc, y_desc);
-  return Op(call, handle);
+  return SameShapeOp(call, handle, x_desc, x, y_desc, y);
 }
 
 Status RecordingApi::SoftmaxForward(DnnHandle handle, bool log, TensorDesc x_desc, const void* x,
                                     TensorDesc y_desc, void* y) {
-  const std::string call = log ? "cudnnSoftmaxForward(log)" : "cudnnSoftmaxForward";
+  return SameShapeOp(log ? "cudnnSoftmaxForward(log)" : "cudnnSoftmaxForward", handle, x_desc, x,
+                     y_desc, y);
+}
+
+Status RecordingApi::SameShapeOp(const std::string& call, DnnHandle handle, TensorDesc x_desc,
+                                 const void* x, TensorDesc y_desc, const void* y) {
   Extent(x, x_desc, call);
   Extent(y, y_desc, call);
   SameShape(call, x_desc, y_desc);

@@ -194,6 +194,9 @@ class RecordingApi final : public Api {
   //! `algo` was reported with success and fits the workspace given.
   void CheckAlgorithm(const std::string& call, int algo, size_t workspace_bytes);
   void SameShape(const std::string& call, TensorDesc a, TensorDesc b);
+  //! A cuDNN op mapping x to y of its shape: both in bounds, then enqueued.
+  Status SameShapeOp(const std::string& call, DnnHandle handle, TensorDesc x_desc, const void* x,
+                     TensorDesc y_desc, const void* y);
 
   struct FilterDims {
     int k = 0, c = 0, r = 0, s = 0;
