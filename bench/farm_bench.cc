@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   std::vector<const StageSpec*> pointers;
   for (const StageSpec& s : specs) pointers.push_back(&s);
 
-  auto local = MakeLocalMeasurer(worker::CreateBackend("sim:v100"));
+  auto local = MakeLocalMeasurer(devices::BuiltinRegistry().OpenBackend("sim:v100"));
   FarmOptions farm_options;
   farm_options.local_workers = local_workers;
   farm_options.min_workers = local_workers;

@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
         reused = plan.reused_parts;
         parts = static_cast<int>(plan.parts.size());
         checksum = 0;
-        for (const db::StageKeyHash& hash : plan.key_hashes) {
+        for (const StageKeyHash& hash : plan.key_hashes) {
           checksum = (checksum ^ static_cast<uint64_t>(hash.id)) * 0x100000001b3ULL;
         }
         if (!(schedule.latency_ms > 0)) return 1;

@@ -283,6 +283,10 @@ def benchmark(args):
                     if mode == "cuda_graph":
                         replay = graph_replay(model, x)
                         runnable = lambda _: replay()
+                    elif mode == "compile":
+                        # Compiled at its first calls (the warm-up runs);
+                        # reduce-overhead replays CUDA graphs on a GPU.
+                        runnable = torch.compile(model, mode="reduce-overhead")
                     else:
                         runnable = model if mode == "eager" else frozen(model, x)
                     output = runnable(x)
@@ -489,7 +493,8 @@ def main():
     parser.add_argument("--runs", type=int, default=10, help="timed runs (default 10, at least 5)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
     parser.add_argument("--mode", type=csv(str), default=["eager", "jit_frozen"],
-                        help="comma-separated: eager, jit_frozen, cuda_graph (cuda only; "
+                        help="comma-separated: eager, jit_frozen, cuda_graph (cuda only), "
+                        "compile (torch.compile mode reduce-overhead, PyTorch 2; "
                         "default eager,jit_frozen)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                         help="cpu (default) or cuda (GPU 0, strict FP32: TF32 off)")
@@ -507,10 +512,12 @@ def main():
         if torchvision_name(name) is not None and args.check_shapes:
             parser.error("--check-shapes compares our zoo's models only")
     for mode in args.mode:
-        if mode not in ("eager", "jit_frozen", "cuda_graph"):
-            parser.error(f"unknown mode '{mode}' (known: eager, jit_frozen, cuda_graph)")
+        if mode not in ("eager", "jit_frozen", "cuda_graph", "compile"):
+            parser.error(f"unknown mode '{mode}' (known: eager, jit_frozen, cuda_graph, compile)")
         if mode == "cuda_graph" and args.device != "cuda":
             parser.error("--mode cuda_graph needs --device cuda")
+        if mode == "compile" and not hasattr(torch, "compile"):
+            parser.error(f"--mode compile needs PyTorch 2 (torch.compile); this is {torch.__version__}")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: this torch sees no GPU (Debian's python3-torch is "
                      "CPU-only; install a CUDA build of PyTorch on the GPU host)")

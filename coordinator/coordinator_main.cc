@@ -29,11 +29,10 @@
 #include "coordinator/search.h"
 #include "coordinator/worker_process.h"
 #include "db/profile_store.h"
+#include "devices/registry.h"
 #include "net/endpoint.h"
 #include "onnx/model_loader.h"
 #include "onnx/onnx_import.h"
-#include "worker/backend.h"
-#include "worker/cuda/cuda_device.h"
 
 namespace {
 
@@ -66,7 +65,8 @@ struct CliOptions {
 // Whether the search measures through a child ios-worker: when asked, and
 // for cuda without --bind (this process does not link CUDA).
 bool UsesWorkerProcess(const CliOptions& cli) {
-  return cli.worker_process || (worker::IsCudaName(cli.device) && cli.farm.bind.empty());
+  return cli.worker_process ||
+         (devices::BuiltinRegistry().NeedsOwnProcess(cli.device) && cli.farm.bind.empty());
 }
 
 int LocalWorkers(const CliOptions& cli) {
@@ -103,7 +103,7 @@ std::string FarmOptionProblem(const CliOptions& cli) {
     // The embedded workers measure on --device: it must be a backend here.
     // (With remote workers only, it selects them by name and may be anything.)
     try {
-      worker::CreateBackend(cli.device);
+      devices::BuiltinRegistry().OpenBackend(cli.device);
     } catch (const Error& e) {
       return "--device '" + cli.device + "': " + e.what();
     }

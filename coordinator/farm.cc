@@ -71,15 +71,17 @@ class FarmImpl final : public Farm {
       }
     }
     // The backends first: nothing is started yet when one cannot be made.
-    std::vector<std::unique_ptr<worker::Backend>> backends;
+    const devices::Registry& registry =
+        options_.registry != nullptr ? *options_.registry : devices::BuiltinRegistry();
+    std::vector<std::unique_ptr<devices::Backend>> backends;
     for (int i = 0; i < options_.local_workers; ++i) {
       backends.push_back(
-          worker::CreateBackend(options_.local_backend, options_.local_backend_options));
+          registry.OpenBackend(options_.local_backend, options_.local_backend_options));
     }
     if (options_.device.starts_with("sim:")) {
       // The coordinator can name a simulated device itself, so a search
       // whose stages are all in the DB needs no worker at all.
-      shared_.device = worker::CreateBackend(options_.device)->Device();
+      shared_.device = registry.OpenBackend(options_.device)->Device();
     } else if (!backends.empty()) {
       // Embedded workers measure on this machine: their device is known now.
       shared_.device = backends.front()->Device();

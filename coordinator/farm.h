@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "coordinator/measurer.h"
-#include "worker/backend.h"
+#include "devices/registry.h"
 
 namespace ios::coordinator {
 
@@ -23,7 +23,10 @@ struct FarmOptions {
   int local_workers = 1;
   //! Backend of the embedded workers (also how the search device is named).
   std::string local_backend = "sim:v100";
-  worker::BackendOptions local_backend_options;
+  devices::BackendOptions local_backend_options;
+  //! Where backend names are looked up (embedded workers, a sim --device);
+  //! borrowed, must outlive the farm. Null: devices::BuiltinRegistry().
+  const devices::Registry* registry = nullptr;
 
   //! Which workers may serve the search: a worker matches when this equals
   //! its device name, backend or fingerprint. The first matching worker

@@ -20,7 +20,7 @@
 #include "coordinator/measure_session.h"
 #include "coordinator/search.h"
 #include "coordinator/stage_bounds.h"
-#include "worker/backend.h"
+#include "devices/registry.h"
 
 namespace ios::coordinator {
 namespace {
@@ -356,8 +356,9 @@ LatencyTable MeasureLazily(const Graph& graph, const SearchPlan& plan, db::Profi
     }
   }
   session.Measure(first);
-  const StageBounds::Model model = MakeBoundModel(
-      graph, plan, bounds, session.latency(), worker::StageCostFactsOf(measurer.Device()), options);
+  const StageBounds::Model model =
+      MakeBoundModel(graph, plan, bounds, session.latency(),
+                     devices::StageCostFactsOf(measurer.Device()), options);
   spdlog::debug(
       "lazy measurement: bounds with overhead {:.6f} ms, {:.6f} ms per operator, parallelism {}, "
       "device work per operator {}, margin {:.0f}%",

@@ -29,7 +29,7 @@ MeasureSession::MeasureSession(const Graph& graph, const SearchPlan& plan, db::P
   // One read of the device's slice of the DB, matched against the plan by
   // the hashes of its keys (the plan's own identity of a stage).
   store_.ForEachMeasurement(device_.fingerprint, options.batch_size, settings_key_,
-                            [&](const db::StageKeyHash& stage, const MeasureResult& stored) {
+                            [&](const StageKeyHash& stage, const MeasureResult& stored) {
                               const int id = plan.IdOfHash(stage);
                               if (id < 0) return;      // not ours
                               if (known_[id]) return;  // seen before a retried read

@@ -10,7 +10,7 @@
 
 #include "common/measurement.h"
 #include "common/stage.h"
-#include "worker/backend.h"
+#include "devices/backend.h"
 
 namespace ios::coordinator {
 
@@ -65,6 +65,6 @@ class OneAtATimeMeasurer : public Measurer {
 };
 
 //! Measures on `backend` in the calling thread, one stage at a time.
-std::unique_ptr<Measurer> MakeLocalMeasurer(std::unique_ptr<worker::Backend> backend);
+std::unique_ptr<Measurer> MakeLocalMeasurer(std::unique_ptr<devices::Backend> backend);
 
 }  // namespace ios::coordinator

@@ -26,7 +26,8 @@ namespace {
 
 class LocalMeasurer final : public OneAtATimeMeasurer {
  public:
-  explicit LocalMeasurer(std::unique_ptr<worker::Backend> backend) : backend_(std::move(backend)) {}
+  explicit LocalMeasurer(std::unique_ptr<devices::Backend> backend)
+      : backend_(std::move(backend)) {}
   const DeviceInfo& Device() const override { return backend_->Device(); }
 
  protected:
@@ -36,7 +37,7 @@ class LocalMeasurer final : public OneAtATimeMeasurer {
   }
 
  private:
-  std::unique_ptr<worker::Backend> backend_;
+  std::unique_ptr<devices::Backend> backend_;
 };
 
 }  // namespace
@@ -51,20 +52,20 @@ void OneAtATimeMeasurer::MeasureStream(
   }
 }
 
-std::unique_ptr<Measurer> MakeLocalMeasurer(std::unique_ptr<worker::Backend> backend) {
+std::unique_ptr<Measurer> MakeLocalMeasurer(std::unique_ptr<devices::Backend> backend) {
   return std::make_unique<LocalMeasurer>(std::move(backend));
 }
 
 int SearchPlan::Intern(StageKeyer& keyer, const Stage& stage, int part, int local) {
-  return InternHashed(db::HashStageKey(keyer.Key(stage)), &stage, part, local);
+  return InternHashed(HashStageKey(keyer.Key(stage)), &stage, part, local);
 }
 
-int SearchPlan::InternHash(const db::StageKeyHash& hash, int part, int local) {
+int SearchPlan::InternHash(const StageKeyHash& hash, int part, int local) {
   if (part < 0) throw Error("SearchPlan::InternHash: a stage of no part needs Intern");
   return InternHashed(hash, nullptr, part, local);
 }
 
-int SearchPlan::InternHashed(const db::StageKeyHash& hash, const Stage* stage, int part,
+int SearchPlan::InternHashed(const StageKeyHash& hash, const Stage* stage, int part,
                              int local) {
   const int id = index_.FindOrAdd(hash, static_cast<int>(key_hashes.size()));
   if (id < static_cast<int>(key_hashes.size())) return id;
@@ -229,7 +230,7 @@ class KeyPool {
     }
   }
 
-  void Build(const PartSpace& space, std::vector<db::StageKeyHash>& out) {
+  void Build(const PartSpace& space, std::vector<StageKeyHash>& out) {
     const int count = space.stage_count();
     // Below this many stages a thread costs more than it saves.
     constexpr int kMinStagesPerThread = 2048;
@@ -259,9 +260,9 @@ class KeyPool {
     try {
       const int begin = static_cast<int>(int64_t{count} * t / threads);
       const int end = static_cast<int>(int64_t{count} * (t + 1) / threads);
-      std::vector<db::StageKeyHash>& slice = slices_[t];
+      std::vector<StageKeyHash>& slice = slices_[t];
       slice.clear();
-      // Two keys hashed at once (db::HashStageKeyPair): the first is held
+      // Two keys hashed at once (HashStageKeyPair): the first is held
       // while the keyer builds the second in its buffer.
       Stage stage;
       std::string held;
@@ -270,14 +271,14 @@ class KeyPool {
         space.FillStage(local, stage);
         held = keyers_[t].Key(stage);
         space.FillStage(local + 1, stage);
-        db::StageKeyHash first, second;
-        db::HashStageKeyPair(held, keyers_[t].Key(stage), first, second);
+        StageKeyHash first, second;
+        HashStageKeyPair(held, keyers_[t].Key(stage), first, second);
         slice.push_back(first);
         slice.push_back(second);
       }
       if (local < end) {
         space.FillStage(local, stage);
-        slice.push_back(db::HashStageKey(keyers_[t].Key(stage)));
+        slice.push_back(HashStageKey(keyers_[t].Key(stage)));
       }
     } catch (...) {
       error = std::current_exception();
@@ -285,7 +286,7 @@ class KeyPool {
   }
 
   std::deque<StageKeyer> keyers_;
-  std::vector<std::vector<db::StageKeyHash>> slices_;
+  std::vector<std::vector<StageKeyHash>> slices_;
 };
 
 }  // namespace
@@ -313,7 +314,7 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
                          SearchOptions::kMaxPlanThreads);
   }
   KeyPool key_pool(graph, threads);
-  std::vector<db::StageKeyHash> hashes;
+  std::vector<StageKeyHash> hashes;
   // Every part of every block, in order (a part's index in `parts`), and
   // which of them to walk: with reuse, only the first of each structure
   // (StageKeyer::OrderedKey); a later part of the same structure reuses its
@@ -671,7 +672,7 @@ SearchOutcome RunSearch(const Graph& graph, const std::string& model, const Sear
   // Only what the DB holds: a skipped stage's key would cost a row for nothing.
   const std::vector<bool>& skipped = outcome.table.skipped;
   std::vector<int> linked;
-  std::vector<db::StageKeyHash> linked_hashes;
+  std::vector<StageKeyHash> linked_hashes;
   for (int id = 0; id < static_cast<int>(outcome.plan.stage_count()); ++id) {
     if (skipped[id]) continue;
     linked.push_back(id);

@@ -12,11 +12,11 @@
 #include "common/graph.h"
 #include "common/measurement.h"
 #include "common/stage.h"
+#include "common/stage_key_hash.h"
 #include "coordinator/dp.h"
 #include "coordinator/measurer.h"
 #include "coordinator/stage_hash_index.h"
 #include "db/profile_store.h"
-#include "db/stage_text.h"
 
 namespace ios::coordinator {
 
@@ -101,12 +101,12 @@ using BlockSchedule = std::vector<std::pair<Stage, int>>;
 struct SearchPlan {
   std::vector<PartPlan> parts;
   //! Identity of each distinct stage, by stage id: the profiling DB's hash
-  //! of its canonical key (db::HashStageKey, 127 bits), which is also how
+  //! of its canonical key (HashStageKey, 127 bits), which is also how
   //! the DB finds the stage. Two stages are one when their hashes are equal,
   //! in the plan as in the DB (for 10^6 stages the chance that two distinct
   //! keys share one is about 10^-27). The texts are not kept (RandWire
   //! unpruned: 380,929 keys of ~1 KB); KeyOf builds one again.
-  std::vector<db::StageKeyHash> key_hashes;
+  std::vector<StageKeyHash> key_hashes;
   int64_t stage_occurrences = 0;  // candidate stages counted per part, before dedupe
   int reused_parts = 0;  // parts planned by reusing an earlier part's space (see SearchOptions)
   std::vector<BlockSchedule> sequential, greedy;  // baselines, per block
@@ -125,14 +125,14 @@ struct SearchPlan {
   int Intern(StageKeyer& keyer, const Stage& stage, int part = -1, int local = 0);
   //! Same as Intern, for a stage of part `part` (>= 0) whose key's hash
   //! `hash` was computed elsewhere.
-  int InternHash(const db::StageKeyHash& hash, int part, int local);
+  int InternHash(const StageKeyHash& hash, int part, int local);
   //! The id of the stage with canonical key `key`, or -1.
-  int IdOf(std::string_view key) const { return IdOfHash(db::HashStageKey(key)); }
+  int IdOf(std::string_view key) const { return IdOfHash(HashStageKey(key)); }
   //! The id of the stage whose key hashes to `hash`, or -1.
-  int IdOfHash(const db::StageKeyHash& hash) const { return index_.Find(hash); }
+  int IdOfHash(const StageKeyHash& hash) const { return index_.Find(hash); }
 
  private:
-  int InternHashed(const db::StageKeyHash& hash, const Stage* stage, int part, int local);
+  int InternHashed(const StageKeyHash& hash, const Stage* stage, int part, int local);
   struct StageRef {
     int part = -1;  // -1: loose_stages_[local]
     int local = 0;

@@ -89,7 +89,7 @@ double StageBounds::LowerBound(int id, const std::vector<double>& latency,
 
 StageBounds::Model MakeBoundModel(const Graph& graph, const SearchPlan& plan,
                                   const StageBounds& bounds, const std::vector<double>& latency,
-                                  const worker::StageCostFacts& facts,
+                                  const devices::StageCostFacts& facts,
                                   const SearchOptions& options) {
   StageBounds::Model model;
   model.overhead_ms = bounds.Overhead(latency);

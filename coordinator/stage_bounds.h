@@ -11,7 +11,7 @@
 //   bound(group) = max(max_o t(o), sum_o t(o) - (|group| - 1) * min t)
 //   bound(stage) = (1 - margin) * max over groups of bound(group)
 // where `margin` (--bound-margin, default 0) allows for measurement noise. What the device class
-// knows (worker::StageCostFacts) adds two more: with a serial cost per operator L (the simulator's
+// knows (devices::StageCostFacts) adds two more: with a serial cost per operator L (the simulator's
 // kernel launch, paid on one host thread whatever runs concurrently), a stage of n operators costs
 // at least n * L; with at most P operators making progress at once (the cpu backend's thread
 // budget), a stage costs at least its operators' sum, less the overheads, over P. A merged
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "common/graph.h"
-#include "worker/backend.h"
+#include "devices/backend.h"
 
 namespace ios::coordinator {
 
@@ -55,7 +55,7 @@ class StageBounds {
     double margin = 0;        // noise, a fraction in [0, 1)
     int max_parallelism = 0;  // P above; 0: no limit known
     //! Per single-operator stage id: the least time the operator keeps the
-    //! whole device busy (worker::StageCostFacts::operator_work_ms); empty:
+    //! whole device busy (devices::StageCostFacts::operator_work_ms); empty:
     //! not known. A concurrent stage then costs at least stage_fixed_ms
     //! plus its operators' work.
     std::vector<double> work_ms;
@@ -84,7 +84,7 @@ class StageBounds {
 //! (each single operator's work asked once) and options.bound_margin.
 StageBounds::Model MakeBoundModel(const Graph& graph, const SearchPlan& plan,
                                   const StageBounds& bounds, const std::vector<double>& latency,
-                                  const worker::StageCostFacts& facts,
+                                  const devices::StageCostFacts& facts,
                                   const SearchOptions& options);
 
 }  // namespace ios::coordinator

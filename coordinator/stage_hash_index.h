@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "db/stage_text.h"
+#include "common/stage_key_hash.h"
 
 namespace ios::coordinator {
 
@@ -15,7 +15,7 @@ namespace ios::coordinator {
 class StageHashIndex {
  public:
   //! The id stored for `hash`, or -1.
-  int Find(const db::StageKeyHash& hash) const {
+  int Find(const StageKeyHash& hash) const {
     if (slots_.empty()) return -1;
     for (size_t i = Start(hash);; i = (i + 1) & Mask()) {
       if (slots_[i].id < 0) return -1;
@@ -24,7 +24,7 @@ class StageHashIndex {
   }
 
   //! The id stored for `hash`; if there is none, stores `id` (>= 0) and returns it.
-  int FindOrAdd(const db::StageKeyHash& hash, int id) {
+  int FindOrAdd(const StageKeyHash& hash, int id) {
     // At most half full: probes stay short.
     if (2 * (size_ + 1) > slots_.size()) Grow();
     size_t i = Start(hash);
@@ -40,12 +40,12 @@ class StageHashIndex {
 
  private:
   struct Slot {
-    db::StageKeyHash hash;
+    StageKeyHash hash;
     int id = -1;  // -1: empty
   };
 
   size_t Mask() const { return slots_.size() - 1; }
-  size_t Start(const db::StageKeyHash& hash) const { return static_cast<size_t>(hash.id) & Mask(); }
+  size_t Start(const StageKeyHash& hash) const { return static_cast<size_t>(hash.id) & Mask(); }
 
   void Grow() {
     std::vector<Slot> old = std::move(slots_);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/measurement.h"
+#include "common/stage_key_hash.h"
 #include "db/stage_text.h"
 
 namespace ios::db {

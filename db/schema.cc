@@ -3,6 +3,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/stage_key_hash.h"
 #include "db/sqlite_util.h"
 #include "db/stage_text.h"
 

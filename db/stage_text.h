@@ -1,30 +1,16 @@
 // How the profiling DB keeps a stage's canonical key compact (schema v2,
 // docs/profiling-db.md): the key is found by two independent 64-bit hashes
-// of its text (one is the row id, the other checks it), and the text itself,
+// of its text (common/stage_key_hash.h: one is the row id, the other checks
+// it), and the text itself,
 // with the stage's description, is stored deflated against a built-in
 // dictionary of the key grammar's common fragments, so it can always be
 // read back (ios-db, debugging) at ~1/8 of its size.
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace ios::db {
-
-//! Two independent 64-bit hashes of a canonical stage key: `id` (63 bits,
-//! never negative) is the stage's row id, `check` must match too. Stable
-//! across builds and machines: it is part of the file format.
-struct StageKeyHash {
-  int64_t id = 0;
-  int64_t check = 0;
-  friend bool operator==(const StageKeyHash&, const StageKeyHash&) = default;
-};
-StageKeyHash HashStageKey(std::string_view key);
-//! HashStageKey of two keys at once (the same values, about twice as fast
-//! as one after the other).
-void HashStageKeyPair(std::string_view a, std::string_view b, StageKeyHash& hash_a,
-                      StageKeyHash& hash_b);
 
 //! A stage's key and description, as stored.
 struct StageText {

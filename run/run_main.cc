@@ -16,9 +16,9 @@
 #include "coordinator/schedule_json.h"
 #include "coordinator/search.h"
 #include "db/profile_store.h"
+#include "devices/linked.h"
 #include "exec/device.h"
 #include "onnx/model_loader.h"
-#include "run/devices.h"
 #include "run/network_run.h"
 
 namespace {
@@ -122,7 +122,7 @@ Prediction Predict(const CliOptions& cli, const Loaded& loaded) {
   StageKeyer keyer(loaded.graph);
   coordinator::BlockSchedule block;
   for (const Stage& s : loaded.schedule.stages) block.emplace_back(s, plan.Intern(keyer, s));
-  auto measurer = coordinator::MakeLocalMeasurer(run::OpenMeasuringBackend(cli.device));
+  auto measurer = coordinator::MakeLocalMeasurer(devices::LinkedRegistry().OpenBackend(cli.device));
   coordinator::SearchOptions options;
   options.batch_size = cli.batch;
   options.settings = loaded.settings.value_or(DefaultMeasureSettings(measurer->Device().simulated));
@@ -157,32 +157,33 @@ std::vector<float> ReadFloats(const std::string& path, const std::string& option
 
 double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
-// --check on a GPU: the same network, weights and input on the cpu backend
-// (when this build has it), within kCrossDeviceTolerance; TF32 rounds
-// inputs to 10 bits of mantissa, so it is not held to that.
-void CheckAgainstCpu(const CliOptions& cli, const Loaded& loaded, const exec::WeightStore& weights,
-                     const std::vector<float>& input, const run::Execution& execution,
-                     nlohmann::json& check, bool& passed) {
+// --check on a device whose kind names another to compare with (a GPU: the
+// cpu backend, other libraries and algorithms): the same network, weights and
+// input there, when this build has it, within kCrossDeviceTolerance; TF32
+// rounds inputs to 10 bits of mantissa, so it is not held to that.
+void CheckAgainstOtherDevice(const std::string& other, const CliOptions& cli, const Loaded& loaded,
+                             const exec::WeightStore& weights, const std::vector<float>& input,
+                             const run::Execution& execution, nlohmann::json& check, bool& passed) {
   if (cli.device.find("math=tf32") != std::string::npos) {
-    check["against_cpu"] = "skipped: math=tf32 is not held to FP32 results";
+    check["against_" + other] = "skipped: math=tf32 is not held to FP32 results";
     return;
   }
-  std::unique_ptr<exec::Device> cpu;
+  std::unique_ptr<exec::Device> other_device;
   try {
-    cpu = run::OpenDevice("cpu");
+    other_device = devices::LinkedRegistry().OpenDevice(other);
   } catch (const Error& e) {
-    check["against_cpu"] = std::string("skipped: ") + e.what();
+    check["against_" + other] = std::string("skipped: ") + e.what();
     return;
   }
-  const run::Execution on_cpu =
-      run::Execute(*cpu, loaded.graph, run::SequentialNetworkSchedule(loaded.graph), weights,
-                   cli.batch, input, nullptr);
-  const run::Comparison c = run::Compare(execution.output, on_cpu.output);
+  const run::Execution there =
+      run::Execute(*other_device, loaded.graph, run::SequentialNetworkSchedule(loaded.graph),
+                   weights, cli.batch, input, nullptr);
+  const run::Comparison c = run::Compare(execution.output, there.output);
   passed = passed && c.Within(kCrossDeviceTolerance);
-  check["against_cpu"] = {{"tolerance", kCrossDeviceTolerance},
-                          {"max_abs_diff", c.max_abs_diff},
-                          {"max_abs_reference", c.max_abs_reference},
-                          {"passed", c.Within(kCrossDeviceTolerance)}};
+  check["against_" + other] = {{"tolerance", kCrossDeviceTolerance},
+                               {"max_abs_diff", c.max_abs_diff},
+                               {"max_abs_reference", c.max_abs_reference},
+                               {"passed", c.Within(kCrossDeviceTolerance)}};
 }
 
 int Run(const CliOptions& cli) {
@@ -191,9 +192,9 @@ int Run(const CliOptions& cli) {
       !cli.weights_file.empty() ? exec::WeightStore::Load(loaded.graph, cli.weights_file)
       : loaded.file_weights     ? *loaded.file_weights
                                 : exec::WeightStore::Random(loaded.graph, cli.seed);
-  std::unique_ptr<exec::Device> device = run::OpenDevice(cli.device);
-  const bool gpu = device->Info().backend == "cuda";
-  if (cli.cuda_graph && !gpu) {
+  const devices::BackendKind& kind = devices::LinkedRegistry().Get(cli.device);
+  std::unique_ptr<exec::Device> device = kind.open_device(cli.device, {});
+  if (cli.cuda_graph && !kind.replays_graphs) {
     throw Error("--cuda-graph needs --device cuda (CUDA graphs), not " + cli.device);
   }
   const Shape in = loaded.graph.node(0).output;
@@ -284,7 +285,10 @@ int Run(const CliOptions& cli) {
       check["replay_against_streams"] = {{"max_abs_diff", replayed.max_abs_diff},
                                          {"passed", replayed.Within(kCheckTolerance)}};
     }
-    if (gpu) CheckAgainstCpu(cli, loaded, weights, input, execution, check, check_passed);
+    if (!kind.cross_check_on.empty()) {
+      CheckAgainstOtherDevice(kind.cross_check_on, cli, loaded, weights, input, execution, check,
+                              check_passed);
+    }
     check["passed"] = check_passed;
   }
 

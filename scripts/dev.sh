@@ -42,16 +42,19 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# One configuration for `run` and `test` (warnings are errors in both), so
+# either reuses what the other built. `run` builds only the tools it runs
+# (ios-worker too: the coordinator starts one for --device cuda); `test`
+# builds everything.
 build() {
-  local werror="$1"
-  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIOS_WERROR="$werror" >/dev/null
-  cmake --build "$BUILD_DIR" -j "$JOBS"
+  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIOS_WERROR=ON >/dev/null
+  cmake --build "$BUILD_DIR" -j "$JOBS" ${1:+--target "$@"}
 }
 
 # Every C++ source must match .clang-format; lists the files that do not.
 check_format() {
   local files bad=()
-  mapfile -t files < <(cd "$ROOT" && find common coordinator db exec net run schema worker tests bench \
+  mapfile -t files < <(cd "$ROOT" && find common coordinator db devices exec net onnx run schema worker tests bench \
     -name '*.cc' -o -name '*.h' | sort)
   for f in "${files[@]}"; do
     clang-format --dry-run --Werror "$ROOT/$f" >/dev/null 2>&1 || bad+=("$f")
@@ -120,14 +123,14 @@ main_job() {
 case "${1:-}" in
   run)
     install_missing
-    build OFF
+    build ios-coordinator ios-run ios-worker
     shift
     main_job "$@"
     ;;
   test)
     install_missing
     check_format
-    build ON
+    build
     ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" --timeout 600
     test_sanitized
     echo "ios-farm: all tests passed (Release and ASan+UBSan builds)"

@@ -59,7 +59,7 @@ schema::StageResult RefusalOf(const schema::DecodeError& error) {
 }  // namespace
 
 struct Worker::Impl {
-  Impl(net::Context& ctx, std::unique_ptr<Backend> b, WorkerOptions opts)
+  Impl(net::Context& ctx, std::unique_ptr<devices::Backend> b, WorkerOptions opts)
       : context(ctx), backend(std::move(b)), options(std::move(opts)) {
     if (options.worker_id.empty()) options.worker_id = DefaultWorkerId();
     if (options.capacity < 1) throw Error("worker capacity must be >= 1");
@@ -374,7 +374,7 @@ struct Worker::Impl {
   }
 
   net::Context& context;
-  std::unique_ptr<Backend> backend;
+  std::unique_ptr<devices::Backend> backend;
   WorkerOptions options;
   std::string routing_id;  // of every connection this worker makes
   std::string results_endpoint;
@@ -393,7 +393,8 @@ struct Worker::Impl {
   std::atomic<int64_t> measured{0}, failed{0}, connects{0}, dropped{0};
 };
 
-Worker::Worker(net::Context& context, std::unique_ptr<Backend> backend, WorkerOptions options)
+Worker::Worker(net::Context& context, std::unique_ptr<devices::Backend> backend,
+               WorkerOptions options)
     : impl_(std::make_unique<Impl>(context, std::move(backend), std::move(options))) {}
 
 Worker::~Worker() = default;

@@ -11,9 +11,9 @@
 #include <stop_token>
 #include <string>
 
+#include "devices/backend.h"
 #include "net/context.h"
 #include "net/curve.h"
-#include "worker/backend.h"
 
 namespace ios::worker {
 
@@ -45,7 +45,7 @@ class Worker {
   //! an invalid endpoint, capacity or heartbeat. Every connection the worker
   //! makes carries one routing id, fixed for the worker's life, so the
   //! coordinator takes what it sends after a reconnection as its own.
-  Worker(net::Context& context, std::unique_ptr<Backend> backend, WorkerOptions options);
+  Worker(net::Context& context, std::unique_ptr<devices::Backend> backend, WorkerOptions options);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;

@@ -12,16 +12,11 @@
 #include <thread>
 
 #include "common/error.h"
+#include "devices/linked.h"
 #include "net/context.h"
 #include "net/curve.h"
 #include "net/endpoint.h"
-#include "worker/backend.h"
-#include "worker/cuda/cuda_device.h"
-#include "worker/exec_backend.h"
 #include "worker/farm_worker.h"
-#ifdef IOS_HAVE_CUDA_BACKEND
-#include "worker/cuda/cuda_api_real.h"
-#endif
 
 namespace {
 
@@ -60,22 +55,11 @@ class StopOnSignal {
 
 namespace {
 
-// The cuda backend is linked into ios-worker itself (the coordinator, which
-// shares CreateBackend, must start without CUDA).
-std::unique_ptr<ios::worker::Backend> OpenBackend(const std::string& name,
-                                                  const ios::worker::BackendOptions& options) {
-  if (ios::worker::IsCudaName(name)) {
-#ifdef IOS_HAVE_CUDA_BACKEND
-    return ios::worker::MakeExecBackend(
-        ios::worker::MakeRealCudaDevice(ios::worker::ParseCudaOptions(name, options.gpu)));
-#else
-    ios::worker::ParseCudaOptions(name, options.gpu);  // a bad option is said first
-    throw ios::Error("--backend " + name +
-                     ": this ios-worker was built without the cuda backend (CMake found no nvcc "
-                     "or no cuDNN; docs/gpu.md says how to build it)");
-#endif
-  }
-  return ios::worker::CreateBackend(name, options);
+// ios-worker links every backend this build has, cuda included where CUDA
+// was found (the coordinator, which must start without it, does not).
+std::unique_ptr<ios::devices::Backend> OpenBackend(const std::string& name,
+                                                   const ios::devices::BackendOptions& options) {
+  return ios::devices::LinkedRegistry().OpenBackend(name, options);
 }
 
 }  // namespace
@@ -84,7 +68,7 @@ int main(int argc, char** argv) {
   using namespace ios;
   worker::WorkerOptions options;
   std::string backend_name = "cpu";  // as ios-coordinator's --device
-  worker::BackendOptions backend_options;
+  devices::BackendOptions backend_options;
   std::string curve_server_key, curve_key, log_level = "info";
   int heartbeat_ms = 1000;
   CLI::App app{
@@ -152,7 +136,7 @@ int main(int argc, char** argv) {
   }
   if (check_device) {
     try {
-      const std::unique_ptr<worker::Backend> backend = OpenBackend(backend_name, backend_options);
+      const std::unique_ptr<devices::Backend> backend = OpenBackend(backend_name, backend_options);
       const DeviceInfo& device = backend->Device();
       std::printf("device: %s%s\nfingerprint: %s\n", device.name.c_str(),
                   device.simulated ? " (simulated)" : "", device.fingerprint.c_str());

@@ -17,10 +17,10 @@
 #include "coordinator/search.h"
 #include "coordinator/stage_bounds.h"
 #include "db/profile_store.h"
+#include "devices/registry.h"
+#include "devices/sim/sim_backend.h"
 #include "tests/coordinator/search_testing.h"
 #include "tests/testing/sanitizers.h"
-#include "worker/backend.h"
-#include "worker/sim_backend.h"
 
 namespace ios::coordinator {
 namespace {
@@ -111,28 +111,28 @@ TEST(StageBoundsTest, FailedSingleOperatorsAreLeftOut) {
 }
 
 TEST(StageBoundsTest, DeviceClassesTellWhatTheyKnow) {
-  const worker::StageCostFacts sim =
-      worker::StageCostFactsOf(worker::CreateBackend("sim:v100")->Device());
+  const devices::StageCostFacts sim =
+      devices::StageCostFactsOf(devices::BuiltinRegistry().OpenBackend("sim:v100")->Device());
   EXPECT_DOUBLE_EQ(sim.serial_op_ms, 0.005);
   EXPECT_EQ(sim.max_parallelism, 0);
-  const worker::StageCostFacts cpu =
-      worker::StageCostFactsOf({"cpu", "cpu:x", "cpu-v2|launch_us=5|threads=2|fp32", false});
+  const devices::StageCostFacts cpu =
+      devices::StageCostFactsOf({"cpu", "cpu:x", "cpu-v2|launch_us=5|threads=2|fp32", false});
   EXPECT_EQ(cpu.serial_op_ms, 0.0);
   EXPECT_EQ(cpu.max_parallelism, 2);
-  EXPECT_EQ(worker::StageCostFactsOf({"sim", "sim:x", "sim-model-v1|gpu=x", true}).serial_op_ms,
+  EXPECT_EQ(devices::StageCostFactsOf({"sim", "sim:x", "sim-model-v1|gpu=x", true}).serial_op_ms,
             0.0);
-  EXPECT_EQ(worker::StageCostFactsOf({"sim", "sim:x", "sim|launch_us=oops", true}).serial_op_ms,
+  EXPECT_EQ(devices::StageCostFactsOf({"sim", "sim:x", "sim|launch_us=oops", true}).serial_op_ms,
             0.0);
-  EXPECT_EQ(worker::StageCostFactsOf({"cuda", "gpu", "cuda|threads=8", false}).max_parallelism, 0);
+  EXPECT_EQ(devices::StageCostFactsOf({"cuda", "gpu", "cuda|threads=8", false}).max_parallelism, 0);
   // Work per operator: only for this build's own simulator models (with or
   // without noise), never for a fingerprint it does not know all of.
   EXPECT_TRUE(sim.operator_work_ms);
   EXPECT_DOUBLE_EQ(sim.stage_fixed_ms, 0.008) << "5 us launch + 3 us synchronisation";
-  EXPECT_TRUE(worker::StageCostFactsOf(
-                  worker::CreateSimBackend("k80", {.noise = 0.05, .noise_seed = 3})->Device())
+  EXPECT_TRUE(devices::StageCostFactsOf(
+                  devices::CreateSimBackend("k80", {.noise = 0.05, .noise_seed = 3})->Device())
                   .operator_work_ms);
   EXPECT_FALSE(
-      worker::StageCostFactsOf({"sim", "sim:x", "sim-model-v1|gpu=x", true}).operator_work_ms);
+      devices::StageCostFactsOf({"sim", "sim:x", "sim-model-v1|gpu=x", true}).operator_work_ms);
   EXPECT_FALSE(cpu.operator_work_ms);
 }
 
@@ -143,8 +143,8 @@ TEST(StageBoundsTest, DeviceWorkBoundsConcurrentStagesNotMergedOnes) {
   const Graph g = BuildZooModel("inception_v3");
   const SearchPlan plan = PlanSearch(g, DefaultOptions());
   const StageBounds bounds(plan);
-  auto backend = worker::CreateBackend("sim:v100");
-  const worker::StageCostFacts facts = worker::StageCostFactsOf(backend->Device());
+  auto backend = devices::BuiltinRegistry().OpenBackend("sim:v100");
+  const devices::StageCostFacts facts = devices::StageCostFactsOf(backend->Device());
   std::vector<double> latency(plan.stage_count(), std::numeric_limits<double>::infinity());
   StageKeyer keyer(g);
   for (int id : bounds.singletons()) {
@@ -385,9 +385,9 @@ TEST_P(LazyZooTest, SameScheduleAsMeasuringEverythingWithAtMostHalfTheStages) {
   EXPECT_FALSE(lazy_measurer.asked_twice);
   // The simulator honours the bounds (what makes the result exact).
   const StageBounds bounds(plan);
-  const StageBounds::Model model =
-      MakeBoundModel(g, plan, bounds, all.latency_ms,
-                     worker::StageCostFactsOf(all_measurer.Device()), WithMode(MeasureMode::kLazy));
+  const StageBounds::Model model = MakeBoundModel(g, plan, bounds, all.latency_ms,
+                                                  devices::StageCostFactsOf(all_measurer.Device()),
+                                                  WithMode(MeasureMode::kLazy));
   EXPECT_GT(model.serial_op_ms, 0.0) << "the simulator's launch time";
   ASSERT_FALSE(model.work_ms.empty()) << "the simulator's work per operator";
   int violations = 0;

@@ -80,7 +80,7 @@ TEST(PlanThreadsTest, EveryDistinctKeyIsFoundByItsTextAndIsTheKeyOfItsStage) {
   for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
     const std::string key = plan.KeyOf(keyer, id);
     EXPECT_EQ(plan.IdOf(key), id);
-    EXPECT_EQ(db::HashStageKey(key), plan.key_hashes[id]);
+    EXPECT_EQ(HashStageKey(key), plan.key_hashes[id]);
   }
   EXPECT_EQ(plan.IdOf("v1;not a key"), -1);
 }

@@ -24,10 +24,10 @@
 #include "coordinator/measurer.h"
 #include "coordinator/schedule_json.h"
 #include "db/profile_store.h"
+#include "devices/sim/sim_backend.h"
 #include "tests/coordinator/search_testing.h"
 #include "tests/testing/paths.h"
 #include "tests/testing/sanitizers.h"
-#include "worker/sim_backend.h"
 
 namespace ios::coordinator {
 namespace {
@@ -277,7 +277,7 @@ TEST(SearchTest, FailedMeasurementsAreStoredAvoidedAndNotRetried) {
 class FailingMeasurer final : public OneAtATimeMeasurer {
  public:
   explicit FailingMeasurer(MeasureError error)
-      : backend_(worker::CreateSimBackend("v100")), error_(error) {}
+      : backend_(devices::CreateSimBackend("v100")), error_(error) {}
   const DeviceInfo& Device() const override { return backend_->Device(); }
 
  protected:
@@ -295,7 +295,7 @@ class FailingMeasurer final : public OneAtATimeMeasurer {
   }
 
  private:
-  std::unique_ptr<worker::Backend> backend_;
+  std::unique_ptr<devices::Backend> backend_;
   MeasureError error_;
 };
 
@@ -370,7 +370,7 @@ TEST(SearchTest, ScheduleTotalsAreTheSumsOfTheirStageLatencies) {
       for (const ScheduledStage& s : block) {
         EXPECT_EQ(s.latency_ms, outcome.table.latency_ms.at(s.stage_id));
         EXPECT_EQ(outcome.plan.key_hashes.at(s.stage_id),
-                  db::HashStageKey(MakeStageSpec(g, s.stage).Key()));
+                  HashStageKey(MakeStageSpec(g, s.stage).Key()));
       }
     }
   }
@@ -438,7 +438,7 @@ TEST_P(PlanKeysTest, EveryCandidateStageKeyEqualsItsFullSpecKey) {
     if ((parsed.Key() != spec_key || parsed.Describe() != spec.Describe()) && ++mismatches <= 3) {
       ADD_FAILURE() << "stage id " << id << " does not parse back: " << spec_key;
     }
-    if (db::HashStageKey(spec_key) != plan.key_hashes[id] && ++mismatches <= 3) {
+    if (HashStageKey(spec_key) != plan.key_hashes[id] && ++mismatches <= 3) {
       ADD_FAILURE() << "stage id " << id
                     << ": the plan's hash is not the hash of\n spec: " << spec_key;
     }
@@ -486,7 +486,7 @@ TEST_P(PlanKeysTest, SwappingAnyTwoGroupsOfAnyCandidateStageKeepsItsKey) {
       for (size_t j = i + 1; j < stage.groups.size() && stable; ++j) {
         std::swap(stage.groups[i], stage.groups[j]);
         const std::string& swapped = keyer.Key(stage);
-        if (db::HashStageKey(swapped) != plan.key_hashes[id]) {
+        if (HashStageKey(swapped) != plan.key_hashes[id]) {
           stable = false;
           if (++mismatches <= 3) {
             ADD_FAILURE() << "stage id " << id << ", groups " << i << " and " << j

@@ -13,8 +13,8 @@
 
 #include "coordinator/measurer.h"
 #include "coordinator/search.h"
+#include "devices/sim/sim_backend.h"
 #include "tests/testing/process.h"
-#include "worker/sim_backend.h"
 
 namespace ios::coordinator::testing {
 
@@ -38,7 +38,7 @@ inline std::vector<std::string> PlanKeys(const Graph& graph, const SearchPlan& p
 class CountingMeasurer final : public OneAtATimeMeasurer {
  public:
   explicit CountingMeasurer(bool fail_merges = false)
-      : backend_(worker::CreateSimBackend("v100")), fail_merges_(fail_merges) {}
+      : backend_(devices::CreateSimBackend("v100")), fail_merges_(fail_merges) {}
 
   const DeviceInfo& Device() const override { return backend_->Device(); }
 
@@ -78,7 +78,7 @@ class CountingMeasurer final : public OneAtATimeMeasurer {
   }
 
  private:
-  std::unique_ptr<worker::Backend> backend_;
+  std::unique_ptr<devices::Backend> backend_;
   bool fail_merges_;
 };
 

@@ -31,10 +31,10 @@ class WorkerThread {
     options.heartbeat = heartbeat;
     options.reconnect_min = 20ms;
     options.reconnect_max = 100ms;
-    worker::BackendOptions backend_options;
+    devices::BackendOptions backend_options;
     backend_options.sim_delay_ms = sim_delay_ms;
     worker_ = std::make_unique<worker::Worker>(
-        context, worker::CreateBackend(backend, backend_options), options);
+        context, devices::BuiltinRegistry().OpenBackend(backend, backend_options), options);
     thread_ = std::jthread([this](std::stop_token stop) {
       try {
         worker_->Run(stop);
@@ -161,7 +161,7 @@ TEST(FarmTest, EmbeddedWorkersAnswerEveryStageOnceWithTheBackendsOwnFigures) {
   options.min_workers = 3;
   auto farm = Farm::Start(options);
   const std::vector<MeasureResult> results = MeasureEach(*farm, stages.pointers);
-  auto direct = worker::CreateBackend("sim:v100");
+  auto direct = devices::BuiltinRegistry().OpenBackend("sim:v100");
   ASSERT_EQ(results.size(), stages.specs.size());
   for (size_t i = 0; i < results.size(); ++i) {
     const MeasureResult expected = direct->Measure(stages.specs[i], 1, MeasureSettings{});
@@ -389,7 +389,7 @@ TEST(FarmTest, GarbageFromPeersNeitherCrashesNorDisturbsTheFarm) {
   std::mt19937 random(7);
   schema::Hello hello;
   hello.worker_id = "truncated";
-  hello.device = worker::CreateBackend("sim:v100")->Device();
+  hello.device = devices::BuiltinRegistry().OpenBackend("sim:v100")->Device();
   const std::string valid = schema::Encode(hello);
   for (int i = 0; i < 3000; ++i) {
     std::string bytes;
@@ -558,7 +558,7 @@ TEST(FarmTest, WorkerAnswersAQueryItRefusesWithAnErrorForItsId) {
 
 // A backend whose device is lost at its first measurement (as the cuda
 // backend is by a sticky CUDA error).
-class LosingBackend final : public worker::Backend {
+class LosingBackend final : public devices::Backend {
  public:
   const DeviceInfo& Device() const override { return sim_->Device(); }
   MeasureResult Measure(const StageSpec&, int, const MeasureSettings&) override {
@@ -571,7 +571,7 @@ class LosingBackend final : public worker::Backend {
   bool Lost() const override { return lost_; }
 
  private:
-  std::unique_ptr<worker::Backend> sim_ = worker::CreateBackend("sim:v100");
+  std::unique_ptr<devices::Backend> sim_ = devices::BuiltinRegistry().OpenBackend("sim:v100");
   bool lost_ = false;
 };
 

@@ -13,9 +13,9 @@
 #include "common/zoo.h"
 #include "coordinator/farm.h"
 #include "coordinator/search.h"
+#include "devices/backend.h"
 #include "net/context.h"
 #include "schema/protocol.h"
-#include "worker/backend.h"
 
 namespace ios::farm_testing {
 
@@ -111,7 +111,7 @@ class Peer {
                  uint32_t heartbeat_ms = 50) {
     schema::Hello hello;
     hello.worker_id = "fake";
-    hello.device = worker::CreateBackend(device)->Device();
+    hello.device = devices::BuiltinRegistry().OpenBackend(device)->Device();
     hello.capacity = capacity;
     hello.heartbeat_ms = heartbeat_ms;
     Send(hello);

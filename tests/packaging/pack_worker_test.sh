@@ -11,6 +11,8 @@ BUILD="${1:?usage: pack_worker_test.sh BUILD_DIR}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/packaging/elf_closure.sh
+. "$ROOT/tests/packaging/elf_closure.sh"
 
 BIN="$BUILD" bash "$ROOT/scripts/pack-worker.sh" "$WORK/worker.tar.gz" >/dev/null
 mkdir "$WORK/empty"
@@ -18,18 +20,7 @@ tar -C "$WORK/empty" -xzf "$WORK/worker.tar.gz"
 dir="$(find "$WORK/empty" -mindepth 1 -maxdepth 1 -type d)"
 [[ -x "$dir/bin/ios-worker" && -x "$dir/bin/ios-run" ]] || fail "bin/ios-worker or bin/ios-run missing"
 
-runtime='^(ld-linux.*|libc|libm|libpthread|libdl|librt|libresolv|libgcc_s|libstdc\+\+)\.so'
-gpu='^(libcuda|libcudart|libcudnn[a-z_]*|libnvidia-[a-z-]*)\.so'
-unresolved=()
-for elf in "$dir"/libexec/* "$dir"/lib/*; do
-  while read -r needed; do
-    [[ -e "$dir/lib/$needed" ]] && continue
-    [[ "$needed" =~ $runtime ]] && continue
-    [[ "$needed" =~ $gpu ]] || fail "$(basename "$elf") needs $needed, which is neither packed nor the host's runtime or GPU stack"
-    unresolved+=("$needed")
-  done < <(readelf -d "$elf" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
-done
-echo "left to the host besides the C/C++ runtime: $(printf '%s\n' "${unresolved[@]:-none}" | sort -u | tr '\n' ' ')"
+check_elf_closure "$dir"
 
 # The packed copies are the ones loaded (ZeroMQ is never a host library here).
 zmq="$(LD_LIBRARY_PATH="$dir/lib" ldd "$dir/libexec/ios-worker" | awk '$1 == "libzmq.so.5" { print $3 }')"

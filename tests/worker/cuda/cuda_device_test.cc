@@ -25,8 +25,8 @@
 #include "exec/weights.h"
 #include "run/network_run.h"
 #include "tests/worker/cuda/recording_api.h"
-#include "tests/worker/op_network.h"
-#include "worker/exec_backend.h"
+#include "tests/devices/op_network.h"
+#include "devices/exec_backend.h"
 
 namespace ios::worker {
 namespace {

@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "common/zoo.h"
+#include "devices/exec_backend.h"
+#include "devices/linked.h"
 #include "exec/device.h"
 #include "exec/program.h"
 #include "exec/weights.h"
-#include "run/devices.h"
 #include "run/network_run.h"
-#include "tests/worker/op_network.h"
+#include "tests/devices/op_network.h"
 #include "worker/cuda/cuda_api_real.h"
-#include "worker/exec_backend.h"
 
 namespace ios::worker {
 namespace {
@@ -113,7 +113,7 @@ TEST_F(CudaGpuTest, AWholeNetworkComputesWhatTheCpuComputes) {
       exec::SeededValues(static_cast<size_t>(2) * in.c * in.h * in.w, 11);
   std::unique_ptr<exec::Device> cpu;
   try {
-    cpu = run::OpenDevice("cpu");
+    cpu = devices::LinkedRegistry().OpenDevice("cpu");
   } catch (const Error& e) {
     GTEST_SKIP() << "no cpu backend in this build to compare with: " << e.what();
   }

@@ -4,7 +4,7 @@
 // programs with concurrent lanes and merged convolutions, concurrent lanes
 // equal to one lane, out of memory as an error, and the core-split policy
 // and option grammar.
-#include "worker/cpu_device.h"
+#include "devices/cpu/cpu_device.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,13 +17,13 @@
 #include "common/limits.h"
 #include "common/op_kinds.h"
 #include "common/stage.h"
+#include "devices/cpu/cpu_lanes.h"
 #include "exec/program.h"
 #include "exec/weights.h"
 #include "tests/exec/exec_testing.h"
 #include "tests/testing/ops.h"
-#include "worker/cpu_lanes.h"
 
-namespace ios::worker {
+namespace ios::devices {
 namespace {
 
 using ::ios::testing::PoolOp;
@@ -693,4 +693,4 @@ TEST(CpuOptionsTest, ParsesTheThreadBudgetAndRefusesAnythingElse) {
 }
 
 }  // namespace
-}  // namespace ios::worker
+}  // namespace ios::devices

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "worker/backend.h"
+#include "devices/backend.h"
 
-namespace ios::worker {
+namespace ios::devices {
 
 //! Public figures of one GPU model.
 struct SimGpuSpec {
@@ -41,4 +41,4 @@ void AddSimWorkFacts(const DeviceInfo& device, StageCostFacts& facts);
 //! Throws ios::Error listing the known models if `model` is unknown.
 std::unique_ptr<Backend> CreateSimBackend(const std::string& model, const SimOptions& options = {});
 
-}  // namespace ios::worker
+}  // namespace ios::devices

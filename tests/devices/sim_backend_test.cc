@@ -1,7 +1,7 @@
 // The simulated GPU: device identity, determinism, and the qualitative
 // effects the search relies on (contention, overlap, merge, memory).
 // Stages are built by hand so these tests need no graph or zoo.
-#include "worker/sim_backend.h"
+#include "devices/sim/sim_backend.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "devices/registry.h"
 
-namespace ios::worker {
+namespace ios::devices {
 namespace {
 
 const std::vector<std::string> kModels = {"v100", "k80", "2080ti", "a100", "h100"};
@@ -83,7 +84,8 @@ TEST(SimBackendTest, EveryModelIsCreatableAndSaysItIsSimulated) {
     EXPECT_EQ(device.name, "sim:" + model);
     EXPECT_NE(device.fingerprint.find("sim"), std::string::npos);
     EXPECT_NE(device.fingerprint.find(model), std::string::npos);
-    EXPECT_EQ(CreateBackend("sim:" + model)->Device().fingerprint, device.fingerprint);
+    EXPECT_EQ(BuiltinRegistry().OpenBackend("sim:" + model)->Device().fingerprint,
+              device.fingerprint);
   }
 }
 
@@ -121,26 +123,26 @@ TEST(SimBackendTest, UnknownModelThrowsListingTheKnownOnes) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("v100"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(CreateBackend("sim:gtx480"), Error);
+  EXPECT_THROW(BuiltinRegistry().OpenBackend("sim:gtx480"), Error);
 }
 
 TEST(SimBackendTest, UnknownBackendNameThrowsListingTheValidNames) {
   try {
-    CreateBackend("tpu");
+    BuiltinRegistry().OpenBackend("tpu");
     FAIL() << "expected ios::Error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("sim:h100"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("h100"), std::string::npos) << e.what();
   }
 }
 
-// (cpu is built with oneDNN: tests/worker/backend_conformance_test.cc.)
+// (cpu is built with oneDNN: tests/devices/backend_conformance_test.cc.)
 // The cuda backend lives in ios-worker and ios-run only (the coordinator,
-// which shares CreateBackend, must start without CUDA): the message says
+// which shares BuiltinRegistry, must start without CUDA): the message says
 // where to run it.
 TEST(SimBackendTest, TheCudaBackendIsReferredToTheWorker) {
   for (const std::string name : {"cuda", "cuda:1", "cuda,math=tf32"}) {
     try {
-      CreateBackend(name);
+      BuiltinRegistry().OpenBackend(name);
       FAIL() << "expected ios::Error for " << name;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("ios-worker --backend " + name), std::string::npos)
@@ -322,4 +324,4 @@ TEST(SimBackendTest, TheWorkedExampleOfTheSimulatorPageHolds) {
 }
 
 }  // namespace
-}  // namespace ios::worker
+}  // namespace ios::devices

@@ -13,7 +13,7 @@
 #include "common/stage.h"
 #include "tests/testing/ops.h"
 
-namespace ios::worker {
+namespace ios::devices {
 
 inline OpParams Conv(int out, int kernel, int pad, int stride = 1, int dilation = 1, int groups = 1,
                      Activation act = Activation::kRelu) {
@@ -130,4 +130,10 @@ class Network {
   Graph graph_;
 };
 
+}  // namespace ios::devices
+
+// The cuda tests (tests/worker/cuda) still live in ios::worker until the
+// cuda backend joins devices/.
+namespace ios::worker {
+using namespace ::ios::devices;  // NOLINT(google-build-using-namespace)
 }  // namespace ios::worker

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace ios::worker {
+namespace ios::devices {
 
 //! What one lane of a stage gets: its OpenMP thread count and the cores its
 //! thread is pinned to (empty: not pinned).
@@ -68,4 +68,4 @@ class LaneThread {
   std::thread thread_;  // last: starts after every other member exists
 };
 
-}  // namespace ios::worker
+}  // namespace ios::devices

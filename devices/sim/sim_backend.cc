@@ -6,7 +6,7 @@
 // standalone time and an SM demand with a roofline, replay the stage's
 // streams in an event simulation in which concurrent kernels share the SMs,
 // then apply the measurement protocol (optionally with seeded noise).
-#include "worker/sim_backend.h"
+#include "devices/sim/sim_backend.h"
 
 #include <algorithm>
 #include <chrono>
@@ -24,7 +24,7 @@
 #include "common/slices.h"
 #include "exec/protocol.h"
 
-namespace ios::worker {
+namespace ios::devices {
 namespace {
 
 // ---- Model constants. Changing any of them changes the fingerprint; bump
@@ -604,4 +604,4 @@ std::unique_ptr<Backend> CreateSimBackend(const std::string& model, const SimOpt
   throw Error("unknown simulated GPU '" + model + "'; known models: " + known);
 }
 
-}  // namespace ios::worker
+}  // namespace ios::devices

@@ -1,4 +1,4 @@
-#include "worker/cpu_primitives.h"
+#include "devices/cpu/cpu_primitives.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,7 +10,7 @@
 #include "common/op_kinds.h"
 #include "exec/device.h"
 
-namespace ios::worker::cpu {
+namespace ios::devices::cpu {
 namespace {
 
 using dnnl::memory;
@@ -478,4 +478,4 @@ std::vector<Call> CompileLane(const LaneContext& context, const exec::Lane& lane
   return LaneCompiler(context).Compile(lane, where);
 }
 
-}  // namespace ios::worker::cpu
+}  // namespace ios::devices::cpu

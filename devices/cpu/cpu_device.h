@@ -6,7 +6,7 @@
 
 #include "exec/device.h"
 
-namespace ios::worker {
+namespace ios::devices {
 
 struct CpuOptions {
   //! OpenMP threads a stage may use in all, split across its lanes. 0: one
@@ -28,4 +28,4 @@ std::unique_ptr<exec::Device> MakeCpuDevice(const CpuOptions& options = {});
 //! grammar.
 CpuOptions ParseCpuOptions(const std::string& name);
 
-}  // namespace ios::worker
+}  // namespace ios::devices

@@ -7,7 +7,7 @@
 // tensors (channel ranges through temporaries). Every primitive uses
 // scratchpad_mode::user with one scratchpad per executing thread, so it may
 // run on any thread (docs/cpu-backend.md).
-#include "worker/cpu_device.h"
+#include "devices/cpu/cpu_device.h"
 
 #include <omp.h>
 #include <unistd.h>
@@ -28,11 +28,11 @@
 #include <sstream>
 #include <utility>
 
+#include "devices/cpu/cpu_lanes.h"
+#include "devices/cpu/cpu_primitives.h"
 #include "exec/program.h"
-#include "worker/cpu_lanes.h"
-#include "worker/cpu_primitives.h"
 
-namespace ios::worker {
+namespace ios::devices {
 namespace {
 
 using cpu::Call;
@@ -538,4 +538,4 @@ CpuOptions ParseCpuOptions(const std::string& name) {
   return options;
 }
 
-}  // namespace ios::worker
+}  // namespace ios::devices

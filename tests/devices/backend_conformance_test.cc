@@ -13,16 +13,12 @@
 #include "common/graph.h"
 #include "common/limits.h"
 #include "common/stage.h"
+#include "devices/backend.h"
+#include "devices/linked.h"
+#include "tests/devices/op_network.h"
 #include "tests/testing/ops.h"
-#include "tests/worker/op_network.h"
-#include "worker/backend.h"
-#include "worker/cuda/cuda_device.h"
-#include "worker/exec_backend.h"
-#ifdef IOS_HAVE_CUDA_BACKEND
-#include "worker/cuda/cuda_api_real.h"
-#endif
 
-namespace ios::worker {
+namespace ios::devices {
 namespace {
 
 //! The backends of this build (cuda: its tests skip, saying why, without a
@@ -38,13 +34,9 @@ std::vector<std::string> BuiltBackends() {
   return names;
 }
 
-//! A backend by name; cuda is ios-worker's own (CreateBackend, which the
-//! coordinator shares, refers it there).
+//! A backend by name, as ios-worker opens it (cuda included where linked).
 std::unique_ptr<Backend> OpenBackend(const std::string& name) {
-#ifdef IOS_HAVE_CUDA_BACKEND
-  if (IsCudaName(name)) return MakeExecBackend(MakeRealCudaDevice(ParseCudaOptions(name)));
-#endif
-  return CreateBackend(name);
+  return LinkedRegistry().OpenBackend(name);
 }
 
 //! Small and quick: tiny shapes, few runs (also under the sanitizers).
@@ -62,7 +54,7 @@ class BackendConformanceTest : public ::testing::TestWithParam<std::string> {
     try {
       backend_ = OpenBackend(GetParam());
     } catch (const Error& e) {
-      if (IsCudaName(GetParam())) GTEST_SKIP() << "no GPU to run on: " << e.what();
+      if (GetParam().starts_with("cuda")) GTEST_SKIP() << "no GPU to run on: " << e.what();
       throw;
     }
   }
@@ -163,17 +155,17 @@ TEST_P(BackendConformanceTest, AnAbsurdBatchSizeIsOutOfMemoryNotACrash) {
 
 #ifdef IOS_HAVE_CPU_BACKEND
 TEST(CpuBackendNameTest, TakesAThreadBudgetAndACacheStateAndRefusesOtherOptions) {
-  EXPECT_EQ(CreateBackend("cpu")->Device().backend, "cpu");
+  EXPECT_EQ(OpenBackend("cpu")->Device().backend, "cpu");
 #if defined(__x86_64__)
-  EXPECT_NE(CreateBackend("cpu")->Device().fingerprint.find("|cache=cold|"), std::string::npos);
+  EXPECT_NE(OpenBackend("cpu")->Device().fingerprint.find("|cache=cold|"), std::string::npos);
 #endif
-  EXPECT_NE(CreateBackend("cpu,cache=warm")->Device().fingerprint.find("|cache=warm|"),
+  EXPECT_NE(OpenBackend("cpu,cache=warm")->Device().fingerprint.find("|cache=warm|"),
             std::string::npos);
-  EXPECT_NE(CreateBackend("cpu,threads=1")->Device().fingerprint.find("|threads=1|"),
+  EXPECT_NE(OpenBackend("cpu,threads=1")->Device().fingerprint.find("|threads=1|"),
             std::string::npos);
   for (const char* bad : {"cpu,threads=0", "cpu,fast=1", "cpu:0", "cpu,cache=hot"}) {
     try {
-      CreateBackend(bad);
+      OpenBackend(bad);
       ADD_FAILURE() << "no error for " << bad;
     } catch (const Error& e) {
       EXPECT_TRUE(std::string(e.what()).find("cpu[,threads=N]") != std::string::npos ||
@@ -193,4 +185,4 @@ INSTANTIATE_TEST_SUITE_P(Built, BackendConformanceTest, ::testing::ValuesIn(Buil
                          });
 
 }  // namespace
-}  // namespace ios::worker
+}  // namespace ios::devices

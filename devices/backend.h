@@ -8,7 +8,7 @@
 #include "common/measurement.h"
 #include "common/stage.h"
 
-namespace ios::worker {
+namespace ios::devices {
 
 //! Builds and times stages on one device. Not thread-safe: one thread owns a
 //! backend (a GPU times one stage at a time; concurrent timings corrupt each
@@ -36,10 +36,6 @@ struct BackendOptions {
   double sim_delay_ms = 0;
 };
 
-//! Creates a backend from its command-line name ("sim:v100", ...).
-//! Throws ios::Error listing the valid names when `name` is unknown.
-std::unique_ptr<Backend> CreateBackend(const std::string& name, const BackendOptions& options = {});
-
 //! What a device class tells about every stage it runs, as far as its
 //! fingerprint says (lazy measurement bounds unmeasured stages with it,
 //! docs/search-cost.md).
@@ -64,6 +60,5 @@ struct StageCostFacts {
   std::function<double(const StageSpec& op, int batch_size)> operator_work_ms;
   double stage_fixed_ms = 0;
 };
-StageCostFacts StageCostFactsOf(const DeviceInfo& device);
 
-}  // namespace ios::worker
+}  // namespace ios::devices

@@ -1,4 +1,4 @@
-#include "worker/cpu_lanes.h"
+#include "devices/cpu/cpu_lanes.h"
 
 #include <omp.h>
 #include <pthread.h>
@@ -9,7 +9,7 @@
 
 #include "common/error.h"
 
-namespace ios::worker {
+namespace ios::devices {
 
 std::vector<LaneShare> SplitCores(int threads, const std::vector<int>& cpus, int lanes) {
   if (threads < 1 || lanes < 1) throw Error("SplitCores: threads and lanes must be >= 1");
@@ -112,4 +112,4 @@ void LaneThread::Body() {
   }
 }
 
-}  // namespace ios::worker
+}  // namespace ios::devices

@@ -14,7 +14,7 @@
 
 #include "exec/program.h"
 
-namespace ios::worker::cpu {
+namespace ios::devices::cpu {
 
 //! Bytes a prepared program will hold, checked against the machine's
 //! physical memory before anything is allocated, so a stage that cannot fit
@@ -90,4 +90,4 @@ struct LaneContext {
 std::vector<Call> CompileLane(const LaneContext& context, const exec::Lane& lane,
                               const std::string& where);
 
-}  // namespace ios::worker::cpu
+}  // namespace ios::devices::cpu

@@ -4,10 +4,10 @@
 
 #include <memory>
 
+#include "devices/backend.h"
 #include "exec/device.h"
-#include "worker/backend.h"
 
-namespace ios::worker {
+namespace ios::devices {
 
 //! Measure never throws for a stage: ExecError comes back with its kind,
 //! std::bad_alloc as out of memory, an ios::Error (a stage the program
@@ -15,4 +15,4 @@ namespace ios::worker {
 //! failure.
 std::unique_ptr<Backend> MakeExecBackend(std::unique_ptr<exec::Device> device);
 
-}  // namespace ios::worker
+}  // namespace ios::devices

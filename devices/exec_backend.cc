@@ -1,4 +1,4 @@
-#include "worker/exec_backend.h"
+#include "devices/exec_backend.h"
 
 #include <cstdint>
 #include <new>
@@ -8,7 +8,7 @@
 #include "exec/protocol.h"
 #include "exec/weights.h"
 
-namespace ios::worker {
+namespace ios::devices {
 namespace {
 
 MeasureResult Failure(MeasureError kind, std::string message) {
@@ -78,4 +78,4 @@ std::unique_ptr<Backend> MakeExecBackend(std::unique_ptr<exec::Device> device) {
   return std::make_unique<ExecBackend>(std::move(device));
 }
 
-}  // namespace ios::worker
+}  // namespace ios::devices

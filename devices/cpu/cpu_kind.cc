@@ -1,0 +1,25 @@
+// The cpu kind (devices/kinds.h): oneDNN on this machine's cores.
+#include "devices/cpu/cpu_device.h"
+#include "devices/exec_backend.h"
+#include "devices/kinds.h"
+
+namespace ios::devices {
+
+BackendKind CpuKind() {
+  BackendKind kind;
+  kind.prefix = "cpu";
+  kind.grammar = "cpu[,threads=N][,cache=cold|warm]";
+  kind.open_backend = [](const std::string& name, const BackendOptions&) {
+    return MakeExecBackend(MakeCpuDevice(ParseCpuOptions(name)));
+  };
+  kind.open_device = [](const std::string& name, const BackendOptions&) {
+    return MakeCpuDevice(ParseCpuOptions(name));
+  };
+  kind.cost_facts = [](const DeviceInfo& device, StageCostFacts& facts) {
+    // A lane never runs faster on fewer threads than the stage's budget.
+    facts.max_parallelism = static_cast<int>(FingerprintNumber(device.fingerprint, "|threads="));
+  };
+  return kind;
+}
+
+}  // namespace ios::devices
