@@ -72,22 +72,25 @@ void Importer::ImportConv(const ::onnx::NodeProto& node, const Attributes& attrs
   if (w.dims.size() != 4) {
     throw Error(where_ + ": weight " + w.DimsText() + " is not of rank 4 (a 2-D convolution)");
   }
-  const int64_t groups = attrs.Int("group", 1);
-  if (groups < 1 || x.shape.c % groups != 0 || w.dims[0] % groups != 0 ||
-      w.dims[1] * groups != x.shape.c) {
+  int dims[4];
+  for (int i = 0; i < 4; ++i) {
+    dims[i] = Narrow(w.dims[i], kExtentBounds, where_,
+                     "dimension " + std::to_string(i) + " of the weight " + w.DimsText());
+  }
+  const int groups = attrs.Int("group", 1, kExtentBounds);
+  if (x.shape.c % groups != 0 || dims[0] % groups != 0 || int64_t{dims[1]} * groups != x.shape.c) {
     throw Error(where_ + ": group=" + std::to_string(groups) + " with weight " + w.DimsText() +
                 " does not fit an input of " + std::to_string(x.shape.c) + " channels");
   }
   ConvParams c;
-  c.out_channels = static_cast<int>(w.dims[0]);
-  c.kernel = {static_cast<int>(w.dims[2]), static_cast<int>(w.dims[3])};
-  if (attrs.Has("kernel_shape") &&
-      !(Pair(attrs.Ints("kernel_shape"), "kernel_shape", 1) == c.kernel)) {
+  c.out_channels = dims[0];
+  c.kernel = {dims[2], dims[3]};
+  if (attrs.Has("kernel_shape") && !(Pair(attrs, "kernel_shape", 1) == c.kernel)) {
     throw Error(where_ + ": kernel_shape disagrees with the weight " + w.DimsText());
   }
-  c.stride = Pair(attrs.Ints("strides"), "strides", 1);
-  c.dilation = Pair(attrs.Ints("dilations"), "dilations", 1);
-  c.groups = static_cast<int>(groups);
+  c.stride = Pair(attrs, "strides", 1);
+  c.dilation = Pair(attrs, "dilations", 1);
+  c.groups = groups;
   c.padding = Padding(attrs, x.shape, c.kernel, c.stride, c.dilation);
   if (x.kind == Value::Kind::kPadded) {
     c.padding.h += x.pad.h;
@@ -96,7 +99,7 @@ void Importer::ImportConv(const ::onnx::NodeProto& node, const Attributes& attrs
   }
   exec::ConvWeights weights;
   weights.out_channels = c.out_channels;
-  weights.in_per_group = static_cast<int>(w.dims[1]);
+  weights.in_per_group = dims[1];
   weights.kernel_h = c.kernel.h;
   weights.kernel_w = c.kernel.w;
   weights.kernel = w.floats;
@@ -126,7 +129,7 @@ void Importer::ImportConv(const ::onnx::NodeProto& node, const Attributes& attrs
 //! same map as an operator: DenseNet normalises concatenations).
 void Importer::ImportBatchNorm(const ::onnx::NodeProto& node, const Attributes& attrs) {
   attrs.OnlyKnown({"epsilon", "momentum", "spatial", "training_mode"});
-  if (attrs.Int("training_mode", 0) != 0) {
+  if (attrs.Int("training_mode", 0, kFlagBounds) != 0) {
     throw Error(where_ + ": training_mode=1; export the model in eval mode");
   }
   const Value& x = MapInput(node, 0);
@@ -307,16 +310,16 @@ void Importer::ImportPool(const ::onnx::NodeProto& node, const Attributes& attrs
   PoolParams p;
   p.type = max ? PoolType::kMax : PoolType::kAvg;
   if (!attrs.Has("kernel_shape")) throw Error(where_ + ": no kernel_shape");
-  p.kernel = Pair(attrs.Ints("kernel_shape"), "kernel_shape", 1);
-  p.stride = Pair(attrs.Ints("strides"), "strides", 1);
-  if (!(Pair(attrs.Ints("dilations"), "dilations", 1) == Window{1, 1})) {
+  p.kernel = Pair(attrs, "kernel_shape", 1);
+  p.stride = Pair(attrs, "strides", 1);
+  if (!(Pair(attrs, "dilations", 1) == Window{1, 1})) {
     throw Error(where_ + ": dilated pooling is not supported");
   }
   p.padding = Padding(attrs, x.shape, p.kernel, p.stride, Window{1, 1});
   const bool padded_attr = p.padding.h > 0 || p.padding.w > 0;
   // ONNX's default leaves the padding out of the divisor; PyTorch exports
   // count_include_pad=1 unless told otherwise.
-  p.exclude_padding = !max && padded_attr && attrs.Int("count_include_pad", 0) == 0;
+  p.exclude_padding = !max && padded_attr && attrs.Int("count_include_pad", 0, kFlagBounds) == 0;
   if (p.exclude_padding && x.kind == Value::Kind::kPadded) {
     throw Error(where_ + ": reads " + x.made_by +
                 " and pads itself with count_include_pad=0: the Pad's zeros would count and "
@@ -327,7 +330,7 @@ void Importer::ImportPool(const ::onnx::NodeProto& node, const Attributes& attrs
     p.padding.w += x.pad.w;
     Note("the zero Pad before " + Quoted(label_) + " became its padding (counted by the average)");
   }
-  if (attrs.Int("ceil_mode", 0) != 0) {
+  if (attrs.Int("ceil_mode", 0, kFlagBounds) != 0) {
     // Rounding the output size up matters only where it adds a window.
     OpParams floor_op, ceil_op;
     floor_op.kind = ceil_op.kind = OpKind::kPool;
@@ -386,7 +389,7 @@ void Importer::ImportSpatialReduce(const ::onnx::NodeProto& node, const Attribut
                 "]: only a reduction over height and width (axes 2 and 3) is supported");
   }
   Value out = GlobalPool(node, node.op_type() == "ReduceMax");
-  if (attrs.Int("keepdims", 1) == 0) out.kind = Value::Kind::kFlat;
+  if (attrs.Int("keepdims", 1, kFlagBounds) == 0) out.kind = Value::Kind::kFlat;
   Define(node, out);
 }
 
@@ -400,11 +403,13 @@ void Importer::ImportPad(const ::onnx::NodeProto& node, const Attributes& attrs)
                 ": only constant (zero) padding is supported");
   }
   std::vector<int64_t> pads = attrs.Ints("pads");
+  std::string pads_field = "attribute 'pads'";
   float value = attrs.Float("value", 0.0f);
   if (HasInput(node, 1)) {
     const ConstTensor& t = ConstInput(node, 1, "pads");
     if (!t.has_values || t.is_float) throw Error(where_ + ": its pads must be constant integers");
     pads = t.ints;
+    pads_field = "input 'pads' (" + Quoted(node.input(1)) + ")";
   }
   if (HasInput(node, 2)) {
     const ConstTensor& t = ConstInput(node, 2, "constant_value");
@@ -424,10 +429,9 @@ void Importer::ImportPad(const ::onnx::NodeProto& node, const Attributes& attrs)
                 ": only padding of height and width is supported (pads: 8 values, "
                 "zero for batch and channels)");
   }
-  if (pads[2] != pads[6] || pads[3] != pads[7] || pads[2] < 0 || pads[3] < 0) {
-    throw Error(where_ +
-                ": asymmetric or negative padding: only equal padding on both sides is "
-                "supported");
+  for (int64_t p : pads) Narrow(p, kPaddingBounds, where_, pads_field);
+  if (pads[2] != pads[6] || pads[3] != pads[7]) {
+    throw Error(where_ + ": asymmetric padding: only equal padding on both sides is supported");
   }
   Value padded = x;
   padded.kind = Value::Kind::kPadded;
@@ -616,10 +620,18 @@ void Importer::Flatten(const ::onnx::NodeProto& node, const Value& x) {
 
 //! Reshape to (N, C*H*W) is a flatten; anything else is refused.
 void Importer::ImportReshape(const ::onnx::NodeProto& node) {
-  Attributes(node, where_).OnlyKnown({"allowzero"});
+  const Attributes attrs(node, where_);
+  attrs.OnlyKnown({"allowzero"});
+  // With allowzero=1 a 0 in the shape is a size of zero, not "as the input".
+  const bool allowzero = attrs.Int("allowzero", 0, kFlagBounds) != 0;
   const Value& x = Input(node, 0);
   const ConstTensor& shape = ConstInput(node, 1, "shape");
   const int64_t features = int64_t{x.shape.c} * x.shape.h * x.shape.w;
+  if (allowzero && std::find(shape.ints.begin(), shape.ints.end(), 0) != shape.ints.end()) {
+    throw Error(where_ + ": allowzero=1 makes the 0 in its shape " + shape.DimsText() +
+                " a size of zero, not the input's size: only flattening each sample (to [N, " +
+                std::to_string(features) + "]) is supported");
+  }
   const bool flatten = (x.kind == Value::Kind::kTensor || x.kind == Value::Kind::kFlat) &&
                        shape.has_values && !shape.is_float && shape.ints.size() == 2 &&
                        (shape.ints[0] == -1 || shape.ints[0] == 0 || shape.ints[0] == batch_) &&
@@ -647,8 +659,10 @@ void Importer::ImportFullyConnected(const ::onnx::NodeProto& node, const Attribu
     throw Error(where_ + ": its input " + Quoted(node.input(0)) + " is " + KindText(x) +
                 "; a fully connected layer is supported on a flattened feature map");
   }
-  if (gemm && attrs.Int("transA", 0) != 0) throw Error(where_ + ": transA=1 is not supported");
-  const bool trans_b = gemm && attrs.Int("transB", 0) != 0;
+  if (gemm && attrs.Int("transA", 0, kFlagBounds) != 0) {
+    throw Error(where_ + ": transA=1 is not supported");
+  }
+  const bool trans_b = gemm && attrs.Int("transB", 0, kFlagBounds) != 0;
   const float alpha = gemm ? attrs.Float("alpha", 1.0f) : 1.0f;
   const float beta = gemm ? attrs.Float("beta", 1.0f) : 1.0f;
   const ConstTensor& w = ConstInput(node, 1, "weight");
@@ -657,7 +671,8 @@ void Importer::ImportFullyConnected(const ::onnx::NodeProto& node, const Attribu
     throw Error(where_ + ": weight " + w.DimsText() + " (transB=" + (trans_b ? "1" : "0") +
                 ") does not multiply " + std::to_string(features) + " features");
   }
-  const int k = static_cast<int>(w.dims[trans_b ? 0 : 1]);
+  const int k = Narrow(w.dims[trans_b ? 0 : 1], kExtentBounds, where_,
+                       "the output count of the weight " + w.DimsText());
   exec::ConvWeights weights;
   weights.out_channels = k;
   weights.in_per_group = x.shape.c;
