@@ -220,10 +220,8 @@ void Importer::CheckInferredShape(const std::string& name, const Value& value) c
   for (int64_t d : ours)
     ours_text += (ours_text.empty() ? "" : ", ") + (d < 0 ? "N" : std::to_string(d));
   for (const auto& d : theirs.dim()) {
-    theirs_text +=
-        (theirs_text.empty() ? "" : ", ") + (d.has_dim_value()       ? std::to_string(d.dim_value())
-                                             : d.dim_param().empty() ? "?"
-                                                                     : d.dim_param());
+    std::string dim = d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param();
+    theirs_text += (theirs_text.empty() ? "" : ", ") + (dim.empty() ? "?" : dim);
   }
   throw Error(where_ + ": its output " + Quoted(name) + " is [" + ours_text +
               "] as imported but [" + theirs_text +
@@ -285,16 +283,16 @@ Window Importer::SymmetricPads(const std::vector<int64_t>& pads, const std::stri
     throw Error(where_ + ": attribute " + Quoted(attr) + " has " + std::to_string(pads.size()) +
                 " values; 4 (top, left, bottom, right) expected for a 2-D operator");
   }
-  for (int64_t p : pads) Narrow(p, kPaddingBounds, where_, "attribute " + Quoted(attr));
-  if (pads[0] != pads[2] || pads[1] != pads[3]) {
-    throw Error(where_ + ": asymmetric padding " + Quoted(attr) + " [" + std::to_string(pads[0]) +
-                ", " + std::to_string(pads[1]) + ", " + std::to_string(pads[2]) + ", " +
-                std::to_string(pads[3]) +
+  int p[4];
+  for (int i = 0; i < 4; ++i)
+    p[i] = Narrow(pads[i], kPaddingBounds, where_, "attribute " + Quoted(attr));
+  if (p[0] != p[2] || p[1] != p[3]) {
+    throw Error(where_ + ": asymmetric padding " + Quoted(attr) + " [" + std::to_string(p[0]) +
+                ", " + std::to_string(p[1]) + ", " + std::to_string(p[2]) + ", " +
+                std::to_string(p[3]) +
                 "] (top, left, bottom, right): only equal padding on both sides is supported");
   }
-  const std::string what = "attribute " + Quoted(attr);
-  return {Narrow(pads[0], kPaddingBounds, where_, what),
-          Narrow(pads[1], kPaddingBounds, where_, what)};
+  return {p[0], p[1]};
 }
 
 Window Importer::Pair(const Attributes& attrs, const std::string& attr, int fallback) const {

@@ -136,13 +136,13 @@ std::string OnnxBuilder::Node(const std::string& op, const std::vector<std::stri
   return *graph->mutable_node(graph->node_size() - 1);
 }
 
-std::string OnnxBuilder::Bytes(const std::string& output) { return Serialize(output, true); }
+std::string OnnxBuilder::Bytes(const std::string& output) { return Serialize(output, true, 4); }
 
-std::string OnnxBuilder::UninferredBytes(const std::string& output) {
-  return Serialize(output, false);
+std::string OnnxBuilder::UninferredBytes(const std::string& output, int rank) {
+  return Serialize(output, false, rank);
 }
 
-std::string OnnxBuilder::Serialize(const std::string& output, bool infer) {
+std::string OnnxBuilder::Serialize(const std::string& output, bool infer, int rank) {
   ::onnx::ModelProto model = model_;
   // The checker wants the output's type and shape, as exporters write
   // them: ONNX's own shape inference supplies them, and a rank-4 shape of
@@ -162,7 +162,7 @@ std::string OnnxBuilder::Serialize(const std::string& output, bool infer) {
   if (!out->type().has_tensor_type() || !out->type().tensor_type().has_shape()) {
     auto* tensor = out->mutable_type()->mutable_tensor_type();
     tensor->set_elem_type(::onnx::TensorProto_DataType_FLOAT);
-    for (int d = 0; d < 4; ++d)
+    for (int d = 0; d < rank; ++d)
       tensor->mutable_shape()->add_dim()->set_dim_param("d" + std::to_string(d));
   }
   std::string bytes;

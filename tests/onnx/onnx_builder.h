@@ -42,12 +42,13 @@ class OnnxBuilder {
   //! The serialized model whose graph output is `output`.
   std::string Bytes(const std::string& output);
   //! The same without running ONNX's shape inference here (a crafted
-  //! attribute may crash it): the output is declared of rank 4, sizes unknown.
-  std::string UninferredBytes(const std::string& output);
+  //! attribute may crash it): the output is declared of rank `rank`, sizes
+  //! unknown.
+  std::string UninferredBytes(const std::string& output, int rank = 4);
 
  private:
   std::string Fresh();
-  std::string Serialize(const std::string& output, bool infer);
+  std::string Serialize(const std::string& output, bool infer, int rank);
 
   ::onnx::ModelProto model_;
   int next_ = 0;
