@@ -2,7 +2,7 @@
 // the IR. The model-level work (opset, inputs, constants, the values ONNX
 // names stand for, the graph under construction, the output and the finished
 // model) is in onnx_import.cc; what each ONNX operator becomes is in
-// onnx_operators.cc.
+// onnx_operators.cc and onnx_combine.cc.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -120,7 +120,7 @@ class Importer {
   Window Padding(const Attributes& attrs, const Shape& in, Window kernel, Window stride,
                  Window dilation) const;
 
-  // ---- Operators (onnx_operators.cc) -------------------------------------------
+  // ---- Operators (onnx_operators.cc, onnx_combine.cc) ---------------------------
 
   void ImportConv(const ::onnx::NodeProto& node, const Attributes& attrs);
 

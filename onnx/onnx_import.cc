@@ -2,7 +2,7 @@
 // then the model-level half of the Importer (onnx/importer.h): opset,
 // inputs, constants, the values ONNX names stand for, the graph under
 // construction, the output and the finished, block-annotated model. What
-// each operator becomes is in onnx_operators.cc.
+// each operator becomes is in onnx_operators.cc and onnx_combine.cc.
 #include "onnx/onnx_import.h"
 
 #include <onnx/checker.h>
