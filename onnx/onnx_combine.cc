@@ -35,7 +35,10 @@ void Importer::ImportConcat(const ::onnx::NodeProto& node, const Attributes& att
                   "x" + std::to_string(out.shape.w));
     }
     out.terms.insert(out.terms.end(), v.terms.begin(), v.terms.end());
-    out.shape = {out.shape.c + v.shape.c, v.shape.h, v.shape.w};
+    // Summed in int64: a file may name one input thousands of times.
+    const int channels = Narrow(int64_t{out.shape.c} + v.shape.c, kExtentBounds, where_,
+                                "the channel count of its inputs together");
+    out.shape = {channels, v.shape.h, v.shape.w};
   }
   if (out.terms.empty()) throw Error(where_ + ": no inputs");
   // Read by several operators (the next Inception module's branches), the
@@ -143,7 +146,7 @@ bool Importer::FoldGatedActivation(const ::onnx::NodeProto& node, const Value& a
 std::string Importer::ShapeText(const Value& v) {
   if (v.kind == Value::Kind::kConstant) return v.constant->DimsText();
   const Shape& s = v.shape;
-  if (v.kind == Value::Kind::kFlat) return "[N, " + std::to_string(s.c * s.h * s.w) + "]";
+  if (v.kind == Value::Kind::kFlat) return "[N, " + std::to_string(int64_t{s.c} * s.h * s.w) + "]";
   return "[N, " + std::to_string(s.c) + ", " + std::to_string(s.h) + ", " + std::to_string(s.w) +
          "]";
 }
@@ -206,7 +209,9 @@ void Importer::ImportReshape(const ::onnx::NodeProto& node) {
   const ConstTensor& shape = ConstInput(node, 1, "shape");
   const int64_t features = int64_t{x.shape.c} * x.shape.h * x.shape.w;
   if (allowzero && std::find(shape.ints.begin(), shape.ints.end(), 0) != shape.ints.end()) {
-    throw Error(where_ + ": allowzero=1 makes the 0 in its shape " + shape.DimsText() +
+    std::string text;
+    for (int64_t d : shape.ints) text += (text.empty() ? "" : ", ") + std::to_string(d);
+    throw Error(where_ + ": allowzero=1 makes the 0 in its shape [" + text + "]" +
                 " a size of zero, not the input's size: only flattening each sample (to [N, " +
                 std::to_string(features) + "]) is supported");
   }

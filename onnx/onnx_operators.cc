@@ -258,7 +258,7 @@ void Importer::ImportSoftmax(const ::onnx::NodeProto& node, const Attributes& at
   int64_t axis = attrs.Int("axis", flattens ? 1 : -1);
   if (axis < 0) axis += rank;
   const Shape in = InputShape(TermShapes(x.terms), where_);
-  const bool over_channels = axis == 1 && (!flattens || rank == 2 || in.h * in.w == 1);
+  const bool over_channels = axis == 1 && (!flattens || rank == 2 || int64_t{in.h} * in.w == 1);
   if (!over_channels) {
     throw Error(where_ + ": softmax over axis " + std::to_string(axis) + " of a rank-" +
                 std::to_string(rank) + " input (opset " + std::to_string(opset_) +
@@ -429,13 +429,14 @@ void Importer::ImportPad(const ::onnx::NodeProto& node, const Attributes& attrs)
                 ": only padding of height and width is supported (pads: 8 values, "
                 "zero for batch and channels)");
   }
-  for (int64_t p : pads) Narrow(p, kPaddingBounds, where_, pads_field);
-  if (pads[2] != pads[6] || pads[3] != pads[7]) {
+  int p[8];
+  for (int i = 0; i < 8; ++i) p[i] = Narrow(pads[i], kPaddingBounds, where_, pads_field);
+  if (p[2] != p[6] || p[3] != p[7]) {
     throw Error(where_ + ": asymmetric padding: only equal padding on both sides is supported");
   }
   Value padded = x;
   padded.kind = Value::Kind::kPadded;
-  padded.pad = {static_cast<int>(pads[2]), static_cast<int>(pads[3])};
+  padded.pad = {p[2], p[3]};
   Define(node, padded);
 }
 

@@ -151,7 +151,7 @@ std::vector<CraftedCase> CraftedCases() {
        [] {
          return Reshape({0, 16}, 1);
        },
-       {"(Reshape)", "allowzero"}},
+       {"(Reshape)", "allowzero=1 makes the 0 in its shape [0, 16] a size of zero"}},
       {"a convolution weight of 2^32 + 4 output channels imported as 4",
        [] {
          OnnxBuilder b(4, 8, 8);
@@ -195,6 +195,13 @@ std::vector<CraftedCase> CraftedCases() {
          return b.UninferredBytes(b.Node("Conv", {padded, b.Weight({4, 4, 3, 3}, 1)}));
        },
        {"(Pad)", "'pads'", "4294967297"}},
+      {"a Concat of one 65536-channel map 32769 times (2^31 + 2^16 channels)",
+       [] {
+         OnnxBuilder b(65536, 1, 1);
+         const std::vector<std::string> inputs(32769, "input");
+         return b.UninferredBytes(b.Node("Concat", inputs, {IntAttr("axis", 1)}));
+       },
+       {"(Concat)", "the channel count of its inputs together is 131072", "65536"}},
       {"an initializer whose element count overflows int64 to 0",
        [] {
          OnnxBuilder b(4, 8, 8);
