@@ -2,7 +2,7 @@
 // the IR. The model-level work (opset, inputs, constants, the values ONNX
 // names stand for, the graph under construction, the output and the finished
 // model) is in onnx_import.cc; what each ONNX operator becomes is in
-// onnx_operators.cc.
+// onnx_operators.cc and onnx_combine.cc.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -82,7 +82,14 @@ class Importer {
 
   static std::string KindText(const Value& v);
 
+  //! Binds `node`'s first output to `value`, once ONNX's inferred shape of
+  //! it agrees (CheckInferredShape).
   void Define(const ::onnx::NodeProto& node, Value value);
+
+  //! Refuses `value` as tensor `name` when ONNX's shape inference gave it
+  //! another shape (where it inferred one): the importer computes every
+  //! shape itself, and two answers mean one reads the file otherwise.
+  void CheckInferredShape(const std::string& name, const Value& value) const;
 
   std::string UniqueName(std::string name);
 
@@ -105,13 +112,15 @@ class Importer {
 
   Window SymmetricPads(const std::vector<int64_t>& pads, const std::string& attr) const;
 
-  Window Pair(const std::vector<int64_t>& values, const std::string& attr, int fallback) const;
+  //! A 2-D window attribute (kernel_shape, strides, dilations), each value
+  //! in kExtentBounds; `fallback` for both when absent.
+  Window Pair(const Attributes& attrs, const std::string& attr, int fallback) const;
 
   //! Padding from auto_pad (or the explicit pads when NOTSET).
   Window Padding(const Attributes& attrs, const Shape& in, Window kernel, Window stride,
                  Window dilation) const;
 
-  // ---- Operators (onnx_operators.cc) -------------------------------------------
+  // ---- Operators (onnx_operators.cc, onnx_combine.cc) ---------------------------
 
   void ImportConv(const ::onnx::NodeProto& node, const Attributes& attrs);
 
@@ -205,13 +214,15 @@ class Importer {
   int64_t opset_ = 0;
   std::deque<ConstTensor> held_;  // constants; Values point into it
   std::map<std::string, Value> values_;
-  std::map<std::string, int> readers_;  // ONNX readers per tensor name
+  std::map<std::string, const ::onnx::TypeProto*> inferred_;  // ONNX's types, by tensor name
+  std::map<std::string, int> readers_;                        // ONNX readers per tensor name
   std::vector<Pending> pending_;
   std::set<std::string> names_;
   std::vector<std::string> notes_;
   std::string where_, label_;
   bool have_input_ = false;
   int batch_ = 1;
+  bool fixed_batch_ = false;  // the file gives the batch a size
   NodeId sink_ = -1;
 };
 

@@ -2,7 +2,7 @@
 // then the model-level half of the Importer (onnx/importer.h): opset,
 // inputs, constants, the values ONNX names stand for, the graph under
 // construction, the output and the finished, block-annotated model. What
-// each operator becomes is in onnx_operators.cc.
+// each operator becomes is in onnx_operators.cc and onnx_combine.cc.
 #include "onnx/onnx_import.h"
 
 #include <onnx/checker.h>
@@ -41,6 +41,8 @@ namespace detail {
 ImportedModel Importer::Run() {
   const ::onnx::GraphProto& g = model_.graph();
   CheckOpset();
+  for (const auto& info : g.value_info()) inferred_[info.name()] = &info.type();
+  for (const auto& info : g.output()) inferred_[info.name()] = &info.type();
   for (const ::onnx::TensorProto& t : g.initializer()) {
     AddConstant(detail::ReadTensor(t, source_ + ": initializer " + Quoted(t.name())));
   }
@@ -92,6 +94,7 @@ void Importer::AddInputs() {
       ConstTensor& weight = held_.emplace_back();
       weight.name = input.name();
       weight.dims = dims;
+      ElementCount(dims, where);
       weight.has_values = false;
       values_[input.name()] = {Value::Kind::kConstant, {}, {}, {0, 0}, &weight, where};
       continue;
@@ -99,18 +102,21 @@ void Importer::AddInputs() {
     if (type.elem_type() != ::onnx::TensorProto_DataType_FLOAT || dims.size() != 4) {
       throw Error(where + ": the network input must be a float tensor of rank 4 (N,C,H,W)");
     }
+    int extents[4] = {1, 1, 1, 1};
     for (size_t i = 1; i < 4; ++i) {
       if (dims[i] < 1) {
         throw Error(where + ": dimension " + std::to_string(i) +
                     " must be a fixed positive size (only the batch may be symbolic)");
       }
+      extents[i] = Narrow(dims[i], kExtentBounds, where, "dimension " + std::to_string(i));
     }
-    batch_ = dims[0] > 0 ? static_cast<int>(dims[0]) : 1;
+    // A batch of 0 or less reads as symbolic, as it always has.
+    fixed_batch_ = dims[0] > 0;
+    batch_ = fixed_batch_ ? Narrow(dims[0], kBatchBounds, where, "the batch (dimension 0)") : 1;
     Pending& in = pending_.emplace_back();
     in.node.name = UniqueName(input.name().empty() ? "input" : input.name());
     in.node.op.kind = OpKind::kInput;
-    in.node.output = {static_cast<int>(dims[1]), static_cast<int>(dims[2]),
-                      static_cast<int>(dims[3])};
+    in.node.output = {extents[1], extents[2], extents[3]};
     values_[input.name()] = {
         Value::Kind::kTensor, {{{0, 0, in.node.output.c}}}, in.node.output, {0, 0}, nullptr, where};
     have_input_ = true;
@@ -184,8 +190,42 @@ void Importer::Define(const ::onnx::NodeProto& node, Value value) {
   if (values_.count(node.output(0))) {
     throw Error(where_ + ": output " + Quoted(node.output(0)) + " is defined twice");
   }
+  CheckInferredShape(node.output(0), value);
   value.made_by = where_;
   values_[node.output(0)] = std::move(value);
+}
+
+void Importer::CheckInferredShape(const std::string& name, const Value& value) const {
+  const auto it = inferred_.find(name);
+  if (value.kind == Value::Kind::kConstant || it == inferred_.end() ||
+      !it->second->has_tensor_type() || !it->second->tensor_type().has_shape()) {
+    return;
+  }
+  const ::onnx::TensorShapeProto& theirs = it->second->tensor_type().shape();
+  const Shape& s = value.shape;
+  std::vector<int64_t> ours = {fixed_batch_ ? batch_ : -1};  // -1: the symbolic batch
+  if (value.kind == Value::Kind::kFlat) {
+    ours.push_back(int64_t{s.c} * s.h * s.w);
+  } else if (value.kind == Value::Kind::kPadded) {
+    ours.insert(ours.end(), {s.c, s.h + int64_t{2} * value.pad.h, s.w + int64_t{2} * value.pad.w});
+  } else {
+    ours.insert(ours.end(), {s.c, s.h, s.w});
+  }
+  bool same = theirs.dim_size() == static_cast<int>(ours.size());
+  for (int i = 0; same && i < theirs.dim_size(); ++i) {
+    same = !theirs.dim(i).has_dim_value() || ours[i] < 0 || theirs.dim(i).dim_value() == ours[i];
+  }
+  if (same) return;
+  std::string ours_text, theirs_text;
+  for (int64_t d : ours)
+    ours_text += (ours_text.empty() ? "" : ", ") + (d < 0 ? "N" : std::to_string(d));
+  for (const auto& d : theirs.dim()) {
+    std::string dim = d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param();
+    theirs_text += (theirs_text.empty() ? "" : ", ") + (dim.empty() ? "?" : dim);
+  }
+  throw Error(where_ + ": its output " + Quoted(name) + " is [" + ours_text +
+              "] as imported but [" + theirs_text +
+              "] by ONNX's shape inference; refused rather than import another network");
 }
 
 std::string Importer::UniqueName(std::string name) {
@@ -243,27 +283,26 @@ Window Importer::SymmetricPads(const std::vector<int64_t>& pads, const std::stri
     throw Error(where_ + ": attribute " + Quoted(attr) + " has " + std::to_string(pads.size()) +
                 " values; 4 (top, left, bottom, right) expected for a 2-D operator");
   }
-  if (pads[0] != pads[2] || pads[1] != pads[3]) {
-    throw Error(where_ + ": asymmetric padding " + Quoted(attr) + " [" + std::to_string(pads[0]) +
-                ", " + std::to_string(pads[1]) + ", " + std::to_string(pads[2]) + ", " +
-                std::to_string(pads[3]) +
+  int p[4];
+  for (int i = 0; i < 4; ++i)
+    p[i] = Narrow(pads[i], kPaddingBounds, where_, "attribute " + Quoted(attr));
+  if (p[0] != p[2] || p[1] != p[3]) {
+    throw Error(where_ + ": asymmetric padding " + Quoted(attr) + " [" + std::to_string(p[0]) +
+                ", " + std::to_string(p[1]) + ", " + std::to_string(p[2]) + ", " +
+                std::to_string(p[3]) +
                 "] (top, left, bottom, right): only equal padding on both sides is supported");
   }
-  if (pads[0] < 0 || pads[1] < 0) throw Error(where_ + ": negative padding " + Quoted(attr));
-  return {static_cast<int>(pads[0]), static_cast<int>(pads[1])};
+  return {p[0], p[1]};
 }
 
-Window Importer::Pair(const std::vector<int64_t>& values, const std::string& attr,
-                      int fallback) const {
+Window Importer::Pair(const Attributes& attrs, const std::string& attr, int fallback) const {
+  const std::vector<int> values = attrs.Ints(attr, kExtentBounds);
   if (values.empty()) return {fallback, fallback};
   if (values.size() != 2) {
     throw Error(where_ + ": attribute " + Quoted(attr) + " has " + std::to_string(values.size()) +
                 " values; 2 expected for a 2-D operator");
   }
-  if (values[0] < 1 || values[1] < 1) {
-    throw Error(where_ + ": attribute " + Quoted(attr) + " must be positive");
-  }
-  return {static_cast<int>(values[0]), static_cast<int>(values[1])};
+  return {values[0], values[1]};
 }
 
 //! Padding from auto_pad (or the explicit pads when NOTSET).
@@ -279,15 +318,17 @@ Window Importer::Padding(const Attributes& attrs, const Shape& in, Window kernel
     throw Error(where_ + ": auto_pad " + Quoted(mode) +
                 "; NOTSET, SAME_UPPER, SAME_LOWER or VALID expected");
   }
-  const auto same = [&](int size, int k, int s, int d, const char* axis) {
-    const int out = (size + s - 1) / s;
-    const int total = std::max((out - 1) * s + (k - 1) * d + 1 - size, 0);
+  // In int64: each factor is at most kMaxExtent, a product of two is not.
+  const auto same = [&](int64_t size, int64_t k, int64_t s, int64_t d, const char* axis) {
+    const int64_t out = (size + s - 1) / s;
+    const int64_t total = std::max<int64_t>((out - 1) * s + (k - 1) * d + 1 - size, 0);
     if (total % 2 != 0) {
       throw Error(where_ + ": auto_pad=" + mode + " pads the " + axis + " axis by " +
                   std::to_string(total) +
                   " in all, unequally on the two sides: only equal padding is supported");
     }
-    return total / 2;
+    return Narrow(total / 2, kPaddingBounds, where_,
+                  "the padding auto_pad=" + mode + " makes of the " + axis + " axis");
   };
   return {same(in.h, kernel.h, stride.h, dilation.h, "height"),
           same(in.w, kernel.w, stride.w, dilation.w, "width")};
@@ -403,6 +444,8 @@ ImportedModel ImportOnnx(std::string_view bytes, const std::string& source) {
       throw Error(source + ": the ONNX checker refuses it: " + line);
     }
   }
+  // Before ONNX's inference, which divides by a zero stride.
+  detail::CheckAttributesBeforeInference(model.graph(), source);
   try {
     ::onnx::shape_inference::InferShapes(model);
   } catch (const std::exception& e) {

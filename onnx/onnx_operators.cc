@@ -72,22 +72,25 @@ void Importer::ImportConv(const ::onnx::NodeProto& node, const Attributes& attrs
   if (w.dims.size() != 4) {
     throw Error(where_ + ": weight " + w.DimsText() + " is not of rank 4 (a 2-D convolution)");
   }
-  const int64_t groups = attrs.Int("group", 1);
-  if (groups < 1 || x.shape.c % groups != 0 || w.dims[0] % groups != 0 ||
-      w.dims[1] * groups != x.shape.c) {
+  int dims[4];
+  for (int i = 0; i < 4; ++i) {
+    dims[i] = Narrow(w.dims[i], kExtentBounds, where_,
+                     "dimension " + std::to_string(i) + " of the weight " + w.DimsText());
+  }
+  const int groups = attrs.Int("group", 1, kExtentBounds);
+  if (x.shape.c % groups != 0 || dims[0] % groups != 0 || int64_t{dims[1]} * groups != x.shape.c) {
     throw Error(where_ + ": group=" + std::to_string(groups) + " with weight " + w.DimsText() +
                 " does not fit an input of " + std::to_string(x.shape.c) + " channels");
   }
   ConvParams c;
-  c.out_channels = static_cast<int>(w.dims[0]);
-  c.kernel = {static_cast<int>(w.dims[2]), static_cast<int>(w.dims[3])};
-  if (attrs.Has("kernel_shape") &&
-      !(Pair(attrs.Ints("kernel_shape"), "kernel_shape", 1) == c.kernel)) {
+  c.out_channels = dims[0];
+  c.kernel = {dims[2], dims[3]};
+  if (attrs.Has("kernel_shape") && !(Pair(attrs, "kernel_shape", 1) == c.kernel)) {
     throw Error(where_ + ": kernel_shape disagrees with the weight " + w.DimsText());
   }
-  c.stride = Pair(attrs.Ints("strides"), "strides", 1);
-  c.dilation = Pair(attrs.Ints("dilations"), "dilations", 1);
-  c.groups = static_cast<int>(groups);
+  c.stride = Pair(attrs, "strides", 1);
+  c.dilation = Pair(attrs, "dilations", 1);
+  c.groups = groups;
   c.padding = Padding(attrs, x.shape, c.kernel, c.stride, c.dilation);
   if (x.kind == Value::Kind::kPadded) {
     c.padding.h += x.pad.h;
@@ -96,7 +99,7 @@ void Importer::ImportConv(const ::onnx::NodeProto& node, const Attributes& attrs
   }
   exec::ConvWeights weights;
   weights.out_channels = c.out_channels;
-  weights.in_per_group = static_cast<int>(w.dims[1]);
+  weights.in_per_group = dims[1];
   weights.kernel_h = c.kernel.h;
   weights.kernel_w = c.kernel.w;
   weights.kernel = w.floats;
@@ -126,7 +129,7 @@ void Importer::ImportConv(const ::onnx::NodeProto& node, const Attributes& attrs
 //! same map as an operator: DenseNet normalises concatenations).
 void Importer::ImportBatchNorm(const ::onnx::NodeProto& node, const Attributes& attrs) {
   attrs.OnlyKnown({"epsilon", "momentum", "spatial", "training_mode"});
-  if (attrs.Int("training_mode", 0) != 0) {
+  if (attrs.Int("training_mode", 0, kFlagBounds) != 0) {
     throw Error(where_ + ": training_mode=1; export the model in eval mode");
   }
   const Value& x = MapInput(node, 0);
@@ -255,7 +258,7 @@ void Importer::ImportSoftmax(const ::onnx::NodeProto& node, const Attributes& at
   int64_t axis = attrs.Int("axis", flattens ? 1 : -1);
   if (axis < 0) axis += rank;
   const Shape in = InputShape(TermShapes(x.terms), where_);
-  const bool over_channels = axis == 1 && (!flattens || rank == 2 || in.h * in.w == 1);
+  const bool over_channels = axis == 1 && (!flattens || rank == 2 || int64_t{in.h} * in.w == 1);
   if (!over_channels) {
     throw Error(where_ + ": softmax over axis " + std::to_string(axis) + " of a rank-" +
                 std::to_string(rank) + " input (opset " + std::to_string(opset_) +
@@ -307,16 +310,16 @@ void Importer::ImportPool(const ::onnx::NodeProto& node, const Attributes& attrs
   PoolParams p;
   p.type = max ? PoolType::kMax : PoolType::kAvg;
   if (!attrs.Has("kernel_shape")) throw Error(where_ + ": no kernel_shape");
-  p.kernel = Pair(attrs.Ints("kernel_shape"), "kernel_shape", 1);
-  p.stride = Pair(attrs.Ints("strides"), "strides", 1);
-  if (!(Pair(attrs.Ints("dilations"), "dilations", 1) == Window{1, 1})) {
+  p.kernel = Pair(attrs, "kernel_shape", 1);
+  p.stride = Pair(attrs, "strides", 1);
+  if (!(Pair(attrs, "dilations", 1) == Window{1, 1})) {
     throw Error(where_ + ": dilated pooling is not supported");
   }
   p.padding = Padding(attrs, x.shape, p.kernel, p.stride, Window{1, 1});
   const bool padded_attr = p.padding.h > 0 || p.padding.w > 0;
   // ONNX's default leaves the padding out of the divisor; PyTorch exports
   // count_include_pad=1 unless told otherwise.
-  p.exclude_padding = !max && padded_attr && attrs.Int("count_include_pad", 0) == 0;
+  p.exclude_padding = !max && padded_attr && attrs.Int("count_include_pad", 0, kFlagBounds) == 0;
   if (p.exclude_padding && x.kind == Value::Kind::kPadded) {
     throw Error(where_ + ": reads " + x.made_by +
                 " and pads itself with count_include_pad=0: the Pad's zeros would count and "
@@ -327,7 +330,7 @@ void Importer::ImportPool(const ::onnx::NodeProto& node, const Attributes& attrs
     p.padding.w += x.pad.w;
     Note("the zero Pad before " + Quoted(label_) + " became its padding (counted by the average)");
   }
-  if (attrs.Int("ceil_mode", 0) != 0) {
+  if (attrs.Int("ceil_mode", 0, kFlagBounds) != 0) {
     // Rounding the output size up matters only where it adds a window.
     OpParams floor_op, ceil_op;
     floor_op.kind = ceil_op.kind = OpKind::kPool;
@@ -386,7 +389,7 @@ void Importer::ImportSpatialReduce(const ::onnx::NodeProto& node, const Attribut
                 "]: only a reduction over height and width (axes 2 and 3) is supported");
   }
   Value out = GlobalPool(node, node.op_type() == "ReduceMax");
-  if (attrs.Int("keepdims", 1) == 0) out.kind = Value::Kind::kFlat;
+  if (attrs.Int("keepdims", 1, kFlagBounds) == 0) out.kind = Value::Kind::kFlat;
   Define(node, out);
 }
 
@@ -400,11 +403,13 @@ void Importer::ImportPad(const ::onnx::NodeProto& node, const Attributes& attrs)
                 ": only constant (zero) padding is supported");
   }
   std::vector<int64_t> pads = attrs.Ints("pads");
+  std::string pads_field = "attribute 'pads'";
   float value = attrs.Float("value", 0.0f);
   if (HasInput(node, 1)) {
     const ConstTensor& t = ConstInput(node, 1, "pads");
     if (!t.has_values || t.is_float) throw Error(where_ + ": its pads must be constant integers");
     pads = t.ints;
+    pads_field = "input 'pads' (" + Quoted(node.input(1)) + ")";
   }
   if (HasInput(node, 2)) {
     const ConstTensor& t = ConstInput(node, 2, "constant_value");
@@ -424,295 +429,15 @@ void Importer::ImportPad(const ::onnx::NodeProto& node, const Attributes& attrs)
                 ": only padding of height and width is supported (pads: 8 values, "
                 "zero for batch and channels)");
   }
-  if (pads[2] != pads[6] || pads[3] != pads[7] || pads[2] < 0 || pads[3] < 0) {
-    throw Error(where_ +
-                ": asymmetric or negative padding: only equal padding on both sides is "
-                "supported");
+  int p[8];
+  for (int i = 0; i < 8; ++i) p[i] = Narrow(pads[i], kPaddingBounds, where_, pads_field);
+  if (p[2] != p[6] || p[3] != p[7]) {
+    throw Error(where_ + ": asymmetric padding: only equal padding on both sides is supported");
   }
   Value padded = x;
   padded.kind = Value::Kind::kPadded;
-  padded.pad = {static_cast<int>(pads[2]), static_cast<int>(pads[3])};
+  padded.pad = {p[2], p[3]};
   Define(node, padded);
-}
-
-//! Concatenation costs nothing in the IR: readers read the terms.
-void Importer::ImportConcat(const ::onnx::NodeProto& node, const Attributes& attrs) {
-  attrs.OnlyKnown({"axis"});
-  const int64_t axis = attrs.Int("axis", 1);
-  if (axis != 1 && axis != -3) {
-    throw Error(where_ + ": axis=" + std::to_string(axis) +
-                ": only concatenation along channels (axis 1) is supported");
-  }
-  Value out;
-  out.kind = Value::Kind::kTensor;
-  for (int i = 0; i < node.input_size(); ++i) {
-    const Value& v = MapInput(node, i);
-    if (i > 0 && (v.shape.h != out.shape.h || v.shape.w != out.shape.w)) {
-      throw Error(where_ + ": input " + Quoted(node.input(i)) + " is " + std::to_string(v.shape.h) +
-                  "x" + std::to_string(v.shape.w) + ", the first " + std::to_string(out.shape.h) +
-                  "x" + std::to_string(out.shape.w));
-    }
-    out.terms.insert(out.terms.end(), v.terms.begin(), v.terms.end());
-    out.shape = {out.shape.c + v.shape.c, v.shape.h, v.shape.w};
-  }
-  if (out.terms.empty()) throw Error(where_ + ": no inputs");
-  // Read by several operators (the next Inception module's branches), the
-  // concatenation becomes an identity operator, as in IOS's own models:
-  // the block boundary every path passes through. It costs no copy (its
-  // inputs are written into channel ranges of its buffer, and its readers
-  // read that buffer). Read once, it stays terms of its reader.
-  const auto readers = readers_.find(node.output(0));
-  if (readers != readers_.end() && readers->second > 1 && out.terms.size() > 1) {
-    out = Materialize(out);
-  }
-  Define(node, out);
-}
-
-void Importer::ImportElementwise(const ::onnx::NodeProto& node) {
-  Attributes(node, where_).OnlyKnown({});
-  const bool add = node.op_type() == "Add";
-  const Value& a = Input(node, 0);
-  const Value& b = Input(node, 1);
-  // MatMul + Add of a constant vector: the fully connected layer's bias.
-  if (add && (a.kind == Value::Kind::kConstant) != (b.kind == Value::Kind::kConstant)) {
-    return FoldBias(node, a.kind == Value::Kind::kConstant ? b : a,
-                    *(a.kind == Value::Kind::kConstant ? a : b).constant);
-  }
-  if (!add && FoldGatedActivation(node, a, b)) return;
-  for (int i = 0; i < 2; ++i) {
-    const Value& v = Input(node, i);
-    if (v.kind != Value::Kind::kTensor && v.kind != Value::Kind::kFlat) MapInput(node, i);
-  }
-  // Equal shapes, or a C x 1 x 1 map applied to every pixel of a C x H x W
-  // one (squeeze-and-excitation's channel scale).
-  const auto broadcasts = [](const Value& small, const Value& large) {
-    return small.kind == Value::Kind::kTensor && large.kind == Value::Kind::kTensor &&
-           small.shape == Shape{large.shape.c, 1, 1};
-  };
-  if (!((a.shape == b.shape && a.kind == b.kind) || broadcasts(a, b) || broadcasts(b, a))) {
-    throw Error(where_ + ": inputs of shapes " + ShapeText(a) + " and " + ShapeText(b) +
-                ": only equal shapes, or [N, C, 1, 1] with [N, C, H, W], are supported");
-  }
-  OpParams op;
-  op.kind = OpKind::kEltwise;
-  op.eltwise = add ? EltwiseType::kAdd : EltwiseType::kMul;
-  // Each operand is one term: the IR combines terms element-wise.
-  Inputs inputs;
-  for (const Value* v : {&a, &b}) {
-    if (v->terms.size() != 1) {
-      inputs.push_back(Materialize(*v, "_concat").terms.at(0));
-    } else {
-      inputs.push_back(v->terms[0]);
-    }
-  }
-  Value out = AddNode(op, inputs, TermShapes(inputs), "");
-  out.kind = a.kind == Value::Kind::kFlat ? a.kind : b.kind;
-  Define(node, out);
-}
-
-//! Mul(x, Sigmoid(x)) is x * sigmoid(x): SiLU, and Mul(x, HardSigmoid(x))
-//! is hardswish, as PyTorch exports them (the latter below opset 14). The
-//! gate operator becomes the product's activation, or, when x is a
-//! convolution's output read by nothing else, that convolution's activation
-//! (the gate operator is then read by nobody and dropped).
-bool Importer::FoldGatedActivation(const ::onnx::NodeProto& node, const Value& a, const Value& b) {
-  for (int s = 0; s < 2; ++s) {
-    const Value& gate = s == 0 ? a : b;
-    const Value& x = s == 0 ? b : a;
-    if ((gate.kind != Value::Kind::kTensor && gate.kind != Value::Kind::kFlat) ||
-        gate.kind != x.kind || gate.terms.size() != 1 || gate.terms[0].size() != 1) {
-      continue;
-    }
-    Pending& sigmoid = pending_.at(gate.terms[0][0].producer);
-    if (sigmoid.node.op.kind != OpKind::kActivation || !(sigmoid.node.inputs == x.terms) ||
-        readers_[node.input(s)] != 1) {
-      continue;
-    }
-    Activation product = Activation::kNone;
-    if (sigmoid.node.op.act == Activation::kSigmoid) product = Activation::kSilu;
-    if (sigmoid.node.op.act == Activation::kHardSigmoid) product = Activation::kHardSwish;
-    if (product == Activation::kNone) continue;
-    const std::string gate_name = std::string(KindOf(sigmoid.node.op.act).name);
-    const std::string product_name = std::string(KindOf(product).name);
-    Pending* conv = nullptr;
-    if (x.terms.size() == 1 && x.terms[0].size() == 1 && readers_[node.input(1 - s)] == 2) {
-      Pending& p = pending_.at(x.terms[0][0].producer);
-      if (p.node.op.kind == OpKind::kConv && p.node.op.conv.act == Activation::kNone &&
-          x.terms[0][0].begin == 0 && x.terms[0][0].end == p.node.output.c) {
-        conv = &p;
-      }
-    }
-    if (conv != nullptr) {
-      conv->node.op.conv.act = product;
-      Note("Mul " + Quoted(label_) + " of a convolution and its " + gate_name + " became its " +
-           product_name);
-      Define(node, x);
-    } else {
-      sigmoid.node.op.act = product;
-      Note("Mul " + Quoted(label_) + " of a value and its " + gate_name + " became a " +
-           product_name);
-      Define(node, gate);
-    }
-    return true;
-  }
-  return false;
-}
-
-std::string Importer::ShapeText(const Value& v) {
-  if (v.kind == Value::Kind::kConstant) return v.constant->DimsText();
-  const Shape& s = v.shape;
-  if (v.kind == Value::Kind::kFlat) return "[N, " + std::to_string(s.c * s.h * s.w) + "]";
-  return "[N, " + std::to_string(s.c) + ", " + std::to_string(s.h) + ", " + std::to_string(s.w) +
-         "]";
-}
-
-//! A feature map made of several terms (a concatenation) as one operator's
-//! output, for readers that need a single term.
-Value Importer::Materialize(const Value& v, const std::string& suffix) {
-  OpParams op;
-  op.kind = OpKind::kIdentity;
-  const std::string saved = label_;
-  label_ += suffix;
-  Value out = AddNode(op, v.terms, TermShapes(v.terms), "Concat");
-  label_ = saved;
-  out.kind = v.kind;
-  return out;
-}
-
-void Importer::FoldBias(const ::onnx::NodeProto& node, const Value& x, const ConstTensor& bias) {
-  const int x_input = Input(node, 0).kind == Value::Kind::kConstant ? 1 : 0;
-  Pending* fc = x.kind == Value::Kind::kFlat ? SoleProducer(node, x, x_input) : nullptr;
-  if (fc == nullptr || fc->node.op.kind != OpKind::kConv || fc->node.op.conv.bias ||
-      fc->node.op.conv.act != Activation::kNone ||
-      bias.elements() != fc->node.op.conv.out_channels) {
-    throw Error(where_ + ": adding the constant " + bias.DimsText() + " to " + ShapeText(x) +
-                ": only a bias added to the output of a MatMul is supported");
-  }
-  fc->node.op.conv.bias = true;
-  fc->has_weights = fc->has_weights && bias.has_values && bias.is_float;
-  fc->weights.bias = bias.floats;
-  Note("Add " + Quoted(label_) + " became the bias of " + Quoted(fc->node.name));
-  Define(node, x);
-}
-
-void Importer::ImportFlatten(const ::onnx::NodeProto& node, const Attributes& attrs) {
-  attrs.OnlyKnown({"axis"});
-  const int64_t axis = attrs.Int("axis", 1);
-  if (axis != 1) {
-    throw Error(where_ + ": axis=" + std::to_string(axis) +
-                ": only flattening each sample (axis 1) is supported");
-  }
-  Flatten(node, Input(node, 0));
-}
-
-void Importer::Flatten(const ::onnx::NodeProto& node, const Value& x) {
-  if (x.kind == Value::Kind::kFlat) return Define(node, x);
-  if (x.kind != Value::Kind::kTensor) MapInput(node, 0);
-  // A concatenation stays terms: the fully connected layer reads them.
-  Value flat = x;
-  flat.kind = Value::Kind::kFlat;
-  Define(node, flat);
-}
-
-//! Reshape to (N, C*H*W) is a flatten; anything else is refused.
-void Importer::ImportReshape(const ::onnx::NodeProto& node) {
-  Attributes(node, where_).OnlyKnown({"allowzero"});
-  const Value& x = Input(node, 0);
-  const ConstTensor& shape = ConstInput(node, 1, "shape");
-  const int64_t features = int64_t{x.shape.c} * x.shape.h * x.shape.w;
-  const bool flatten = (x.kind == Value::Kind::kTensor || x.kind == Value::Kind::kFlat) &&
-                       shape.has_values && !shape.is_float && shape.ints.size() == 2 &&
-                       (shape.ints[0] == -1 || shape.ints[0] == 0 || shape.ints[0] == batch_) &&
-                       (shape.ints[1] == -1 || shape.ints[1] == features) &&
-                       !(shape.ints[0] == -1 && shape.ints[1] == -1);
-  if (!flatten) {
-    throw Error(where_ + ": a Reshape other than flattening each sample (to [N, " +
-                std::to_string(features) +
-                "]) is not supported (channel shuffles and "
-                "reshapes cannot be scheduled by this importer)");
-  }
-  Flatten(node, x);
-}
-
-//! out = x W (+ b) over a flattened feature map of C*H*W values is a
-//! convolution whose kernel covers the whole map: same sums, same order.
-void Importer::ImportFullyConnected(const ::onnx::NodeProto& node, const Attributes& attrs) {
-  const bool gemm = node.op_type() == "Gemm";
-  if (gemm)
-    attrs.OnlyKnown({"alpha", "beta", "transA", "transB"});
-  else
-    attrs.OnlyKnown({});
-  const Value& x = Input(node, 0);
-  if (x.kind != Value::Kind::kFlat) {
-    throw Error(where_ + ": its input " + Quoted(node.input(0)) + " is " + KindText(x) +
-                "; a fully connected layer is supported on a flattened feature map");
-  }
-  if (gemm && attrs.Int("transA", 0) != 0) throw Error(where_ + ": transA=1 is not supported");
-  const bool trans_b = gemm && attrs.Int("transB", 0) != 0;
-  const float alpha = gemm ? attrs.Float("alpha", 1.0f) : 1.0f;
-  const float beta = gemm ? attrs.Float("beta", 1.0f) : 1.0f;
-  const ConstTensor& w = ConstInput(node, 1, "weight");
-  const int64_t features = int64_t{x.shape.c} * x.shape.h * x.shape.w;
-  if (w.dims.size() != 2 || w.dims[trans_b ? 1 : 0] != features) {
-    throw Error(where_ + ": weight " + w.DimsText() + " (transB=" + (trans_b ? "1" : "0") +
-                ") does not multiply " + std::to_string(features) + " features");
-  }
-  const int k = static_cast<int>(w.dims[trans_b ? 0 : 1]);
-  exec::ConvWeights weights;
-  weights.out_channels = k;
-  weights.in_per_group = x.shape.c;
-  weights.kernel_h = x.shape.h;
-  weights.kernel_w = x.shape.w;
-  bool has_values = w.has_values && w.is_float;
-  if (has_values) {
-    weights.kernel.resize(static_cast<size_t>(k * features));
-    for (int o = 0; o < k; ++o) {
-      for (int64_t d = 0; d < features; ++d) {
-        const float v = trans_b ? w.floats[static_cast<size_t>(o * features + d)]
-                                : w.floats[static_cast<size_t>(d * k + o)];
-        weights.kernel[static_cast<size_t>(o * features + d)] = alpha * v;
-      }
-    }
-  }
-  ConvParams c;
-  c.out_channels = k;
-  c.kernel = {x.shape.h, x.shape.w};
-  c.bias = gemm && HasInput(node, 2);
-  if (c.bias) {
-    const ConstTensor& b = ConstInput(node, 2, "bias");
-    if (b.elements() != k) {
-      throw Error(where_ + ": bias " + b.DimsText() + " for " + std::to_string(k) + " outputs");
-    }
-    has_values = has_values && b.has_values && b.is_float;
-    for (float v : b.floats) weights.bias.push_back(beta * v);
-  }
-  OpParams op;
-  op.kind = OpKind::kConv;
-  op.conv = c;
-  Value out =
-      AddNode(op, x.terms, TermShapes(x.terms), "FullyConnected", std::move(weights), has_values);
-  out.kind = Value::Kind::kFlat;
-  Define(node, out);
-}
-
-void Importer::ImportPassThrough(const ::onnx::NodeProto& node) {
-  if (node.op_type() == "Dropout") {
-    Attributes(node, where_).OnlyKnown({"seed", "ratio", "is_test"});
-  }
-  Value v = Input(node, 0);
-  Note(node.op_type() + " " + Quoted(label_) + " was removed");
-  Define(node, v);
-}
-
-void Importer::ImportConstantNode(const ::onnx::NodeProto& node, const Attributes& attrs) {
-  const std::optional<::onnx::TensorProto> value = attrs.Tensor("value");
-  if (!value) {
-    throw Error(where_ + ": only a Constant with a tensor 'value' attribute is supported");
-  }
-  ConstTensor t = detail::ReadTensor(*value, where_);
-  t.name = node.output_size() > 0 ? node.output(0) : "";
-  ConstTensor& held = held_.emplace_back(std::move(t));
-  Define(node, {Value::Kind::kConstant, {}, {}, {0, 0}, &held, {}});
 }
 
 }  // namespace ios::onnx_import::detail

@@ -1,17 +1,41 @@
 #include "onnx/onnx_tensors.h"
 
 #include <cstring>
+#include <set>
 
 #include "common/error.h"
 #include "common/printable.h"
 
 namespace ios::onnx_import::detail {
 
-int64_t ConstTensor::elements() const {
+int Narrow(int64_t value, const Bounds& bounds, const std::string& where, const std::string& what) {
+  if (value < bounds.low || value > bounds.high) {
+    throw Error(where + ": " + what + " is " + std::to_string(value) + ", outside [" +
+                std::to_string(bounds.low) + ", " + std::to_string(bounds.high) + "] (" +
+                bounds.source + ")");
+  }
+  return static_cast<int>(value);
+}
+
+int64_t ElementCount(const std::vector<int64_t>& dims, const std::string& where) {
   int64_t count = 1;
-  for (int64_t d : dims) count *= d;
+  for (int64_t d : dims) {
+    if (d < 0) throw Error(where + ": negative dimension " + std::to_string(d));
+    // Zero elements end the product; otherwise count <= limit / d keeps
+    // count * d within the limit, so nothing overflows on the way.
+    if (d != 0 && count > kMaxTensorElements / d) {
+      std::string text;
+      for (int64_t e : dims) text += (text.empty() ? "" : ", ") + std::to_string(e);
+      throw Error(where + ": dims [" + text + "] make more than " +
+                  std::to_string(kMaxTensorElements) +
+                  " elements (more than a 2 GiB ONNX file holds)");
+    }
+    count *= d;
+  }
   return count;
 }
+
+int64_t ConstTensor::elements() const { return ElementCount(dims, "tensor " + Quoted(name)); }
 
 std::string ConstTensor::DimsText() const {
   std::string text = "[";
@@ -47,16 +71,13 @@ std::vector<T> FromField(const Field& field, int64_t count, const std::string& w
 ConstTensor ReadTensor(const ::onnx::TensorProto& tensor, const std::string& where) {
   ConstTensor out;
   out.name = tensor.name();
-  for (int64_t d : tensor.dims()) {
-    if (d < 0) throw Error(where + ": negative dimension " + std::to_string(d));
-    out.dims.push_back(d);
-  }
+  out.dims.assign(tensor.dims().begin(), tensor.dims().end());
+  const int64_t count = ElementCount(out.dims, where);
   if (tensor.data_location() == ::onnx::TensorProto_DataLocation_EXTERNAL) {
     throw Error(where +
                 ": its values are in an external file, which this importer does not read "
                 "(export with the weights inside the model)");
   }
-  const int64_t count = out.elements();
   out.has_values = true;
   switch (tensor.data_type()) {
     case ::onnx::TensorProto_DataType_FLOAT:
@@ -128,6 +149,18 @@ std::vector<int64_t> Attributes::Ints(const std::string& name) const {
   return {a->ints().begin(), a->ints().end()};
 }
 
+int Attributes::Int(const std::string& name, int fallback, const Bounds& bounds) const {
+  const auto* a = Find(name, ::onnx::AttributeProto_AttributeType_INT);
+  return a ? Narrow(a->i(), bounds, where_, "attribute " + Quoted(name)) : fallback;
+}
+
+std::vector<int> Attributes::Ints(const std::string& name, const Bounds& bounds) const {
+  std::vector<int> values;
+  for (int64_t v : Ints(name))
+    values.push_back(Narrow(v, bounds, where_, "attribute " + Quoted(name)));
+  return values;
+}
+
 std::optional<::onnx::TensorProto> Attributes::Tensor(const std::string& name) const {
   const auto* a = Find(name, ::onnx::AttributeProto_AttributeType_TENSOR);
   if (a == nullptr) return std::nullopt;
@@ -141,6 +174,59 @@ void Attributes::OnlyKnown(const std::vector<std::string>& known) const {
     if (!listed) {
       throw Error(where_ + ": attribute " + Quoted(a.name()) +
                   " is not one this importer knows for the operator, so it cannot honour it");
+    }
+  }
+}
+
+namespace {
+
+// Convolutions and pools: ONNX infers their shapes with one helper that
+// divides by the stride.
+const std::set<std::string>& WindowOperators() {
+  static const std::set<std::string> ops = {"AveragePool",   "Conv",       "ConvInteger",
+                                            "ConvTranspose", "DeformConv", "LpPool",
+                                            "MaxPool",       "MaxUnpool",  "QLinearConv"};
+  return ops;
+}
+
+//! The bounds of an integer attribute, or null for one left to the
+//! importer's own checks (or to no one: an operator it refuses anyway).
+const Bounds* AttributeBounds(const std::string& op, const std::string& name) {
+  if (WindowOperators().count(op)) {
+    if (name == "kernel_shape" || name == "strides" || name == "dilations" || name == "group") {
+      return &kExtentBounds;
+    }
+    if (name == "pads") return &kPaddingBounds;
+  }
+  if (op == "Pad" && name == "pads") return &kPaddingBounds;
+  if (name == "axis" &&
+      (op == "Concat" || op == "Flatten" || op == "Softmax" || op == "LogSoftmax")) {
+    return &kAxisBounds;
+  }
+  if (name == "axes" && (op == "ReduceMean" || op == "ReduceMax")) return &kAxisBounds;
+  static const std::set<std::string> flags = {"allowzero",    "ceil_mode", "count_include_pad",
+                                              "keepdims",     "transA",    "transB",
+                                              "training_mode"};
+  return flags.count(name) ? &kFlagBounds : nullptr;
+}
+
+}  // namespace
+
+void CheckAttributesBeforeInference(const ::onnx::GraphProto& graph, const std::string& source) {
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const ::onnx::NodeProto& node = graph.node(i);
+    const std::string label =
+        node.name().empty() ? node.op_type() + "_" + std::to_string(i) : node.name();
+    const std::string where = source + ": node " + Quoted(label) + " (" + node.op_type() + ")";
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    for (const ::onnx::AttributeProto& a : node.attribute()) {
+      if (a.has_g()) CheckAttributesBeforeInference(a.g(), source);
+      for (const ::onnx::GraphProto& g : a.graphs()) CheckAttributesBeforeInference(g, source);
+      const Bounds* bounds = default_domain ? AttributeBounds(node.op_type(), a.name()) : nullptr;
+      if (bounds == nullptr) continue;
+      const std::string what = "attribute " + Quoted(a.name());
+      if (a.has_i()) Narrow(a.i(), *bounds, where, what);
+      for (int64_t v : a.ints()) Narrow(v, *bounds, where, what);
     }
   }
 }

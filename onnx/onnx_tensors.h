@@ -9,7 +9,47 @@
 #include <string>
 #include <vector>
 
+#include "common/limits.h"
+
 namespace ios::onnx_import::detail {
+
+//! The range an integer read from a file must lie in before it is used as
+//! an int, and where the range comes from (for messages).
+struct Bounds {
+  int64_t low;
+  int64_t high;
+  const char* source;
+};
+
+//! Kernel sizes, strides, dilations, groups, channels, heights and widths.
+inline constexpr Bounds kExtentBounds{1, limits::kMaxExtent,
+                                      "common/limits.h kMaxExtent, the largest a worker measures"};
+inline constexpr Bounds kPaddingBounds{0, limits::kMaxExtent,
+                                       "common/limits.h kMaxExtent, the largest a worker measures"};
+inline constexpr Bounds kBatchBounds{1, limits::kMaxBatchSize, "common/limits.h kMaxBatchSize"};
+//! ONNX's 0/1 attributes (transB, ceil_mode, allowzero, ...).
+inline constexpr Bounds kFlagBounds{0, 1, "a flag"};
+//! Axes of the rank-4 tensors the importer reads (Flatten's may be 4).
+inline constexpr Bounds kAxisBounds{-4, 4, "an axis of a rank-4 tensor"};
+
+//! `value` as an int; throws ios::Error "<where>: <what> is <value>,
+//! outside [low, high] (<source>)" when it does not lie in `bounds`. Every
+//! integer of a file that becomes an int passes here: a cast alone reads
+//! 2^32 + 1 as 1.
+int Narrow(int64_t value, const Bounds& bounds, const std::string& where, const std::string& what);
+
+//! Most elements a tensor may have: more than a 2 GiB file holds bytes.
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 31;
+
+//! The product of `dims` (each >= 0); throws ios::Error naming `where` when
+//! it exceeds kMaxTensorElements, before it can overflow.
+int64_t ElementCount(const std::vector<int64_t>& dims, const std::string& where);
+
+//! Checks the integer attributes this importer reads, and the windows of
+//! every convolution and pooling operator, in `graph` and the graphs nested
+//! in it, against their Bounds. Runs before ONNX's shape inference, which
+//! divides by a zero stride (libonnx 1.12) and computes with the rest.
+void CheckAttributesBeforeInference(const ::onnx::GraphProto& graph, const std::string& source);
 
 //! A constant tensor (an initializer, a Constant node's value, or a weight
 //! the file declares as a graph input without values).
@@ -21,6 +61,7 @@ struct ConstTensor {
   std::vector<float> floats;
   std::vector<int64_t> ints;
 
+  //! Checked (ElementCount); every tensor's count is checked when read.
   int64_t elements() const;
   //! "[64, 3, 7, 7]".
   std::string DimsText() const;
@@ -42,6 +83,10 @@ class Attributes {
   float Float(const std::string& name, float fallback) const;
   std::string String(const std::string& name, const std::string& fallback) const;
   std::vector<int64_t> Ints(const std::string& name) const;  // empty when absent
+  //! Int and Ints narrowed to int within `bounds` (Narrow), naming the
+  //! attribute; the fallback is not checked.
+  int Int(const std::string& name, int fallback, const Bounds& bounds) const;
+  std::vector<int> Ints(const std::string& name, const Bounds& bounds) const;
   std::optional<::onnx::TensorProto> Tensor(const std::string& name) const;
   //! Refuses any attribute not in `known`, naming it.
   void OnlyKnown(const std::vector<std::string>& known) const;

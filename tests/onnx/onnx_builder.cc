@@ -107,6 +107,16 @@ std::string OnnxBuilder::WeightInput(const std::vector<int64_t>& dims) {
   return name;
 }
 
+void OnnxBuilder::InputDim(int axis, int64_t value) {
+  model_.mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(axis)
+      ->set_dim_value(value);
+}
+
 std::string OnnxBuilder::Node(const std::string& op, const std::vector<std::string>& inputs,
                               const std::vector<::onnx::AttributeProto>& attrs,
                               const std::string& domain) {
@@ -126,25 +136,33 @@ std::string OnnxBuilder::Node(const std::string& op, const std::vector<std::stri
   return *graph->mutable_node(graph->node_size() - 1);
 }
 
-std::string OnnxBuilder::Bytes(const std::string& output) {
+std::string OnnxBuilder::Bytes(const std::string& output) { return Serialize(output, true, 4); }
+
+std::string OnnxBuilder::UninferredBytes(const std::string& output, int rank) {
+  return Serialize(output, false, rank);
+}
+
+std::string OnnxBuilder::Serialize(const std::string& output, bool infer, int rank) {
   ::onnx::ModelProto model = model_;
   // The checker wants the output's type and shape, as exporters write
   // them: ONNX's own shape inference supplies them, and a rank-4 shape of
   // unknown sizes where it cannot (an operator of another domain).
-  ::onnx::ModelProto inferred = model_;
-  try {
-    ::onnx::shape_inference::InferShapes(inferred);
-  } catch (const std::exception&) {
-  }
   auto* out = model.mutable_graph()->add_output();
   out->set_name(output);
-  for (const auto& info : inferred.graph().value_info()) {
-    if (info.name() == output) *out->mutable_type() = info.type();
+  if (infer) {
+    ::onnx::ModelProto inferred = model_;
+    try {
+      ::onnx::shape_inference::InferShapes(inferred);
+    } catch (const std::exception&) {
+    }
+    for (const auto& info : inferred.graph().value_info()) {
+      if (info.name() == output) *out->mutable_type() = info.type();
+    }
   }
   if (!out->type().has_tensor_type() || !out->type().tensor_type().has_shape()) {
     auto* tensor = out->mutable_type()->mutable_tensor_type();
     tensor->set_elem_type(::onnx::TensorProto_DataType_FLOAT);
-    for (int d = 0; d < 4; ++d)
+    for (int d = 0; d < rank; ++d)
       tensor->mutable_shape()->add_dim()->set_dim_param("d" + std::to_string(d));
   }
   std::string bytes;

@@ -28,6 +28,9 @@ class OnnxBuilder {
   //! A weight declared as a graph input without values (export_params=False).
   std::string WeightInput(const std::vector<int64_t>& dims);
 
+  //! Sets dimension `axis` of the input "input" (a crafted size).
+  void InputDim(int axis, int64_t value);
+
   //! Appends a node; returns the name of its (first) output.
   std::string Node(const std::string& op, const std::vector<std::string>& inputs,
                    const std::vector<::onnx::AttributeProto>& attrs = {},
@@ -38,9 +41,14 @@ class OnnxBuilder {
 
   //! The serialized model whose graph output is `output`.
   std::string Bytes(const std::string& output);
+  //! The same without running ONNX's shape inference here (a crafted
+  //! attribute may crash it): the output is declared of rank `rank`, sizes
+  //! unknown.
+  std::string UninferredBytes(const std::string& output, int rank = 4);
 
  private:
   std::string Fresh();
+  std::string Serialize(const std::string& output, bool infer, int rank);
 
   ::onnx::ModelProto model_;
   int next_ = 0;

@@ -1,0 +1,316 @@
+// What the ONNX operators that combine, flatten or pass on feature maps
+// become in the IR (Concat, Add and Mul, Flatten, Reshape, Gemm and MatMul,
+// Dropout and Identity, Constant): more of the Importer's per-operator
+// methods (onnx/importer.h), beside onnx_operators.cc's windows and
+// activations.
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/activation.h"
+#include "common/error.h"
+#include "common/op_kinds.h"
+#include "common/printable.h"
+#include "onnx/importer.h"
+
+namespace ios::onnx_import::detail {
+
+//! Concatenation costs nothing in the IR: readers read the terms.
+void Importer::ImportConcat(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  attrs.OnlyKnown({"axis"});
+  const int64_t axis = attrs.Int("axis", 1);
+  if (axis != 1 && axis != -3) {
+    throw Error(where_ + ": axis=" + std::to_string(axis) +
+                ": only concatenation along channels (axis 1) is supported");
+  }
+  Value out;
+  out.kind = Value::Kind::kTensor;
+  for (int i = 0; i < node.input_size(); ++i) {
+    const Value& v = MapInput(node, i);
+    if (i > 0 && (v.shape.h != out.shape.h || v.shape.w != out.shape.w)) {
+      throw Error(where_ + ": input " + Quoted(node.input(i)) + " is " + std::to_string(v.shape.h) +
+                  "x" + std::to_string(v.shape.w) + ", the first " + std::to_string(out.shape.h) +
+                  "x" + std::to_string(out.shape.w));
+    }
+    out.terms.insert(out.terms.end(), v.terms.begin(), v.terms.end());
+    // Summed in int64: a file may name one input thousands of times.
+    const int channels = Narrow(int64_t{out.shape.c} + v.shape.c, kExtentBounds, where_,
+                                "the channel count of its inputs together");
+    out.shape = {channels, v.shape.h, v.shape.w};
+  }
+  if (out.terms.empty()) throw Error(where_ + ": no inputs");
+  // Read by several operators (the next Inception module's branches), the
+  // concatenation becomes an identity operator, as in IOS's own models:
+  // the block boundary every path passes through. It costs no copy (its
+  // inputs are written into channel ranges of its buffer, and its readers
+  // read that buffer). Read once, it stays terms of its reader.
+  const auto readers = readers_.find(node.output(0));
+  if (readers != readers_.end() && readers->second > 1 && out.terms.size() > 1) {
+    out = Materialize(out);
+  }
+  Define(node, out);
+}
+
+void Importer::ImportElementwise(const ::onnx::NodeProto& node) {
+  Attributes(node, where_).OnlyKnown({});
+  const bool add = node.op_type() == "Add";
+  const Value& a = Input(node, 0);
+  const Value& b = Input(node, 1);
+  // MatMul + Add of a constant vector: the fully connected layer's bias.
+  if (add && (a.kind == Value::Kind::kConstant) != (b.kind == Value::Kind::kConstant)) {
+    return FoldBias(node, a.kind == Value::Kind::kConstant ? b : a,
+                    *(a.kind == Value::Kind::kConstant ? a : b).constant);
+  }
+  if (!add && FoldGatedActivation(node, a, b)) return;
+  for (int i = 0; i < 2; ++i) {
+    const Value& v = Input(node, i);
+    if (v.kind != Value::Kind::kTensor && v.kind != Value::Kind::kFlat) MapInput(node, i);
+  }
+  // Equal shapes, or a C x 1 x 1 map applied to every pixel of a C x H x W
+  // one (squeeze-and-excitation's channel scale).
+  const auto broadcasts = [](const Value& small, const Value& large) {
+    return small.kind == Value::Kind::kTensor && large.kind == Value::Kind::kTensor &&
+           small.shape == Shape{large.shape.c, 1, 1};
+  };
+  if (!((a.shape == b.shape && a.kind == b.kind) || broadcasts(a, b) || broadcasts(b, a))) {
+    throw Error(where_ + ": inputs of shapes " + ShapeText(a) + " and " + ShapeText(b) +
+                ": only equal shapes, or [N, C, 1, 1] with [N, C, H, W], are supported");
+  }
+  OpParams op;
+  op.kind = OpKind::kEltwise;
+  op.eltwise = add ? EltwiseType::kAdd : EltwiseType::kMul;
+  // Each operand is one term: the IR combines terms element-wise.
+  Inputs inputs;
+  for (const Value* v : {&a, &b}) {
+    if (v->terms.size() != 1) {
+      inputs.push_back(Materialize(*v, "_concat").terms.at(0));
+    } else {
+      inputs.push_back(v->terms[0]);
+    }
+  }
+  Value out = AddNode(op, inputs, TermShapes(inputs), "");
+  out.kind = a.kind == Value::Kind::kFlat ? a.kind : b.kind;
+  Define(node, out);
+}
+
+//! Mul(x, Sigmoid(x)) is x * sigmoid(x): SiLU, and Mul(x, HardSigmoid(x))
+//! is hardswish, as PyTorch exports them (the latter below opset 14). The
+//! gate operator becomes the product's activation, or, when x is a
+//! convolution's output read by nothing else, that convolution's activation
+//! (the gate operator is then read by nobody and dropped).
+bool Importer::FoldGatedActivation(const ::onnx::NodeProto& node, const Value& a, const Value& b) {
+  for (int s = 0; s < 2; ++s) {
+    const Value& gate = s == 0 ? a : b;
+    const Value& x = s == 0 ? b : a;
+    if ((gate.kind != Value::Kind::kTensor && gate.kind != Value::Kind::kFlat) ||
+        gate.kind != x.kind || gate.terms.size() != 1 || gate.terms[0].size() != 1) {
+      continue;
+    }
+    Pending& sigmoid = pending_.at(gate.terms[0][0].producer);
+    if (sigmoid.node.op.kind != OpKind::kActivation || !(sigmoid.node.inputs == x.terms) ||
+        readers_[node.input(s)] != 1) {
+      continue;
+    }
+    Activation product = Activation::kNone;
+    if (sigmoid.node.op.act == Activation::kSigmoid) product = Activation::kSilu;
+    if (sigmoid.node.op.act == Activation::kHardSigmoid) product = Activation::kHardSwish;
+    if (product == Activation::kNone) continue;
+    const std::string gate_name = std::string(KindOf(sigmoid.node.op.act).name);
+    const std::string product_name = std::string(KindOf(product).name);
+    Pending* conv = nullptr;
+    if (x.terms.size() == 1 && x.terms[0].size() == 1 && readers_[node.input(1 - s)] == 2) {
+      Pending& p = pending_.at(x.terms[0][0].producer);
+      if (p.node.op.kind == OpKind::kConv && p.node.op.conv.act == Activation::kNone &&
+          x.terms[0][0].begin == 0 && x.terms[0][0].end == p.node.output.c) {
+        conv = &p;
+      }
+    }
+    if (conv != nullptr) {
+      conv->node.op.conv.act = product;
+      Note("Mul " + Quoted(label_) + " of a convolution and its " + gate_name + " became its " +
+           product_name);
+      Define(node, x);
+    } else {
+      sigmoid.node.op.act = product;
+      Note("Mul " + Quoted(label_) + " of a value and its " + gate_name + " became a " +
+           product_name);
+      Define(node, gate);
+    }
+    return true;
+  }
+  return false;
+}
+
+std::string Importer::ShapeText(const Value& v) {
+  if (v.kind == Value::Kind::kConstant) return v.constant->DimsText();
+  const Shape& s = v.shape;
+  if (v.kind == Value::Kind::kFlat) return "[N, " + std::to_string(int64_t{s.c} * s.h * s.w) + "]";
+  return "[N, " + std::to_string(s.c) + ", " + std::to_string(s.h) + ", " + std::to_string(s.w) +
+         "]";
+}
+
+//! A feature map made of several terms (a concatenation) as one operator's
+//! output, for readers that need a single term.
+Value Importer::Materialize(const Value& v, const std::string& suffix) {
+  OpParams op;
+  op.kind = OpKind::kIdentity;
+  const std::string saved = label_;
+  label_ += suffix;
+  Value out = AddNode(op, v.terms, TermShapes(v.terms), "Concat");
+  label_ = saved;
+  out.kind = v.kind;
+  return out;
+}
+
+void Importer::FoldBias(const ::onnx::NodeProto& node, const Value& x, const ConstTensor& bias) {
+  const int x_input = Input(node, 0).kind == Value::Kind::kConstant ? 1 : 0;
+  Pending* fc = x.kind == Value::Kind::kFlat ? SoleProducer(node, x, x_input) : nullptr;
+  if (fc == nullptr || fc->node.op.kind != OpKind::kConv || fc->node.op.conv.bias ||
+      fc->node.op.conv.act != Activation::kNone ||
+      bias.elements() != fc->node.op.conv.out_channels) {
+    throw Error(where_ + ": adding the constant " + bias.DimsText() + " to " + ShapeText(x) +
+                ": only a bias added to the output of a MatMul is supported");
+  }
+  fc->node.op.conv.bias = true;
+  fc->has_weights = fc->has_weights && bias.has_values && bias.is_float;
+  fc->weights.bias = bias.floats;
+  Note("Add " + Quoted(label_) + " became the bias of " + Quoted(fc->node.name));
+  Define(node, x);
+}
+
+void Importer::ImportFlatten(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  attrs.OnlyKnown({"axis"});
+  const int64_t axis = attrs.Int("axis", 1);
+  if (axis != 1) {
+    throw Error(where_ + ": axis=" + std::to_string(axis) +
+                ": only flattening each sample (axis 1) is supported");
+  }
+  Flatten(node, Input(node, 0));
+}
+
+void Importer::Flatten(const ::onnx::NodeProto& node, const Value& x) {
+  if (x.kind == Value::Kind::kFlat) return Define(node, x);
+  if (x.kind != Value::Kind::kTensor) MapInput(node, 0);
+  // A concatenation stays terms: the fully connected layer reads them.
+  Value flat = x;
+  flat.kind = Value::Kind::kFlat;
+  Define(node, flat);
+}
+
+//! Reshape to (N, C*H*W) is a flatten; anything else is refused.
+void Importer::ImportReshape(const ::onnx::NodeProto& node) {
+  const Attributes attrs(node, where_);
+  attrs.OnlyKnown({"allowzero"});
+  // With allowzero=1 a 0 in the shape is a size of zero, not "as the input".
+  const bool allowzero = attrs.Int("allowzero", 0, kFlagBounds) != 0;
+  const Value& x = Input(node, 0);
+  const ConstTensor& shape = ConstInput(node, 1, "shape");
+  const int64_t features = int64_t{x.shape.c} * x.shape.h * x.shape.w;
+  if (allowzero && std::find(shape.ints.begin(), shape.ints.end(), 0) != shape.ints.end()) {
+    std::string text;
+    for (int64_t d : shape.ints) text += (text.empty() ? "" : ", ") + std::to_string(d);
+    throw Error(where_ + ": allowzero=1 makes the 0 in its shape [" + text + "]" +
+                " a size of zero, not the input's size: only flattening each sample (to [N, " +
+                std::to_string(features) + "]) is supported");
+  }
+  const bool flatten = (x.kind == Value::Kind::kTensor || x.kind == Value::Kind::kFlat) &&
+                       shape.has_values && !shape.is_float && shape.ints.size() == 2 &&
+                       (shape.ints[0] == -1 || shape.ints[0] == 0 || shape.ints[0] == batch_) &&
+                       (shape.ints[1] == -1 || shape.ints[1] == features) &&
+                       !(shape.ints[0] == -1 && shape.ints[1] == -1);
+  if (!flatten) {
+    throw Error(where_ + ": a Reshape other than flattening each sample (to [N, " +
+                std::to_string(features) +
+                "]) is not supported (channel shuffles and "
+                "reshapes cannot be scheduled by this importer)");
+  }
+  Flatten(node, x);
+}
+
+//! out = x W (+ b) over a flattened feature map of C*H*W values is a
+//! convolution whose kernel covers the whole map: same sums, same order.
+void Importer::ImportFullyConnected(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  const bool gemm = node.op_type() == "Gemm";
+  if (gemm)
+    attrs.OnlyKnown({"alpha", "beta", "transA", "transB"});
+  else
+    attrs.OnlyKnown({});
+  const Value& x = Input(node, 0);
+  if (x.kind != Value::Kind::kFlat) {
+    throw Error(where_ + ": its input " + Quoted(node.input(0)) + " is " + KindText(x) +
+                "; a fully connected layer is supported on a flattened feature map");
+  }
+  if (gemm && attrs.Int("transA", 0, kFlagBounds) != 0) {
+    throw Error(where_ + ": transA=1 is not supported");
+  }
+  const bool trans_b = gemm && attrs.Int("transB", 0, kFlagBounds) != 0;
+  const float alpha = gemm ? attrs.Float("alpha", 1.0f) : 1.0f;
+  const float beta = gemm ? attrs.Float("beta", 1.0f) : 1.0f;
+  const ConstTensor& w = ConstInput(node, 1, "weight");
+  const int64_t features = int64_t{x.shape.c} * x.shape.h * x.shape.w;
+  if (w.dims.size() != 2 || w.dims[trans_b ? 1 : 0] != features) {
+    throw Error(where_ + ": weight " + w.DimsText() + " (transB=" + (trans_b ? "1" : "0") +
+                ") does not multiply " + std::to_string(features) + " features");
+  }
+  const int k = Narrow(w.dims[trans_b ? 0 : 1], kExtentBounds, where_,
+                       "the output count of the weight " + w.DimsText());
+  exec::ConvWeights weights;
+  weights.out_channels = k;
+  weights.in_per_group = x.shape.c;
+  weights.kernel_h = x.shape.h;
+  weights.kernel_w = x.shape.w;
+  bool has_values = w.has_values && w.is_float;
+  if (has_values) {
+    weights.kernel.resize(static_cast<size_t>(k * features));
+    for (int o = 0; o < k; ++o) {
+      for (int64_t d = 0; d < features; ++d) {
+        const float v = trans_b ? w.floats[static_cast<size_t>(o * features + d)]
+                                : w.floats[static_cast<size_t>(d * k + o)];
+        weights.kernel[static_cast<size_t>(o * features + d)] = alpha * v;
+      }
+    }
+  }
+  ConvParams c;
+  c.out_channels = k;
+  c.kernel = {x.shape.h, x.shape.w};
+  c.bias = gemm && HasInput(node, 2);
+  if (c.bias) {
+    const ConstTensor& b = ConstInput(node, 2, "bias");
+    if (b.elements() != k) {
+      throw Error(where_ + ": bias " + b.DimsText() + " for " + std::to_string(k) + " outputs");
+    }
+    has_values = has_values && b.has_values && b.is_float;
+    for (float v : b.floats) weights.bias.push_back(beta * v);
+  }
+  OpParams op;
+  op.kind = OpKind::kConv;
+  op.conv = c;
+  Value out =
+      AddNode(op, x.terms, TermShapes(x.terms), "FullyConnected", std::move(weights), has_values);
+  out.kind = Value::Kind::kFlat;
+  Define(node, out);
+}
+
+void Importer::ImportPassThrough(const ::onnx::NodeProto& node) {
+  if (node.op_type() == "Dropout") {
+    Attributes(node, where_).OnlyKnown({"seed", "ratio", "is_test"});
+  }
+  Value v = Input(node, 0);
+  Note(node.op_type() + " " + Quoted(label_) + " was removed");
+  Define(node, v);
+}
+
+void Importer::ImportConstantNode(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  const std::optional<::onnx::TensorProto> value = attrs.Tensor("value");
+  if (!value) {
+    throw Error(where_ + ": only a Constant with a tensor 'value' attribute is supported");
+  }
+  ConstTensor t = detail::ReadTensor(*value, where_);
+  t.name = node.output_size() > 0 ? node.output(0) : "";
+  ConstTensor& held = held_.emplace_back(std::move(t));
+  Define(node, {Value::Kind::kConstant, {}, {}, {0, 0}, &held, {}});
+}
+
+}  // namespace ios::onnx_import::detail

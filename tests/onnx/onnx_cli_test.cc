@@ -1,0 +1,74 @@
+// The tools on crafted ONNX files (issue 21): a stride of 2^32 with SAME
+// padding killed ios-coordinator and ios-run with SIGFPE, and a zero stride
+// did so inside ONNX's own shape inference. Each now exits 1, the code a
+// model that does not load has (README), with one line on stderr.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tests/onnx/onnx_builder.h"
+#include "tests/testing/binaries.h"
+#include "tests/testing/process.h"
+
+namespace ios::onnx_import {
+namespace {
+
+using ::ios::testing::CliResult;
+using ::ios::testing::NonEmptyLines;
+using ::ios::testing::RunBinary;
+using ::ios::testing::ShellQuote;
+using ::ios::testing::TempDir;
+using ::ios::testing::WriteFile;
+using ::testing::HasSubstr;
+using testing::IntsAttr;
+using testing::OnnxBuilder;
+using testing::StringAttr;
+
+struct CraftedFile {
+  const char* name;
+  std::string bytes;
+  std::string says;  // in the one line on stderr
+};
+
+std::vector<CraftedFile> CraftedFiles() {
+  constexpr int64_t k2To32 = int64_t{1} << 32;
+  OnnxBuilder same(4, 8, 8);
+  const std::string w = same.Weight({4, 4, 3, 3}, 1);
+  const std::string conv =
+      same.Node("Conv", {"input", w},
+                {IntsAttr("strides", {k2To32, k2To32}), StringAttr("auto_pad", "SAME_UPPER")});
+  OnnxBuilder zero(4, 8, 8);
+  const std::string pool = zero.Node(
+      "MaxPool", {"input"}, {IntsAttr("kernel_shape", {2, 2}), IntsAttr("strides", {0, 0})});
+  return {{"same_stride.onnx", same.UninferredBytes(conv), "attribute 'strides' is 4294967296"},
+          {"zero_stride.onnx", zero.UninferredBytes(pool), "attribute 'strides' is 0"}};
+}
+
+TEST(OnnxCliTest, ToolsRefuseCraftedStridesWithExitCodeOneAndOneLine) {
+  const TempDir dir("ios_onnx_cli");
+  ASSERT_FALSE(dir.path().empty());
+  for (const CraftedFile& file : CraftedFiles()) {
+    const std::string path = (dir.path() / file.name).string();
+    ASSERT_TRUE(WriteFile(path, file.bytes));
+    const std::vector<std::string> commands = {
+        std::string(::ios::testing::kCoordinator) + " --device sim:v100 --model ",
+        std::string(::ios::testing::kIosRun) + " --device reference --model "};
+    for (const std::string& command : commands) {
+      SCOPED_TRACE(command + file.name);
+      const std::string binary = command.substr(0, command.find(' '));
+      const CliResult r =
+          RunBinary(dir.path(), binary, command.substr(command.find(' ') + 1) + ShellQuote(path));
+      EXPECT_EQ(r.exit_code, 1) << r.err;
+      const std::vector<std::string> lines = NonEmptyLines(r.err);
+      ASSERT_EQ(lines.size(), 1u) << r.err;
+      EXPECT_THAT(lines[0], HasSubstr(file.name));
+      EXPECT_THAT(lines[0], HasSubstr(file.says));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ios::onnx_import
