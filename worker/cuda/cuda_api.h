@@ -17,7 +17,9 @@ namespace ios::cuda {
 enum class Code {
   kOk,
   kOutOfMemory,  // cudaErrorMemoryAllocation, CUDNN_STATUS_ALLOC_FAILED
-  kUnsupported,  // CUDNN_STATUS_NOT_SUPPORTED (and its sub-codes)
+  kUnsupported,  // CUDNN_STATUS_NOT_SUPPORTED (and its sub-codes about the problem)
+  kRefused,      // CUDNN_STATUS_BAD_PARAM (and its sub-codes): the library refuses
+                 // these arguments, and will again; a fact about the problem
   kFailure,      // anything else; the device stays usable
   kDeviceLost,   // a sticky error (illegal address, launch failure): the
                  // context is unusable until the process exits

@@ -38,6 +38,7 @@ using exec::ExecError;
     case Code::kDeviceLost:
       throw exec::DeviceLostError(text + " (the GPU context is lost until the process exits)");
     case Code::kOk:
+    case Code::kRefused:
     case Code::kFailure:
     case Code::kNoDevice:
       break;
@@ -985,6 +986,11 @@ std::unique_ptr<exec::Device> MakeCudaDevice(std::unique_ptr<cuda::Api> api,
                                              const CudaOptions& options) {
   if (!api) throw Error("cuda: no CUDA API given");
   return std::make_unique<CudaDevice>(std::move(api), options);
+}
+
+std::unique_ptr<exec::Device> MakeCudaDevice(std::unique_ptr<cuda::Api> api,
+                                             const CudaOptions& options, OnceLatch&) {
+  return MakeCudaDevice(std::move(api), options);
 }
 
 }  // namespace ios::worker

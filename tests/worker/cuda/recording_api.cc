@@ -16,11 +16,14 @@ RecordingApi::RecordingApi(std::shared_ptr<Journal> journal) : journal_(std::mov
 Status RecordingApi::Enter(const std::string& call, bool countable) {
   journal_->calls.push_back(call);
   if (!countable) return Ok();
-  if (++journal_->counted_calls != journal_->fail_at) return Ok();
+  const bool injected = ++journal_->counted_calls == journal_->fail_at;
+  const auto answer = journal_->answers.find(call);
+  if (!injected && answer == journal_->answers.end()) return Ok();
   // A failed call inside a timed region ends the region as far as the
   // device can tell (it throws); a capture stays open until EndCapture.
   if (timed_) timed_ = false;
   if (capturing_) capture_failed_ = true;
+  if (!injected) return {answer->second, call, "recorded answer"};
   journal_->injected = call;
   return {journal_->fail_code, call, "injected failure"};
 }
@@ -554,11 +557,6 @@ Status RecordingApi::ConvolutionBiasRelu(DnnHandle handle, TensorDesc x_desc, co
   Extent(bias, bias_desc, call + " (bias)");
   Use(relu.value, "activation", call);
   CheckAlgorithm(call, algo, workspace_bytes);
-  if (journal_->unfusable_algorithms.count(algo) > 0) {
-    if (Status s = Enter(call); !s.ok()) return s;
-    ++journal_->fusion_refusals;
-    return {Code::kUnsupported, call, "CUDNN_STATUS_NOT_SUPPORTED (recorded)"};
-  }
   if (journal_->unfusable_algorithms.count(algo) > 0) {
     if (Status s = Enter(call); !s.ok()) return s;
     ++journal_->fusion_refusals;

@@ -56,6 +56,9 @@ struct Journal {
                                      {1, Code::kOk, 0.2f, size_t{1} << 20, MathType::kFma},
                                      {0, Code::kOk, 0.3f, 0, MathType::kFma}};
 
+  //! Calls (by the name they are recorded under) that answer this status
+  //! every time they are made, as cuDNN answers a refusal.
+  std::map<std::string, Code> answers;
   //! Algorithms cuDNN will not fuse with bias and relu (NOT_SUPPORTED).
   std::set<int> unfusable_algorithms;
   int fusion_refusals = 0;
@@ -167,7 +170,8 @@ class RecordingApi final : public Api {
     size_t bytes = 0;
   };
 
-  //! Counts a call, and fails it when its number is the injected one.
+  //! Counts a call, and fails it when its number is the injected one or
+  //! when `answers` names it.
   Status Enter(const std::string& call, bool countable = true);
   void Violation(const std::string& text);
   void* NewObject(const std::string& kind);
