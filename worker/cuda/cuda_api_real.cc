@@ -560,12 +560,12 @@ class RealApi final : public Api {
         "cudnnConvolutionBiasActivationForward");
   }
 
-  Status AddBias(DnnHandle handle, TensorDesc bias_desc, const void* bias, TensorDesc y_desc,
-                 void* y) override {
+  Status AddTensor(DnnHandle handle, TensorDesc a_desc, const void* a, TensorDesc c_desc,
+                   void* c) override {
+    // beta = 1: c is read, then written (cuDNN's scaling parameters).
     const float one = 1;
-    return FromDnn(
-        cudnnAddTensor(Dnn(handle), &one, Tensor(bias_desc), bias, &one, Tensor(y_desc), y),
-        "cudnnAddTensor");
+    return FromDnn(cudnnAddTensor(Dnn(handle), &one, Tensor(a_desc), a, &one, Tensor(c_desc), c),
+                   "cudnnAddTensor");
   }
 
   Status ActivationForward(DnnHandle handle, ActivationDesc act, TensorDesc x_desc, const void* x,

@@ -2,21 +2,16 @@
 // cuDNN at all, checked against the recording fake: a deterministic refusal
 // is a fact about the stage (unsupported, never measured again), a refused
 // fusion means three calls, a tensor beyond cuDNN's int extents is refused
-// before any call; an algorithm is chosen per operand alignment; the
-// unlocked-clocks warning is said once per process.
+// before any call.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/measurement.h"
 #include "exec/program.h"
-#include "tests/worker/cuda/channel_views.h"
 #include "tests/worker/cuda/device_test_support.h"
 #include "worker/exec_backend.h"
 
@@ -112,49 +107,6 @@ TEST(CudaRefusalTest, ATensorBeyondCuDnnsIntExtentsIsRefusedBeforeAnyCallNamingT
   // The same stage at batch 1 is fine.
   Exercise(*device, program, 1);
   ExpectNoViolations(*journal);
-}
-
-// An algorithm found for an operand at one alignment may not run (or run
-// wrong) at a lesser one: two problems that differ only in the alignment of
-// their input are two searches.
-TEST(CudaRefusalTest, ProblemsThatDifferOnlyInAnOperandsAlignmentAreSearchedApart) {
-  for (const int size : {17, 35}) {
-    SCOPED_TRACE(std::to_string(size) + "x" + std::to_string(size));
-    const Graph graph = ChannelViewsGraph(size);
-    const exec::Program program = exec::StageProgram(ChannelViewsStage(graph));
-    auto journal = std::make_shared<Journal>();
-    auto device = Device(journal);
-    Exercise(*device, program, 2);
-    EXPECT_EQ(journal->finds, 2);
-    Exercise(*device, program, 2);
-    EXPECT_EQ(journal->finds, 2) << "each choice is remembered";
-    ExpectNoViolations(*journal);
-  }
-}
-
-// ios-run and the tests open several devices in one process: the warning
-// about unlocked clocks is said by the first only.
-TEST(CudaRefusalTest, TheUnlockedClocksWarningIsSaidOncePerProcess) {
-  std::ostringstream log;
-  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
-  spdlog::default_logger()->sinks().push_back(sink);
-  auto journal = std::make_shared<Journal>();
-  journal->clocks_locked = false;
-  OnceLatch said;
-  {
-    auto first = MakeCudaDevice(std::make_unique<RecordingApi>(journal), {}, said);
-    auto second = MakeCudaDevice(std::make_unique<RecordingApi>(journal), {}, said);
-  }
-  spdlog::default_logger()->sinks().pop_back();
-  const std::string text = log.str();
-  size_t warnings = 0;
-  for (size_t at = text.find("clocks are not locked"); at != std::string::npos;
-       at = text.find("clocks are not locked", at + 1)) {
-    ++warnings;
-  }
-  EXPECT_EQ(warnings, 1u) << text;
-  EXPECT_EQ(Count(journal->calls, "nvml clocks"), 1) << "the second device does not ask";
-  EXPECT_TRUE(said.Done());
 }
 
 }  // namespace

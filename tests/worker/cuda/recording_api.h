@@ -138,8 +138,8 @@ class RecordingApi final : public Api {
                              const void* w, ConvDesc conv, int algo, void* workspace,
                              size_t workspace_bytes, TensorDesc bias_desc, const void* bias,
                              ActivationDesc relu, TensorDesc y_desc, void* y) override;
-  Status AddBias(DnnHandle handle, TensorDesc bias_desc, const void* bias, TensorDesc y_desc,
-                 void* y) override;
+  Status AddTensor(DnnHandle handle, TensorDesc a_desc, const void* a, TensorDesc c_desc,
+                   void* c) override;
   Status ActivationForward(DnnHandle handle, ActivationDesc act, TensorDesc x_desc, const void* x,
                            TensorDesc y_desc, void* y) override;
   Status PoolingForward(DnnHandle handle, PoolingDesc pool, TensorDesc x_desc, const void* x,
