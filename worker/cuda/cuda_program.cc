@@ -18,10 +18,12 @@ CudaPreparedProgram::CudaPreparedProgram(std::shared_ptr<DeviceState> state,
       for (const exec::Step& step : lane.steps) labels_.push_back(step.label);
     }
   }
-  // A fact about the stage before one about the GPU: a tensor cuDNN cannot
-  // describe is unsupported on any GPU, however much memory it has.
-  CheckTensorLimits(program);
+  // Both before anything is allocated or asked of cuDNN. Memory first: a
+  // stage no GPU could hold is out of memory on every backend (the
+  // conformance suite's absurd batch); one that fits, with a tensor cuDNN's
+  // int descriptors cannot describe, is unsupported.
   CheckMemory(program);
+  CheckTensorLimits(program);
   for (size_t slot = 0; slot < program.slot_elements.size(); ++slot) {
     slots_.push_back(Allocate(api_, static_cast<size_t>(program.slot_elements[slot]) * batch * 4,
                               "storage slot " + std::to_string(slot)));

@@ -87,6 +87,7 @@ TEST(CudaRefusalTest, AnyRefusalOfTheFusedTrialMeansThreeCallsDecidedOncePerProb
 TEST(CudaRefusalTest, ATensorBeyondCuDnnsIntExtentsIsRefusedBeforeAnyCallNamingTheLimit) {
   Network net;
   auto journal = std::make_shared<Journal>();
+  journal->free_bytes = size_t{80} << 30;  // an H100's: the 25 GB of storage fit
   auto device = Device(journal);
   const size_t before = journal->calls.size();
   const exec::Program program =
