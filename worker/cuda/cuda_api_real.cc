@@ -35,38 +35,6 @@
 namespace ios::cuda {
 namespace {
 
-// cuDNN 8.0 introduced strict-FP32 math (TF32 arrived with it); before it
-// the default math of FP32 convolutions was FP32.
-#if CUDNN_MAJOR >= 8
-constexpr cudnnMathType_t kStrictFp32Math = CUDNN_FMA_MATH;
-#else
-constexpr cudnnMathType_t kStrictFp32Math = CUDNN_DEFAULT_MATH;
-#endif
-
-template <class T>
-T* As(void* handle) {
-  return static_cast<T*>(handle);
-}
-
-cudnnMathType_t ToDnn(MathType math) {
-  switch (math) {
-    case MathType::kFma:
-      return kStrictFp32Math;
-    case MathType::kDefault:
-      return CUDNN_DEFAULT_MATH;
-    case MathType::kTensorOp:
-      return CUDNN_TENSOR_OP_MATH;
-  }
-  return kStrictFp32Math;
-}
-
-MathType MathFromDnn(cudnnMathType_t math) {
-  if (math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
-    return MathType::kTensorOp;
-  }
-  return math == kStrictFp32Math ? MathType::kFma : MathType::kDefault;
-}
-
 // The legacy API's algorithm search result.
 IOS_LEGACY_CUDNN_BEGIN
 AlgoResult ResultFromDnn(const cudnnConvolutionFwdAlgoPerf_t& perf) {
@@ -79,23 +47,6 @@ AlgoResult ResultFromDnn(const cudnnConvolutionFwdAlgoPerf_t& perf) {
   return result;
 }
 IOS_LEGACY_CUDNN_END
-
-//! Creates a cuDNN descriptor, configures it with `set` (returning a
-//! Status) and, when that fails, destroys it again: on success `out` holds
-//! it, on failure nothing is left behind.
-template <class Descriptor, class Set>
-Status MakeDescriptor(cudnnStatus_t (*create)(Descriptor*), const char* create_call,
-                      cudnnStatus_t (*destroy)(Descriptor), const Set& set, void*& out) {
-  Descriptor d = nullptr;
-  if (Status s = FromDnn(create(&d), create_call); !s.ok()) return s;
-  Status status = set(d);
-  if (!status.ok()) {
-    destroy(d);
-    return status;
-  }
-  out = d;
-  return status;
-}
 
 class RealApi final : public Api {
  public:

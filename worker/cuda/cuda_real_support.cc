@@ -1,3 +1,8 @@
+// What the real cuda::Api needs beside the library calls
+// (cuda_real_support.h). No legacy cuDNN call is used here: cuDNN's
+// deprecation warnings are on, so none creeps in.
+#define CUDNN_WARN_DEPRECATED
+
 #include "worker/cuda/cuda_real_support.h"
 
 #include <dlfcn.h>
@@ -17,7 +22,34 @@ using NvmlByBusId = int (*)(const char*, NvmlDevice*);
 using NvmlClock = int (*)(NvmlDevice, int, unsigned*);
 constexpr int kNvmlClockSm = 1;
 
+// cuDNN 8.0 introduced strict-FP32 math (TF32 arrived with it); before it
+// the default math of FP32 convolutions was FP32.
+#if CUDNN_MAJOR >= 8
+constexpr cudnnMathType_t kStrictFp32Math = CUDNN_FMA_MATH;
+#else
+constexpr cudnnMathType_t kStrictFp32Math = CUDNN_DEFAULT_MATH;
+#endif
+
 }  // namespace
+
+cudnnMathType_t ToDnn(MathType math) {
+  switch (math) {
+    case MathType::kFma:
+      return kStrictFp32Math;
+    case MathType::kDefault:
+      return CUDNN_DEFAULT_MATH;
+    case MathType::kTensorOp:
+      return CUDNN_TENSOR_OP_MATH;
+  }
+  return kStrictFp32Math;
+}
+
+MathType MathFromDnn(cudnnMathType_t math) {
+  if (math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
+    return MathType::kTensorOp;
+  }
+  return math == kStrictFp32Math ? MathType::kFma : MathType::kDefault;
+}
 
 bool IsSticky(cudaError_t error) {
   switch (error) {

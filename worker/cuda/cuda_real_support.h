@@ -31,4 +31,32 @@ Status FromDnn(cudnnStatus_t error, const char* call);
 //! unknown.
 bool ApplicationClocksSet(int device, void*& nvml);
 
+//! Our handles carry the library's pointers.
+template <class T>
+T* As(void* handle) {
+  return static_cast<T*>(handle);
+}
+
+//! cuDNN's math type for ours, and ours for cuDNN's (strict FP32: FMA math
+//! from cuDNN 8.0, the default before it).
+cudnnMathType_t ToDnn(MathType math);
+MathType MathFromDnn(cudnnMathType_t math);
+
+//! Creates a cuDNN descriptor, configures it with `set` (returning a
+//! Status) and, when that fails, destroys it again: on success `out` holds
+//! it, on failure nothing is left behind.
+template <class Descriptor, class Set>
+Status MakeDescriptor(cudnnStatus_t (*create)(Descriptor*), const char* create_call,
+                      cudnnStatus_t (*destroy)(Descriptor), const Set& set, void*& out) {
+  Descriptor d = nullptr;
+  if (Status s = FromDnn(create(&d), create_call); !s.ok()) return s;
+  Status status = set(d);
+  if (!status.ok()) {
+    destroy(d);
+    return status;
+  }
+  out = d;
+  return status;
+}
+
 }  // namespace ios::cuda
