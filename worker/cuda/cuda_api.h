@@ -17,7 +17,9 @@ namespace ios::cuda {
 enum class Code {
   kOk,
   kOutOfMemory,  // cudaErrorMemoryAllocation, CUDNN_STATUS_ALLOC_FAILED
-  kUnsupported,  // CUDNN_STATUS_NOT_SUPPORTED (and its sub-codes)
+  kUnsupported,  // CUDNN_STATUS_NOT_SUPPORTED (and its sub-codes about the problem)
+  kRefused,      // CUDNN_STATUS_BAD_PARAM (and its sub-codes): the library refuses
+                 // these arguments, and will again; a fact about the problem
   kFailure,      // anything else; the device stays usable
   kDeviceLost,   // a sticky error (illegal address, launch failure): the
                  // context is unusable until the process exits
@@ -218,9 +220,10 @@ class Api {
                                      void* workspace, size_t workspace_bytes, TensorDesc bias_desc,
                                      const void* bias, ActivationDesc relu, TensorDesc y_desc,
                                      void* y) = 0;
-  //! y += bias (broadcast over N, H, W).
-  virtual Status AddBias(DnnHandle handle, TensorDesc bias_desc, const void* bias,
-                         TensorDesc y_desc, void* y) = 0;
+  //! c += a, a broadcast along each dimension where it is 1 (a bias of
+  //! 1 x K x 1 x 1; a C x 1 x 1 term): cuDNN's blend into a destination.
+  virtual Status AddTensor(DnnHandle handle, TensorDesc a_desc, const void* a, TensorDesc c_desc,
+                           void* c) = 0;
   virtual Status ActivationForward(DnnHandle handle, ActivationDesc act, TensorDesc x_desc,
                                    const void* x, TensorDesc y_desc, void* y) = 0;
   virtual Status PoolingForward(DnnHandle handle, PoolingDesc pool, TensorDesc x_desc,
@@ -229,7 +232,9 @@ class Api {
   //! largest value subtracted first; x and y of one shape.
   virtual Status SoftmaxForward(DnnHandle handle, bool log, TensorDesc x_desc, const void* x,
                                 TensorDesc y_desc, void* y) = 0;
-  //! c = a op b (c may be a).
+  //! c = a op b (b broadcast where its dimensions are 1; c may be a, which
+  //! cuDNN's documentation does not promise: only a product of three or
+  //! more terms does that).
   virtual Status OpTensor(DnnHandle handle, OpTensorDesc op, TensorDesc a_desc, const void* a,
                           TensorDesc b_desc, const void* b, TensorDesc c_desc, void* c) = 0;
   //! For each of `batch` samples: `count` floats from src + n * src_stride to

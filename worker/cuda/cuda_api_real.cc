@@ -1,8 +1,17 @@
-// cuda::Api on the CUDA runtime and cuDNN's legacy API: the one translation
-// unit of ours that includes their headers and calls them (CI compiles it a
-// second time with CUDNN_WARN_DEPRECATED to keep the deprecated surface in
-// view). Kept to calls that exist in CUDA 11.4+ and cuDNN 8+ (docs/gpu.md,
-// "Support matrix"); anything newer sits behind a version check.
+// cuda::Api on the CUDA runtime and cuDNN's legacy API: with
+// cuda_real_support.cc, the only translation units of ours that include
+// their headers and call them. Kept to calls that exist in CUDA 11.4+ and
+// cuDNN 8+ (docs/gpu.md, "Support matrix"); anything newer sits behind a
+// version check.
+//
+// cuDNN 9 deprecates the legacy API this file is written against (filter,
+// convolution, activation, pooling and op-tensor descriptors and the calls
+// that take them; docs/gpu.md, "Moving to the graph API", says what would
+// replace them). Its deprecation warnings are on for this file, so a new
+// use of a deprecated call warns (an error in CI), and silenced only around
+// the two places below that use the legacy API on purpose.
+#define CUDNN_WARN_DEPRECATED
+
 #include "worker/cuda/cuda_api_real.h"
 
 #include <cuda_runtime_api.h>
@@ -15,154 +24,29 @@
 
 #include "common/activation.h"
 #include "worker/cuda/cuda_kernels.h"
+#include "worker/cuda/cuda_real_support.h"
+
+// Silences cuDNN 9's deprecation of its legacy API where we use it on
+// purpose (see the top of this file).
+#define IOS_LEGACY_CUDNN_BEGIN \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wdeprecated-declarations\"")
+#define IOS_LEGACY_CUDNN_END _Pragma("GCC diagnostic pop")
 
 namespace ios::cuda {
 namespace {
 
-// cuDNN 8.0 introduced strict-FP32 math (TF32 arrived with it); before it
-// the default math of FP32 convolutions was FP32.
-#if CUDNN_MAJOR >= 8
-constexpr cudnnMathType_t kStrictFp32Math = CUDNN_FMA_MATH;
-#else
-constexpr cudnnMathType_t kStrictFp32Math = CUDNN_DEFAULT_MATH;
-#endif
-
-//! Errors after which the context is unusable until the process exits.
-bool IsSticky(cudaError_t error) {
-  switch (error) {
-    case cudaErrorIllegalAddress:
-    case cudaErrorLaunchFailure:
-    case cudaErrorHardwareStackError:
-    case cudaErrorIllegalInstruction:
-    case cudaErrorMisalignedAddress:
-    case cudaErrorInvalidAddressSpace:
-    case cudaErrorInvalidPc:
-    case cudaErrorLaunchTimeout:
-    case cudaErrorECCUncorrectable:
-    case cudaErrorAssert:
-#if CUDART_VERSION >= 13000
-    // Newer sticky errors (CUDA 13 headers): the context is gone too.
-    case cudaErrorContained:
-    case cudaErrorTensorMemoryLeak:
-    case cudaErrorExternalDevice:
-    case cudaErrorMpsClientTerminated:
-#endif
-      return true;
-    default:
-      return false;
-  }
-}
-
-Status FromCuda(cudaError_t error, const char* call) {
-  if (error == cudaSuccess) return Ok();
-  Status status;
-  status.call = call;
-  status.message = std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error);
-  if (error == cudaErrorMemoryAllocation) {
-    status.code = Code::kOutOfMemory;
-  } else if (IsSticky(error)) {
-    status.code = Code::kDeviceLost;
-  } else if (error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver ||
-             error == cudaErrorInvalidDevice) {
-    status.code = Code::kNoDevice;
-  } else {
-    status.code = Code::kFailure;
-  }
-  // A non-sticky error must not be reported again by the next call.
-  (void)cudaGetLastError();
-  return status;
-}
-
-Status FromDnn(cudnnStatus_t error, const char* call) {
-  if (error == CUDNN_STATUS_SUCCESS) return Ok();
-  Status status;
-  status.call = call;
-  status.message = cudnnGetErrorString(error);
-#if CUDNN_MAJOR >= 9
-  // cuDNN 9 reports sub-codes (CUDNN_STATUS_NOT_SUPPORTED_*: 3000-3999)
-  // and keeps the details of the last error.
-  const bool unsupported = error / 1000 == CUDNN_STATUS_NOT_SUPPORTED / 1000;
-  const bool out_of_memory = error == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
-                             error == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
-  char details[512] = {};
-  cudnnGetLastErrorString(details, sizeof details);
-  if (details[0] != '\0') status.message += std::string(" (") + details + ")";
-#else
-  const bool unsupported = error == CUDNN_STATUS_NOT_SUPPORTED;
-  const bool out_of_memory = error == CUDNN_STATUS_ALLOC_FAILED;
-#endif
-  if (out_of_memory) {
-    status.code = Code::kOutOfMemory;
-  } else if (unsupported) {
-    status.code = Code::kUnsupported;
-  } else {
-    // An execution failure may hide a sticky CUDA error.
-    const cudaError_t cuda_error = cudaPeekAtLastError();
-    status.code = IsSticky(cuda_error) ? Code::kDeviceLost : Code::kFailure;
-  }
-  return status;
-}
-
-template <class T>
-T* As(void* handle) {
-  return static_cast<T*>(handle);
-}
-
-cudnnMathType_t ToDnn(MathType math) {
-  switch (math) {
-    case MathType::kFma:
-      return kStrictFp32Math;
-    case MathType::kDefault:
-      return CUDNN_DEFAULT_MATH;
-    case MathType::kTensorOp:
-      return CUDNN_TENSOR_OP_MATH;
-  }
-  return kStrictFp32Math;
-}
-
-MathType FromDnn(cudnnMathType_t math) {
-  if (math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
-    return MathType::kTensorOp;
-  }
-  return math == kStrictFp32Math ? MathType::kFma : MathType::kDefault;
-}
-
-AlgoResult FromDnn(const cudnnConvolutionFwdAlgoPerf_t& perf) {
+// The legacy API's algorithm search result.
+IOS_LEGACY_CUDNN_BEGIN
+AlgoResult ResultFromDnn(const cudnnConvolutionFwdAlgoPerf_t& perf) {
   AlgoResult result;
   result.algo = static_cast<int>(perf.algo);
   result.status = perf.status == CUDNN_STATUS_SUCCESS ? Code::kOk : Code::kUnsupported;
   result.ms = perf.time;
   result.workspace_bytes = perf.memory;
-  result.math = FromDnn(perf.mathType);
+  result.math = MathFromDnn(perf.mathType);
   return result;
 }
-
-//! Creates a cuDNN descriptor, configures it with `set` (returning a
-//! Status) and, when that fails, destroys it again: on success `out` holds
-//! it, on failure nothing is left behind.
-template <class Descriptor, class Set>
-Status MakeDescriptor(cudnnStatus_t (*create)(Descriptor*), const char* create_call,
-                      cudnnStatus_t (*destroy)(Descriptor), const Set& set, void*& out) {
-  Descriptor d = nullptr;
-  if (Status s = FromDnn(create(&d), create_call); !s.ok()) return s;
-  Status status = set(d);
-  if (!status.ok()) {
-    destroy(d);
-    return status;
-  }
-  out = d;
-  return status;
-}
-
-// NVML, opened at run time (it comes with the driver, not the toolkit):
-// only to tell whether application clocks are set. C declarations of the
-// few entry points used, as documented in nvml.h.
-using NvmlDevice = void*;
-using NvmlInit = int (*)();
-using NvmlShutdown = int (*)();
-using NvmlByBusId = int (*)(const char*, NvmlDevice*);
-using NvmlClock = int (*)(NvmlDevice, int, unsigned*);
-constexpr int kNvmlClockSm = 1;
+IOS_LEGACY_CUDNN_END
 
 class RealApi final : public Api {
  public:
@@ -216,34 +100,7 @@ class RealApi final : public Api {
     return FromCuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   }
 
-  bool ClocksLocked(int device) override {
-    char bus_id[32] = {};
-    if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    if (nvml_ == nullptr) nvml_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (nvml_ == nullptr) return false;
-    const auto init = reinterpret_cast<NvmlInit>(dlsym(nvml_, "nvmlInit_v2"));
-    const auto by_bus =
-        reinterpret_cast<NvmlByBusId>(dlsym(nvml_, "nvmlDeviceGetHandleByPciBusId_v2"));
-    const auto app = reinterpret_cast<NvmlClock>(dlsym(nvml_, "nvmlDeviceGetApplicationsClock"));
-    const auto fallback =
-        reinterpret_cast<NvmlClock>(dlsym(nvml_, "nvmlDeviceGetDefaultApplicationsClock"));
-    const auto shutdown = reinterpret_cast<NvmlShutdown>(dlsym(nvml_, "nvmlShutdown"));
-    if (init == nullptr || shutdown == nullptr || by_bus == nullptr || app == nullptr ||
-        fallback == nullptr || init() != 0) {
-      return false;
-    }
-    NvmlDevice handle = nullptr;
-    unsigned current = 0, default_clock = 0;
-    const bool read = by_bus(bus_id, &handle) == 0 && app(handle, kNvmlClockSm, &current) == 0 &&
-                      fallback(handle, kNvmlClockSm, &default_clock) == 0;
-    // Every successful nvmlInit is paired with one nvmlShutdown.
-    (void)shutdown();
-    // Set application clocks (nvidia-smi -ac) differ from the default ones.
-    return read && current != default_clock;
-  }
+  bool ClocksLocked(int device) override { return ApplicationClocksSet(device, nvml_); }
 
   Status Malloc(size_t bytes, void*& pointer) override {
     pointer = nullptr;
@@ -376,6 +233,10 @@ class RealApi final : public Api {
     return FromDnn(cudnnDestroyTensorDescriptor(Tensor(desc)), "cudnnDestroyTensorDescriptor");
   }
 
+  // From here to the end of the class: the legacy descriptors (filter,
+  // convolution, activation, pooling, op-tensor) and the calls that take
+  // them, deprecated in cuDNN 9 and used on purpose.
+  IOS_LEGACY_CUDNN_BEGIN
   Status CreateFilter(int k, int c, int r, int s, FilterDesc& desc) override {
     return MakeDescriptor(
         cudnnCreateFilterDescriptor, "cudnnCreateFilterDescriptor", cudnnDestroyFilterDescriptor,
@@ -560,12 +421,12 @@ class RealApi final : public Api {
         "cudnnConvolutionBiasActivationForward");
   }
 
-  Status AddBias(DnnHandle handle, TensorDesc bias_desc, const void* bias, TensorDesc y_desc,
-                 void* y) override {
+  Status AddTensor(DnnHandle handle, TensorDesc a_desc, const void* a, TensorDesc c_desc,
+                   void* c) override {
+    // beta = 1: c is read, then written (cuDNN's scaling parameters).
     const float one = 1;
-    return FromDnn(
-        cudnnAddTensor(Dnn(handle), &one, Tensor(bias_desc), bias, &one, Tensor(y_desc), y),
-        "cudnnAddTensor");
+    return FromDnn(cudnnAddTensor(Dnn(handle), &one, Tensor(a_desc), a, &one, Tensor(c_desc), c),
+                   "cudnnAddTensor");
   }
 
   Status ActivationForward(DnnHandle handle, ActivationDesc act, TensorDesc x_desc, const void* x,
@@ -666,7 +527,8 @@ class RealApi final : public Api {
     std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(count));
     int returned = 0;
     if (Status s = FromDnn(search(count, &returned, perf.data()), call); !s.ok()) return s;
-    for (int i = 0; i < returned; ++i) results.push_back(FromDnn(perf[static_cast<size_t>(i)]));
+    for (int i = 0; i < returned; ++i)
+      results.push_back(ResultFromDnn(perf[static_cast<size_t>(i)]));
     return Ok();
   }
 
@@ -689,6 +551,8 @@ class RealApi final : public Api {
   static cudnnOpTensorDescriptor_t OpDesc(OpTensorDesc d) {
     return static_cast<cudnnOpTensorDescriptor_t>(d.value);
   }
+
+  IOS_LEGACY_CUDNN_END
 
   void* nvml_ = nullptr;  // dlopen handle, when NVML was asked for
 };

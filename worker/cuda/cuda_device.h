@@ -6,6 +6,7 @@
 // The library calls themselves are in cuda_api_real.cc.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -35,9 +36,25 @@ CudaOptions ParseCudaOptions(const std::string& name, int default_gpu = 0);
 //! Whether `name` asks for the cuda backend ("cuda", "cuda:1", "cuda,...").
 bool IsCudaName(const std::string& name);
 
+//! Set once, never reset: whether something that is said once per process
+//! (the unlocked-clocks warning) has been said.
+class OnceLatch {
+ public:
+  bool Done() const { return done_.load(); }
+  //! True for the one caller that sets it.
+  bool Set() { return !done_.exchange(true); }
+
+ private:
+  std::atomic<bool> done_{false};
+};
+
 //! A cuda device on `api`. Throws exec::ExecError when there is no such GPU
 //! (or no driver) with the library's message, ios::Error for bad options.
 std::unique_ptr<exec::Device> MakeCudaDevice(std::unique_ptr<cuda::Api> api,
                                              const CudaOptions& options);
+//! The same, saying what is said once per process once per `said` instead
+//! (tests hand each device under test a latch of their own).
+std::unique_ptr<exec::Device> MakeCudaDevice(std::unique_ptr<cuda::Api> api,
+                                             const CudaOptions& options, OnceLatch& said);
 
 }  // namespace ios::worker

@@ -1,21 +1,21 @@
 // The cuda device's use of CUDA and cuDNN, checked without a GPU against a
-// recording fake (tests/worker/cuda/recording_api.h): every op kind builds
-// descriptors whose shapes and extents agree with its buffers; lanes of a
-// stage run on their own stream and handle, forked from and joined to the
-// origin stream; nothing is allocated while a run is timed or captured;
-// everything created is destroyed, on error paths too; an injected failure
-// at any call becomes the right typed error and leaves the device usable;
-// algorithm results that failed are skipped. The fake computes nothing:
-// numerics are the cpu backend's and the GPU tests' (cuda_gpu_test).
-#include "worker/cuda/cuda_device.h"
-
+// recording fake (tests/worker/cuda/recording_api.h): options and the
+// fingerprint; every op kind builds descriptors whose shapes and extents
+// agree with its buffers; lanes of a stage run on their own stream and
+// handle, forked from and joined to the origin stream; replays capture
+// once; whole networks stay within their buffers. The fake computes
+// nothing: numerics are the cpu backend's and the GPU tests'
+// (cuda_gpu_test). Algorithm choice: cuda_algorithm_test.cc; injected
+// failures: cuda_failure_test.cc; cuDNN's refusals: cuda_refusal_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,59 +24,14 @@
 #include "exec/program.h"
 #include "exec/weights.h"
 #include "run/network_run.h"
-#include "tests/worker/cuda/recording_api.h"
-#include "tests/devices/op_network.h"
+#include "tests/worker/cuda/device_test_support.h"
 #include "devices/exec_backend.h"
 
-namespace ios::worker {
+namespace ios::worker::cuda_testing {
 namespace {
 
 using cuda::Code;
-using cuda::testing::Journal;
-using cuda::testing::RecordingApi;
 using ::testing::HasSubstr;
-
-std::unique_ptr<exec::Device> Device(const std::shared_ptr<Journal>& journal,
-                                     const CudaOptions& options = {}) {
-  return MakeCudaDevice(std::make_unique<RecordingApi>(journal), options);
-}
-
-std::string Listed(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const std::string& line : lines) text += "\n  " + line;
-  return text;
-}
-
-void ExpectNoViolations(const Journal& journal) {
-  EXPECT_TRUE(journal.violations.empty()) << Listed(journal.violations);
-}
-
-void ExpectNothingAlive(const Journal& journal) {
-  std::vector<std::string> left;
-  for (const auto& [object, kind] : journal.live) left.push_back(kind);
-  EXPECT_TRUE(left.empty()) << "still alive:" << Listed(left);
-}
-
-int Count(const std::vector<std::string>& calls, const std::string& call) {
-  return static_cast<int>(std::count(calls.begin(), calls.end(), call));
-}
-
-//! Prepares `program`, writes its inputs, times two runs, replays two and
-//! reads every output: everything a worker and ios-run ask of a device.
-void Exercise(exec::Device& device, const exec::Program& program, int batch) {
-  auto prepared = device.Prepare(program, batch);
-  for (int input : program.inputs) {
-    const Shape& s = program.buffers.at(input).shape;
-    prepared->Write(input, std::vector<float>(static_cast<size_t>(batch) * s.c * s.h * s.w, 1.0f));
-  }
-  EXPECT_GT(prepared->TimedRuns(2), 0);
-  ASSERT_TRUE(prepared->CanReplay());
-  EXPECT_GT(prepared->TimedReplays(2), 0);
-  for (const exec::View& view : program.outputs) {
-    const Shape& s = program.buffers.at(view.buffer).shape;
-    EXPECT_EQ(prepared->Read(view).size(), static_cast<size_t>(batch) * view.channels * s.h * s.w);
-  }
-}
 
 // ---- Options ------------------------------------------------------------------
 
@@ -208,9 +163,7 @@ std::vector<std::string> OpsOf(const std::string& name) {
   auto prepared = device->Prepare(exec::StageProgram(net.Spec(Strategy::kParallel, {{name}})), 1);
   journal->ops.clear();
   prepared->TimedRuns(1);
-  std::vector<std::string> calls;
-  for (const cuda::testing::OpRecord& op : journal->ops) calls.push_back(op.call);
-  return calls;
+  return OpCalls(*journal);
 }
 
 TEST(CudaDeviceTest, ConvolutionsFuseBiasAndReluOnlyAndAddTheRestAsCalls) {
@@ -224,7 +177,8 @@ TEST(CudaDeviceTest, ConvolutionsFuseBiasAndReluOnlyAndAddTheRestAsCalls) {
   EXPECT_EQ(OpsOf("sep_conv"), (V{"cudnnActivationForward", "cudnnConvolutionForward",
                                   "cudnnAddTensor", "cudnnConvolutionBiasActivationForward"}));
   EXPECT_EQ(OpsOf("max_pool"), V{"cudnnPoolingForward"});
-  EXPECT_EQ(OpsOf("add"), (V{"cudnnOpTensor", "cudnnOpTensor"}));
+  // A third term is added into the output (cudnnAddTensor, beta = 1).
+  EXPECT_EQ(OpsOf("add"), (V{"cudnnOpTensor", "cudnnAddTensor"}));
   EXPECT_EQ(OpsOf("summed_slices"), (V{"CopyStrided", "CopyStrided(accumulate)"}));
 }
 
@@ -250,67 +204,6 @@ TEST(CudaDeviceTest, SoftmaxIsOneCuDnnCallOnTheViewsThemselves) {
   EXPECT_EQ(OpsOf("logsoftmax_on_slice"), V{"cudnnSoftmaxForward(log)"});
 }
 
-// cuDNN may refuse to fuse bias and relu into the algorithm found for the
-// plain convolution: tried once per problem at prepare, never in a timed
-// region, and then run as three calls.
-TEST(CudaDeviceTest, AConvolutionCuDnnWillNotFuseRunsAsThreeCallsDecidedOncePerProblem) {
-  Network net;
-  const exec::Program program = exec::StageProgram(net.Spec(Strategy::kParallel, {{"conv3"}}));
-  auto journal = std::make_shared<Journal>();
-  journal->unfusable_algorithms = {1};
-  auto device = Device(journal);
-  for (int prepare = 0; prepare < 2; ++prepare) {
-    auto prepared = device->Prepare(program, 1);
-    EXPECT_EQ(journal->fusion_refusals, 1) << "prepare " << prepare << ": decided once";
-    journal->ops.clear();
-    prepared->TimedRuns(1);
-    std::vector<std::string> calls;
-    for (const cuda::testing::OpRecord& op : journal->ops) calls.push_back(op.call);
-    EXPECT_EQ(calls, (std::vector<std::string>{"cudnnConvolutionForward", "cudnnAddTensor",
-                                               "cudnnActivationForward"}));
-    EXPECT_GT(prepared->TimedReplays(1), 0);
-  }
-  ExpectNoViolations(*journal);
-
-  // Another error from the trial is the prepare's error, typed.
-  auto failing = std::make_shared<Journal>();
-  auto other = Device(failing);
-  failing->fail_code = Code::kFailure;
-  for (int k = 1; k < 400 && failing->injected != "cudnnConvolutionBiasActivationForward"; ++k) {
-    failing->fail_at = failing->counted_calls + k;
-    failing->injected.clear();
-    try {
-      other->Prepare(program, 1);
-    } catch (const exec::ExecError& e) {
-      if (failing->injected == "cudnnConvolutionBiasActivationForward") {
-        EXPECT_EQ(e.kind(), MeasureError::kBackendFailure);
-        EXPECT_THAT(e.what(), HasSubstr("trying the convolution fused with bias and relu"));
-      }
-    }
-  }
-  EXPECT_EQ(failing->injected, "cudnnConvolutionBiasActivationForward");
-  failing->fail_at = 0;
-  ExpectNothingAlive(*failing);
-}
-
-// The algorithm search got less scratch than the cap: its choice is used
-// but not remembered, so a later prepare with the whole cap searches again.
-TEST(CudaDeviceTest, AChoiceMadeWithLessScratchThanTheCapIsNotRemembered) {
-  Network net;
-  const exec::Program program = exec::StageProgram(net.Spec(Strategy::kParallel, {{"conv3"}}));
-  auto journal = std::make_shared<Journal>();
-  journal->largest_allocation = size_t{64} << 20;  // the cap is 256 MiB
-  auto device = Device(journal);
-  device->Prepare(program, 1)->TimedRuns(1);
-  device->Prepare(program, 1)->TimedRuns(1);
-  EXPECT_EQ(journal->finds, 2);
-  journal->largest_allocation = 0;
-  device->Prepare(program, 1)->TimedRuns(1);
-  device->Prepare(program, 1)->TimedRuns(1);
-  EXPECT_EQ(journal->finds, 3);
-  ExpectNoViolations(*journal);
-}
-
 TEST(CudaDeviceTest, AMergeStageIsOneConvolutionOfTheStackedWeights) {
   Network net;
   auto journal = std::make_shared<Journal>();
@@ -326,63 +219,6 @@ TEST(CudaDeviceTest, AMergeStageIsOneConvolutionOfTheStackedWeights) {
   }
   EXPECT_EQ(convolutions, 4) << "one tried when prepared (bias and relu fused), one per timed run "
                                 "and one captured (replays launch the graph)";
-}
-
-TEST(CudaDeviceTest, AlgorithmsThatFailedOrNeedTooMuchWorkspaceAreSkippedAndFoundOncePerProblem) {
-  Network net;
-  const exec::Program program = exec::StageProgram(net.Spec(Strategy::kParallel, {{"conv3"}}));
-  auto journal = std::make_shared<Journal>();
-  auto device = Device(journal);
-  {
-    auto prepared = device->Prepare(program, 1);
-    // The search's 256 MiB scratch is given back once prepared: what stays
-    // is storage, weights and the chosen algorithm's 1 MiB.
-    EXPECT_GT(journal->live_bytes, int64_t{1} << 20);
-    EXPECT_LT(journal->live_bytes, int64_t{4} << 20);
-    prepared->TimedRuns(1);
-  }
-  ASSERT_FALSE(journal->ops.empty());
-  EXPECT_EQ(journal->ops.back().algo, 1) << "algorithm 7 failed; 1 is the first that runs";
-  EXPECT_EQ(journal->finds, 1);
-  device->Prepare(program, 1)->TimedRuns(1);
-  EXPECT_EQ(journal->finds, 1) << "the same problem again: the choice is remembered";
-  device->Prepare(program, 2)->TimedRuns(1);
-  EXPECT_EQ(journal->finds, 2) << "another batch size is another problem";
-  ExpectNoViolations(*journal);
-
-  // No workspace allowed: algorithm 1 (1 MiB) is skipped too.
-  CudaOptions none;
-  none.workspace_mb = 0;
-  auto tight = Device(journal, none);
-  tight->Prepare(program, 1)->TimedRuns(1);
-  EXPECT_EQ(journal->ops.back().algo, 0);
-
-  // cuDNN's ranking instead of a search: nothing is run to choose.
-  CudaOptions heuristic;
-  heuristic.algo = CudaOptions::Algo::kHeuristic;
-  const int finds = journal->finds;
-  Device(journal, heuristic)->Prepare(program, 1)->TimedRuns(1);
-  EXPECT_EQ(journal->finds, finds);
-  EXPECT_GE(Count(journal->calls, "cudnnGetConvolutionForwardAlgorithm_v7"), 1);
-  EXPECT_EQ(journal->ops.back().algo, 1);
-  ExpectNoViolations(*journal);
-
-  // Strict FP32: a result whose math may use TF32 is passed over.
-  journal->algorithms = {{5, Code::kOk, 0.1f, 0, cuda::MathType::kDefault},
-                         {2, Code::kOk, 0.2f, 0, cuda::MathType::kFma}};
-  Device(journal)->Prepare(program, 3)->TimedRuns(1);
-  EXPECT_EQ(journal->ops.back().algo, 2);
-
-  // Nothing runs: unsupported, saying how many were tried.
-  journal->algorithms = {{3, Code::kUnsupported, 0, 0, cuda::MathType::kFma}};
-  auto picky = Device(journal);
-  try {
-    picky->Prepare(program, 1);
-    ADD_FAILURE() << "prepared without an algorithm";
-  } catch (const exec::ExecError& e) {
-    EXPECT_EQ(e.kind(), MeasureError::kUnsupported);
-    EXPECT_THAT(e.what(), HasSubstr("none of the 1 convolution algorithms"));
-  }
 }
 
 TEST(CudaDeviceTest, AProgramLargerThanTheFreeMemoryIsRefusedBeforeAnyAllocation) {
@@ -468,203 +304,6 @@ TEST(CudaDeviceTest, IosRunTimesStreamsThenReplaysOfTheRecordedNetwork) {
                Error);
 }
 
-MeasureError KindOf(Code code) {
-  switch (code) {
-    case Code::kOutOfMemory:
-      return MeasureError::kOutOfMemory;
-    case Code::kUnsupported:
-      return MeasureError::kUnsupported;
-    default:
-      return MeasureError::kBackendFailure;
-  }
-}
-
-// Every call of a prepare, write, run, replay and read fails once, in turn,
-// with each kind of error: the error comes back typed, nothing is left
-// alive or half-captured, and the same device then works.
-TEST(CudaDeviceTest, AFailureAtAnyCallIsTypedLeavesNothingBehindAndTheDeviceWorksAfter) {
-  Network net;
-  const exec::Program program = exec::StageProgram(
-      net.Spec(Strategy::kParallel, {{"conv3", "conv1_after_conv3"}, {"add"}, {"sep_conv"}}));
-  for (const Code code : {Code::kOutOfMemory, Code::kUnsupported, Code::kFailure}) {
-    auto journal = std::make_shared<Journal>();
-    auto device = Device(journal);
-    Exercise(*device, program, 2);  // finds the algorithms; later runs reuse them
-    const int before = journal->counted_calls;
-    Exercise(*device, program, 2);
-    const int calls = journal->counted_calls - before;
-    ASSERT_GT(calls, 50);
-    ExpectNothingAlive(*journal);
-    for (int k = 1; k <= calls; ++k) {
-      journal->fail_code = code;
-      journal->fail_at = journal->counted_calls + k;
-      const size_t first_call = journal->calls.size();
-      journal->injected.clear();
-      bool threw = false;
-      try {
-        Exercise(*device, program, 2);
-      } catch (const exec::ExecError& e) {
-        threw = true;
-        EXPECT_EQ(e.kind(), KindOf(code)) << "call " << k << ": " << e.what();
-        EXPECT_THAT(e.what(), HasSubstr("injected failure"));
-      }
-      ASSERT_FALSE(journal->injected.empty()) << "call " << k << " was never made";
-      if (!threw) {
-        // Only a failed allocation of the algorithm search's scratch is
-        // recovered from (a smaller one is tried).
-        ASSERT_EQ(code, Code::kOutOfMemory)
-            << "call " << k << " (" << journal->injected << ") failed silently";
-        EXPECT_GE(
-            Count({journal->calls.begin() + static_cast<long>(first_call), journal->calls.end()},
-                  "cudaMalloc"),
-            1);
-      }
-      journal->fail_at = 0;
-      ExpectNothingAlive(*journal);
-      Exercise(*device, program, 2);  // usable again
-    }
-    ExpectNoViolations(*journal);
-  }
-}
-
-// The same for a device's first prepare, where algorithms are searched.
-TEST(CudaDeviceTest, AFailureDuringTheFirstPrepareIsTypedAndLeavesNothingBehind) {
-  Network net;
-  const exec::Program program =
-      exec::StageProgram(net.Spec(Strategy::kParallel, {{"conv3"}, {"grouped_dilated"}}));
-  int calls = 0;
-  {
-    auto journal = std::make_shared<Journal>();
-    auto device = Device(journal);
-    const int before = journal->counted_calls;
-    Exercise(*device, program, 1);
-    calls = journal->counted_calls - before;
-  }
-  for (int k = 1; k <= calls; ++k) {
-    auto journal = std::make_shared<Journal>();
-    {
-      auto device = Device(journal);
-      journal->fail_code = Code::kFailure;
-      journal->fail_at = journal->counted_calls + k;
-      EXPECT_THROW(Exercise(*device, program, 1), exec::ExecError) << "call " << k;
-      EXPECT_EQ(journal->counted_calls >= journal->fail_at, true);
-      journal->fail_at = 0;
-      Exercise(*device, program, 1);
-    }
-    ExpectNothingAlive(*journal);
-    ExpectNoViolations(*journal);
-  }
-}
-
-// The fake's own checks have teeth: each breach it is meant to see, it sees.
-TEST(RecordingApiTest, SeesEachBreachOfTheProtocol) {
-  using cuda::Event;
-  using cuda::Stream;
-  auto breaches = [](auto&& misuse) {
-    auto journal = std::make_shared<Journal>();
-    RecordingApi api(journal);
-    misuse(api);
-    return journal->violations;
-  };
-  // Allocating between two timing events.
-  EXPECT_FALSE(breaches([](RecordingApi& api) {
-                 Stream s;
-                 Event start, end;
-                 void* p = nullptr;
-                 api.CreateStream(s);
-                 api.CreateEvent(start, true);
-                 api.CreateEvent(end, true);
-                 api.RecordEvent(start, s);
-                 api.Malloc(16, p);
-                 api.RecordEvent(end, s);
-               }).empty());
-  // A side stream working in a timed region without a fork, and not joined.
-  EXPECT_EQ(breaches([](RecordingApi& api) {
-              Stream origin, side;
-              Event start, end;
-              void* p = nullptr;
-              api.Malloc(64, p);
-              api.CreateStream(origin);
-              api.CreateStream(side);
-              api.CreateEvent(start, true);
-              api.CreateEvent(end, true);
-              api.RecordEvent(start, origin);
-              api.CopyStrided(side, static_cast<float*>(p), 0, static_cast<float*>(p), 0, 4, 1,
-                              false);
-              api.RecordEvent(end, origin);
-            }).size(),
-            2u);
-  // Waiting on an event never recorded; destroying twice; past the end.
-  EXPECT_FALSE(breaches([](RecordingApi& api) {
-                 Stream s;
-                 Event e;
-                 api.CreateStream(s);
-                 api.CreateEvent(e, false);
-                 api.WaitEvent(s, e);
-               }).empty());
-  EXPECT_FALSE(breaches([](RecordingApi& api) {
-                 Stream s;
-                 api.CreateStream(s);
-                 api.DestroyStream(s);
-                 api.DestroyStream(s);
-               }).empty());
-  EXPECT_FALSE(breaches([](RecordingApi& api) {
-                 void* p = nullptr;
-                 api.Malloc(64, p);
-                 api.CopyToDevice(static_cast<char*>(p) + 32, nullptr, 64);
-               }).empty());
-  // A capture that ends with a forked stream not joined.
-  EXPECT_FALSE(breaches([](RecordingApi& api) {
-                 Stream origin, side;
-                 Event fork;
-                 cuda::Graph graph;
-                 void* p = nullptr;
-                 api.Malloc(64, p);
-                 api.CreateStream(origin);
-                 api.CreateStream(side);
-                 api.CreateEvent(fork, false);
-                 api.BeginCapture(origin);
-                 api.RecordEvent(fork, origin);
-                 api.WaitEvent(side, fork);
-                 api.CopyStrided(side, static_cast<float*>(p), 0, static_cast<float*>(p), 0, 4, 1,
-                                 false);
-                 api.EndCapture(origin, graph);
-               }).empty());
-}
-
-TEST(CudaDeviceTest, AStickyErrorLosesTheDeviceForGood) {
-  Network net;
-  const exec::Program program = exec::StageProgram(net.Spec(Strategy::kParallel, {{"conv3"}}));
-  auto journal = std::make_shared<Journal>();
-  auto device = Device(journal);
-  auto prepared = device->Prepare(program, 1);
-  journal->fail_code = Code::kDeviceLost;
-  journal->fail_at = journal->counted_calls + 2;  // inside the timed run
-  EXPECT_THROW(prepared->TimedRuns(1), exec::DeviceLostError);
-  prepared.reset();
-  journal->fail_at = 0;
-  EXPECT_THROW(device->Prepare(program, 1), exec::DeviceLostError);
-  ExpectNothingAlive(*journal);
-}
-
-TEST(CudaDeviceTest, ABackendWhoseDeviceIsLostSaysSoAndMeasuresNothingMore) {
-  Network net;
-  auto journal = std::make_shared<Journal>();
-  auto backend = MakeExecBackend(Device(journal));
-  const StageSpec spec = net.Spec(Strategy::kParallel, {{"conv3"}});
-  ASSERT_TRUE(backend->Measure(spec, 1, MeasureSettings{}).ok());
-  EXPECT_FALSE(backend->Lost());
-  journal->fail_code = Code::kDeviceLost;
-  journal->fail_at = journal->counted_calls + 3;
-  const MeasureResult lost = backend->Measure(spec, 1, MeasureSettings{});
-  EXPECT_EQ(lost.error, MeasureError::kBackendFailure);
-  EXPECT_THAT(lost.error_message, HasSubstr("lost"));
-  EXPECT_TRUE(backend->Lost());
-  const int calls = journal->counted_calls;
-  EXPECT_FALSE(backend->Measure(spec, 1, MeasureSettings{}).ok());
-  EXPECT_EQ(journal->counted_calls, calls) << "nothing more is asked of a lost device";
-}
-
 TEST(CudaDeviceTest, ABackendOnTheDeviceMeasuresWithTheSharedProtocol) {
   Network net;
   auto journal = std::make_shared<Journal>();
@@ -684,5 +323,30 @@ TEST(CudaDeviceTest, ABackendOnTheDeviceMeasuresWithTheSharedProtocol) {
   ExpectNoViolations(*journal);
 }
 
+// ios-run and the tests open several devices in one process: the warning
+// about unlocked clocks is said by the first only.
+TEST(CudaDeviceTest, TheUnlockedClocksWarningIsSaidOncePerProcess) {
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  spdlog::default_logger()->sinks().push_back(sink);
+  auto journal = std::make_shared<Journal>();
+  journal->clocks_locked = false;
+  OnceLatch said;
+  {
+    auto first = MakeCudaDevice(std::make_unique<RecordingApi>(journal), {}, said);
+    auto second = MakeCudaDevice(std::make_unique<RecordingApi>(journal), {}, said);
+  }
+  spdlog::default_logger()->sinks().pop_back();
+  const std::string text = log.str();
+  size_t warnings = 0;
+  for (size_t at = text.find("clocks are not locked"); at != std::string::npos;
+       at = text.find("clocks are not locked", at + 1)) {
+    ++warnings;
+  }
+  EXPECT_EQ(warnings, 1u) << text;
+  EXPECT_EQ(Count(journal->calls, "nvml clocks"), 1) << "the second device does not ask";
+  EXPECT_TRUE(said.Done());
+}
+
 }  // namespace
-}  // namespace ios::worker
+}  // namespace ios::worker::cuda_testing

@@ -2,11 +2,17 @@
 // and merge stages and a whole network compute what the naive reference
 // device (or the cpu backend) computes, within 1e-3 of the largest value
 // with strict FP32; a replayed CUDA graph computes what the streams did; the
-// backend measures and refuses an absurd batch as out of memory. Without a
+// backend measures and refuses an absurd batch as unsupported (beyond
+// cuDNN's int tensor extents); channel views at unaligned offsets and the
+// fused convolution over an output full of NaN compute what the reference
+// device computes. Without a
 // GPU (or a driver) every test skips and says why. docs/gpu.md lists what
 // to run on a GPU machine.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +25,7 @@
 #include "exec/weights.h"
 #include "run/network_run.h"
 #include "tests/devices/op_network.h"
+#include "tests/worker/cuda/channel_views.h"
 #include "worker/cuda/cuda_api_real.h"
 
 namespace ios::worker {
@@ -125,7 +132,10 @@ TEST_F(CudaGpuTest, AWholeNetworkComputesWhatTheCpuComputes) {
   EXPECT_TRUE(c.Within(kTolerance)) << c.max_abs_diff << " of " << c.max_abs_reference;
 }
 
-TEST_F(CudaGpuTest, TheBackendMeasuresAndRefusesAnAbsurdBatchAsOutOfMemory) {
+// 4194304 x 8 x 9 x 9 floats pass int's range: refused before cuDNN is
+// asked (it answered cudnnSetTensor4dDescriptorEx with NOT_SUPPORTED on an
+// H100, whose memory would have held the tensor), naming the limit.
+TEST_F(CudaGpuTest, TheBackendMeasuresAndRefusesAnAbsurdBatchAsBeyondCuDnnsTensorExtents) {
   auto backend = MakeExecBackend(std::move(device_));
   MeasureSettings quick;
   quick.warmup = 1;
@@ -136,8 +146,45 @@ TEST_F(CudaGpuTest, TheBackendMeasuresAndRefusesAnAbsurdBatchAsOutOfMemory) {
   ASSERT_TRUE(ok.ok()) << ok.error_message;
   EXPECT_GT(ok.median_ms, 0);
   const MeasureResult huge = backend->Measure(spec, 1 << 22, quick);
-  EXPECT_EQ(huge.error, MeasureError::kOutOfMemory) << huge.error_message;
+  EXPECT_EQ(huge.error, MeasureError::kUnsupported) << huge.error_message;
+  EXPECT_THAT(huge.error_message, ::testing::HasSubstr("2147483647"));
   EXPECT_FALSE(backend->Lost());
+}
+
+// Inception V3's 17x17 and 35x35 maps at an odd channel offset are only
+// 4-byte aligned: each view gets an algorithm searched at its own alignment
+// (the aligned view's choice, reused, computed wrong on an H100).
+TEST_F(CudaGpuTest, ConvolutionsOnChannelViewsAtAnOddOffsetComputeWhatTheReferenceComputes) {
+  for (const int size : {17, 35}) {
+    const Graph graph = ChannelViewsGraph(size);
+    ExpectSameAsReference(ChannelViewsStage(graph), 2);
+  }
+}
+
+// The fused call's no-residual form (z = y, alpha2 = 0) over an output full
+// of NaN: if cuDNN read z despite alpha2 = 0, 0 * NaN would show.
+TEST_F(CudaGpuTest, TheFusedConvolutionIgnoresWhatItsOutputHeldBefore) {
+  for (const char* name : {"conv3", "conv1"}) {
+    SCOPED_TRACE(name);
+    const exec::Program program = exec::StageProgram(net_.Spec(Strategy::kParallel, {{name}}), 5);
+    auto reference = exec::MakeReferenceDevice();
+    const auto want = RunOnce(*reference, program, 2);
+    auto prepared = device_->Prepare(program, 2);
+    for (size_t i = 0; i < program.inputs.size(); ++i) {
+      const Shape& s = program.buffers.at(program.inputs[i]).shape;
+      prepared->Write(program.inputs[i],
+                      exec::SeededValues(static_cast<size_t>(2) * s.c * s.h * s.w, i + 1));
+    }
+    const int out = program.outputs.at(0).buffer;
+    const Shape& o = program.buffers.at(out).shape;
+    prepared->Write(out, std::vector<float>(static_cast<size_t>(2) * o.c * o.h * o.w,
+                                            std::numeric_limits<float>::quiet_NaN()));
+    prepared->TimedRuns(1);
+    const std::vector<float> got = prepared->Read(program.outputs[0]);
+    for (float v : got) ASSERT_FALSE(std::isnan(v)) << "a NaN came through from the output";
+    const run::Comparison c = run::Compare(got, want.at(0));
+    EXPECT_TRUE(c.Within(kTolerance)) << c.max_abs_diff << " of " << c.max_abs_reference;
+  }
 }
 
 }  // namespace

@@ -56,6 +56,9 @@ struct Journal {
                                      {1, Code::kOk, 0.2f, size_t{1} << 20, MathType::kFma},
                                      {0, Code::kOk, 0.3f, 0, MathType::kFma}};
 
+  //! Calls (by the name they are recorded under) that answer this status
+  //! every time they are made, as cuDNN answers a refusal.
+  std::map<std::string, Code> answers;
   //! Algorithms cuDNN will not fuse with bias and relu (NOT_SUPPORTED).
   std::set<int> unfusable_algorithms;
   int fusion_refusals = 0;
@@ -135,8 +138,8 @@ class RecordingApi final : public Api {
                              const void* w, ConvDesc conv, int algo, void* workspace,
                              size_t workspace_bytes, TensorDesc bias_desc, const void* bias,
                              ActivationDesc relu, TensorDesc y_desc, void* y) override;
-  Status AddBias(DnnHandle handle, TensorDesc bias_desc, const void* bias, TensorDesc y_desc,
-                 void* y) override;
+  Status AddTensor(DnnHandle handle, TensorDesc a_desc, const void* a, TensorDesc c_desc,
+                   void* c) override;
   Status ActivationForward(DnnHandle handle, ActivationDesc act, TensorDesc x_desc, const void* x,
                            TensorDesc y_desc, void* y) override;
   Status PoolingForward(DnnHandle handle, PoolingDesc pool, TensorDesc x_desc, const void* x,
@@ -167,7 +170,8 @@ class RecordingApi final : public Api {
     size_t bytes = 0;
   };
 
-  //! Counts a call, and fails it when its number is the injected one.
+  //! Counts a call, and fails it when its number is the injected one or
+  //! when `answers` names it.
   Status Enter(const std::string& call, bool countable = true);
   void Violation(const std::string& text);
   void* NewObject(const std::string& kind);

@@ -1,0 +1,71 @@
+// What the cuda device's tests share: a device on the recording fake, the
+// checks every test ends with, and running a program as a worker would.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/program.h"
+#include "tests/worker/cuda/recording_api.h"
+#include "tests/worker/op_network.h"
+#include "worker/cuda/cuda_device.h"
+
+namespace ios::worker::cuda_testing {
+
+using cuda::testing::Journal;
+using cuda::testing::RecordingApi;
+
+inline std::unique_ptr<exec::Device> Device(const std::shared_ptr<Journal>& journal,
+                                            const CudaOptions& options = {}) {
+  return MakeCudaDevice(std::make_unique<RecordingApi>(journal), options);
+}
+
+inline std::string Listed(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += "\n  " + line;
+  return text;
+}
+
+inline void ExpectNoViolations(const Journal& journal) {
+  EXPECT_TRUE(journal.violations.empty()) << Listed(journal.violations);
+}
+
+inline void ExpectNothingAlive(const Journal& journal) {
+  std::vector<std::string> left;
+  for (const auto& [object, kind] : journal.live) left.push_back(kind);
+  EXPECT_TRUE(left.empty()) << "still alive:" << Listed(left);
+}
+
+inline int Count(const std::vector<std::string>& calls, const std::string& call) {
+  return static_cast<int>(std::count(calls.begin(), calls.end(), call));
+}
+
+//! The library calls of the enqueued work recorded so far, by name.
+inline std::vector<std::string> OpCalls(const Journal& journal) {
+  std::vector<std::string> calls;
+  for (const cuda::testing::OpRecord& op : journal.ops) calls.push_back(op.call);
+  return calls;
+}
+
+//! Prepares `program`, writes its inputs, times two runs, replays two and
+//! reads every output: everything a worker and ios-run ask of a device.
+inline void Exercise(exec::Device& device, const exec::Program& program, int batch) {
+  auto prepared = device.Prepare(program, batch);
+  for (int input : program.inputs) {
+    const Shape& s = program.buffers.at(input).shape;
+    prepared->Write(input, std::vector<float>(static_cast<size_t>(batch) * s.c * s.h * s.w, 1.0f));
+  }
+  EXPECT_GT(prepared->TimedRuns(2), 0);
+  ASSERT_TRUE(prepared->CanReplay());
+  EXPECT_GT(prepared->TimedReplays(2), 0);
+  for (const exec::View& view : program.outputs) {
+    const Shape& s = program.buffers.at(view.buffer).shape;
+    EXPECT_EQ(prepared->Read(view).size(), static_cast<size_t>(batch) * view.channels * s.h * s.w);
+  }
+}
+
+}  // namespace ios::worker::cuda_testing

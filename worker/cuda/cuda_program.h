@@ -1,0 +1,176 @@
+// A program prepared on the cuda device (docs/gpu.md). Its storage slots
+// are device allocations in NCHW; a view is a strided cuDNN tensor (a
+// pointer offset of `offset` planes; at batch > 1 the batch stride is the
+// whole buffer's). Every stream the program uses has its own cuDNN handle
+// and workspace: the origin stream runs single-lane stages, lane i of a
+// stage with several runs on stream i + 1, forked from and joined to the
+// origin with events. Everything is created at prepare (the compilation of
+// steps into calls is cuda_compile.cc); a run only enqueues work.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "exec/device.h"
+#include "exec/program.h"
+#include "worker/cuda/cuda_algorithms.h"
+#include "worker/cuda/cuda_internal.h"
+
+namespace ios::worker::cuda_detail {
+
+//! What the device keeps for its whole life and its prepared programs use
+//! (shared, so a program may outlive the device object without dangling).
+struct DeviceState {
+  std::unique_ptr<cuda::Api> api;
+  CudaOptions options;
+  AlgorithmCache algorithms;
+  bool lost = false;  // a sticky error happened: refuse everything
+};
+
+//! One enqueued library call of a step; `label` names the step for errors.
+struct Call {
+  std::function<cuda::Status()> run;
+  const std::string* label = nullptr;
+};
+
+//! A stream the program enqueues on, with its own cuDNN handle and workspace.
+struct StreamContext {
+  OwnedStream stream;
+  OwnedDnn dnn;
+  OwnedEvent joined;  // recorded on this stream when a lane of it ends
+  DeviceMemory workspace;
+  size_t workspace_bytes = 0;
+  size_t workspace_needed = 0;
+};
+
+//! A convolution with bias and relu that cuDNN may run as one fused call.
+struct FusedConv {
+  std::string key;  // the fusion cache's: the problem and its algorithm
+  std::string where;
+  std::function<cuda::Status()> run;  // the fused call
+  bool runs = false;                  // decided before the first run
+};
+
+struct CompiledStage {
+  std::vector<std::vector<Call>> lanes;  // one lane: on the origin stream
+};
+
+//! The largest extent (elements from a tensor's first to its last, plus
+//! one) and stride cuDNN's 4-D tensor descriptors take: they are ints.
+constexpr int64_t kMaxTensorExtent = 2147483647;  // 2^31 - 1
+
+class CudaPreparedProgram : public exec::PreparedProgram {
+ public:
+  //! Throws ExecError (typed as the failure that stopped it), having given
+  //! back whatever it had created.
+  CudaPreparedProgram(std::shared_ptr<DeviceState> state, const exec::Program& program, int batch);
+  ~CudaPreparedProgram() override;
+
+  void Write(int buffer, std::span<const float> values) override;
+  std::vector<float> Read(const exec::View& view) override;
+  double TimedRuns(int runs) override;
+  bool CanReplay() const override { return true; }
+  //! "cudnn conv algo 1/fma,0/fma": each convolution's algorithm (cuDNN's
+  //! cudnnConvolutionFwdAlgo_t number) and math, in program order.
+  std::string Detail() const override;
+  double TimedReplays(int runs) override;
+
+ private:
+  struct Weights {
+    DeviceMemory kernel, bias;
+  };
+
+  // ---- Preparing and running (cuda_program.cc) ---------------------------
+  cuda::Stream Origin() const { return contexts_.front().stream.get(); }
+  //! Waits for whatever is still in flight on any of the program's streams
+  //! (a run that failed half-way leaves work on the side streams).
+  void SynchronizeAll();
+  //! Check() that also remembers a lost device.
+  void Checked(const cuda::Status& status, const std::string& where);
+  size_t Elements(int buffer) const;
+  float* BufferAddress(int buffer) const;
+  float* ViewAddress(const exec::View& view) const;
+  //! Refuses, before allocating anything, a program whose storage and
+  //! weights exceed the GPU's free memory.
+  void CheckMemory(const exec::Program& program);
+  void UploadWeights(const exec::Program& program);
+  DeviceMemory Upload(const std::vector<float>& values, const std::string& what);
+  OwnedEvent NewEvent(bool timing);
+  //! The origin stream, and one more per lane of the widest stage.
+  void CreateStreams(const exec::Program& program);
+  //! Whether each fused convolution+bias+relu runs (FusionRuns).
+  void DecideFusion();
+  void RunCalls(const std::vector<Call>& calls);
+  //! One run of every stage, enqueued; nothing waits for the GPU.
+  void Enqueue();
+  //! Milliseconds between events recorded on the origin stream before and
+  //! after what `enqueue` puts on it.
+  double Timed(const std::function<void()>& enqueue);
+  //! Records one run, as Enqueue issues it, into a graph. A failure ends the
+  //! capture before it is reported, so the stream stays usable.
+  void Capture();
+
+  // ---- Compiling steps into calls (cuda_compile.cc) ----------------------
+  //! Refuses, before any cuDNN call, a program with a tensor cuDNN's int
+  //! descriptors cannot hold (kMaxTensorExtent), naming it and the limit.
+  void CheckTensorLimits(const exec::Program& program) const;
+  void Compile(const exec::Program& program, AlgorithmSearch& search);
+  void CompileStep(const exec::Program& program, const exec::Step& step, StreamContext& context,
+                   const std::string& where, AlgorithmSearch& search, std::vector<Call>& calls);
+  void CompileConv(const exec::Program& program, const exec::Step& step, StreamContext& context,
+                   const std::string& where, AlgorithmSearch& search, std::vector<Call>& calls);
+  void CompilePool(const exec::Step& step, StreamContext& context, const std::string& where,
+                   std::vector<Call>& calls);
+  void CompileCeilMaxPool(const exec::Step& step, StreamContext& context, std::vector<Call>& calls);
+  void CompileActivation(const exec::Step& step, StreamContext& context, const std::string& where,
+                         std::vector<Call>& calls);
+  void CompileRegistered(const exec::Step& step, StreamContext& context, const std::string& where,
+                         std::vector<Call>& calls);
+  void CompileEltwise(const exec::Step& step, StreamContext& context, const std::string& where,
+                      std::vector<Call>& calls);
+  void CompileIdentity(const exec::Step& step, StreamContext& context, std::vector<Call>& calls);
+  //! `act` from view `from` into view `to` (the same view: in place).
+  std::function<cuda::Status()> ActivationCall(Activation act, StreamContext& context,
+                                               const exec::View& from, const exec::View& to,
+                                               const std::string& where);
+  //! A call that reads the step's one input view and writes its output
+  //! view: `run(api, handle, x, input, y, output)`.
+  void AddUnaryCall(const exec::Step& step, StreamContext& context, const std::string& where,
+                    std::vector<Call>& calls,
+                    std::function<cuda::Status(cuda::Api&, cuda::DnnHandle, cuda::TensorDesc,
+                                               const float*, cuda::TensorDesc, float*)>
+                        run);
+  cuda::TensorDesc KeepTensor(const cuda::TensorLayout& layout, const std::string& where);
+  cuda::TensorDesc KeepTensor(const exec::View& view, const std::string& where);
+  cuda::ActivationDesc KeepActivation(Activation act, const std::string& where);
+
+  // Declared in the order they may be destroyed last to first: descriptors
+  // and graphs before the streams and memory they refer to.
+  std::shared_ptr<DeviceState> state_;
+  cuda::Api& api_;
+  const int batch_;
+  std::vector<exec::BufferDesc> buffers_;
+  std::deque<std::string> labels_;  // one per step, in program order
+  std::vector<DeviceMemory> slots_;
+  std::deque<Weights> weights_;
+  std::deque<StreamContext> contexts_;  // [0]: the origin stream
+  OwnedEvent fork_, start_, end_;
+  std::deque<OwnedTensor> tensors_;
+  std::deque<OwnedFilter> filters_;
+  std::deque<OwnedConv> convs_;
+  std::deque<OwnedActivation> activations_;
+  std::deque<OwnedPooling> pools_;
+  std::deque<OwnedOpTensor> ops_;
+  std::deque<FusedConv> fused_;
+  std::vector<CompiledStage> stages_;
+  std::vector<cuda::AlgoResult> chosen_;  // per convolution step, in program order
+  OwnedGraph graph_;
+  OwnedGraphExec graph_exec_;
+};
+
+}  // namespace ios::worker::cuda_detail
