@@ -1,10 +1,10 @@
 #include "devices/linked.h"
 
 #include "common/error.h"
+#include "devices/cuda/cuda_device.h"
 #include "devices/exec_backend.h"
-#include "worker/cuda/cuda_device.h"
 #ifdef IOS_HAVE_CUDA_BACKEND
-#include "worker/cuda/cuda_api_real.h"
+#include "devices/cuda/cuda_api_real.h"
 #endif
 
 namespace ios::devices {
@@ -14,7 +14,7 @@ namespace {
 // The by-name cuda kind with its devices opened on the real runtime.
 BackendKind WithRealCuda(BackendKind kind) {
   kind.open_device = [](const std::string& name, const BackendOptions& options) {
-    return worker::MakeRealCudaDevice(worker::ParseCudaOptions(name, options.gpu));
+    return devices::MakeRealCudaDevice(devices::ParseCudaOptions(name, options.gpu));
   };
   kind.open_backend = [open = kind.open_device](const std::string& name,
                                                 const BackendOptions& options) {
@@ -25,7 +25,7 @@ BackendKind WithRealCuda(BackendKind kind) {
 #else
 // Said where this build was made without nvcc or cuDNN.
 [[noreturn]] void NotBuilt(const std::string& name, const BackendOptions& options) {
-  worker::ParseCudaOptions(name, options.gpu);  // a bad option is said first
+  devices::ParseCudaOptions(name, options.gpu);  // a bad option is said first
   throw Error("backend '" + name +
               "': this build has no cuda backend (CMake found no nvcc or no cuDNN; docs/gpu.md "
               "says how to build it)");

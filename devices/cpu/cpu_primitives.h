@@ -1,4 +1,4 @@
-// Internal to the cpu device (worker/cpu_device.cc): the oneDNN primitives
+// Internal to the cpu device (devices/cpu/cpu_device.cc): the oneDNN primitives
 // of one lane's steps, the memory budget they are allocated under, and what
 // a thread needs to run them.
 #pragma once

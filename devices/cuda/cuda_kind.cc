@@ -3,14 +3,14 @@
 // start an ios-worker for it; its devices open only where a tool links
 // the CUDA runtime (CudaRuntimeKind, devices/linked.h).
 #include "common/error.h"
+#include "devices/cuda/cuda_device.h"
 #include "devices/kinds.h"
-#include "worker/cuda/cuda_device.h"
 
 namespace ios::devices {
 namespace {
 
 [[noreturn]] void NotLinked(const std::string& name, const BackendOptions& options) {
-  worker::ParseCudaOptions(name, options.gpu);  // a bad option is said first
+  devices::ParseCudaOptions(name, options.gpu);  // a bad option is said first
   throw Error("backend '" + name +
               "': the cuda backend runs in ios-worker and ios-run built with CUDA; this process "
               "does not link it. Start `ios-worker --backend " +

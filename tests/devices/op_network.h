@@ -131,9 +131,3 @@ class Network {
 };
 
 }  // namespace ios::devices
-
-// The cuda tests (tests/worker/cuda) still live in ios::worker until the
-// cuda backend joins devices/.
-namespace ios::worker {
-using namespace ::ios::devices;  // NOLINT(google-build-using-namespace)
-}  // namespace ios::worker

@@ -18,17 +18,17 @@
 #include <vector>
 
 #include "common/zoo.h"
+#include "devices/cuda/cuda_api_real.h"
 #include "devices/exec_backend.h"
 #include "devices/linked.h"
 #include "exec/device.h"
 #include "exec/program.h"
 #include "exec/weights.h"
 #include "run/network_run.h"
+#include "tests/devices/cuda/channel_views.h"
 #include "tests/devices/op_network.h"
-#include "tests/worker/cuda/channel_views.h"
-#include "worker/cuda/cuda_api_real.h"
 
-namespace ios::worker {
+namespace ios::devices {
 namespace {
 
 constexpr double kTolerance = 1e-3;
@@ -188,4 +188,4 @@ TEST_F(CudaGpuTest, TheFusedConvolutionIgnoresWhatItsOutputHeldBefore) {
 }
 
 }  // namespace
-}  // namespace ios::worker
+}  // namespace ios::devices

@@ -1,4 +1,4 @@
-#include "worker/cuda/cuda_kernels.h"
+#include "devices/cuda/cuda_kernels.h"
 
 namespace ios::cuda {
 namespace {

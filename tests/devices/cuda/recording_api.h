@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/cuda/cuda_api.h"
+#include "devices/cuda/cuda_api.h"
 
 namespace ios::cuda::testing {
 

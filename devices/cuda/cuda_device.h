@@ -10,10 +10,10 @@
 #include <memory>
 #include <string>
 
+#include "devices/cuda/cuda_api.h"
 #include "exec/device.h"
-#include "worker/cuda/cuda_api.h"
 
-namespace ios::worker {
+namespace ios::devices {
 
 struct CudaOptions {
   int gpu = 0;
@@ -57,4 +57,4 @@ std::unique_ptr<exec::Device> MakeCudaDevice(std::unique_ptr<cuda::Api> api,
 std::unique_ptr<exec::Device> MakeCudaDevice(std::unique_ptr<cuda::Api> api,
                                              const CudaOptions& options, OnceLatch& said);
 
-}  // namespace ios::worker
+}  // namespace ios::devices

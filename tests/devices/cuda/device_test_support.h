@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "devices/cuda/cuda_device.h"
 #include "exec/program.h"
-#include "tests/worker/cuda/recording_api.h"
-#include "tests/worker/op_network.h"
-#include "worker/cuda/cuda_device.h"
+#include "tests/devices/cuda/recording_api.h"
+#include "tests/devices/op_network.h"
 
-namespace ios::worker::cuda_testing {
+namespace ios::devices::cuda_testing {
 
 using cuda::testing::Journal;
 using cuda::testing::RecordingApi;
@@ -68,4 +68,4 @@ inline void Exercise(exec::Device& device, const exec::Program& program, int bat
   }
 }
 
-}  // namespace ios::worker::cuda_testing
+}  // namespace ios::devices::cuda_testing

@@ -2,7 +2,7 @@
 // it makes, in our own types. The real implementation (cuda_api_real.cc, the
 // one translation unit that includes CUDA and cuDNN headers) forwards each to
 // the library; tests drive the device with a recording fake that checks the
-// call protocol without a GPU (tests/worker/cuda/). Nothing here throws:
+// call protocol without a GPU (tests/devices/cuda/). Nothing here throws:
 // every call returns a Status, and the device decides what a failure means.
 #pragma once
 

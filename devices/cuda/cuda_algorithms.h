@@ -9,12 +9,12 @@
 #include <map>
 #include <string>
 
+#include "devices/cuda/cuda_api.h"
+#include "devices/cuda/cuda_device.h"
+#include "devices/cuda/cuda_internal.h"
 #include "exec/weights.h"
-#include "worker/cuda/cuda_api.h"
-#include "worker/cuda/cuda_device.h"
-#include "worker/cuda/cuda_internal.h"
 
-namespace ios::worker::cuda_detail {
+namespace ios::devices::cuda_detail {
 
 //! What the device remembers about convolution problems, for its life.
 struct AlgorithmCache {
@@ -79,4 +79,4 @@ class AlgorithmSearch {
 bool FusionRuns(AlgorithmCache& cache, const std::string& key,
                 const std::function<cuda::Status()>& trial, const std::string& where);
 
-}  // namespace ios::worker::cuda_detail
+}  // namespace ios::devices::cuda_detail

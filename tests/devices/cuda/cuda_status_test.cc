@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "worker/cuda/cuda_real_support.h"
+#include "devices/cuda/cuda_real_support.h"
 
 namespace ios::cuda {
 namespace {

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "devices/exec_backend.h"
 #include "exec/program.h"
-#include "tests/worker/cuda/device_test_support.h"
-#include "worker/exec_backend.h"
+#include "tests/devices/cuda/device_test_support.h"
 
-namespace ios::worker::cuda_testing {
+namespace ios::devices::cuda_testing {
 namespace {
 
 using cuda::Code;
@@ -229,4 +229,4 @@ TEST(CudaDeviceTest, ABackendWhoseDeviceIsLostSaysSoAndMeasuresNothingMore) {
 }
 
 }  // namespace
-}  // namespace ios::worker::cuda_testing
+}  // namespace ios::devices::cuda_testing

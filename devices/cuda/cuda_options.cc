@@ -1,12 +1,12 @@
-// The cuda backend's name and options (worker/cuda/cuda_device.h).
+// The cuda backend's name and options (devices/cuda/cuda_device.h).
 #include <charconv>
 #include <sstream>
 #include <string>
 
 #include "common/error.h"
-#include "worker/cuda/cuda_device.h"
+#include "devices/cuda/cuda_device.h"
 
-namespace ios::worker {
+namespace ios::devices {
 namespace {
 
 int ParseWhole(const std::string& name, const std::string& what, const std::string& value, int low,
@@ -66,4 +66,4 @@ CudaOptions ParseCudaOptions(const std::string& name, int default_gpu) {
   return options;
 }
 
-}  // namespace ios::worker
+}  // namespace ios::devices

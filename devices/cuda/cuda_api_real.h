@@ -5,9 +5,9 @@
 
 #include <memory>
 
+#include "devices/cuda/cuda_api.h"
+#include "devices/cuda/cuda_device.h"
 #include "exec/device.h"
-#include "worker/cuda/cuda_api.h"
-#include "worker/cuda/cuda_device.h"
 
 namespace ios::cuda {
 
@@ -16,7 +16,7 @@ std::unique_ptr<Api> MakeRealApi();
 
 }  // namespace ios::cuda
 
-namespace ios::worker {
+namespace ios::devices {
 
 //! A cuda device on the real API. Throws exec::ExecError when there is no
 //! driver or no such GPU.
@@ -24,4 +24,4 @@ inline std::unique_ptr<exec::Device> MakeRealCudaDevice(const CudaOptions& optio
   return MakeCudaDevice(cuda::MakeRealApi(), options);
 }
 
-}  // namespace ios::worker
+}  // namespace ios::devices

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "common/measurement.h"
+#include "devices/exec_backend.h"
 #include "exec/program.h"
-#include "tests/worker/cuda/device_test_support.h"
-#include "worker/exec_backend.h"
+#include "tests/devices/cuda/device_test_support.h"
 
-namespace ios::worker::cuda_testing {
+namespace ios::devices::cuda_testing {
 namespace {
 
 using cuda::Code;
@@ -111,4 +111,4 @@ TEST(CudaRefusalTest, ATensorBeyondCuDnnsIntExtentsIsRefusedBeforeAnyCallNamingT
 }
 
 }  // namespace
-}  // namespace ios::worker::cuda_testing
+}  // namespace ios::devices::cuda_testing

@@ -1,11 +1,11 @@
-#include "worker/cuda/cuda_algorithms.h"
+#include "devices/cuda/cuda_algorithms.h"
 
 #include <spdlog/spdlog.h>
 
 #include <sstream>
 #include <vector>
 
-namespace ios::worker::cuda_detail {
+namespace ios::devices::cuda_detail {
 
 using cuda::Code;
 
@@ -114,4 +114,4 @@ bool FusionRuns(AlgorithmCache& cache, const std::string& key,
   return status.ok();
 }
 
-}  // namespace ios::worker::cuda_detail
+}  // namespace ios::devices::cuda_detail

@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "devices/cuda/cuda_algorithms.h"
+#include "devices/cuda/cuda_internal.h"
 #include "exec/device.h"
 #include "exec/program.h"
-#include "worker/cuda/cuda_algorithms.h"
-#include "worker/cuda/cuda_internal.h"
 
-namespace ios::worker::cuda_detail {
+namespace ios::devices::cuda_detail {
 
 //! What the device keeps for its whole life and its prepared programs use
 //! (shared, so a program may outlive the device object without dangling).
@@ -173,4 +173,4 @@ class CudaPreparedProgram : public exec::PreparedProgram {
   OwnedGraphExec graph_exec_;
 };
 
-}  // namespace ios::worker::cuda_detail
+}  // namespace ios::devices::cuda_detail

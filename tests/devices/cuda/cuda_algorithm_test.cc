@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "exec/program.h"
-#include "tests/worker/cuda/channel_views.h"
-#include "tests/worker/cuda/device_test_support.h"
+#include "tests/devices/cuda/channel_views.h"
+#include "tests/devices/cuda/device_test_support.h"
 
-namespace ios::worker::cuda_testing {
+namespace ios::devices::cuda_testing {
 namespace {
 
 using cuda::Code;
@@ -139,4 +139,4 @@ TEST(CudaDeviceTest, ProblemsThatDifferOnlyInAnOperandsAlignmentAreSearchedApart
 }
 
 }  // namespace
-}  // namespace ios::worker::cuda_testing
+}  // namespace ios::devices::cuda_testing

@@ -12,7 +12,7 @@
 // the two places below that use the legacy API on purpose.
 #define CUDNN_WARN_DEPRECATED
 
-#include "worker/cuda/cuda_api_real.h"
+#include "devices/cuda/cuda_api_real.h"
 
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "common/activation.h"
-#include "worker/cuda/cuda_kernels.h"
-#include "worker/cuda/cuda_real_support.h"
+#include "devices/cuda/cuda_kernels.h"
+#include "devices/cuda/cuda_real_support.h"
 
 // Silences cuDNN 9's deprecation of its legacy API where we use it on
 // purpose (see the top of this file).

@@ -1,11 +1,11 @@
 // A prepared program of the cuda device: its memory, streams and events,
 // and the runs, replays, writes and reads (cuda_program.h).
-#include "worker/cuda/cuda_program.h"
+#include "devices/cuda/cuda_program.h"
 
 #include <algorithm>
 #include <cstring>
 
-namespace ios::worker::cuda_detail {
+namespace ios::devices::cuda_detail {
 
 using cuda::Code;
 using exec::ExecError;
@@ -267,4 +267,4 @@ void CudaPreparedProgram::Capture() {
   graph_exec_ = OwnedGraphExec(api_, exec);
 }
 
-}  // namespace ios::worker::cuda_detail
+}  // namespace ios::devices::cuda_detail

@@ -3,7 +3,7 @@
 // deprecation warnings are on, so none creeps in.
 #define CUDNN_WARN_DEPRECATED
 
-#include "worker/cuda/cuda_real_support.h"
+#include "devices/cuda/cuda_real_support.h"
 
 #include <dlfcn.h>
 

@@ -5,9 +5,9 @@
 #include <optional>
 
 #include "common/op_kinds.h"
-#include "worker/cuda/cuda_program.h"
+#include "devices/cuda/cuda_program.h"
 
-namespace ios::worker::cuda_detail {
+namespace ios::devices::cuda_detail {
 namespace {
 
 using exec::ExecError;
@@ -428,4 +428,4 @@ void CudaPreparedProgram::CompileIdentity(const exec::Step& step, StreamContext&
   }
 }
 
-}  // namespace ios::worker::cuda_detail
+}  // namespace ios::devices::cuda_detail

@@ -1,6 +1,6 @@
-// What the cuda device's files share (worker/cuda/cuda_device.h is the
+// What the cuda device's files share (devices/cuda/cuda_device.h is the
 // public face): the error a failed call means, owners of library objects,
-// and how a view becomes a cuDNN tensor. Not for use outside worker/cuda.
+// and how a view becomes a cuDNN tensor. Not for use outside devices/cuda.
 #pragma once
 
 #include <cstdint>
@@ -8,12 +8,12 @@
 #include <string>
 #include <utility>
 
+#include "devices/cuda/cuda_api.h"
+#include "devices/cuda/cuda_device.h"
 #include "exec/device.h"
 #include "exec/program.h"
-#include "worker/cuda/cuda_api.h"
-#include "worker/cuda/cuda_device.h"
 
-namespace ios::worker::cuda_detail {
+namespace ios::devices::cuda_detail {
 
 //! The ExecError a failed call means; `where` says what we were doing.
 [[noreturn]] void Fail(const cuda::Status& status, const std::string& where);
@@ -85,4 +85,4 @@ inline cuda::TensorLayout LayoutOf(const exec::BufferDesc& buffer, const exec::V
 //! "NxCxHxW/stride_n,stride_c,stride_h,stride_w".
 std::string Describe(const cuda::TensorLayout& t);
 
-}  // namespace ios::worker::cuda_detail
+}  // namespace ios::devices::cuda_detail

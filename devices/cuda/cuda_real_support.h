@@ -7,7 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
-#include "worker/cuda/cuda_api.h"
+#include "devices/cuda/cuda_api.h"
 
 namespace ios::cuda {
 

@@ -3,17 +3,17 @@
 // algorithm choice, cuda_algorithms.cc). Everything is plain C++ on
 // cuda::Api, so it is compiled and tested (against a recording fake) on
 // machines without CUDA; the library calls are in cuda_api_real.cc.
-#include "worker/cuda/cuda_device.h"
+#include "devices/cuda/cuda_device.h"
 
 #include <spdlog/spdlog.h>
 
 #include <sstream>
 #include <utility>
 
+#include "devices/cuda/cuda_program.h"
 #include "exec/program.h"
-#include "worker/cuda/cuda_program.h"
 
-namespace ios::worker {
+namespace ios::devices {
 namespace cuda_detail {
 
 using cuda::Code;
@@ -156,4 +156,4 @@ std::unique_ptr<exec::Device> MakeCudaDevice(std::unique_ptr<cuda::Api> api,
   return std::make_unique<cuda_detail::CudaDevice>(std::move(api), options, said);
 }
 
-}  // namespace ios::worker
+}  // namespace ios::devices

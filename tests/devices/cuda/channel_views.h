@@ -9,9 +9,9 @@
 
 #include "common/graph.h"
 #include "common/stage.h"
-#include "tests/worker/op_network.h"
+#include "tests/devices/op_network.h"
 
-namespace ios::worker {
+namespace ios::devices {
 
 //! The graph: input "in" of 3 x size x size, convolutions "at_channel_0"
 //! and "at_channel_1" (4 outputs, 3x3, bias and relu) of one channel each.
@@ -34,4 +34,4 @@ inline StageSpec ChannelViewsStage(const Graph& graph) {
   return MakeStageSpec(graph, stage);
 }
 
-}  // namespace ios::worker
+}  // namespace ios::devices

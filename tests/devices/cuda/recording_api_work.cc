@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/worker/cuda/recording_api.h"
+#include "tests/devices/cuda/recording_api.h"
 
 namespace ios::cuda::testing {
 

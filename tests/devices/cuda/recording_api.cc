@@ -1,7 +1,7 @@
 // The recording fake's bookkeeping, and its machine, memory, stream, event,
 // graph and cuDNN-object calls; the work it is asked to enqueue (and the
 // shapes it checks) is recording_api_work.cc.
-#include "tests/worker/cuda/recording_api.h"
+#include "tests/devices/cuda/recording_api.h"
 
 #include <algorithm>
 #include <utility>

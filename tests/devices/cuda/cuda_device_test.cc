@@ -1,5 +1,5 @@
 // The cuda device's use of CUDA and cuDNN, checked without a GPU against a
-// recording fake (tests/worker/cuda/recording_api.h): options and the
+// recording fake (tests/devices/cuda/recording_api.h): options and the
 // fingerprint; every op kind builds descriptors whose shapes and extents
 // agree with its buffers; lanes of a stage run on their own stream and
 // handle, forked from and joined to the origin stream; replays capture
@@ -21,13 +21,13 @@
 
 #include "common/zoo.h"
 #include "coordinator/dp.h"
+#include "devices/exec_backend.h"
 #include "exec/program.h"
 #include "exec/weights.h"
 #include "run/network_run.h"
-#include "tests/worker/cuda/device_test_support.h"
-#include "devices/exec_backend.h"
+#include "tests/devices/cuda/device_test_support.h"
 
-namespace ios::worker::cuda_testing {
+namespace ios::devices::cuda_testing {
 namespace {
 
 using cuda::Code;
@@ -349,4 +349,4 @@ TEST(CudaDeviceTest, TheUnlockedClocksWarningIsSaidOncePerProcess) {
 }
 
 }  // namespace
-}  // namespace ios::worker::cuda_testing
+}  // namespace ios::devices::cuda_testing
