@@ -11,10 +11,11 @@
 namespace ios::coordinator {
 namespace {
 
-// Ctrl-C (or SIGTERM) during a search: every measurement is committed as it
-// arrives, so nothing is lost; the handler says so in one line and exits
-// 130. Signal handlers see only globals: the line's text is prepared before
-// the handler is installed and the count is a lock-free atomic.
+// Ctrl-C (or SIGTERM) during a search: every measurement is committed as
+// it arrives, so nothing is lost; the handler says so in one line and exits
+// 128 + the signal. Signal handlers see only globals: the line's text is
+// prepared before the handler is installed and the count is a lock-free
+// atomic.
 
 std::atomic<int64_t> g_measured_so_far{0};
 std::string g_interrupt_db;  // written once, before the handler is installed
@@ -28,7 +29,7 @@ void WriteAll(const char* text, size_t size) {
   }
 }
 
-void OnInterrupt(int) {
+void OnInterrupt(int signal) {
   // Async-signal-safe only: write(2), _exit(2), no allocation, no stdio.
   char digits[24];
   int64_t value = g_measured_so_far.load();
@@ -45,7 +46,7 @@ void OnInterrupt(int) {
   WriteAll(kMiddle, sizeof kMiddle - 1);
   WriteAll(digits + at, sizeof digits - at);
   WriteAll(kEnd, sizeof kEnd - 1);
-  ::_exit(130);
+  ::_exit(128 + signal);  // 130 for Ctrl-C, as a shell reports a death by SIGINT
 }
 
 }  // namespace

@@ -35,8 +35,9 @@ class ProgressPrinter {
 
 //! From now on SIGINT and SIGTERM print one line (the measurements made so
 //! far are kept in `db`, how many at least, and that rerunning resumes)
-//! and exit 130. Every measurement is committed as it arrives, so exiting
-//! at once loses nothing. Call once, from main's thread, after `db` opened.
+//! and exit 128 + the signal (130 for Ctrl-C). Every measurement is
+//! committed as it arrives, so exiting at once loses nothing. Call once,
+//! from main's thread, after `db` opened.
 void SayWhatIsKeptOnInterrupt(const std::string& db);
 
 }  // namespace ios::coordinator

@@ -347,7 +347,8 @@ int main(int argc, char** argv) {
       "program), measuring candidate stages on a backend and memoizing them in an SQLite "
       "profiling DB."};
   app.add_option("--model,-m", cli.model,
-                 "zoo model name (see --list-models), IOS JSON file or ONNX file (*.onnx)");
+                 "zoo model name (see --list-models), IOS JSON file or ONNX file (*.onnx); a "
+                 "zoo name that is also a file here is refused: write ./NAME or zoo:NAME");
   app.add_flag("--list-models", cli.list_models, "print the built-in models and exit");
   // No CLI11 ExistingFile check: the loader refuses a missing file, a
   // directory, a FIFO or a huge file with its own message (exit 1).

@@ -420,7 +420,8 @@ int main(int argc, char** argv) {
   CLI::App* import_command = app.add_subcommand(
       "import",
       "Add another farm's measurements (a JSON export) for the device and settings this DB's "
-      "searches use; rows of other devices or settings are refused unless --force");
+      "searches use (creating the DB if missing); rows of other devices or settings are refused "
+      "unless --force; a file whose rows are all refused, or that has none, is an error");
   import_command->add_option("file", options.input, "JSON file written by ios-db export")
       ->required();
   import_command->add_option(

@@ -378,7 +378,8 @@ int main(int argc, char** argv) {
       "memory, and (--check) whether its output equals sequential execution"};
   app.add_option("--model,-m", cli.model,
                  "zoo name, IOS JSON graph file or ONNX file (*.onnx, with its weights when it "
-                 "carries them); optional with a schedule file, which carries its graph");
+                 "carries them); optional with a schedule file, which carries its graph; a zoo "
+                 "name that is also a file here is refused: write ./NAME or zoo:NAME");
   app.add_option("--schedule", cli.schedule,
                  "sequential, greedy, or a schedule file (ios-coordinator --out, or an IOS "
                  "reference schedule)")
