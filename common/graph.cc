@@ -375,6 +375,25 @@ void InferShapes(Graph& graph) {
           throw Error(where + ": parts: node " + Quoted(graph.nodes[id].name) + " is in no part");
         }
       }
+      // Parts are searched and run one after another in the order listed, so
+      // a part may read only the block's entry, itself and earlier parts.
+      std::vector<int> part_of(graph.nodes.size(), -1);
+      for (size_t p = 0; p < block.parts.size(); ++p) {
+        for (NodeId id : block.parts[p]) part_of[id] = static_cast<int>(p);
+      }
+      for (size_t p = 0; p < block.parts.size(); ++p) {
+        for (NodeId id : block.parts[p]) {
+          for (const Term& term : graph.nodes[id].inputs) {
+            for (const Slice& s : term) {
+              if (s.producer == block.enter || part_of[s.producer] <= static_cast<int>(p)) continue;
+              throw Error(where + ": parts[" + std::to_string(p) + "]: node " +
+                          Quoted(graph.nodes[id].name) + " reads " +
+                          Quoted(graph.nodes[s.producer].name) + " from the later part " +
+                          std::to_string(part_of[s.producer]));
+            }
+          }
+        }
+      }
     }
     expected_enter = block.exit;
   }

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <unordered_map>
 
 #include "common/activation.h"
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/op_kinds.h"
 #include "common/printable.h"
 #include "common/slices.h"
@@ -499,25 +499,6 @@ std::string DescribeSyntaxError(const std::string& text, const std::string& sour
   return message + "not valid JSON (" + Printable(tracker.library_message()) + ")";
 }
 
-const char* FileTypeText(std::filesystem::file_type type) {
-  switch (type) {
-    case std::filesystem::file_type::directory:
-      return "a directory";
-    case std::filesystem::file_type::fifo:
-      return "a FIFO";
-    case std::filesystem::file_type::character:
-      return "a character device";
-    case std::filesystem::file_type::block:
-      return "a block device";
-    case std::filesystem::file_type::socket:
-      return "a socket";
-    case std::filesystem::file_type::not_found:
-      return "not found";
-    default:
-      return "not a plain file";
-  }
-}
-
 }  // namespace
 
 IosModel ParseIosJson(const std::string& text, const std::string& source) {
@@ -532,42 +513,7 @@ IosModel ParseIosJson(const std::string& text, const std::string& source) {
 }
 
 std::string ReadJsonInputFile(const std::string& path, std::string_view kind) {
-  namespace fs = std::filesystem;
-  const std::string where = Printable(path);
-  std::error_code error;
-  const fs::file_status status = fs::status(path, error);
-  if (status.type() == fs::file_type::not_found) {
-    throw Error(where + ": cannot open file: not found");
-  }
-  if (error) throw Error(where + ": cannot open file (" + error.message() + ")");
-  // A directory, FIFO or device is not a model: reading one as text either
-  // fails obscurely, blocks, or never ends (/dev/zero).
-  if (!fs::is_regular_file(status)) {
-    throw Error(where + ": not a regular file (" + FileTypeText(status.type()) + "); a " +
-                std::string(kind) + " is a JSON file");
-  }
-  const std::uintmax_t size = fs::file_size(path, error);
-  if (error) throw Error(where + ": cannot read the size (" + error.message() + ")");
-  if (size > kMaxModelFileBytes) {
-    throw Error(where + ": " + std::to_string(size) + " bytes, more than the " +
-                std::to_string(kMaxModelFileBytes >> 20) + " MiB a " + std::string(kind) +
-                " file may have (kMaxModelFileBytes)");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(where + ": cannot open file");
-  // Bounded even if the file grows after the size check.
-  std::string text;
-  text.reserve(static_cast<size_t>(size));
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    text.append(buffer, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxModelFileBytes) {
-      throw Error(where + ": grew beyond the " + std::to_string(kMaxModelFileBytes >> 20) +
-                  " MiB a " + std::string(kind) + " file may have while being read");
-    }
-  }
-  if (in.bad()) throw Error(where + ": read error");
-  return text;
+  return ReadInputFile(path, kind, kMaxModelFileBytes);
 }
 
 IosModel LoadIosJson(const std::string& path) {

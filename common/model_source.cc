@@ -8,15 +8,44 @@
 #include "common/zoo.h"
 
 namespace ios {
+namespace {
+
+bool IsZooName(const std::string& name) {
+  for (const ZooEntry& entry : ZooModels()) {
+    if (entry.name == name) return true;
+  }
+  return false;
+}
+
+std::string ZooNames() {
+  std::string names;
+  for (const ZooEntry& entry : ZooModels()) names += (names.empty() ? "" : ", ") + entry.name;
+  return names;
+}
+
+}  // namespace
 
 LoadedModel LoadModel(const std::string& model) {
-  for (const ZooEntry& entry : ZooModels()) {
-    if (entry.name == model) return {BuildZooModel(model), model};
+  if (model.starts_with(kZooPrefix)) {
+    const std::string name = model.substr(kZooPrefix.size());
+    if (!IsZooName(name)) {
+      throw Error("unknown zoo model " + Quoted(name) + " (" + ZooNames() + ")");
+    }
+    return {BuildZooModel(name), name};
   }
-  if (!std::filesystem::exists(model)) {
-    std::string names;
-    for (const ZooEntry& entry : ZooModels()) names += (names.empty() ? "" : ", ") + entry.name;
-    throw Error("unknown model " + Quoted(model) + ": not a zoo model (" + names +
+  std::error_code error;
+  const bool exists = std::filesystem::exists(model, error);
+  if (IsZooName(model)) {
+    // Either reading could be what was meant: neither is picked silently.
+    if (exists) {
+      throw Error("model " + Quoted(model) + " names both a zoo model and a file here: write ./" +
+                  model + " for the file or " + std::string(kZooPrefix) + model +
+                  " for the zoo model");
+    }
+    return {BuildZooModel(model), model};
+  }
+  if (!exists) {
+    throw Error("unknown model " + Quoted(model) + ": not a zoo model (" + ZooNames() +
                 ") and no such file");
   }
   IosModel loaded = LoadIosJson(model);

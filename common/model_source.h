@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "common/graph.h"
 
@@ -12,9 +13,14 @@ struct LoadedModel {
   std::string name;  // the zoo name, the file's "name", or else its stem
 };
 
-//! A zoo name (common/zoo.h), or else the path of an IOS JSON graph file
-//! (common/ios_json.h, with its checks). Throws ios::Error listing the zoo
-//! names when `model` is neither.
+//! Names the zoo explicitly: "zoo:squeezenet".
+inline constexpr std::string_view kZooPrefix = "zoo:";
+
+//! A zoo name (common/zoo.h, optionally with kZooPrefix), or else the path
+//! of an IOS JSON graph file (common/ios_json.h, with its checks). A bare
+//! zoo name that is also an existing file is refused as ambiguous (the
+//! message says to write ./NAME or zoo:NAME). Throws ios::Error listing the
+//! zoo names when `model` is neither.
 LoadedModel LoadModel(const std::string& model);
 
 }  // namespace ios

@@ -1,7 +1,6 @@
 // ios-coordinator: finds a fast inter-operator schedule for a network.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -23,6 +22,7 @@
 #include "common/model_source.h"
 #include "common/printable.h"
 #include "common/zoo.h"
+#include "coordinator/cli_progress.h"
 #include "coordinator/farm.h"
 #include "coordinator/report.h"
 #include "coordinator/schedule_json.h"
@@ -156,22 +156,6 @@ RunningFarm StartFarm(const CliOptions& cli) {
   return {std::move(process), std::move(farm)};
 }
 
-void PrintWorkers(const Farm& farm) {
-  const std::vector<WorkerReport> workers = farm.Workers();
-  if (workers.empty()) return;
-  std::printf("\nworkers:\n  %-24s %-22s %-14s %9s %7s %9s %6s\n", "worker", "address", "device",
-              "answered", "failed", "requeued", "late");
-  for (const WorkerReport& w : workers) {
-    std::printf("  %-24s %-22s %-14s %9lld %7lld %9lld %6lld%s\n", w.worker_id.c_str(),
-                w.address.c_str(), w.device_name.c_str(), static_cast<long long>(w.answered),
-                static_cast<long long>(w.failed), static_cast<long long>(w.requeued),
-                static_cast<long long>(w.late),
-                !w.matches    ? "  (other device: not used)"
-                : w.connected ? ""
-                              : "  (left)");
-  }
-}
-
 // A zoo name, or else a path to an IOS JSON or ONNX file. The search needs
 // only the graph: an ONNX file's weights change no latency.
 std::pair<Graph, std::string> ResolveModel(const std::string& model) {
@@ -185,80 +169,6 @@ std::pair<Graph, std::string> ResolveModel(const std::string& model) {
   }
   return {std::move(loaded.model.graph), std::move(loaded.model.name)};
 }
-
-// One line that rewrites itself on a terminal, a plain line every few
-// seconds otherwise (logs, CI).
-class ProgressPrinter {
- public:
-  explicit ProgressPrinter(bool quiet) : quiet_(quiet), tty_(isatty(STDERR_FILENO) != 0) {}
-  void operator()(const MeasureProgress& p) {
-    if (quiet_) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (p.lazy) {
-      PrintLazy(p, now);
-      return;
-    }
-    const bool done = p.finished || p.reused + p.measured >= p.total;
-    if (done && printed_done_) return;
-    if (!tty_ && !done && now - last_ < std::chrono::seconds(5)) return;
-    printed_done_ = done;
-    last_ = now;
-    const int64_t remaining = p.total - p.reused - p.measured;
-    const double rate = p.elapsed_s > 0 ? p.measured / p.elapsed_s : 0;
-    const double eta = rate > 0 ? remaining / rate : 0;
-    std::fprintf(stderr,
-                 "%smeasure %s %lld/%lld stages, measured %lld, reused %lld, failed %lld, "
-                 "%.0f/s, ETA %.0f s, %d worker%s%s",
-                 tty_ ? "\r" : "",
-                 Bar(p.total > 0 ? double(p.total - remaining) / p.total : 1).c_str(),
-                 static_cast<long long>(p.reused + p.measured), static_cast<long long>(p.total),
-                 static_cast<long long>(p.measured), static_cast<long long>(p.reused),
-                 static_cast<long long>(p.failed), rate, eta, p.workers, p.workers == 1 ? "" : "s",
-                 tty_ && !done ? "\x1b[K" : "\n");
-    std::fflush(stderr);
-  }
-
- private:
-  //! Lazy measurement has no known total: rounds, what was measured, and
-  //! how far apart the bounded and the measured optimum still are.
-  void PrintLazy(const MeasureProgress& p, std::chrono::steady_clock::time_point now) {
-    if (p.finished && printed_done_) return;
-    if (!tty_ && !p.finished && now - last_ < std::chrono::seconds(5)) return;
-    printed_done_ = p.finished;
-    last_ = now;
-    const double rate = p.elapsed_s > 0 ? p.measured / p.elapsed_s : 0;
-    const double share = p.total > 0 ? 100.0 * (p.measured + p.reused) / p.total : 0;
-    std::string gap = "-";
-    if (p.rounds > 0 && std::isfinite(p.upper_ms) && p.upper_ms > 0) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.1f%%", 100 * (p.upper_ms - p.lower_ms) / p.upper_ms);
-      gap = text;
-    }
-    std::fprintf(stderr,
-                 "%smeasure (lazy): round %lld, %lld of %lld candidate stages (%.1f%%): measured "
-                 "%lld, reused %lld, failed %lld; bound gap %s; %.0f/s, %d worker%s%s",
-                 tty_ ? "\r" : "", static_cast<long long>(p.rounds),
-                 static_cast<long long>(p.measured + p.reused), static_cast<long long>(p.total),
-                 share, static_cast<long long>(p.measured), static_cast<long long>(p.reused),
-                 static_cast<long long>(p.failed), gap.c_str(), rate, p.workers,
-                 p.workers == 1 ? "" : "s", tty_ && !p.finished ? "\x1b[K" : "\n");
-    std::fflush(stderr);
-  }
-
-  //! "[#######.............]  35%"
-  static std::string Bar(double fraction) {
-    constexpr int kWidth = 24;
-    const int filled = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * kWidth);
-    char percent[8];
-    std::snprintf(percent, sizeof percent, "%3d%%", static_cast<int>(fraction * 100));
-    return "[" + std::string(static_cast<size_t>(filled), '#') +
-           std::string(static_cast<size_t>(kWidth - filled), '.') + "] " + percent;
-  }
-
-  bool quiet_, tty_;
-  bool printed_done_ = false;
-  std::chrono::steady_clock::time_point last_{};
-};
 
 std::string NowUtc() {
   const std::time_t t = std::time(nullptr);
@@ -334,6 +244,7 @@ int Search(const CliOptions& cli) {
     InferShapes(graph);
   }
   auto store = db::ProfileStore::Open(cli.db);
+  SayWhatIsKeptOnInterrupt(cli.db);
   auto farm = StartFarm(cli);
   AnnounceDevice(cli, *farm, "searching " + model_name);
   ProgressPrinter progress(cli.quiet);
@@ -385,7 +296,7 @@ int Search(const CliOptions& cli) {
     std::cout << FormatReport(graph, outcome);
     if (!cli.out.empty()) std::cout << "schedule written to " << cli.out << "\n";
     std::cout.flush();
-    PrintWorkers(*farm);
+    std::cout << FormatWorkers(farm->Workers());
   }
   return 0;
 }
@@ -399,6 +310,7 @@ int Evaluate(const CliOptions& cli) {
     throw Error("--evaluate " + std::string(e.what()));
   }
   auto store = db::ProfileStore::Open(cli.db);
+  SayWhatIsKeptOnInterrupt(cli.db);
   auto farm = StartFarm(cli);
   AnnounceDevice(cli, *farm, "pricing " + cli.evaluate);
   SearchPlan plan;
@@ -435,7 +347,8 @@ int main(int argc, char** argv) {
       "program), measuring candidate stages on a backend and memoizing them in an SQLite "
       "profiling DB."};
   app.add_option("--model,-m", cli.model,
-                 "zoo model name (see --list-models), IOS JSON file or ONNX file (*.onnx)");
+                 "zoo model name (see --list-models), IOS JSON file or ONNX file (*.onnx); a "
+                 "zoo name that is also a file here is refused: write ./NAME or zoo:NAME");
   app.add_flag("--list-models", cli.list_models, "print the built-in models and exit");
   // No CLI11 ExistingFile check: the loader refuses a missing file, a
   // directory, a FIFO or a huge file with its own message (exit 1).
@@ -590,6 +503,7 @@ int main(int argc, char** argv) {
   app.add_option("--curve-allow", cli.farm.curve_allow_dir,
                  "CURVE: directory of worker public keys (*.pub) allowed to connect")
       ->check(CLI::ExistingDirectory);
+  app.set_version_flag("--version", std::string("ios-coordinator ") + IOS_FARM_VERSION);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

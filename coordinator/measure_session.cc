@@ -47,7 +47,8 @@ MeasureSession::MeasureSession(const Graph& graph, const SearchPlan& plan, db::P
                               }
                             });
   stats.workers = measurer_.ActiveWorkers();
-  Report(true);
+  // The first report waits for the first Measure(): the caller may still
+  // mark the session lazy, which changes how progress is shown.
 }
 
 Measurer::MoreSpecs MeasureSession::Prepare(const std::vector<int>& ids) {
@@ -75,6 +76,7 @@ Measurer::MoreSpecs MeasureSession::Prepare(const std::vector<int>& ids) {
 }
 
 void MeasureSession::Measure(const std::vector<int>& ids, const NextFn& next) {
+  if (!reported_) Report(true);
   stream_ids_.clear();
   stream_specs_.clear();
   Measurer::MoreSpecs first = Prepare(ids);
@@ -120,6 +122,7 @@ void MeasureSession::Report(bool force) {
   const auto now = std::chrono::steady_clock::now();
   if (!force && now - last_report_ < std::chrono::milliseconds(200)) return;
   last_report_ = now;
+  reported_ = true;
   MeasureProgress& stats = table_.stats;
   stats.elapsed_s = std::chrono::duration<double>(now - start_).count();
   stats.workers = measurer_.ActiveWorkers();

@@ -63,6 +63,7 @@ class MeasureSession {
   std::vector<int> stream_ids_;
   std::vector<std::unique_ptr<StageSpec>> stream_specs_;
   std::chrono::steady_clock::time_point start_, last_report_{};
+  bool reported_ = false;
 };
 
 }  // namespace ios::coordinator

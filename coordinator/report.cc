@@ -108,4 +108,20 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
   return out.str();
 }
 
+std::string FormatWorkers(const std::vector<WorkerReport>& workers) {
+  if (workers.empty()) return "";
+  std::string out = Format("\nworkers:\n  %-24s %-22s %-14s %9s %7s %9s %6s\n", "worker", "address",
+                           "device", "answered", "failed", "requeued", "late");
+  for (const WorkerReport& w : workers) {
+    out += Format("  %-24s %-22s %-14s %9lld %7lld %9lld %6lld%s\n", w.worker_id.c_str(),
+                  w.address.c_str(), w.device_name.c_str(), static_cast<long long>(w.answered),
+                  static_cast<long long>(w.failed), static_cast<long long>(w.requeued),
+                  static_cast<long long>(w.late),
+                  !w.matches    ? "  (other device: not used)"
+                  : w.connected ? ""
+                                : "  (left)");
+  }
+  return out;
+}
+
 }  // namespace ios::coordinator

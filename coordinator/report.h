@@ -2,8 +2,10 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/graph.h"
+#include "coordinator/farm.h"
 #include "coordinator/search.h"
 
 namespace ios::coordinator {
@@ -16,5 +18,9 @@ namespace ios::coordinator {
 //! (not asked for) is left out; an infinite one (a stage failed) reads
 //! "failed". Says "simulated" when the device is simulated.
 std::string FormatReport(const Graph& graph, const SearchOutcome& outcome);
+
+//! The workers' table (answered, failed, requeued, late per worker) that
+//! follows the report; empty when there were none.
+std::string FormatWorkers(const std::vector<WorkerReport>& workers);
 
 }  // namespace ios::coordinator

@@ -1,7 +1,7 @@
 // ios-db: query the profiling DB (devices, stats, searches, measurements),
 // export its measurements as CSV or JSON, import another farm's export, and
-// forget measurements. Queries open the file read-only; only `import` and
-// `forget` write, and nothing creates a DB.
+// forget measurements. Queries open the file read-only (also in a read-only
+// folder); only `import` and `forget` write, and only `import` creates a DB.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/printable.h"
 #include "db/listing.h"
 #include "db/measurement_import.h"
@@ -248,11 +249,14 @@ void Forget(const Options& options, ios::db::ProfileStore& store) {
   std::cout << "dropped " << dropped << " " << what << " from " << options.db_path << '\n';
 }
 
+// The largest import file read (a JSON export takes ~400 bytes a row: about
+// 650,000 measurements): a bound on the memory one bad argument can take.
+constexpr std::uintmax_t kMaxImportFileBytes = std::uintmax_t{256} << 20;
+
 // import: another farm's JSON export, the rows this DB's searches can use.
+// Importing nothing new is an error unless every row was here already.
 void Import(const Options& options, ios::db::ProfileStore& store) {
-  std::ifstream in(options.input, std::ios::binary);
-  if (!in) throw ios::Error("import: cannot read " + options.input);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = ios::ReadInputFile(options.input, "JSON export", kMaxImportFileBytes);
   const ios::db::ImportReport report = ios::db::ImportMeasurements(
       store, text, options.input, {options.device, options.settings, options.force});
   std::cout << "imported " << report.imported << " of " << report.rows << " measurements from "
@@ -264,6 +268,11 @@ void Import(const Options& options, ios::db::ProfileStore& store) {
   }
   if (!report.refused.empty()) {
     std::cout << "(--force takes refused rows too, each under its own device and settings)\n";
+  }
+  if (report.rows == 0) throw ios::Error("import: " + options.input + " holds no measurements");
+  if (report.imported == 0 && report.present == 0) {
+    throw ios::Error("import: nothing imported from " + options.input +
+                     ": every row was refused (reasons above)");
   }
 }
 
@@ -281,11 +290,19 @@ void RequireExistingDb(const std::string& path) {
 void Run(const Options& options) {
   const Format format = ParseFormat(options.format_name);
   const Format export_format = options.command == Command::kExport ? ExportFormat(options) : format;
-  RequireExistingDb(options.db_path);
-  // Queries never change the file; only forget opens it for writing.
+  // Queries never change the file; forget and import write, and import
+  // creates a DB that does not exist yet.
   ios::db::OpenOptions open;
-  const bool writes = options.command == Command::kForget || options.command == Command::kImport;
-  open.mode = writes ? ios::db::OpenMode::kReadWrite : ios::db::OpenMode::kReadOnly;
+  std::error_code error;
+  if (options.command == Command::kImport && !std::filesystem::exists(options.db_path, error)) {
+    open.mode = ios::db::OpenMode::kCreate;
+    // The import file first: a typo must not leave an empty DB behind.
+    ios::CheckInputFile(options.input, "JSON export", kMaxImportFileBytes);
+  } else {
+    RequireExistingDb(options.db_path);
+    const bool writes = options.command == Command::kForget || options.command == Command::kImport;
+    open.mode = writes ? ios::db::OpenMode::kReadWrite : ios::db::OpenMode::kReadOnly;
+  }
   std::unique_ptr<ios::db::ProfileStore> store = ios::db::ProfileStore::Open(options.db_path, open);
 
   switch (options.command) {
@@ -333,7 +350,18 @@ void Run(const Options& options) {
       break;
     }
     case Command::kImport:
-      Import(options, *store);
+      try {
+        Import(options, *store);
+      } catch (const std::exception&) {
+        if (open.mode == ios::db::OpenMode::kCreate) {
+          // Created for this import, which failed: leave no empty DB behind.
+          store.reset();
+          for (const char* suffix : {"", "-wal", "-shm"}) {
+            std::filesystem::remove(options.db_path + suffix, error);
+          }
+        }
+        throw;
+      }
       break;
     case Command::kForget:
       Forget(options, *store);
@@ -353,7 +381,9 @@ int main(int argc, char** argv) {
       "ios-db"};
   app.fallthrough();  // --db/--format may also follow the command
   app.require_subcommand(1);
-  app.add_option("--db", options.db_path, "Profiling DB file (must exist)")->required();
+  app.set_version_flag("--version", std::string("ios-db ") + IOS_FARM_VERSION);
+  app.add_option("--db", options.db_path, "Profiling DB file (must exist; import creates it)")
+      ->required();
   CLI::Option* format_option =
       app.add_option("--format", options.format_name, "Output format: table (default), csv, json")
           ->check(CLI::IsMember({"table", "csv", "json"}));
@@ -390,7 +420,8 @@ int main(int argc, char** argv) {
   CLI::App* import_command = app.add_subcommand(
       "import",
       "Add another farm's measurements (a JSON export) for the device and settings this DB's "
-      "searches use; rows of other devices or settings are refused unless --force");
+      "searches use (creating the DB if missing); rows of other devices or settings are refused "
+      "unless --force; a file whose rows are all refused, or that has none, is an error");
   import_command->add_option("file", options.input, "JSON file written by ios-db export")
       ->required();
   import_command->add_option(
@@ -424,7 +455,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     std::cerr << "ios-db: " << e.what() << " (see ios-db --help)\n";
-    return 1;
+    return 2;
   }
   options.format_given = format_option->count() > 0;
   if (devices->parsed()) options.command = Command::kDevices;

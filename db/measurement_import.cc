@@ -1,9 +1,11 @@
 #include "db/measurement_import.h"
 
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
+#include "common/stage_key.h"
 #include "db/stage_text.h"
 
 namespace ios::db {
@@ -70,11 +72,36 @@ MeasureError ParseStatus(const RowReader& reader, const std::string& status) {
               "ok, out_of_memory, unsupported, backend_failure or timeout, not '" + status + "'");
 }
 
+// The header `ios-db export` writes first in CSV: its first column, then
+// the stage key among the others.
+bool LooksLikeCsvExport(const std::string& text) {
+  const std::string_view first_line = std::string_view(text).substr(0, text.find('\n'));
+  return first_line.starts_with("device,") &&
+         first_line.find(",stage_key") != std::string_view::npos;
+}
+
+// A key that does not parse, or is not in canonical form, can never match a
+// stage a search asks for: refused rather than stored as dead weight.
+void CheckStageKey(const RowReader& reader, const std::string& key) {
+  std::string problem;
+  try {
+    if (ParseStageKey(key).Key() != key) problem = "it parses but is not in canonical form";
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  if (!problem.empty()) reader.Fail("stage_key", "a canonical stage key (" + problem + ")");
+}
+
 std::vector<Row> ParseRows(const std::string& text, const std::string& source) {
   json document;
   try {
     document = json::parse(text);
   } catch (const json::parse_error& e) {
+    if (LooksLikeCsvExport(text)) {
+      throw Error(source +
+                  ": this looks like a CSV export; import takes the JSON export (ios-db --format "
+                  "json export -o FILE.json)");
+    }
     throw Error(source + ": not JSON (" + e.what() + ")");
   }
   if (!document.is_array()) {
@@ -103,7 +130,7 @@ std::vector<Row> ParseRows(const std::string& text, const std::string& source) {
     row.result.error_message = reader.Text("error_message", true);
     // Exports of schema 2 have no detail.
     if (document[i].contains("detail")) row.result.detail = reader.Text("detail", true);
-    if (row.stage_key.empty()) reader.Fail("stage_key", "a canonical stage key");
+    CheckStageKey(reader, row.stage_key);
     if (row.device.fingerprint.empty()) reader.Fail("device_fingerprint", "a fingerprint");
     if (ok && !(row.result.median_ms >= 0)) reader.Fail("median_ms", "a latency >= 0");
   }

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "db/profile_statements.h"
 #include "db/schema.h"
 #include "db/sqlite_util.h"
@@ -41,7 +42,8 @@ class SqliteProfileStore final : public ProfileStore {
                         : options.mode == OpenMode::kReadWrite
                             ? SQLITE_OPEN_READWRITE
                             : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-      db_ = sqlite::OpenDb(path, flags);
+      db_ = options.mode == OpenMode::kReadOnly ? sqlite::OpenDbForReading(path)
+                                                : sqlite::OpenDb(path, flags);
       IOS_SQLITE_CHECK(db(), sqlite3_extended_result_codes(db(), 1));
       // SQLite's own busy handler waits for most locks; RetryWhileBusy
       // covers the calls it returns from at once. Both stop at the budget.
@@ -564,9 +566,14 @@ std::unique_ptr<ProfileStore> ProfileStore::Open(const std::string& path,
   if (std::error_code error; std::filesystem::is_directory(path, error)) {
     throw Error(path + ": is a directory, not a profiling DB file");
   }
-  if (options.mode != OpenMode::kCreate && path != ":memory:") {
+  if (path != ":memory:") {
     std::error_code error;
-    if (!std::filesystem::exists(path, error)) throw Error("no profiling DB at " + path);
+    if (std::filesystem::exists(path, error)) {
+      // SQLite would block on a FIFO and read a device without end.
+      CheckInputFile(path, "profiling DB", kAnySize);
+    } else if (options.mode != OpenMode::kCreate) {
+      throw Error("no profiling DB at " + path);
+    }
   }
   return std::make_unique<SqliteProfileStore>(path, options);
 }

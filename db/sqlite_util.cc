@@ -1,5 +1,7 @@
 #include "db/sqlite_util.h"
 
+#include <filesystem>
+
 namespace ios::db::sqlite {
 
 int Check(int rc, sqlite3* db, const char* call, const char* file, int line,
@@ -36,6 +38,47 @@ DbHandle OpenDb(const std::string& path, int flags) {
   DbHandle db(raw);  // owns the handle even when opening failed
   Check(rc, db.get(), "sqlite3_open_v2", __FILE__, __LINE__, path);
   return db;
+}
+
+namespace {
+
+// file: URI of `path` with immutable=1 (RFC 3986: '%', '?' and '#' escaped).
+std::string ImmutableUri(const std::string& path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string uri = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      uri += '%';
+      uri += kHex[static_cast<unsigned char>(c) >> 4];
+      uri += kHex[static_cast<unsigned char>(c) & 15];
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?immutable=1";
+}
+
+}  // namespace
+
+DbHandle OpenDbForReading(const std::string& path) {
+  DbHandle db = OpenDb(path, SQLITE_OPEN_READONLY);
+  // SQLite opens lazily: the first read is what needs the -shm index.
+  const int rc =
+      sqlite3_exec(db.get(), "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+  const int primary = rc & 0xff;
+  if (rc == SQLITE_OK || (primary != SQLITE_READONLY && primary != SQLITE_CANTOPEN)) return db;
+  // Reading without a log that holds commits would show an older DB
+  // without a word (sqlite.org/wal.html, "Read-Only Databases").
+  std::error_code error;
+  const std::string log = path + "-wal";
+  if (const std::uintmax_t size = std::filesystem::file_size(log, error); !error && size > 0) {
+    throw Error("cannot read profiling DB " + path + ": its write-ahead log " + log +
+                " holds commits, and reading them needs " + path +
+                "-shm, which this user cannot create in that folder; let a process that may "
+                "write the folder (ios-coordinator, sqlite3 FILE 'PRAGMA wal_checkpoint') open "
+                "the DB once: closing it folds the log into the file");
+  }
+  return OpenDb(ImmutableUri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
 }
 
 void Exec(sqlite3* db, const char* sql) {

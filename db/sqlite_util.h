@@ -57,6 +57,12 @@ int Check(int rc, sqlite3* db, const char* call, const char* file, int line,
 //! SQLITE_OPEN_CREATE).
 DbHandle OpenDb(const std::string& path, int flags);
 
+//! Opens `path` read-only, also where its folder is read-only: a WAL
+//! database is read through a -shm index SQLite creates beside it, so there
+//! the file is opened as immutable instead (no locks, no -shm), which is
+//! exact when no write-ahead log is pending; throws ios::Error when one is.
+DbHandle OpenDbForReading(const std::string& path);
+
 //! Runs `body` until it returns without a busy SqliteError, sleeping a
 //! little longer after each busy attempt (at most `kMaxRetryPause`). Once
 //! `deadline` has passed, the busy error is rethrown. For what the busy

@@ -3,11 +3,13 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <optional>
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/printable.h"
 #include "common/slices.h"
 #include "common/stage.h"
@@ -292,10 +294,22 @@ void WeightStore::Save(const Graph& graph, const std::string& path) const {
 
 WeightStore WeightStore::Load(const Graph& graph, const std::string& path) {
   const std::string file_where = "weights file " + Quoted(path);
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw Error(file_where + ": cannot be opened");
-  const std::string data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (file.bad()) throw Error(file_where + ": read error");
+  std::map<ConvSite, ConvAt> expected;
+  for (const ConvAt& at : Convolutions(graph)) expected.emplace(at.site, at);
+  // The exact size of this graph's weights file, and a little more (so that
+  // trailing bytes are counted below), bounds what is read: a device or a
+  // huge file is refused before it fills memory.
+  std::uintmax_t size = sizeof(kMagic) + 2 * sizeof(uint32_t);
+  for (const auto& [site, at] : expected) {
+    const ConvWeights w = ExpectedShape(at);
+    size += 7 * sizeof(uint32_t) + graph.node(site.node).name.size() +
+            sizeof(float) *
+                static_cast<std::uintmax_t>(KernelSize(w) + (at.conv->bias ? w.out_channels : 0));
+  }
+  constexpr std::uintmax_t kTrailingSlack = 64 << 10;
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) throw Error(file_where + ": cannot be opened");
+  const std::string data = ReadInputFile(path, "weights", size + kTrailingSlack);
   Reader in(data, path);
   if (in.Bytes(sizeof(kMagic), "the magic") != std::string(kMagic, sizeof(kMagic))) {
     throw Error(file_where + ": not an ios-farm weights file (bad magic)");
@@ -305,8 +319,6 @@ WeightStore WeightStore::Load(const Graph& graph, const std::string& path) {
     throw Error(file_where + ": version " + std::to_string(version) + ", expected " +
                 std::to_string(kVersion));
   }
-  std::map<ConvSite, ConvAt> expected;
-  for (const ConvAt& at : Convolutions(graph)) expected.emplace(at.site, at);
   const uint32_t count = in.U32("the entry count");
   WeightStore store;
   for (uint32_t e = 0; e < count; ++e) {

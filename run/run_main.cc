@@ -1,17 +1,20 @@
 // ios-run: runs a whole network under a schedule on a real device, reports
 // its end-to-end latency beside the DP's prediction from the profiling DB
 // and its peak activation memory, and checks its output.
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/model_source.h"
 #include "coordinator/schedule_json.h"
 #include "coordinator/search.h"
@@ -141,17 +144,24 @@ std::string ShapeText(int batch, const Shape& s) {
 //! A raw little-endian float32 file of exactly `count` values.
 std::vector<float> ReadFloats(const std::string& path, const std::string& option, size_t count,
                               const std::string& shape) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) throw Error(option + " " + path + ": cannot be opened");
-  std::vector<float> values(count);
-  const size_t read = std::fread(values.data(), sizeof(float), count, file);
-  const bool longer = std::fgetc(file) != EOF;
-  std::fclose(file);
-  if (read != count || longer) {
-    throw Error(option + " " + path + ": " + (longer ? "more" : std::to_string(read)) +
+  const std::uintmax_t bytes = count * sizeof(float);
+  std::uintmax_t size = 0;
+  try {
+    size = CheckInputFile(path, option, kAnySize);
+  } catch (const Error& e) {
+    throw Error(option + " " + e.what());
+  }
+  if (size != bytes) {
+    throw Error(option + " " + path + ": " +
+                (size % sizeof(float) != 0 ? std::to_string(size) + " bytes, not whole"
+                                           : std::to_string(size / sizeof(float))) +
                 " float32 values; " + std::to_string(count) + " expected (" + shape +
                 ", raw little-endian float32 without a header)");
   }
+  const std::string data = ReadInputFile(path, option, bytes);
+  if (data.size() != bytes) throw Error(option + " " + path + ": changed while being read");
+  std::vector<float> values(count);
+  std::memcpy(values.data(), data.data(), data.size());
   return values;
 }
 
@@ -372,7 +382,8 @@ int main(int argc, char** argv) {
       "memory, and (--check) whether its output equals sequential execution"};
   app.add_option("--model,-m", cli.model,
                  "zoo name, IOS JSON graph file or ONNX file (*.onnx, with its weights when it "
-                 "carries them); optional with a schedule file, which carries its graph");
+                 "carries them); optional with a schedule file, which carries its graph; a zoo "
+                 "name that is also a file here is refused: write ./NAME or zoo:NAME");
   app.add_option("--schedule", cli.schedule,
                  "sequential, greedy, or a schedule file (ios-coordinator --out, or an IOS "
                  "reference schedule)")
@@ -413,6 +424,10 @@ int main(int argc, char** argv) {
   app.add_option("--format", cli.format, "text or json")
       ->default_val(cli.format)
       ->check(CLI::IsMember({"text", "json"}));
+  app.set_version_flag("--version", std::string("ios-run ") + IOS_FARM_VERSION);
+  // stdout carries the report (--format json: one JSON object) alone.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("ios-run"));
+  spdlog::set_level(spdlog::level::warn);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -420,7 +435,6 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   cli.predict = !no_predict;
-  spdlog::set_level(spdlog::level::warn);
   try {
     return Run(cli);
   } catch (const std::exception& e) {

@@ -1,7 +1,8 @@
 // ios-worker: one per GPU. Connects to an ios-coordinator, measures the
 // stages it is sent and answers each; reconnects when the coordinator
 // restarts. Runs until SIGINT or SIGTERM. Exit codes: 0 after a signal, 1
-// when the worker cannot start (bad key file, backend), 2 for a bad option.
+// when the worker cannot start (bad key file), 2 for a bad option (a
+// --backend it cannot open included, as ios-coordinator's --device).
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
       ->default_val(log_level)
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  app.set_version_flag("--version", std::string("ios-worker ") + IOS_FARM_VERSION);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -143,7 +145,7 @@ int main(int argc, char** argv) {
       return 0;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ios-worker: error: %s\n", e.what());
-      return 1;
+      return 2;
     }
   }
   if (options.endpoint.empty()) {
@@ -173,8 +175,15 @@ int main(int argc, char** argv) {
     if (options.worker_id.empty() && backend_options.gpu != 0) {
       options.worker_id = "gpu" + std::to_string(backend_options.gpu);
     }
+    std::unique_ptr<devices::Backend> backend;
+    try {
+      backend = OpenBackend(backend_name, backend_options);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ios-worker: error: %s\n", e.what());
+      return 2;
+    }
     net::Context context;
-    worker::Worker worker(context, OpenBackend(backend_name, backend_options), options);
+    worker::Worker worker(context, std::move(backend), options);
     worker.Run(stop.token());
     const worker::WorkerCounters counts = worker.counters();
     spdlog::info("stopped: {} measured, {} failed, {} connections", counts.measured, counts.failed,

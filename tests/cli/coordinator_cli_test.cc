@@ -270,9 +270,12 @@ TEST_F(CoordinatorCliTest, EvaluateRefusesWhatIsNotARegularFileInOneLine) {
   fs::create_directory(Path("a_directory"));
   ASSERT_EQ(mkfifo(Path("a_fifo").c_str(), 0600), 0);
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {Path("a_directory").string(), "not a regular file (a directory); a schedule is a JSON file"},
-      {Path("a_fifo").string(), "not a regular file (a FIFO); a schedule is a JSON file"},
-      {"/dev/zero", "not a regular file (a character device); a schedule is a JSON file"},
+      {Path("a_directory").string(),
+       "not a regular file (a directory); a schedule file must be a regular file"},
+      {Path("a_fifo").string(),
+       "not a regular file (a FIFO); a schedule file must be a regular file"},
+      {"/dev/zero",
+       "not a regular file (a character device); a schedule file must be a regular file"},
       {Path("absent.json").string(), "cannot open file: not found"},
   };
   for (const auto& [file, reason] : cases) {

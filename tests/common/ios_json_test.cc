@@ -378,5 +378,20 @@ TEST(IosJsonTest, PartsNamingUnknownNodesAreRefused) {
                   "tiny.json: blocks[0].parts[0][1]: unknown node 'nope'");
 }
 
+// The search cuts a block at part boundaries and runs the parts in the
+// order listed, so a part reading a later part's output has no valid schedule.
+TEST(IosJsonTest, PartReadingALaterPartIsRefusedNamingPartNodeAndProducer) {
+  const std::string text =
+      Replaced(kTiny, R"("exit_node")", R"("parts": [["out"], ["a", "s"]], "exit_node")");
+  EXPECT_CONTAINS(ErrorOf(text, "tiny.json"),
+                  "tiny.json: block 0: parts[0]: node 'out' reads 'a' from the later part 1");
+}
+
+TEST(IosJsonTest, PartsInDependencyOrderLoad) {
+  const std::string text =
+      Replaced(kTiny, R"("exit_node")", R"("parts": [["s", "a"], ["out"]], "exit_node")");
+  EXPECT_EQ(ParseIosJson(text, "tiny.json").graph.blocks[0].parts.size(), 2u);
+}
+
 }  // namespace
 }  // namespace ios

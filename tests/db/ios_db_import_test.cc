@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "common/stage.h"
+#include "common/zoo.h"
 #include "db/profile_store.h"
 #include "tests/testing/binaries.h"
 #include "tests/testing/process.h"
@@ -31,6 +33,19 @@ const DeviceInfo kV100{"sim", "sim:v100", "sim:v100|sm70", true};
 const DeviceInfo kH100{"cuda", "NVIDIA H100 80GB HBM3", "cuda|H100|sm90", false};
 constexpr const char* kSettings = "w2-n6-r6-float32";
 
+// Three canonical stage keys (single operators of SqueezeNet): import
+// refuses keys that do not parse.
+const std::string& StageKey(int i) {
+  static const std::vector<std::string> keys = [] {
+    const Graph graph = BuildZooModel("squeezenet");
+    StageKeyer keyer(graph);
+    std::vector<std::string> out;
+    for (NodeId id : {1, 2, 3}) out.push_back(keyer.Key(Stage{Strategy::kParallel, {{id}}}));
+    return out;
+  }();
+  return keys[i];
+}
+
 MeasureResult Ok(double ms) {
   MeasureResult result;
   result.median_ms = ms;
@@ -48,22 +63,22 @@ class IosDbImportTest : public ::testing::Test {
     auto theirs = ProfileStore::Open(Path("theirs.db"));
     theirs->UpsertDevice(kV100);
     theirs->UpsertDevice(kH100);
-    for (const char* key : {"stage-a", "stage-b", "stage-c"}) {
-      theirs->UpsertStage(key, std::string("description of ") + key);
+    for (const char* name : {"a", "b", "c"}) {
+      theirs->UpsertStage(StageKey(name[0] - 'a'), std::string("description of stage-") + name);
     }
-    theirs->Store({"stage-a", kV100.fingerprint, 1, kSettings}, Ok(0.5));
-    theirs->Store({"stage-b", kV100.fingerprint, 8, kSettings}, Ok(2.0));
+    theirs->Store({StageKey(0), kV100.fingerprint, 1, kSettings}, Ok(0.5));
+    theirs->Store({StageKey(1), kV100.fingerprint, 8, kSettings}, Ok(2.0));
     MeasureResult oom;
     oom.error = MeasureError::kOutOfMemory;
     oom.error_message = "needs 40 GiB";
-    theirs->Store({"stage-c", kV100.fingerprint, 1, kSettings}, oom);
-    theirs->Store({"stage-a", kV100.fingerprint, 1, "w1-n1-r1-float32"}, Ok(0.6));
-    theirs->Store({"stage-a", kH100.fingerprint, 1, kSettings}, Ok(0.1));
+    theirs->Store({StageKey(2), kV100.fingerprint, 1, kSettings}, oom);
+    theirs->Store({StageKey(0), kV100.fingerprint, 1, "w1-n1-r1-float32"}, Ok(0.6));
+    theirs->Store({StageKey(0), kH100.fingerprint, 1, kSettings}, Ok(0.1));
     // Ours: the V100, and our own measurement of stage-a, which is kept.
     auto ours = ProfileStore::Open(Path("ours.db"));
     ours->UpsertDevice(kV100);
-    ours->UpsertStage("stage-a", "description of stage-a");
-    ours->Store({"stage-a", kV100.fingerprint, 1, kSettings}, Ok(0.45));
+    ours->UpsertStage(StageKey(0), "description of stage-a");
+    ours->Store({StageKey(0), kV100.fingerprint, 1, kSettings}, Ok(0.45));
   }
 
   std::string Path(const std::string& name) const { return (dir_.path() / name).string(); }
@@ -94,17 +109,17 @@ TEST_F(IosDbImportTest, OnlyTheReceivingDeviceAndSettingsComeInAndOursAreKept) {
   EXPECT_THAT(result.out, HasSubstr("refused 1: settings differ (w1-n1-r1-float32)"));
 
   auto ours = ProfileStore::Open(Path("ours.db"));
-  EXPECT_EQ(ours->Lookup({"stage-a", kV100.fingerprint, 1, kSettings})->median_ms, 0.45);
-  const auto b = ours->Lookup({"stage-b", kV100.fingerprint, 8, kSettings});
+  EXPECT_EQ(ours->Lookup({StageKey(0), kV100.fingerprint, 1, kSettings})->median_ms, 0.45);
+  const auto b = ours->Lookup({StageKey(1), kV100.fingerprint, 8, kSettings});
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->median_ms, 2.0);
   EXPECT_EQ(b->samples, 36);
-  const auto c = ours->Lookup({"stage-c", kV100.fingerprint, 1, kSettings});
+  const auto c = ours->Lookup({StageKey(2), kV100.fingerprint, 1, kSettings});
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->error, MeasureError::kOutOfMemory);
   EXPECT_EQ(c->error_message, "needs 40 GiB");
-  EXPECT_FALSE(ours->Lookup({"stage-a", kH100.fingerprint, 1, kSettings}).has_value());
-  EXPECT_FALSE(ours->Lookup({"stage-a", kV100.fingerprint, 1, "w1-n1-r1-float32"}).has_value());
+  EXPECT_FALSE(ours->Lookup({StageKey(0), kH100.fingerprint, 1, kSettings}).has_value());
+  EXPECT_FALSE(ours->Lookup({StageKey(0), kV100.fingerprint, 1, "w1-n1-r1-float32"}).has_value());
   // Descriptions come along.
   bool described = false;
   for (const MeasurementRow& row : ours->Measurements("")) {
@@ -119,9 +134,9 @@ TEST_F(IosDbImportTest, ForceTakesEveryRowUnderItsOwnDeviceAndSettings) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("imported 4 of 5"));
   auto ours = ProfileStore::Open(Path("ours.db"));
-  EXPECT_EQ(ours->Lookup({"stage-a", kH100.fingerprint, 1, kSettings})->median_ms, 0.1);
-  EXPECT_EQ(ours->Lookup({"stage-a", kV100.fingerprint, 1, "w1-n1-r1-float32"})->median_ms, 0.6);
-  EXPECT_EQ(ours->Lookup({"stage-a", kV100.fingerprint, 1, kSettings})->median_ms, 0.45);
+  EXPECT_EQ(ours->Lookup({StageKey(0), kH100.fingerprint, 1, kSettings})->median_ms, 0.1);
+  EXPECT_EQ(ours->Lookup({StageKey(0), kV100.fingerprint, 1, "w1-n1-r1-float32"})->median_ms, 0.6);
+  EXPECT_EQ(ours->Lookup({StageKey(0), kV100.fingerprint, 1, kSettings})->median_ms, 0.45);
   EXPECT_EQ(ours->GetStats().devices, 2);
 }
 
@@ -149,7 +164,8 @@ TEST_F(IosDbImportTest, UnclearRequestsAndBadFilesAreRefusedBeforeAnythingIsWrit
   ASSERT_EQ(Run({"--db", Path("theirs.db"), "export", "--output", Path("x.csv")}).exit_code, 0);
   result = Run({"--db", Path("ours.db"), "import", Path("x.csv"), "--force"});
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_THAT(result.err, HasSubstr("x.csv: not JSON"));
+  EXPECT_THAT(result.err, HasSubstr("x.csv: this looks like a CSV export; import takes the JSON "
+                                    "export"));
   EXPECT_EQ(ProfileStore::Open(Path("ours.db"))->GetStats().measurements, before);
 }
 

@@ -140,7 +140,7 @@ TEST_F(FarmCliTest, WorkerChecksItsDeviceOrRequiresAnEndpoint) {
   EXPECT_THAT(ok.out, HasSubstr("device: sim:k80 (simulated)"));
   EXPECT_THAT(ok.out, HasSubstr("fingerprint: sim-model-v1|gpu=k80"));
   const CliResult bad = Run(kWorker, "--backend cuda,math=fp16 --check-device");
-  ExpectOneLineRefusal(bad, 1, {"ios-worker: error:", "math must be fp32 or tf32"}, "cuda math");
+  ExpectOneLineRefusal(bad, 2, {"ios-worker: error:", "math must be fp32 or tf32"}, "cuda math");
   const CliResult none = Run(kWorker, "--backend sim:v100");
   ExpectOneLineRefusal(none, 2, {"--connect is required"}, "no endpoint");
 }
@@ -199,7 +199,7 @@ TEST_F(FarmCliTest, AChildWorkerThatDiesMidSearchIsRestartedAndTheSearchComplete
 // Issue 7 item 9f: "signal 15: stopping" used to precede every configuration error.
 TEST_F(FarmCliTest, WorkerConfigurationErrorIsTheOnlyThingItSays) {
   const CliResult backend = Run(kWorker, "--connect tcp://127.0.0.1:5555 --backend nope");
-  ExpectOneLineRefusal(backend, 1, {"ios-worker: error: unknown backend 'nope'"}, "backend");
+  ExpectOneLineRefusal(backend, 2, {"ios-worker: error: unknown backend 'nope'"}, "backend");
   EXPECT_THAT(backend.err, Not(HasSubstr("signal")));
 
   ASSERT_TRUE(::ios::testing::WriteFile(Path("broken.key"), "public-key = nonsense\n"));

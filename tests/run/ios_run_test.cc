@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -115,6 +116,50 @@ TEST_F(IosRunTest, AnOnnxModelRunsWithItsWeightsOnAGivenInputAgainstAnExpectedOu
   const CliResult refused = Run(kIosRun, std::string("--model softmax.onnx ") + kCpu);
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_THAT(refused.err, HasSubstr("softmax.onnx: node 'Softmax_t0' (Softmax)"));
+}
+
+// Issue 21 bug 3: current onnx releases save IR version 10, which ONNX 1.12's
+// checker warns about; the warning is a log line and goes to stderr, so that
+// stdout of --format json is one JSON document.
+TEST_F(IosRunTest, JsonOutputStaysParseableWhenTheRunLogsAWarning) {
+  onnx_import::testing::OnnxBuilder b(2, 1, 1);
+  const std::string y = b.Node("Conv", {"input", b.Weight({1, 2, 1, 1}, {1.0f, -1.0f})});
+  ::onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(b.Bytes(y)));
+  model.set_ir_version(10);
+  ASSERT_TRUE(WriteFile(dir_ / "ir10.onnx", model.SerializeAsString()));
+  const CliResult r =
+      Run(kIosRun, std::string("--model ir10.onnx --runs 1 --no-predict --format json ") + kCpu);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("ONNX checker"));  // the warning is said, on stderr
+  EXPECT_EQ(ParseJson(r)["schedule"], "sequential");
+}
+
+// Issue 21 bug 8: every file ios-run reads gets the model loader's checks
+// (a regular file, of a bounded size) before it is read: /dev/zero used to
+// be read for about 2 GB and end in a bare std::bad_alloc.
+TEST_F(IosRunTest, DevicesAndOversizedFilesAreRefusedBeforeTheyAreRead) {
+  ASSERT_TRUE(WriteFile(dir_ / "big.bin", std::string(1 << 20, '\0')));
+  const struct {
+    std::string args, expected;
+  } cases[] = {
+      {"--weights /dev/zero", "/dev/zero: not a regular file (a character device)"},
+      {"--weights .", ".: not a regular file (a directory)"},
+      {"--weights big.bin", "big.bin: 1048576 bytes, more than the"},
+      {"--input /dev/zero", "--input /dev/zero: not a regular file (a character device)"},
+      {"--expect /dev/zero", "--expect /dev/zero: not a regular file (a character device)"},
+      {"--input big.bin", "--input big.bin: 262144 float32 values; 2048 expected"},
+  };
+  for (const auto& c : cases) {
+    const CliResult r = Run(
+        kIosRun,
+        "--model " + DataFile("tiny_model.json") + " --no-predict --runs 1 " + kCpu + " " + c.args,
+        60);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.expected)) << c.args;
+    EXPECT_THAT(r.err, Not(HasSubstr("bad_alloc"))) << c.args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 TEST_F(IosRunTest, PredictionReusesTheDbOnASecondRun) {

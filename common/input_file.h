@@ -1,0 +1,31 @@
+// Reading a file a user named on a command line (a model, a schedule,
+// weights, an import, an --input): one set of checks for every tool, so that
+// a directory, a FIFO or /dev/zero is refused before anything reads it.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+namespace ios {
+
+//! No bound on the size (CheckInputFile for files read piecemeal, a DB).
+inline constexpr std::uintmax_t kAnySize = std::numeric_limits<std::uintmax_t>::max();
+
+//! Checks, without opening it, that `path` is a regular file of at most
+//! `max_bytes` (following links) and returns its size. A directory, FIFO,
+//! socket or device would fail obscurely, block forever or never end
+//! (/dev/zero). `kind` words the messages ("model", "weights", "import").
+//! Throws ios::Error naming the file, what it is and what was expected.
+std::uintmax_t CheckInputFile(const std::string& path, std::string_view kind,
+                              std::uintmax_t max_bytes);
+
+//! CheckInputFile, then reads the file whole, and stops with an ios::Error at
+//! `max_bytes` should it grow while being read.
+std::string ReadInputFile(const std::string& path, std::string_view kind, std::uintmax_t max_bytes);
+
+//! "64 MiB" for whole mebibytes, else "N bytes": limits in messages.
+std::string ByteCountText(std::uintmax_t bytes);
+
+}  // namespace ios
