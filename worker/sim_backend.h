@@ -2,9 +2,11 @@
 // spec-sheet figures. Everything it produces is labelled "simulated".
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "worker/backend.h"
@@ -40,5 +42,29 @@ void AddSimWorkFacts(const DeviceInfo& device, StageCostFacts& facts);
 
 //! Throws ios::Error listing the known models if `model` is unknown.
 std::unique_ptr<Backend> CreateSimBackend(const std::string& model, const SimOptions& options = {});
+
+// --- For tests only (header-only, so the simulator's source is untouched) ---
+
+//! Wraps `inner`: its first `answered` measurements are `inner`'s, and every
+//! later one never returns, as on a hung device (ios-worker
+//! --sim-hang-after, for tests of the worker's watchdog).
+class HangAfterBackend final : public Backend {
+ public:
+  HangAfterBackend(std::unique_ptr<Backend> inner, int answered)
+      : inner_(std::move(inner)), left_(answered) {}
+  const DeviceInfo& Device() const override { return inner_->Device(); }
+  MeasureResult Measure(const StageSpec& stage, int batch_size,
+                        const MeasureSettings& settings) override {
+    if (left_ > 0) {
+      --left_;
+      return inner_->Measure(stage, batch_size, settings);
+    }
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  int left_;
+};
 
 }  // namespace ios::worker
