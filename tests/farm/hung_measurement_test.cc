@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/error.h"
 #include "coordinator/worker_process.h"
 #include "tests/farm/farm_testing.h"
 #include "tests/testing/binaries.h"
@@ -347,14 +348,23 @@ TEST(HungMeasurementTest, ASupervisedWorkerWhoseMeasurementHangsIsRestartedAndTh
   options.query_timeout = 3s;  // each child gives up after 2.25 s
   CapturedLog log;
   auto farm = Farm::Start(options);
-  coordinator::SupervisedWorker supervised(
+  auto supervised = std::make_unique<coordinator::SupervisedWorker>(
       testing::kWorker,
-      {"--connect", farm->BoundEndpoint(), "--id", "supervised", "--backend", "sim:v100",
-       "--sim-hang-after", "4", "--heartbeat-ms", "100", "--log-level", "off"},
+      std::vector<std::string>{"--connect", farm->BoundEndpoint(), "--id", "supervised",
+                               "--backend", "sim:v100", "--sim-hang-after", "4", "--heartbeat-ms",
+                               "100", "--log-level", "off"},
       /*max_restarts=*/10);
-  const std::vector<MeasureResult> results = MeasureEach(*farm, stages.pointers);
-  for (const MeasureResult& r : results) EXPECT_TRUE(r.ok()) << r.error_message;
-  EXPECT_GE(supervised.restarts(), 1);
+  auto measuring =
+      std::async(std::launch::async, [&] { return MeasureEach(*farm, stages.pointers); });
+  if (measuring.wait_for(60s) != std::future_status::ready) {
+    ADD_FAILURE() << "the search stalled on a hung worker";
+    // Without workers the farm gives up after wait_for_workers, ending the search.
+    supervised.reset();
+    EXPECT_THROW(measuring.get(), Error);
+    return;
+  }
+  for (const MeasureResult& r : measuring.get()) EXPECT_TRUE(r.ok()) << r.error_message;
+  EXPECT_GE(supervised->restarts(), 1);
   EXPECT_THAT(log.Text(), HasSubstr("worker supervised gave up measuring stage "));
   EXPECT_THAT(log.Text(), HasSubstr("exited with status 3 (a measurement hung)"));
 }
