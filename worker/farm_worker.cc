@@ -247,7 +247,6 @@ struct Worker::Impl {
         return unsent;
       }
       state->abandoned = true;
-      state->stopping = true;
       for (schema::StageResult& answer : state->answers) unsent.push_back(std::move(answer));
       state->answers.clear();
       query_id = state->current->query_id;
@@ -265,10 +264,9 @@ struct Worker::Impl {
         options.worker_id, hung_message, queued);
     schema::StageResult timeout{query_id, {}};
     timeout.result.error = MeasureError::kTimeout;
-    timeout.result.error_message = "worker " + options.worker_id + ": measurement of " + stage +
-                                   " did not end within " + SecondsText(bound) +
-                                   " (its bound from the query's timeout); the worker gave it "
-                                   "up and exits";
+    timeout.result.error_message = "the measurement did not end within " + SecondsText(bound) +
+                                   "; worker " + options.worker_id +
+                                   " gave it up and exits (a hung device?)";
     unsent.push_back(std::move(timeout));
     return unsent;
   }
