@@ -327,18 +327,18 @@ class FarmRouter {
   // worker's, the query is measured elsewhere within --max-attempts, and so
   // is what that worker still held. Drops `w`.
   void GaveUp(WorkerState& w, uint32_t offset, const std::string& message) {
-    const std::string worker_id = w.report->worker_id;
+    const std::string worker_id = w.report->worker_id, routing_id = w.routing_id;
     spdlog::warn("query {}: worker {} gave up measuring stage {}: {}", first_id_ + offset,
                  worker_id, DescribeStage(queries_[offset].bytes), message);
-    {
-      std::lock_guard lock(shared_.mutex);
-      ++w.report->requeued;
-    }
-    // Unless the deadline had already sent it to another worker.
-    if (queries_[offset].holder == w.routing_id) {
+    // Unless its deadline had already sent it to another worker.
+    if (queries_[offset].holder == routing_id) {
+      {
+        std::lock_guard lock(shared_.mutex);
+        ++w.report->requeued;
+      }
       RetryOrFail(offset, "worker " + worker_id + " gave it up: " + message);
     }
-    Drop(w.routing_id, "gave up a hung measurement");
+    Drop(routing_id, "gave up a hung measurement");
   }
 
   // The stage a query's bytes hold, for a log line.
