@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -297,7 +298,8 @@ class FarmImpl final : public Farm {
     std::vector<detail::PostedQuery> chunk;
     const size_t end = std::min(specs.size(), next + kPostChunk);
     for (; next < end; ++next) {
-      std::string bytes = schema::EncodeQuery(first_id + next, *specs[next], batch_size, settings);
+      std::string bytes =
+          schema::EncodeQuery(first_id + next, *specs[next], batch_size, settings, TimeoutMs());
       if (std::string problem = QueryProblem(bytes); !problem.empty()) {
         if (++refused <= kRefusalsLogged) {
           spdlog::warn("stage {} is beyond what a worker accepts; stored as unsupported: {}",
@@ -320,6 +322,13 @@ class FarmImpl final : public Farm {
       SendControl("u");
     }
     return next;
+  }
+
+  // What each query says of its deadline: the worker bounds its measurement
+  // by it (worker::MeasurementBound).
+  uint32_t TimeoutMs() const {
+    return static_cast<uint32_t>(
+        std::clamp<int64_t>(options_.query_timeout.count(), 1, UINT32_MAX));
   }
 
   // Tells the router the batch is over. Never waits: the router owns all it

@@ -314,7 +314,39 @@ class FarmRouter {
       ++w.report->answered;
       if (!result.result.ok()) ++w.report->failed;
     }
-    Finish(static_cast<uint32_t>(result.query_id - first_id_), result.result);
+    const auto offset = static_cast<uint32_t>(result.query_id - first_id_);
+    if (result.result.error == MeasureError::kTimeout) {
+      GaveUp(w, offset, result.result.error_message);
+      return;
+    }
+    Finish(offset, result.result);
+  }
+
+  // A worker's measurement outlived its bound (worker::MeasurementBound):
+  // the worker gave it up, takes no more work and exits. Like a lost
+  // worker's, the query is measured elsewhere within --max-attempts, and so
+  // is what that worker still held. Drops `w`.
+  void GaveUp(WorkerState& w, uint32_t offset, const std::string& message) {
+    const std::string worker_id = w.report->worker_id, routing_id = w.routing_id;
+    spdlog::warn("query {}: worker {} gave up measuring stage {}: {}", first_id_ + offset,
+                 worker_id, DescribeStage(queries_[offset].bytes), message);
+    // Unless its deadline had already sent it to another worker.
+    if (queries_[offset].holder == routing_id) {
+      {
+        std::lock_guard lock(shared_.mutex);
+        ++w.report->requeued;
+      }
+      RetryOrFail(offset, "worker " + worker_id + " gave it up: " + message);
+    }
+    Drop(routing_id, "gave up a hung measurement");
+  }
+
+  // The stage a query's bytes hold, for a log line.
+  static std::string DescribeStage(const std::string& bytes) {
+    auto decoded = schema::Decode(bytes);
+    auto* message = std::get_if<schema::Message>(&decoded);
+    auto* query = message != nullptr ? std::get_if<schema::StageQuery>(message) : nullptr;
+    return query != nullptr ? query->stage.Describe() : "(unreadable)";
   }
 
   void Finish(uint32_t offset, const MeasureResult& result) {

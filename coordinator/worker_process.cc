@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "worker/farm_worker.h"
 
 extern char** environ;
 
@@ -161,17 +162,19 @@ void SupervisedWorker::Watch() {
       const pid_t old = process_->pid();
       if (restarts_ >= max_restarts_) {
         spdlog::error(
-            "ios-worker process {} exited with status {}; not restarted ({} restarts already): "
+            "ios-worker process {} exited with status {}{}; not restarted ({} restarts already): "
             "what it held is measured again once the query timeout passes",
-            old, *status, restarts_);
+            old, *status, *status == worker::kExitMeasurementHung ? " (a measurement hung)" : "",
+            restarts_);
         process_.reset();
         continue;
       }
       ++restarts_;
       process_ = std::make_unique<WorkerProcess>(worker_, args_);
       spdlog::warn(
-          "ios-worker process {} exited with status {}; restarted as process {} ({} of {})", old,
-          *status, process_->pid(), restarts_, max_restarts_);
+          "ios-worker process {} exited with status {}{}; restarted as process {} ({} of {})", old,
+          *status, *status == worker::kExitMeasurementHung ? " (a measurement hung)" : "",
+          process_->pid(), restarts_, max_restarts_);
     } catch (const std::exception& e) {
       spdlog::error("supervising the ios-worker process: {}", e.what());
       process_.reset();

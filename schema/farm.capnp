@@ -61,6 +61,11 @@ struct StageQuery {
   stage @6 :Stage;
   maxRepeat @7 :Int32;  # adaptive protocol (v2): <= repeat means not adaptive
   maxRelativeSpreadPercent @8 :Float64;
+  # How long the coordinator waits for the answer (--query-timeout-s); the
+  # worker takes a measurement that outlives most of it as hung. 0: not said
+  # (an older coordinator). Added within protocol 5: an older worker ignores
+  # it, which is no misreading.
+  timeoutMs @9 :UInt32;
 }
 
 # --- Stages (common/stage.h) ---

@@ -202,7 +202,7 @@ void WriteStage(wire::Stage::Builder out, const StageSpec& spec) {
 }
 
 void WriteQuery(wire::StageQuery::Builder out, uint64_t query_id, const StageSpec& stage,
-                int batch_size, const MeasureSettings& settings) {
+                int batch_size, const MeasureSettings& settings, uint32_t timeout_ms) {
   out.setQueryId(query_id);
   out.setBatchSize(batch_size);
   out.setDtype(TextOf(settings.dtype));
@@ -211,6 +211,7 @@ void WriteQuery(wire::StageQuery::Builder out, uint64_t query_id, const StageSpe
   out.setRepeat(settings.repeat);
   out.setMaxRepeat(settings.max_repeat);
   out.setMaxRelativeSpreadPercent(settings.max_relative_spread * 100);
+  out.setTimeoutMs(timeout_ms);
   WriteStage(out.initStage(), stage);
 }
 
@@ -405,6 +406,7 @@ StageQuery ReadQuery(wire::StageQuery::Reader in) {
   query.settings.repeat = in.getRepeat();
   query.settings.max_repeat = in.getMaxRepeat();
   query.settings.max_relative_spread = in.getMaxRelativeSpreadPercent() / 100;
+  query.timeout_ms = in.getTimeoutMs();
   ReadStage(in.getStage(), query.stage);
   return query;
 }
@@ -515,7 +517,7 @@ std::string EncodeWithVersion(const Message& message, uint32_t version) {
     void operator()(const Hello& m) { WriteHello(out.initHello(), m); }
     void operator()(const Heartbeat& m) { out.initHeartbeat().setIntervalMs(m.interval_ms); }
     void operator()(const StageQuery& m) {
-      WriteQuery(out.initQuery(), m.query_id, m.stage, m.batch_size, m.settings);
+      WriteQuery(out.initQuery(), m.query_id, m.stage, m.batch_size, m.settings, m.timeout_ms);
     }
     void operator()(const StageResult& m) { WriteResult(out.initResult(), m); }
     void operator()(const Reject& m) {
@@ -535,11 +537,11 @@ std::string EncodeWithVersion(const Message& message, uint32_t version) {
 std::string Encode(const Message& message) { return EncodeWithVersion(message, kProtocolVersion); }
 
 std::string EncodeQuery(uint64_t query_id, const StageSpec& stage, int batch_size,
-                        const MeasureSettings& settings) {
+                        const MeasureSettings& settings, uint32_t timeout_ms) {
   capnp::MallocMessageBuilder builder;
   wire::Envelope::Builder envelope = builder.initRoot<wire::Envelope>();
   envelope.setVersion(kProtocolVersion);
-  WriteQuery(envelope.initQuery(), query_id, stage, batch_size, settings);
+  WriteQuery(envelope.initQuery(), query_id, stage, batch_size, settings, timeout_ms);
   return ToBytes(builder);
 }
 

@@ -52,6 +52,9 @@ struct StageQuery {
   int batch_size = 1;
   MeasureSettings settings;  // includes dtype
   StageSpec stage;
+  //! How long the coordinator waits for the answer; 0: not said. The worker
+  //! bounds the measurement by it (worker/farm_worker.h).
+  uint32_t timeout_ms = 0;
 };
 
 //! Worker -> coordinator: the answer to one query (a failure is an answer).
@@ -85,7 +88,7 @@ using Message = std::variant<Hello, Heartbeat, StageQuery, StageResult, Reject, 
 std::string Encode(const Message& message);
 //! Encodes a stage query without copying the spec (the coordinator's hot path).
 std::string EncodeQuery(uint64_t query_id, const StageSpec& stage, int batch_size,
-                        const MeasureSettings& settings);
+                        const MeasureSettings& settings, uint32_t timeout_ms = 0);
 //! Encodes with another version number: for tests of version checks only.
 std::string EncodeWithVersion(const Message& message, uint32_t version);
 

@@ -1,11 +1,14 @@
 #include "worker/farm_worker.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <random>
@@ -56,11 +59,149 @@ schema::StageResult RefusalOf(const schema::DecodeError& error) {
   return answer;
 }
 
+// An eventfd the measuring thread writes once per answer and the serving
+// thread polls beside its socket. Not a ZeroMQ socket: a measuring thread
+// abandoned in a hung measurement keeps it, and a socket it kept would
+// block the context's termination forever.
+class Doorbell {
+ public:
+  Doorbell() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+    if (fd_ < 0) throw Error(std::string("worker: eventfd: ") + std::strerror(errno));
+  }
+  ~Doorbell() { close(fd_); }
+  Doorbell(const Doorbell&) = delete;
+  Doorbell& operator=(const Doorbell&) = delete;
+  int fd() const { return fd_; }
+  void Ring() const {
+    const uint64_t one = 1;
+    // Fails only when the counter is about to overflow: it is ringing anyway.
+    (void)!write(fd_, &one, sizeof one);
+  }
+  void Quiet() const {
+    uint64_t count = 0;
+    (void)!read(fd_, &count, sizeof count);
+  }
+
+ private:
+  int fd_;
+};
+
+// What the measuring thread shares with the serving thread. Both hold it, so
+// a measuring thread abandoned in a hung measurement keeps it (and with it
+// the backend) alive after the Worker is gone; it touches nothing else.
+struct MeasuringState {
+  MeasuringState(std::unique_ptr<Backend> b, std::string id, milliseconds cap)
+      : backend(std::move(b)), worker_id(std::move(id)), max_measurement(cap) {}
+
+  const std::unique_ptr<Backend> backend;  // used by the measuring thread only
+  const std::string worker_id;
+  const milliseconds max_measurement;
+  const Doorbell doorbell;  // rung after each answer queued
+
+  std::mutex mutex;               // guards everything below
+  std::condition_variable wake;   // a query was queued, or stopping
+  std::condition_variable ended;  // the measuring thread has returned
+  std::deque<schema::StageQuery> queue;
+  std::deque<schema::StageResult> answers;  // for the serving thread to send
+  //! The query being measured. Written under `mutex` by the measuring
+  //! thread only, which reads it without the lock while measuring.
+  std::optional<schema::StageQuery> current;
+  Clock::time_point current_deadline;  // of `current`: MeasurementBound after its start
+  milliseconds current_bound{0};
+  bool stopping = false;
+  bool abandoned = false;  // given up: the measuring thread touches nothing when it returns
+  bool finished = false;   // the measuring thread has returned
+  bool device_lost = false;
+  std::string lost_reason;
+
+  std::atomic<int64_t> measured{0}, failed{0};
+};
+
+void MeasureLoop(MeasuringState& state) {
+  for (;;) {
+    const schema::StageQuery* query = nullptr;
+    {
+      std::unique_lock lock(state.mutex);
+      state.wake.wait(lock, [&] { return state.stopping || !state.queue.empty(); });
+      if (state.stopping) return;
+      state.current = std::move(state.queue.front());
+      state.queue.pop_front();
+      state.current_bound = MeasurementBound(state.current->timeout_ms, state.max_measurement);
+      state.current_deadline = Clock::now() + state.current_bound;
+      query = &*state.current;
+    }
+    schema::StageResult answer{query->query_id, {}};
+    try {
+      answer.result = state.backend->Measure(query->stage, query->batch_size, query->settings);
+    } catch (const std::exception& e) {
+      // A backend must report expected failures as results; anything it
+      // throws is still an answer, not the end of the worker.
+      answer.result.error = MeasureError::kBackendFailure;
+      answer.result.error_message = e.what();
+    }
+    std::string failure;
+    if (!answer.result.ok()) {
+      failure = "query " + std::to_string(query->query_id) + ": " + ToString(answer.result.error) +
+                ": " + answer.result.error_message + " (" + query->stage.Describe() + ")";
+    }
+    const bool lost = state.backend->Lost();
+    {
+      std::lock_guard lock(state.mutex);
+      // Too late: the serving thread has answered this query and given the
+      // worker up. The Worker may be gone; only `state` is still ours.
+      if (state.abandoned) return;
+      state.current.reset();
+      ++(answer.result.ok() ? state.measured : state.failed);
+      if (lost) {
+        // Nothing more can be measured in this process: the serving
+        // thread sends this answer and ends the worker (Run throws).
+        state.device_lost = true;
+        state.lost_reason = answer.result.error_message;
+      }
+      state.answers.push_back(std::move(answer));
+    }
+    if (!failure.empty()) spdlog::warn("{}", failure);
+    state.doorbell.Ring();
+    if (lost) return;
+  }
+}
+
+// The measuring thread's body: one stage at a time, in arrival order.
+void MeasureThread(const std::shared_ptr<MeasuringState>& state) noexcept {
+  try {
+    MeasureLoop(*state);
+  } catch (const std::exception& e) {
+    // Out of memory, or a lock that failed: nothing more is measured, and
+    // the coordinator's deadlines cover what was held.
+    spdlog::error("worker {}: measuring thread: {}", state->worker_id, e.what());
+  } catch (...) {
+    spdlog::error("worker {}: measuring thread: unknown exception", state->worker_id);
+  }
+  std::lock_guard lock(state->mutex);
+  if (state->abandoned) return;
+  state->finished = true;
+  state->ended.notify_all();
+}
+
+std::string SecondsText(milliseconds d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(d.count()) / 1000);
+  return text;
+}
+
 }  // namespace
 
+milliseconds MeasurementBound(uint32_t query_timeout_ms, milliseconds cap) {
+  const milliseconds timeout =
+      query_timeout_ms > 0 ? milliseconds(query_timeout_ms) : kDefaultQueryTimeout;
+  milliseconds bound = timeout - std::min<milliseconds>(timeout / 4, std::chrono::seconds(10));
+  if (cap.count() > 0) bound = std::min(bound, cap);
+  return std::max(bound, milliseconds(1));
+}
+
 struct Worker::Impl {
-  Impl(net::Context& ctx, std::unique_ptr<devices::Backend> b, WorkerOptions opts)
-      : context(ctx), backend(std::move(b)), options(std::move(opts)) {
+  Impl(net::Context& ctx, std::unique_ptr<devices::Backend> backend, WorkerOptions opts)
+      : context(ctx), options(std::move(opts)) {
     if (options.worker_id.empty()) options.worker_id = DefaultWorkerId();
     if (options.capacity < 1) throw Error("worker capacity must be >= 1");
     if (options.heartbeat.count() < 10) throw Error("worker heartbeat must be >= 10 ms");
@@ -71,86 +212,69 @@ struct Worker::Impl {
       throw Error("--connect '" + options.endpoint + "': " + problem);
     }
     routing_id = SessionRoutingId(options.worker_id);
-    // Unique within the context: embedded farms run several workers in one.
-    results_endpoint =
-        "inproc://ios-worker-results-" + std::to_string(reinterpret_cast<uintptr_t>(this));
-  }
-
-  // --- The measuring thread: one stage at a time, in arrival order. ---
-  void MeasureThread() noexcept {
-    try {
-      MeasureLoop();
-    } catch (const std::exception& e) {
-      // Only the results socket can fail here (the context going away):
-      // nothing more can be answered, and Serve's deadlines cover the rest.
-      spdlog::error("worker {}: measuring thread: {}", options.worker_id, e.what());
-    } catch (...) {
-      spdlog::error("worker {}: measuring thread: unknown exception", options.worker_id);
-    }
-  }
-
-  void MeasureLoop() {
-    zmq::socket_t results(context.zmq(), zmq::socket_type::pair);
-    results.set(zmq::sockopt::linger, 0);
-    results.connect(results_endpoint);
-    for (;;) {
-      schema::StageQuery query;
-      {
-        std::unique_lock lock(mutex);
-        wake.wait(lock, [&] { return stopping || !queue.empty(); });
-        if (stopping) return;
-        query = std::move(queue.front());
-        queue.pop_front();
-      }
-      schema::StageResult answer{query.query_id, {}};
-      try {
-        answer.result = backend->Measure(query.stage, query.batch_size, query.settings);
-      } catch (const std::exception& e) {
-        // A backend must report expected failures as results; anything it
-        // throws is still an answer, not the end of the worker.
-        answer.result.error = MeasureError::kBackendFailure;
-        answer.result.error_message = e.what();
-      }
-      if (answer.result.ok()) {
-        ++measured;
-      } else {
-        ++failed;
-        spdlog::warn("query {}: {}: {} ({})", query.query_id, ToString(answer.result.error),
-                     answer.result.error_message, query.stage.Describe());
-      }
-      const std::string bytes = schema::Encode(answer);
-      results.send(zmq::buffer(bytes), zmq::send_flags::none);
-      if (backend->Lost()) {
-        // Nothing more can be measured in this process: the serving
-        // thread forwards this answer and ends the worker (Run throws).
-        {
-          std::lock_guard lock(mutex);
-          lost_reason = answer.result.error_message;
-        }
-        device_lost = true;
-        return;
-      }
-    }
+    state = std::make_shared<MeasuringState>(std::move(backend), options.worker_id,
+                                             options.max_measurement);
   }
 
   void DropQueued() {
-    std::lock_guard lock(mutex);
-    dropped += static_cast<int64_t>(queue.size());
-    queue.clear();
+    std::lock_guard lock(state->mutex);
+    dropped += static_cast<int64_t>(state->queue.size());
+    state->queue.clear();
   }
 
   void Enqueue(schema::StageQuery&& query) {
     {
-      std::lock_guard lock(mutex);
-      queue.push_back(std::move(query));
+      std::lock_guard lock(state->mutex);
+      state->queue.push_back(std::move(query));
     }
-    wake.notify_one();
+    state->wake.notify_one();
+  }
+
+  // The watchdog: if the measurement under way has outlived its bound, gives
+  // it up (the measuring thread will touch nothing when it returns) and
+  // returns what is left to send, the answers queued before it and a
+  // timeout error for it, last. Empty while all is well.
+  std::vector<schema::StageResult> GiveUpIfHung() {
+    std::vector<schema::StageResult> unsent;
+    std::string stage;
+    size_t queued = 0;
+    milliseconds bound{0};
+    uint64_t query_id = 0;
+    {
+      std::lock_guard lock(state->mutex);
+      if (state->abandoned || state->finished || !state->current ||
+          Clock::now() < state->current_deadline) {
+        return unsent;
+      }
+      state->abandoned = true;
+      for (schema::StageResult& answer : state->answers) unsent.push_back(std::move(answer));
+      state->answers.clear();
+      query_id = state->current->query_id;
+      stage = state->current->stage.Describe();
+      bound = state->current_bound;
+      queued = state->queue.size();
+      hung_message = "query " + std::to_string(query_id) + " (" + stage +
+                     "): the measurement did not end within " + SecondsText(bound) +
+                     "; the worker gives it up and takes no more work";
+    }
+    ++state->failed;
+    spdlog::error(
+        "worker {}: {}; {} queued queries are left to the coordinator (the device may be "
+        "hung: this process should be restarted)",
+        options.worker_id, hung_message, queued);
+    schema::StageResult timeout{query_id, {}};
+    timeout.result.error = MeasureError::kTimeout;
+    timeout.result.error_message = "the measurement did not end within " + SecondsText(bound) +
+                                   "; worker " + options.worker_id +
+                                   " gave it up and exits (a hung device?)";
+    unsent.push_back(std::move(timeout));
+    return unsent;
   }
 
   void SendHello(zmq::socket_t& socket) {
     schema::Hello hello;
     hello.worker_id = options.worker_id;
-    hello.device = backend->Device();
+    hello.device = state->backend->Device();
     hello.properties = {{"pid", std::to_string(getpid())}};
     // The device's figures, as its fingerprint lists them ("gpu=...|cc=8.0|
     // sms=108|...|driver=...|cudnn=..."), for the coordinator's logs.
@@ -180,10 +304,16 @@ struct Worker::Impl {
     }
   }
 
-  enum class Session { kLost, kShutdown, kStopped, kVersionMismatch, kDeviceLost };
+  enum class Session { kLost, kShutdown, kStopped, kVersionMismatch, kDeviceLost, kHung };
+  template <typename Answers>
+  static void SendAnswers(zmq::socket_t& dealer, const Answers& answers) {
+    for (const schema::StageResult& answer : answers) {
+      if (!Send(dealer, schema::Encode(answer))) spdlog::warn("could not send a result; dropped");
+    }
+  }
 
   // One connection to the coordinator, until it is lost or ends.
-  Session Serve(zmq::socket_t& results, const std::stop_token& stop) {
+  Session Serve(const std::stop_token& stop) {
     zmq::socket_t dealer(context.zmq(), zmq::socket_type::dealer);
     dealer.set(zmq::sockopt::linger, 0);
     dealer.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(schema::kMaxMessageBytes));
@@ -204,7 +334,7 @@ struct Worker::Impl {
     auto next_heartbeat = Clock::now() + own_interval;
     bool heard_anything = false;
     zmq::pollitem_t items[] = {{dealer.handle(), 0, ZMQ_POLLIN, 0},
-                               {results.handle(), 0, ZMQ_POLLIN, 0}};
+                               {nullptr, state->doorbell.fd(), ZMQ_POLLIN, 0}};
     while (!stop.stop_requested()) {
       const auto now = Clock::now();
       const auto wait = std::clamp(std::chrono::duration_cast<milliseconds>(next_heartbeat - now),
@@ -239,7 +369,7 @@ struct Worker::Impl {
             const bool log = ++bad_messages <= 10 || bad_messages % 1000 == 0;
             if (error->query_id) {
               // A query we can name but not accept: say so, never stay silent.
-              ++failed;
+              ++state->failed;
               if (log) {
                 spdlog::warn("refused query {} ({} so far): {}: {}", *error->query_id, bad_messages,
                              ToString(error->kind), error->message);
@@ -285,13 +415,22 @@ struct Worker::Impl {
           }
         }
       }
-      const bool lost_device = device_lost;  // read before the results: its answer is among them
-      if (lost_device || (items[1].revents & ZMQ_POLLIN)) {
-        zmq::message_t frame;
-        while (results.recv(frame, zmq::recv_flags::dontwait)) {
-          if (!Send(dealer, frame.to_string())) spdlog::warn("could not send a result; dropped");
-          next_heartbeat = Clock::now() + own_interval;  // the result was our sign of life
+      bool lost_device = false;
+      if (items[1].revents & ZMQ_POLLIN) {
+        state->doorbell.Quiet();
+        std::deque<schema::StageResult> answers;
+        {
+          std::lock_guard lock(state->mutex);
+          answers.swap(state->answers);
+          lost_device = state->device_lost;  // its answer is among these
         }
+        SendAnswers(dealer, answers);
+        if (!answers.empty()) next_heartbeat = Clock::now() + own_interval;  // a sign of life
+      }
+      if (std::vector<schema::StageResult> last = GiveUpIfHung(); !last.empty()) {
+        SendAnswers(dealer, last);
+        dealer.set(zmq::sockopt::linger, 2000);  // let the timeout answer leave
+        return Session::kHung;
       }
       if (lost_device) {
         dealer.set(zmq::sockopt::linger, 2000);  // let the last answer leave
@@ -321,38 +460,75 @@ struct Worker::Impl {
     return Session::kStopped;
   }
 
-  void Run(std::stop_token stop) {
-    zmq::socket_t results(context.zmq(), zmq::socket_type::pair);
-    results.set(zmq::sockopt::linger, 0);
-    results.bind(results_endpoint);
-    // The measuring thread's stop path is `stopping` (it waits on `wake`).
-    struct StopOnExit {
-      Impl& impl;
-      ~StopOnExit() {
-        {
-          std::lock_guard lock(impl.mutex);
-          impl.stopping = true;
+  // Stops the measuring thread: joined once its measurement ends, or
+  // detached when that measurement outlives its bound. True when detached.
+  bool EndMeasuring(std::jthread& measurer) noexcept {
+    {
+      std::unique_lock lock(state->mutex);
+      state->stopping = true;
+      state->wake.notify_all();
+      while (!state->finished && !state->abandoned) {
+        if (!state->current) {
+          // Between measurements: it sees `stopping` at once.
+          state->ended.wait(lock);
+          continue;
         }
-        impl.wake.notify_all();
+        const auto deadline = state->current_deadline;
+        state->ended.wait_until(lock, deadline);
+        if (state->finished || !state->current || Clock::now() < state->current_deadline) {
+          continue;
+        }
+        state->abandoned = true;
+        hung_message = "query " + std::to_string(state->current->query_id) + " (" +
+                       state->current->stage.Describe() + "): the measurement did not end within " +
+                       SecondsText(state->current_bound) + " while the worker was stopping";
       }
-    };
-    std::jthread measurer;  // declared before the stopper: joined after it has stopped
-    StopOnExit stop_on_exit{*this};
-    measurer = std::jthread([this] { MeasureThread(); });
-    const DeviceInfo& device = backend->Device();
+    }
+    if (!hung_message.empty()) {
+      spdlog::error("worker {}: {}", options.worker_id, hung_message);
+      measurer.detach();
+      return true;
+    }
+    measurer.join();
+    return false;
+  }
+
+  WorkerLost Hung() const {
+    return WorkerLost(WorkerLost::Cause::kMeasurementHung,
+                      "a measurement hung (" + hung_message +
+                          "); exiting so that a fresh worker process can take over");
+  }
+
+  void Run(std::stop_token stop) {
+    // The thread gets its own reference: if abandoned, it outlives this.
+    std::jthread measurer([shared = state] { MeasureThread(shared); });
+    // However Run ends, the thread is joined, or detached when hung.
+    struct EndOnExit {
+      Impl& impl;
+      std::jthread& thread;
+      ~EndOnExit() {
+        if (thread.joinable()) impl.EndMeasuring(thread);
+      }
+    } end_on_exit{*this, measurer};
+    const DeviceInfo& device = state->backend->Device();
     spdlog::log(announce_level,
                 "worker {}: device {}{}, fingerprint {}, capacity {}, coordinator {}",
                 options.worker_id, device.name, device.simulated ? " (simulated)" : "",
                 device.fingerprint, options.capacity, options.endpoint);
     backoff = options.reconnect_min;
     while (!stop.stop_requested()) {
-      switch (Serve(results, stop)) {
+      switch (Serve(stop)) {
         case Session::kStopped:
+          if (EndMeasuring(measurer)) throw Hung();
           return;
+        case Session::kHung:
+          measurer.detach();
+          throw Hung();
         case Session::kDeviceLost: {
-          std::lock_guard lock(mutex);
-          throw Error("the device was lost (" + lost_reason +
-                      "); exiting so that a fresh worker process can take over");
+          std::lock_guard lock(state->mutex);
+          throw WorkerLost(WorkerLost::Cause::kDeviceLost,
+                           "the device was lost (" + state->lost_reason +
+                               "); exiting so that a fresh worker process can take over");
         }
         case Session::kVersionMismatch:
           backoff = options.reconnect_max;
@@ -366,31 +542,29 @@ struct Worker::Impl {
       spdlog::log(announce_level, "reconnecting in {} ms", backoff.count());
       const auto until = Clock::now() + backoff;
       while (!stop.stop_requested() && Clock::now() < until) {
+        // With no coordinator to answer, a hung measurement still ends the worker.
+        if (!GiveUpIfHung().empty()) {
+          measurer.detach();
+          throw Hung();
+        }
         std::this_thread::sleep_for(
             std::min<Clock::duration>(milliseconds(50), until - Clock::now()));
       }
       backoff = std::min(backoff * 2, options.reconnect_max);
     }
+    if (EndMeasuring(measurer)) throw Hung();
   }
 
   net::Context& context;
-  std::unique_ptr<devices::Backend> backend;
   WorkerOptions options;
-  std::string routing_id;  // of every connection this worker makes
-  std::string results_endpoint;
+  std::shared_ptr<MeasuringState> state;  // shared with the measuring thread
+  std::string routing_id;                 // of every connection this worker makes
   milliseconds backoff{0};
   spdlog::level::level_enum announce_level = spdlog::level::info;
   int64_t bad_messages = 0;
+  std::string hung_message;  // the serving thread's only: what was given up
 
-  std::mutex mutex;  // guards queue and stopping
-  std::condition_variable wake;
-  std::deque<schema::StageQuery> queue;
-  bool stopping = false;
-  std::string lost_reason;  // guarded by mutex
-
-  std::atomic<bool> device_lost{false};
-
-  std::atomic<int64_t> measured{0}, failed{0}, connects{0}, dropped{0};
+  std::atomic<int64_t> connects{0}, dropped{0};
 };
 
 Worker::Worker(net::Context& context, std::unique_ptr<devices::Backend> backend,
@@ -402,10 +576,10 @@ Worker::~Worker() = default;
 void Worker::Run(std::stop_token stop) { impl_->Run(std::move(stop)); }
 
 WorkerCounters Worker::counters() const {
-  return {impl_->measured.load(), impl_->failed.load(), impl_->connects.load(),
+  return {impl_->state->measured.load(), impl_->state->failed.load(), impl_->connects.load(),
           impl_->dropped.load()};
 }
 
-const DeviceInfo& Worker::Device() const { return impl_->backend->Device(); }
+const DeviceInfo& Worker::Device() const { return impl_->state->backend->Device(); }
 
 }  // namespace ios::worker

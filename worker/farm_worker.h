@@ -1,7 +1,8 @@
 // The ios-worker loop: connects to a coordinator (DEALER), announces its
 // device, measures the stage queries it is sent on its backend and answers
 // each one. Long-lived: it survives coordinator restarts by reconnecting
-// with back-off, following the zguide "Paranoid Pirate" conventions.
+// with back-off, following the zguide "Paranoid Pirate" conventions. A
+// measurement that outlives its bound is given up (see Worker::Run).
 #pragma once
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <stop_token>
 #include <string>
 
+#include "common/error.h"
 #include "devices/backend.h"
 #include "net/context.h"
 #include "net/curve.h"
@@ -33,7 +35,43 @@ struct WorkerOptions {
   //! CURVE: this worker's key pair and the coordinator's public key.
   std::optional<net::CurveKeyPair> curve_keys;
   std::string curve_server_key;
+  //! When positive, no measurement may run longer than this, whatever its
+  //! query's timeout allows (MeasurementBound).
+  std::chrono::milliseconds max_measurement{0};
 };
+
+//! What a query from a coordinator that says no timeout (one older than
+//! StageQuery::timeout_ms) is taken to allow: ios-coordinator's default.
+inline constexpr std::chrono::milliseconds kDefaultQueryTimeout{120000};
+
+//! How long one measurement may run before the worker takes it as hung: the
+//! query's timeout (kDefaultQueryTimeout when 0) less a quarter of it, at
+//! most 10 s, so that the worker's answer arrives before the coordinator's
+//! own deadline; at most `cap` when positive; at least 1 ms. Counted from
+//! the start of the measurement, not the query's arrival: waiting in the
+//! queue behind a long measurement is no sign of a hang.
+std::chrono::milliseconds MeasurementBound(uint32_t query_timeout_ms,
+                                           std::chrono::milliseconds cap);
+
+//! Thrown by Worker::Run when this worker can measure nothing more in this
+//! process. Its caller decides what follows: ios-worker's main exits
+//! non-zero so that a supervisor starts a fresh process.
+class WorkerLost : public Error {
+ public:
+  enum class Cause {
+    kDeviceLost,       // the backend reported its device lost (Backend::Lost)
+    kMeasurementHung,  // a measurement outlived its bound; its thread is abandoned
+  };
+  WorkerLost(Cause cause, const std::string& message) : Error(message), cause_(cause) {}
+  Cause cause() const { return cause_; }
+
+ private:
+  Cause cause_;
+};
+
+//! ios-worker's exit status after WorkerLost(kMeasurementHung): chosen by its
+//! main, named here so that a supervisor (SupervisedWorker) can say why.
+inline constexpr int kExitMeasurementHung = 3;
 
 struct WorkerCounters {
   int64_t measured = 0, failed = 0, connects = 0, dropped = 0;
@@ -57,8 +95,19 @@ class Worker {
   //! connection (they are dropped only when the coordinator says it is
   //! shutting down). A query that names its id but fails the protocol's
   //! checks is answered with an error. Call once. Throws ios::Error if ZeroMQ
-  //! refuses the endpoint, and after answering the query that met it when
-  //! the backend reports its device lost (Backend::Lost).
+  //! refuses the endpoint. Throws WorkerLost(kDeviceLost) after answering
+  //! the query that met it when the backend reports its device lost.
+  //!
+  //! A measurement that runs past its MeasurementBound (checked at least
+  //! every 100 ms, also while stopping) is answered with a `timeout` error,
+  //! queued queries are left to the coordinator's deadlines, and Run throws
+  //! WorkerLost(kMeasurementHung). The measuring thread cannot be joined
+  //! then: it is detached, keeping the backend alive (it never touches this
+  //! Worker, its sockets or `context` again), so the Worker and the context
+  //! can still be destroyed. A backend that never returns holds its thread
+  //! and device until the process ends: the caller should end the process
+  //! soon (ios-worker: std::_Exit, skipping the exit handlers that could
+  //! block on the hung device).
   void Run(std::stop_token stop);
 
   //! Counts so far; safe from any thread.

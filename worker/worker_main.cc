@@ -2,7 +2,8 @@
 // stages it is sent and answers each; reconnects when the coordinator
 // restarts. Runs until SIGINT or SIGTERM. Exit codes: 0 after a signal, 1
 // when the worker cannot start (bad key file), 2 for a bad option (a
-// --backend it cannot open included, as ios-coordinator's --device).
+// --backend it cannot open included, as ios-coordinator's --device), 3
+// (worker::kExitMeasurementHung) when a measurement hung.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -10,10 +11,12 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "common/error.h"
 #include "devices/linked.h"
+#include "devices/sim/hang_after_backend.h"
 #include "net/context.h"
 #include "net/curve.h"
 #include "net/endpoint.h"
@@ -111,6 +114,11 @@ int main(int argc, char** argv) {
                  "scaling benchmarks; reported latencies are unchanged)")
       ->default_val(0.0)
       ->check(CLI::Range(0.0, 600000.0));
+  int sim_hang_after = -1;
+  app.add_option("--sim-hang-after", sim_hang_after,
+                 "for tests: after N measurements, every measurement of a sim backend hangs "
+                 "(never returns), as on a hung device")
+      ->check(CLI::NonNegativeNumber);
   // No CLI11 ExistingFile check: net::LoadKeyFile says what is wrong with a
   // key file (missing, not a regular file, malformed) and that exits 1, as
   // docs/farm.md says.
@@ -134,6 +142,11 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e [%l] %v");
   if (curve_server_key.empty() != curve_key.empty()) {
     std::fprintf(stderr, "ios-worker: error: --curve-server-key and --curve-key go together\n");
+    return 2;
+  }
+  if (sim_hang_after >= 0 && !backend_name.starts_with("sim:")) {
+    std::fprintf(stderr, "ios-worker: error: --sim-hang-after needs a sim backend, not '%s'\n",
+                 backend_name.c_str());
     return 2;
   }
   if (check_device) {
@@ -183,12 +196,25 @@ int main(int argc, char** argv) {
       return 2;
     }
     net::Context context;
+    if (sim_hang_after >= 0) {
+      backend = std::make_unique<devices::HangAfterBackend>(std::move(backend), sim_hang_after);
+    }
     worker::Worker worker(context, std::move(backend), options);
     worker.Run(stop.token());
     const worker::WorkerCounters counts = worker.counters();
     spdlog::info("stopped: {} measured, {} failed, {} connections", counts.measured, counts.failed,
                  counts.connects);
     return 0;
+  } catch (const worker::WorkerLost& e) {
+    std::fprintf(stderr, "ios-worker: error: %s\n", e.what());
+    if (e.cause() != worker::WorkerLost::Cause::kMeasurementHung) return 1;
+    // The worker and its context are gone (their destructors sent the
+    // timeout answer), but the abandoned measuring thread is still inside the
+    // backend: exit handlers and static destructors (a GPU runtime's among
+    // them) could block on the hung device or free what that thread uses.
+    spdlog::default_logger()->flush();
+    std::fflush(nullptr);
+    std::_Exit(worker::kExitMeasurementHung);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ios-worker: error: %s\n", e.what());
     return 1;

@@ -2,9 +2,11 @@
 // spec-sheet figures. Everything it produces is labelled "simulated".
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "devices/backend.h"
