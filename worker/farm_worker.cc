@@ -90,10 +90,10 @@ class Doorbell {
 // a measuring thread abandoned in a hung measurement keeps it (and with it
 // the backend) alive after the Worker is gone; it touches nothing else.
 struct MeasuringState {
-  MeasuringState(std::unique_ptr<Backend> b, std::string id, milliseconds cap)
+  MeasuringState(std::unique_ptr<devices::Backend> b, std::string id, milliseconds cap)
       : backend(std::move(b)), worker_id(std::move(id)), max_measurement(cap) {}
 
-  const std::unique_ptr<Backend> backend;  // used by the measuring thread only
+  const std::unique_ptr<devices::Backend> backend;  // used by the measuring thread only
   const std::string worker_id;
   const milliseconds max_measurement;
   const Doorbell doorbell;  // rung after each answer queued
