@@ -202,9 +202,13 @@ int Run(const CliOptions& cli) {
       !cli.weights_file.empty() ? exec::WeightStore::Load(loaded.graph, cli.weights_file)
       : loaded.file_weights     ? *loaded.file_weights
                                 : exec::WeightStore::Random(loaded.graph, cli.seed);
-  const devices::BackendKind& kind = devices::LinkedRegistry().Get(cli.device);
-  std::unique_ptr<exec::Device> device = kind.open_device(cli.device, {});
-  if (cli.cuda_graph && !kind.replays_graphs) {
+  const devices::BackendKind* kind = devices::LinkedRegistry().Find(cli.device);
+  if (kind == nullptr) {
+    throw Error("--device: unknown device '" + cli.device +
+                "'; valid: " + devices::LinkedRegistry().Grammars());
+  }
+  std::unique_ptr<exec::Device> device = kind->open_device(cli.device, {});
+  if (cli.cuda_graph && !kind->replays_graphs) {
     throw Error("--cuda-graph needs --device cuda (CUDA graphs), not " + cli.device);
   }
   const Shape in = loaded.graph.node(0).output;
@@ -295,8 +299,8 @@ int Run(const CliOptions& cli) {
       check["replay_against_streams"] = {{"max_abs_diff", replayed.max_abs_diff},
                                          {"passed", replayed.Within(kCheckTolerance)}};
     }
-    if (!kind.cross_check_on.empty()) {
-      CheckAgainstOtherDevice(kind.cross_check_on, cli, loaded, weights, input, execution, check,
+    if (!kind->cross_check_on.empty()) {
+      CheckAgainstOtherDevice(kind->cross_check_on, cli, loaded, weights, input, execution, check,
                               check_passed);
     }
     check["passed"] = check_passed;
