@@ -65,8 +65,7 @@ int SearchPlan::InternHash(const StageKeyHash& hash, int part, int local) {
   return InternHashed(hash, nullptr, part, local);
 }
 
-int SearchPlan::InternHashed(const StageKeyHash& hash, const Stage* stage, int part,
-                             int local) {
+int SearchPlan::InternHashed(const StageKeyHash& hash, const Stage* stage, int part, int local) {
   const int id = index_.FindOrAdd(hash, static_cast<int>(key_hashes.size()));
   if (id < static_cast<int>(key_hashes.size())) return id;
   key_hashes.push_back(hash);
