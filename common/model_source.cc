@@ -37,7 +37,8 @@ LoadedModel LoadModel(const std::string& model) {
   const bool exists = std::filesystem::exists(model, error);
   if (IsZooName(model)) {
     // Either reading could be what was meant: neither is picked silently.
-    if (exists) {
+    // (A folder of that name is no model file: the zoo model is meant.)
+    if (std::filesystem::is_regular_file(model, error)) {
       throw Error("model " + Quoted(model) + " names both a zoo model and a file here: write ./" +
                   model + " for the file or " + std::string(kZooPrefix) + model +
                   " for the zoo model");

@@ -18,7 +18,11 @@ namespace {
 // atomic.
 
 std::atomic<int64_t> g_measured_so_far{0};
-std::string g_interrupt_db;  // written once, before the handler is installed
+// The line's start, written once before the handler is installed: a plain
+// array, which no destructor can take from a late signal.
+char g_interrupt_start[1024];
+size_t g_interrupt_start_size = 0;
+bool g_interrupt_keeps = true;  // false for an in-memory DB
 
 void WriteAll(const char* text, size_t size) {
   while (size > 0) {
@@ -38,21 +42,30 @@ void OnInterrupt(int signal) {
     digits[--at] = static_cast<char>('0' + value % 10);
     value /= 10;
   } while (value > 0 && at > 0);
-  constexpr char kStart[] = "\nios-coordinator: interrupted; measurements kept in DB ";
   constexpr char kMiddle[] = " (at least ";
-  constexpr char kEnd[] = " stages measured in this run); rerunning the same command resumes\n";
-  WriteAll(kStart, sizeof kStart - 1);
-  WriteAll(g_interrupt_db.data(), g_interrupt_db.size());
+  constexpr char kKept[] = " stages measured in this run); rerunning the same command resumes\n";
+  constexpr char kLost[] = " stages measured in this run, not kept)\n";
+  WriteAll(g_interrupt_start, g_interrupt_start_size);
   WriteAll(kMiddle, sizeof kMiddle - 1);
   WriteAll(digits + at, sizeof digits - at);
-  WriteAll(kEnd, sizeof kEnd - 1);
+  if (g_interrupt_keeps) {
+    WriteAll(kKept, sizeof kKept - 1);
+  } else {
+    WriteAll(kLost, sizeof kLost - 1);
+  }
   ::_exit(128 + signal);  // 130 for Ctrl-C, as a shell reports a death by SIGINT
 }
 
 }  // namespace
 
 void SayWhatIsKeptOnInterrupt(const std::string& db) {
-  g_interrupt_db = db;
+  g_interrupt_keeps = db != ":memory:";
+  const std::string start =
+      g_interrupt_keeps
+          ? "\nios-coordinator: interrupted; measurements kept in DB " + db
+          : std::string("\nios-coordinator: interrupted; the DB is in memory (--db :memory:)");
+  g_interrupt_start_size = std::min(start.size(), sizeof g_interrupt_start);
+  std::copy_n(start.data(), g_interrupt_start_size, g_interrupt_start);
   struct sigaction action {};
   action.sa_handler = OnInterrupt;
   sigemptyset(&action.sa_mask);

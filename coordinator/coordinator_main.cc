@@ -139,9 +139,15 @@ RunningFarm StartFarm(const CliOptions& cli) {
   if (options.bind.empty()) options.bind = "tcp://127.0.0.1:*";
   options.min_workers = std::max(options.min_workers, 1);
   std::unique_ptr<Farm> farm = Farm::Start(options);
-  std::vector<std::string> args{
-      "--backend", cli.device, "--connect",   LoopbackTo(farm->BoundEndpoint()),
-      "--id",      "local",    "--log-level", "warn"};
+  std::vector<std::string> args{"--backend",
+                                cli.device,
+                                "--connect",
+                                LoopbackTo(farm->BoundEndpoint()),
+                                "--id",
+                                "local",
+                                "--log-level",
+                                "warn",
+                                "--exit-with-parent"};
   if (!cli.farm.curve_secret_key_file.empty()) {
     throw Error(
         "--worker-process does not carry CURVE keys to its child; start the worker "

@@ -213,7 +213,10 @@ class FarmRouter {
       // A worker we dropped (lost) or that reconnected before saying hello
       // again: an answer to a query still open is as good as any.
       if (auto* result = std::get_if<schema::StageResult>(&message)) {
-        if (QueryState* q = FindQuery(result->query_id); q != nullptr && !q->done) {
+        // ...but a worker's timeout is no answer: it gave the stage up, and
+        // the query may be in another worker's hands by now.
+        if (QueryState* q = FindQuery(result->query_id);
+            q != nullptr && !q->done && result->result.error != MeasureError::kTimeout) {
           spdlog::debug("query {}: answered by a worker not (or no longer) joined",
                         result->query_id);
           Finish(static_cast<uint32_t>(result->query_id - first_id_), result->result);

@@ -20,6 +20,8 @@ class Backend {
   virtual const DeviceInfo& Device() const = 0;
   //! Times `stage` at `batch_size`. Expected failures (out of memory, an
   //! unsupported op) are returned as a result with an error, never thrown.
+  //! kTimeout is the worker's own (a measurement it gave up): a backend's
+  //! time limit is a kBackendFailure.
   virtual MeasureResult Measure(const StageSpec& stage, int batch_size,
                                 const MeasureSettings& settings) = 0;
   //! True once the device can run nothing more in this process (a sticky

@@ -202,13 +202,9 @@ int Run(const CliOptions& cli) {
       !cli.weights_file.empty() ? exec::WeightStore::Load(loaded.graph, cli.weights_file)
       : loaded.file_weights     ? *loaded.file_weights
                                 : exec::WeightStore::Random(loaded.graph, cli.seed);
-  const devices::BackendKind* kind = devices::LinkedRegistry().Find(cli.device);
-  if (kind == nullptr) {
-    throw Error("--device: unknown device '" + cli.device +
-                "'; valid: " + devices::LinkedRegistry().Grammars());
-  }
-  std::unique_ptr<exec::Device> device = kind->open_device(cli.device, {});
-  if (cli.cuda_graph && !kind->replays_graphs) {
+  const devices::BackendKind& kind = devices::LinkedRegistry().Get(cli.device);
+  std::unique_ptr<exec::Device> device = kind.open_device(cli.device, {});
+  if (cli.cuda_graph && !kind.replays_graphs) {
     throw Error("--cuda-graph needs --device cuda (CUDA graphs), not " + cli.device);
   }
   const Shape in = loaded.graph.node(0).output;
@@ -299,8 +295,8 @@ int Run(const CliOptions& cli) {
       check["replay_against_streams"] = {{"max_abs_diff", replayed.max_abs_diff},
                                          {"passed", replayed.Within(kCheckTolerance)}};
     }
-    if (!kind->cross_check_on.empty()) {
-      CheckAgainstOtherDevice(kind->cross_check_on, cli, loaded, weights, input, execution, check,
+    if (!kind.cross_check_on.empty()) {
+      CheckAgainstOtherDevice(kind.cross_check_on, cli, loaded, weights, input, execution, check,
                               check_passed);
     }
     check["passed"] = check_passed;
@@ -439,6 +435,13 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   cli.predict = !no_predict;
+  if (devices::LinkedRegistry().Find(cli.device) == nullptr) {
+    // A name no backend answers to is a bad command line, like an unknown
+    // option; one it answers to is checked (and opened) by Run.
+    std::fprintf(stderr, "ios-run: --device: unknown device '%s'; valid: %s\n", cli.device.c_str(),
+                 devices::LinkedRegistry().Grammars().c_str());
+    return 2;
+  }
   try {
     return Run(cli);
   } catch (const std::exception& e) {

@@ -44,11 +44,16 @@ command -v nvidia-smi >/dev/null &&
   timeout 20 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >"$out/nvidia-smi.csv" 2>&1
 
 # 1. The gpu-labelled tests.
+# On a GPU host nothing may skip: a skipped gpu test is a check not made.
 for test in cuda_gpu_test backend_conformance_test; do
-  if timeout 180 "$here/libexec/tests/$test" --gtest_brief=1 >"$out/$test.log" 2>&1; then
-    note "$test: passed ($(grep -c '^\[       OK \]\|SKIPPED' "$out/$test.log" || true) cases reported)"
-  else
+  if ! timeout 180 "$here/libexec/tests/$test" >"$out/$test.log" 2>&1; then
     fail "$test (see $out/$test.log): $(grep -m 3 'FAILED\|Failure' "$out/$test.log" | tr '\n' ' ')"
+  elif grep -q '^\[  SKIPPED \]' "$out/$test.log"; then
+    fail "$test skipped cases on a GPU host: $(grep -m 3 '^\[  SKIPPED \]' "$out/$test.log" | tr '\n' ' ')"
+  elif ! grep -q '^\[  PASSED  \]' "$out/$test.log"; then
+    fail "$test reported no passed cases (see $out/$test.log)"
+  else
+    note "$test: $(grep -c '^\[       OK \]' "$out/$test.log") cases passed"
   fi
 done
 

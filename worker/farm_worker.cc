@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "net/endpoint.h"
 #include "schema/protocol.h"
+#include "worker/measuring_thread.h"
 
 namespace ios::worker {
 
@@ -59,135 +60,10 @@ schema::StageResult RefusalOf(const schema::DecodeError& error) {
   return answer;
 }
 
-// An eventfd the measuring thread writes once per answer and the serving
-// thread polls beside its socket. Not a ZeroMQ socket: a measuring thread
-// abandoned in a hung measurement keeps it, and a socket it kept would
-// block the context's termination forever.
-class Doorbell {
- public:
-  Doorbell() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
-    if (fd_ < 0) throw Error(std::string("worker: eventfd: ") + std::strerror(errno));
-  }
-  ~Doorbell() { close(fd_); }
-  Doorbell(const Doorbell&) = delete;
-  Doorbell& operator=(const Doorbell&) = delete;
-  int fd() const { return fd_; }
-  void Ring() const {
-    const uint64_t one = 1;
-    // Fails only when the counter is about to overflow: it is ringing anyway.
-    (void)!write(fd_, &one, sizeof one);
-  }
-  void Quiet() const {
-    uint64_t count = 0;
-    (void)!read(fd_, &count, sizeof count);
-  }
-
- private:
-  int fd_;
-};
-
-// What the measuring thread shares with the serving thread. Both hold it, so
-// a measuring thread abandoned in a hung measurement keeps it (and with it
-// the backend) alive after the Worker is gone; it touches nothing else.
-struct MeasuringState {
-  MeasuringState(std::unique_ptr<devices::Backend> b, std::string id, milliseconds cap)
-      : backend(std::move(b)), worker_id(std::move(id)), max_measurement(cap) {}
-
-  const std::unique_ptr<devices::Backend> backend;  // used by the measuring thread only
-  const std::string worker_id;
-  const milliseconds max_measurement;
-  const Doorbell doorbell;  // rung after each answer queued
-
-  std::mutex mutex;               // guards everything below
-  std::condition_variable wake;   // a query was queued, or stopping
-  std::condition_variable ended;  // the measuring thread has returned
-  std::deque<schema::StageQuery> queue;
-  std::deque<schema::StageResult> answers;  // for the serving thread to send
-  //! The query being measured. Written under `mutex` by the measuring
-  //! thread only, which reads it without the lock while measuring.
-  std::optional<schema::StageQuery> current;
-  Clock::time_point current_deadline;  // of `current`: MeasurementBound after its start
-  milliseconds current_bound{0};
-  bool stopping = false;
-  bool abandoned = false;  // given up: the measuring thread touches nothing when it returns
-  bool finished = false;   // the measuring thread has returned
-  bool device_lost = false;
-  std::string lost_reason;
-
-  std::atomic<int64_t> measured{0}, failed{0};
-};
-
-void MeasureLoop(MeasuringState& state) {
-  for (;;) {
-    const schema::StageQuery* query = nullptr;
-    {
-      std::unique_lock lock(state.mutex);
-      state.wake.wait(lock, [&] { return state.stopping || !state.queue.empty(); });
-      if (state.stopping) return;
-      state.current = std::move(state.queue.front());
-      state.queue.pop_front();
-      state.current_bound = MeasurementBound(state.current->timeout_ms, state.max_measurement);
-      state.current_deadline = Clock::now() + state.current_bound;
-      query = &*state.current;
-    }
-    schema::StageResult answer{query->query_id, {}};
-    try {
-      answer.result = state.backend->Measure(query->stage, query->batch_size, query->settings);
-    } catch (const std::exception& e) {
-      // A backend must report expected failures as results; anything it
-      // throws is still an answer, not the end of the worker.
-      answer.result.error = MeasureError::kBackendFailure;
-      answer.result.error_message = e.what();
-    }
-    std::string failure;
-    if (!answer.result.ok()) {
-      failure = "query " + std::to_string(query->query_id) + ": " + ToString(answer.result.error) +
-                ": " + answer.result.error_message + " (" + query->stage.Describe() + ")";
-    }
-    const bool lost = state.backend->Lost();
-    {
-      std::lock_guard lock(state.mutex);
-      // Too late: the serving thread has answered this query and given the
-      // worker up. The Worker may be gone; only `state` is still ours.
-      if (state.abandoned) return;
-      state.current.reset();
-      ++(answer.result.ok() ? state.measured : state.failed);
-      if (lost) {
-        // Nothing more can be measured in this process: the serving
-        // thread sends this answer and ends the worker (Run throws).
-        state.device_lost = true;
-        state.lost_reason = answer.result.error_message;
-      }
-      state.answers.push_back(std::move(answer));
-    }
-    if (!failure.empty()) spdlog::warn("{}", failure);
-    state.doorbell.Ring();
-    if (lost) return;
-  }
-}
-
-// The measuring thread's body: one stage at a time, in arrival order.
-void MeasureThread(const std::shared_ptr<MeasuringState>& state) noexcept {
-  try {
-    MeasureLoop(*state);
-  } catch (const std::exception& e) {
-    // Out of memory, or a lock that failed: nothing more is measured, and
-    // the coordinator's deadlines cover what was held.
-    spdlog::error("worker {}: measuring thread: {}", state->worker_id, e.what());
-  } catch (...) {
-    spdlog::error("worker {}: measuring thread: unknown exception", state->worker_id);
-  }
-  std::lock_guard lock(state->mutex);
-  if (state->abandoned) return;
-  state->finished = true;
-  state->ended.notify_all();
-}
-
-std::string SecondsText(milliseconds d) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(d.count()) / 1000);
-  return text;
-}
+using measuring::HungText;
+using measuring::MeasureThread;
+using measuring::MeasuringState;
+using measuring::SecondsText;
 
 }  // namespace
 
@@ -195,6 +71,9 @@ milliseconds MeasurementBound(uint32_t query_timeout_ms, milliseconds cap) {
   const milliseconds timeout =
       query_timeout_ms > 0 ? milliseconds(query_timeout_ms) : kDefaultQueryTimeout;
   milliseconds bound = timeout - std::min<milliseconds>(timeout / 4, std::chrono::seconds(10));
+  // A short --query-timeout-s only sends a slow stage elsewhere sooner; it
+  // must not make a healthy worker take itself for hung and exit.
+  bound = std::max(bound, kMinMeasurementBound);
   if (cap.count() > 0) bound = std::min(bound, cap);
   return std::max(bound, milliseconds(1));
 }
@@ -236,7 +115,6 @@ struct Worker::Impl {
   // timeout error for it, last. Empty while all is well.
   std::vector<schema::StageResult> GiveUpIfHung() {
     std::vector<schema::StageResult> unsent;
-    std::string stage;
     size_t queued = 0;
     milliseconds bound{0};
     uint64_t query_id = 0;
@@ -250,12 +128,9 @@ struct Worker::Impl {
       for (schema::StageResult& answer : state->answers) unsent.push_back(std::move(answer));
       state->answers.clear();
       query_id = state->current->query_id;
-      stage = state->current->stage.Describe();
       bound = state->current_bound;
       queued = state->queue.size();
-      hung_message = "query " + std::to_string(query_id) + " (" + stage +
-                     "): the measurement did not end within " + SecondsText(bound) +
-                     "; the worker gives it up and takes no more work";
+      hung_message = HungText(*state, "the worker gives it up and takes no more work");
     }
     ++state->failed;
     spdlog::error(
@@ -463,6 +338,7 @@ struct Worker::Impl {
   // Stops the measuring thread: joined once its measurement ends, or
   // detached when that measurement outlives its bound. True when detached.
   bool EndMeasuring(std::jthread& measurer) noexcept {
+    bool abandoned = false;
     {
       std::unique_lock lock(state->mutex);
       state->stopping = true;
@@ -479,13 +355,20 @@ struct Worker::Impl {
           continue;
         }
         state->abandoned = true;
-        hung_message = "query " + std::to_string(state->current->query_id) + " (" +
-                       state->current->stage.Describe() + "): the measurement did not end within " +
-                       SecondsText(state->current_bound) + " while the worker was stopping";
+        try {
+          hung_message = HungText(*state, "the worker was stopping");
+        } catch (...) {
+          // Out of memory while saying why: the thread is given up anyway.
+        }
       }
+      abandoned = state->abandoned;
     }
-    if (!hung_message.empty()) {
-      spdlog::error("worker {}: {}", options.worker_id, hung_message);
+    if (abandoned) {
+      try {
+        spdlog::error("worker {}: {}", options.worker_id, hung_message);
+      } catch (...) {
+        // The log is best effort here; the caller reports the loss.
+      }
       measurer.detach();
       return true;
     }

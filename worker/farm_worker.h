@@ -44,10 +44,15 @@ struct WorkerOptions {
 //! StageQuery::timeout_ms) is taken to allow: ios-coordinator's default.
 inline constexpr std::chrono::milliseconds kDefaultQueryTimeout{120000};
 
+//! The least MeasurementBound a query's timeout can give (a worker's own
+//! cap may be lower).
+inline constexpr std::chrono::milliseconds kMinMeasurementBound{60000};
+
 //! How long one measurement may run before the worker takes it as hung: the
 //! query's timeout (kDefaultQueryTimeout when 0) less a quarter of it, at
 //! most 10 s, so that the worker's answer arrives before the coordinator's
-//! own deadline; at most `cap` when positive; at least 1 ms. Counted from
+//! own deadline, and at least kMinMeasurementBound; at most `cap` when
+//! positive; at least 1 ms. Counted from
 //! the start of the measurement, not the query's arrival: waiting in the
 //! queue behind a long measurement is no sign of a hang.
 std::chrono::milliseconds MeasurementBound(uint32_t query_timeout_ms,

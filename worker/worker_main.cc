@@ -6,6 +6,8 @@
 // (worker::kExitMeasurementHung) when a measurement hung.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -17,6 +19,7 @@
 #include "common/error.h"
 #include "devices/linked.h"
 #include "devices/sim/hang_after_backend.h"
+#include "exec/device.h"
 #include "net/context.h"
 #include "net/curve.h"
 #include "net/endpoint.h"
@@ -64,6 +67,13 @@ namespace {
 std::unique_ptr<ios::devices::Backend> OpenBackend(const std::string& name,
                                                    const ios::devices::BackendOptions& options) {
   return ios::devices::LinkedRegistry().OpenBackend(name, options);
+}
+
+// A --backend that names nothing or a bad option is a bad command line (2);
+// a device that is named right but cannot be opened here (no GPU, no
+// driver) is a failure to start (1), which a supervisor may retry.
+int OpenFailureCode(const std::exception& e) {
+  return dynamic_cast<const ios::exec::ExecError*>(&e) != nullptr ? 1 : 2;
 }
 
 }  // namespace
@@ -115,6 +125,17 @@ int main(int argc, char** argv) {
       ->default_val(0.0)
       ->check(CLI::Range(0.0, 600000.0));
   int sim_hang_after = -1;
+  bool exit_with_parent = false;
+  app.add_flag("--exit-with-parent", exit_with_parent,
+               "stop (as on SIGTERM) when the process that started this one ends: "
+               "ios-coordinator passes it to the ios-worker it starts itself");
+  int max_measurement_ms = 0;
+  app.add_option("--max-measurement-ms", max_measurement_ms,
+                 "give up a measurement after this long and exit 3 (a hung device); default 0: "
+                 "the coordinator's query timeout less a margin, at least 60 s "
+                 "(docs/farm.md, \"A hung measurement\")")
+      ->default_val(0)
+      ->check(CLI::Range(0, 86400000));
   app.add_option("--sim-hang-after", sim_hang_after,
                  "for tests: after N measurements, every measurement of a sim backend hangs "
                  "(never returns), as on a hung device")
@@ -144,6 +165,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ios-worker: error: --curve-server-key and --curve-key go together\n");
     return 2;
   }
+  options.max_measurement = std::chrono::milliseconds(max_measurement_ms);
+  if (exit_with_parent) {
+    // A coordinator killed outright (SIGKILL, or a signal it exits on) must
+    // not leave its worker reconnecting forever and holding the device.
+    const pid_t parent = getppid();
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) {
+      std::fprintf(stderr, "ios-worker: error: --exit-with-parent: the parent is gone\n");
+      return 1;
+    }
+  }
   if (sim_hang_after >= 0 && !backend_name.starts_with("sim:")) {
     std::fprintf(stderr, "ios-worker: error: --sim-hang-after needs a sim backend, not '%s'\n",
                  backend_name.c_str());
@@ -158,7 +189,7 @@ int main(int argc, char** argv) {
       return 0;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ios-worker: error: %s\n", e.what());
-      return 2;
+      return OpenFailureCode(e);
     }
   }
   if (options.endpoint.empty()) {
@@ -193,7 +224,7 @@ int main(int argc, char** argv) {
       backend = OpenBackend(backend_name, backend_options);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ios-worker: error: %s\n", e.what());
-      return 2;
+      return OpenFailureCode(e);
     }
     net::Context context;
     if (sim_hang_after >= 0) {

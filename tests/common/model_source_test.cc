@@ -62,5 +62,10 @@ TEST_F(ModelSourceTest, APathOrTheZooPrefixSaysWhichIsMeant) {
   EXPECT_THAT(ErrorOf("zoo:resnet"), HasSubstr("unknown zoo model 'resnet'"));
 }
 
+TEST_F(ModelSourceTest, AFolderOfAZooModelsNameIsNoModelFile) {
+  fs::create_directory("nasnet");
+  EXPECT_EQ(LoadModel("nasnet").name, "nasnet");
+}
+
 }  // namespace
 }  // namespace ios

@@ -5,6 +5,14 @@
 # a dry run of the same targets.
 set -euo pipefail
 root="$1" build="$2"
+# Only a tree configured as dev.sh configures it: another (Debug, no -Werror)
+# would be reconfigured by this test, and rebuilt after it.
+cache="$build/CMakeCache.txt"
+if ! grep -qx 'CMAKE_BUILD_TYPE:STRING=Release' "$cache" ||
+  ! grep -q '^IOS_WERROR:BOOL=ON$' "$cache"; then
+  echo "SKIPPED: $build is not configured as scripts/dev.sh configures it (Release, IOS_WERROR=ON)"
+  exit 0
+fi
 eval "$(sed -n '/^build() {/,/^}/p' "$root/scripts/dev.sh")"
 ROOT="$root" BUILD_DIR="$build" JOBS=1
 targets=$(sed -n 's/^ *build \(ios-.*\)$/\1/p' "$root/scripts/dev.sh")

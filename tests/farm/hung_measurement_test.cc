@@ -188,14 +188,18 @@ struct BoundCase {
   std::chrono::milliseconds cap, expected;
 };
 
-TEST(HungMeasurementTest, TheBoundIsTheQueryTimeoutLessAMarginCappedByTheWorker) {
+TEST(HungMeasurementTest, TheBoundIsTheQueryTimeoutLessAMarginAtLeastAMinuteCappedByTheWorker) {
   const BoundCase cases[] = {
       {0, 0ms, 110000ms},       // no timeout said: the coordinator's default, 120 s, less 10 s
       {120000, 0ms, 110000ms},  // a quarter would be 30 s: the margin is at most 10 s
-      {2000, 0ms, 1500ms},      // a quarter
-      {1, 0ms, 1ms},            // never below 1 ms
-      {2000, 300ms, 300ms},     // the worker's own cap is lower
-      {2000, 5000ms, 1500ms},   // the query's bound is lower
+      {100000, 0ms, 90000ms},   // 10 s less
+      {72000, 0ms, 62000ms},    // a quarter would be 18 s: 10 s less
+      {2000, 0ms, 60000ms},     // a short query timeout: never below 60 s
+      {1, 0ms, 60000ms},
+      {2000, 300ms, 300ms},  // the worker's own cap is lower
+      {1, 1ms, 1ms},         // never below 1 ms
+      {200000, 5000ms, 5000ms},
+      {100000, 95000ms, 90000ms},  // the query's bound is lower
   };
   for (const BoundCase& c : cases) {
     EXPECT_EQ(worker::MeasurementBound(c.query_timeout_ms, c.cap), c.expected)
@@ -322,7 +326,7 @@ TEST(HungMeasurementTest, IosWorkerAnswersAHungMeasurementWithATimeoutAndExitsTh
   const std::string endpoint = coordinator.BindLoopback();
   testing::ChildProcess worker(
       {testing::kWorker, "--connect", endpoint, "--id", "hanging", "--backend", "sim:v100",
-       "--sim-hang-after", "1", "--heartbeat-ms", "100"},
+       "--sim-hang-after", "1", "--max-measurement-ms", "750", "--heartbeat-ms", "100"},
       dir.path() / "worker.log");
   ASSERT_TRUE(worker.started());
   ASSERT_TRUE(coordinator.ReceiveA<schema::Hello>(15s).has_value())
@@ -347,14 +351,15 @@ TEST(HungMeasurementTest, IosWorkerAnswersAHungMeasurementWithATimeoutAndExitsTh
 TEST(HungMeasurementTest, ASupervisedWorkerWhoseMeasurementHangsIsRestartedAndTheSearchEnds) {
   const ZooStages stages = StagesOf("squeezenet", 10);
   FarmOptions options = LoopbackOptions(0);
-  options.query_timeout = 3s;  // each child gives up after 2.25 s
+  options.query_timeout = 3s;
   CapturedLog log;
   auto farm = Farm::Start(options);
   auto supervised = std::make_unique<coordinator::SupervisedWorker>(
       testing::kWorker,
       std::vector<std::string>{"--connect", farm->BoundEndpoint(), "--id", "supervised",
-                               "--backend", "sim:v100", "--sim-hang-after", "4", "--heartbeat-ms",
-                               "100", "--log-level", "off"},
+                               "--backend", "sim:v100", "--sim-hang-after", "4",
+                               "--max-measurement-ms", "2250", "--heartbeat-ms", "100",
+                               "--log-level", "off"},
       /*max_restarts=*/10);
   auto measuring =
       std::async(std::launch::async, [&] { return MeasureEach(*farm, stages.pointers); });

@@ -179,7 +179,7 @@ TEST_F(IosRunTest, BadInputsFailWithOneLine) {
   const Case cases[] = {
       {"--model no_such_model", "unknown model 'no_such_model'", 1},
       {"--model squeezenet --device sim:v100", "cannot run a network", 1},
-      {"--model squeezenet --device gpu", "--device: unknown device 'gpu'", 1},
+      {"--model squeezenet --device gpu", "--device: unknown device 'gpu'", 2},
       {"--schedule sequential", "--model is required", 1},
       {"--model squeezenet --schedule no_such_file.json", "--schedule no_such_file.json", 1},
       {"--model squeezenet --batch 0", "--batch", 2},
