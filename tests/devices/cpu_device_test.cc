@@ -1,9 +1,8 @@
 // The cpu device (oneDNN): every op kind against values worked out by hand
-// and against the naive reference device (padding, stride, dilation, groups
-// and depthwise edge cases, batch 1 and 2, views at channel offsets), stage
-// programs with concurrent lanes and merged convolutions, concurrent lanes
-// equal to one lane, out of memory as an error, and the core-split policy
-// and option grammar.
+// (padding, stride, dilation, groups and depthwise edge cases, batch 1 and
+// 2, views at channel offsets), concurrent lanes equal to one lane, out of
+// memory as an error, and the core-split policy and option grammar. Against
+// the reference device: cpu_device_reference_test.cc.
 #include "devices/cpu/cpu_device.h"
 
 #include <gmock/gmock.h>
@@ -15,45 +14,23 @@
 
 #include "common/activation.h"
 #include "common/limits.h"
-#include "common/op_kinds.h"
 #include "common/stage.h"
 #include "devices/cpu/cpu_lanes.h"
 #include "exec/program.h"
 #include "exec/weights.h"
-#include "tests/exec/exec_testing.h"
+#include "tests/devices/cpu_device_testing.h"
 #include "tests/testing/ops.h"
 
 namespace ios::devices {
 namespace {
 
+using cpu_testing::CpuDeviceTest;
+using cpu_testing::ProgramBuilder;
 using ::ios::testing::PoolOp;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::FloatNear;
 using ::testing::Pointwise;
-
-//! Builds a program of one stage: each buffer in a slot of its own.
-struct ProgramBuilder {
-  exec::Program program;
-
-  int Buffer(Shape shape) {
-    const int slot = static_cast<int>(program.slot_elements.size());
-    program.buffers.push_back({shape, slot, "b" + std::to_string(program.buffers.size())});
-    program.slot_elements.push_back(int64_t{shape.c} * shape.h * shape.w);
-    return static_cast<int>(program.buffers.size()) - 1;
-  }
-  int Weights(exec::ConvWeights weights) {
-    program.weights.push_back(std::move(weights));
-    return static_cast<int>(program.weights.size()) - 1;
-  }
-  exec::Step& Add(exec::Step step, int lane = 0, int stage = 0) {
-    if (program.stages.size() <= size_t(stage)) program.stages.resize(stage + 1);
-    auto& lanes = program.stages[stage].lanes;
-    if (lanes.size() <= size_t(lane)) lanes.resize(lane + 1);
-    lanes[lane].steps.push_back(std::move(step));
-    return lanes[lane].steps.back();
-  }
-};
 
 exec::View Whole(const exec::Program& program, int buffer) {
   return {buffer, 0, program.buffers[buffer].shape.c};
@@ -118,11 +95,6 @@ std::vector<float> RunOnce(exec::Device& device, const exec::Program& program, i
   EXPECT_GE(prepared->TimedRuns(2), 0);
   return prepared->Read(out);
 }
-
-class CpuDeviceTest : public ::testing::Test {
- protected:
-  std::unique_ptr<exec::Device> device_ = MakeCpuDevice();
-};
 
 TEST_F(CpuDeviceTest, PaddedConvolutionWithBiasCountsTheWindowInsideTheImageAtBatch2) {
   ProgramBuilder b;
@@ -392,267 +364,6 @@ TEST_F(CpuDeviceTest, FingerprintNamesTheCpuAndIsStableAcrossInstances) {
   }
   EXPECT_EQ(MakeCpuDevice()->Info().fingerprint, info.fingerprint);
   EXPECT_NE(MakeCpuDevice({.threads = 7})->Info().fingerprint, info.fingerprint);
-}
-
-// ---- Against the reference device -------------------------------------------
-
-//! Runs `program` on the cpu device (twice: runs must not depend on each
-//! other) and on the reference device with the same seeded inputs, and
-//! compares every output.
-void ExpectSameAsReference(exec::Device& cpu, const exec::Program& program, int batch,
-                           const std::string& what) {
-  SCOPED_TRACE(what + " at batch " + std::to_string(batch));
-  try {
-    exec::Validate(program);
-  } catch (const std::exception& e) {
-    FAIL() << e.what();
-  }
-  auto mine = cpu.Prepare(program, batch);
-  auto reference = exec::MakeReferenceDevice()->Prepare(program, batch);
-  for (size_t i = 0; i < program.inputs.size(); ++i) {
-    const Shape& s = program.buffers[program.inputs[i]].shape;
-    const std::vector<float> values =
-        exec::testing::Ramp(exec::testing::Elements(s, batch), 0.13f, 0.05f * float(i));
-    mine->Write(program.inputs[i], values);
-    reference->Write(program.inputs[i], values);
-  }
-  mine->TimedRuns(2);
-  reference->TimedRuns(1);
-  for (size_t o = 0; o < program.outputs.size(); ++o) {
-    exec::testing::ExpectClose(mine->Read(program.outputs[o]), reference->Read(program.outputs[o]),
-                               1e-4, what + " output " + std::to_string(o));
-  }
-}
-
-//! One op whose inputs are views at channel offset 1 of wider buffers and
-//! whose output is a view at channel offset 2 of a wider buffer (or whole
-//! buffers when `offsets` is false).
-exec::Program OneOp(const OpParams& op, const std::vector<Shape>& in_shapes, bool offsets) {
-  ProgramBuilder b;
-  exec::Step step;
-  step.op = op;
-  step.label = Describe(op);
-  const int in_pad = offsets ? 3 : 0, out_pad = offsets ? 2 : 0;
-  for (const Shape& s : in_shapes) {
-    const int buffer = b.Buffer({s.c + in_pad, s.h, s.w});
-    b.program.inputs.push_back(buffer);
-    step.inputs.push_back({buffer, offsets ? 1 : 0, s.c});
-  }
-  // A step's identity of several views sums them (the graph's would concatenate).
-  const Shape out =
-      op.kind == OpKind::kIdentity ? in_shapes[0] : InferOpOutput(op, in_shapes, step.label);
-  step.output = {b.Buffer({out.c + out_pad, out.h, out.w}), out_pad, out.c};
-  if (op.kind == OpKind::kConv) {
-    step.weights = b.Weights(exec::RandomConvWeights(op.conv, in_shapes[0].c, 17));
-  }
-  b.program.outputs = {step.output};
-  b.Add(std::move(step));
-  return b.program;
-}
-
-OpParams ConvWith(Shape /*in*/, int out, Window kernel, Window pad, Window stride, Window dilation,
-                  int groups, Activation act, bool bias = true) {
-  OpParams op;
-  op.kind = OpKind::kConv;
-  op.conv.out_channels = out;
-  op.conv.kernel = kernel;
-  op.conv.padding = pad;
-  op.conv.stride = stride;
-  op.conv.dilation = dilation;
-  op.conv.groups = groups;
-  op.conv.act = act;
-  op.conv.bias = bias;
-  return op;
-}
-
-struct OpCase {
-  std::string name;
-  OpParams op;
-  std::vector<Shape> inputs;
-};
-
-OpParams CeilMax(int kernel, int stride, int pad) {
-  OpParams op = PoolOp(PoolType::kMax, kernel, stride, pad);
-  op.pool.ceil = true;
-  return op;
-}
-
-OpParams ExcludingPadding(OpParams op) {
-  op.pool.exclude_padding = true;
-  return op;
-}
-
-std::vector<OpCase> EveryOpKind() {
-  using A = Activation;
-  std::vector<OpCase> cases = {
-      {"conv3x3_pad1_relu",
-       ConvWith({}, 4, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, A::kRelu),
-       {{3, 7, 7}}},
-      {"conv3x3_stride2_nopad_nobias",
-       ConvWith({}, 5, {3, 3}, {0, 0}, {2, 2}, {1, 1}, 1, A::kNone, false),
-       {{3, 8, 7}}},
-      {"conv_dilated2_sigmoid",
-       ConvWith({}, 4, {3, 3}, {2, 2}, {1, 1}, {2, 2}, 1, A::kSigmoid),
-       {{4, 9, 9}}},
-      {"conv_dilation_2x3",
-       ConvWith({}, 2, {3, 3}, {1, 2}, {1, 1}, {2, 3}, 1, A::kNone),
-       {{2, 7, 8}}},
-      {"grouped2_tanh", ConvWith({}, 6, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, A::kTanh), {{4, 6, 6}}},
-      {"depthwise_stride2",
-       ConvWith({}, 6, {3, 3}, {1, 1}, {2, 2}, {1, 1}, 6, A::kRelu),
-       {{6, 7, 7}}},
-      {"depthwise_multiplier2",
-       ConvWith({}, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 4, A::kNone),
-       {{4, 6, 6}}},
-      {"asymmetric_1x3", ConvWith({}, 3, {1, 3}, {0, 1}, {1, 1}, {1, 1}, 1, A::kRelu), {{3, 6, 5}}},
-      {"asymmetric_7x1_stride_2x1",
-       ConvWith({}, 3, {7, 1}, {3, 0}, {2, 1}, {1, 1}, 1, A::kNone),
-       {{3, 9, 5}}},
-      {"stride_beyond_kernel",
-       ConvWith({}, 2, {1, 1}, {0, 0}, {3, 3}, {1, 1}, 1, A::kNone),
-       {{2, 7, 7}}},
-      {"padding_beyond_half_kernel",
-       ConvWith({}, 2, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, A::kNone),
-       {{3, 4, 4}}},
-      {"conv5x5_pad2_stride3",
-       ConvWith({}, 3, {5, 5}, {2, 2}, {3, 3}, {1, 1}, 1, A::kRelu),
-       {{2, 8, 8}}},
-      {"max_3x3_s2_p1", PoolOp(PoolType::kMax, 3, 2, 1), {{3, 7, 7}}},
-      {"max_2x2_s2_odd_input", PoolOp(PoolType::kMax, 2, 2, 0), {{3, 7, 7}}},
-      {"avg_3x3_s1_p1", PoolOp(PoolType::kAvg, 3, 1, 1), {{3, 5, 6}}},
-      {"avg_3x3_s2_p1", PoolOp(PoolType::kAvg, 3, 2, 1), {{2, 8, 8}}},
-      {"avg_2x2_s2_odd_input", PoolOp(PoolType::kAvg, 2, 2, 0), {{2, 5, 5}}},
-      {"global_max", PoolOp(PoolType::kGlobalMax, 1, 1, 0), {{3, 5, 3}}},
-      {"avg_3x3_s2_p1_excluding_padding",
-       ExcludingPadding(PoolOp(PoolType::kAvg, 3, 2, 1)),
-       {{2, 7, 8}}},
-      {"avg_2x3_s1_p1x1_excluding_padding",
-       ExcludingPadding(PoolOp(PoolType::kAvg, 3, 1, 1)),
-       {{3, 4, 5}}},
-      {"max_3x3_s2_ceil", CeilMax(3, 2, 0), {{3, 8, 8}}},     // 3x3 -> 4x4
-      {"max_3x3_s2_p1_ceil", CeilMax(3, 2, 1), {{2, 6, 7}}},  // windows past the padding
-      {"global_avg", PoolOp(PoolType::kGlobalAvg, 1, 1, 0), {{3, 5, 3}}},
-      {"add_of_two", ::ios::testing::EltwiseOp(EltwiseType::kAdd), {{3, 4, 4}, {3, 4, 4}}},
-      {"add_of_three",
-       ::ios::testing::EltwiseOp(EltwiseType::kAdd),
-       {{2, 3, 5}, {2, 3, 5}, {2, 3, 5}}},
-      {"mul_of_two", ::ios::testing::EltwiseOp(EltwiseType::kMul), {{3, 4, 4}, {3, 4, 4}}},
-      {"mul_broadcast_first", ::ios::testing::EltwiseOp(EltwiseType::kMul), {{3, 1, 1}, {3, 4, 5}}},
-      {"add_broadcast_second",
-       ::ios::testing::EltwiseOp(EltwiseType::kAdd),
-       {{3, 4, 5}, {3, 1, 1}, {3, 4, 5}}},
-      {"identity_copy", ::ios::testing::IdentityOp(), {{3, 4, 4}}},
-      {"identity_sum_of_three", ::ios::testing::IdentityOp(), {{2, 4, 3}, {2, 4, 3}, {2, 4, 3}}},
-  };
-  // Every activation, on its own and as a convolution's post-op.
-  for (const ActivationKind& kind : ActivationKinds()) {
-    const A act = kind.id;
-    if (act == A::kNone) continue;
-    cases.push_back({std::string("conv_") + ToString(act),
-                     ConvWith({}, 4, {3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, act),
-                     {{3, 5, 5}}});
-    OpParams op;
-    op.kind = OpKind::kActivation;
-    op.act = act;
-    cases.push_back({std::string("activation_") + ToString(act), op, {{3, 4, 5}}});
-  }
-  // Every kind of common/op_kinds.h at its defaults, and softmax's logarithm.
-  for (const OpKindSpec& spec : RegisteredKinds()) {
-    cases.push_back({std::string(spec.name), MakeRegisteredOp(spec.kind), {{5, 3, 4}}});
-  }
-  OpParams log_softmax = MakeRegisteredOp(RegisteredKind::kSoftmax);
-  log_softmax.registered.attributes = {1};
-  cases.push_back({"logsoftmax", log_softmax, {{7, 2, 2}}});
-  cases.push_back(
-      {"softmax_of_classes", MakeRegisteredOp(RegisteredKind::kSoftmax), {{1000, 1, 1}}});
-  return cases;
-}
-
-TEST_F(CpuDeviceTest, EveryOpKindMatchesTheReferenceWithAndWithoutChannelOffsets) {
-  for (const OpCase& c : EveryOpKind()) {
-    for (const bool offsets : {false, true}) {
-      const exec::Program program = OneOp(c.op, c.inputs, offsets);
-      for (const int batch : {1, 2}) {
-        ExpectSameAsReference(*device_, program, batch,
-                              c.name + (offsets ? " at channel offsets" : ""));
-      }
-    }
-  }
-}
-
-//! A graph for stage programs: two branches, slices, sums, a sequential
-//! unit and three mergeable convolutions of one input.
-struct StageNet {
-  Graph graph;
-  NodeId a, b, pool, chain, summed, seq, m1, m3, m5;
-};
-
-StageNet BuildStageNet() {
-  using ::ios::testing::ConvOp;
-  exec::testing::GraphBuilder g({6, 7, 7});
-  StageNet n;
-  n.a = g.Add("a", ConvOp(4, 3, 1, 1), {{g.S(0)}});
-  n.b = g.Add("b", ConvOp(4, 3, 2, 1, Activation::kTanh, 2), {{g.S(0)}});
-  n.pool = g.Add("pool", PoolOp(PoolType::kAvg, 3, 1, 1), {{g.S(0)}});
-  n.chain = g.Add("chain", ConvOp(5, 1, 1, 0), {{g.S(n.a)}});
-  n.summed = g.Add("summed", ConvOp(3, 3, 1, 1), {{g.S(0, 0, 2), g.S(0, 3, 5)}, {g.S(n.a, 1, 3)}});
-  OpParams seq;
-  seq.kind = OpKind::kSequential;
-  OpParams relu;
-  relu.kind = OpKind::kActivation;
-  seq.chain = {relu, ConvOp(6, 3, 1, 1, Activation::kNone, 6), ConvOp(4, 1, 1, 0)};
-  n.seq = g.Add("seq", seq, {{g.S(0)}});
-  n.m1 = g.Add("m1", ConvOp(2, 1, 1, 0), {{g.S(n.pool)}, {g.S(n.a)}});
-  n.m3 = g.Add("m3", ConvOp(3, 3, 1, 1), {{g.S(n.pool)}, {g.S(n.a)}});
-  OpParams m5 = ConvOp(2, 5, 1, 2);
-  m5.conv.bias = false;
-  n.m5 = g.Add("m5", m5, {{g.S(n.pool)}, {g.S(n.a)}});
-  n.graph = g.Done();
-  return n;
-}
-
-TEST_F(CpuDeviceTest, StageProgramsWithConcurrentLanesMatchTheReference) {
-  const StageNet n = BuildStageNet();
-  const std::vector<Stage> stages = {
-      {Strategy::kParallel, {{n.a, n.chain}}},
-      {Strategy::kParallel, {{n.a}, {n.b}}},
-      {Strategy::kParallel, {{n.a, n.chain}, {n.pool}, {n.seq}, {n.b}}},
-      {Strategy::kParallel, {{n.summed}, {n.seq}}},
-      {Strategy::kMerge, {{n.m1}, {n.m3}, {n.m5}}},
-  };
-  for (size_t i = 0; i < stages.size(); ++i) {
-    const exec::Program program = exec::StageProgram(MakeStageSpec(n.graph, stages[i]), 3);
-    for (const int batch : {1, 2}) {
-      ExpectSameAsReference(*device_, program, batch, "stage " + std::to_string(i));
-    }
-  }
-}
-
-TEST_F(CpuDeviceTest, MergedConvolutionEqualsItsMembers) {
-  const StageNet n = BuildStageNet();
-  const StageSpec merged = MakeStageSpec(n.graph, {Strategy::kMerge, {{n.m1}, {n.m3}, {n.m5}}});
-  StageSpec members = merged;  // the same ops, one lane each: the same seeded weights
-  members.strategy = Strategy::kParallel;
-  const exec::Program stacked = exec::StageProgram(merged, 5);
-  const exec::Program separate = exec::StageProgram(members, 5);
-  ASSERT_EQ(stacked.outputs.size(), 3u);
-  ASSERT_EQ(separate.outputs.size(), 3u);
-  for (const int batch : {1, 2}) {
-    auto one = device_->Prepare(stacked, batch);
-    auto each = device_->Prepare(separate, batch);
-    for (size_t i = 0; i < stacked.inputs.size(); ++i) {
-      const Shape& s = stacked.buffers[stacked.inputs[i]].shape;
-      const std::vector<float> values = exec::testing::Ramp(exec::testing::Elements(s, batch));
-      one->Write(stacked.inputs[i], values);
-      each->Write(separate.inputs[i], values);
-    }
-    one->TimedRuns(1);
-    each->TimedRuns(1);
-    for (size_t m = 0; m < 3; ++m) {
-      exec::testing::ExpectClose(one->Read(stacked.outputs[m]), each->Read(separate.outputs[m]),
-                                 1e-4, "member " + std::to_string(m));
-    }
-  }
 }
 
 TEST(CpuSplitCoresTest, LanesShareTheBudgetAndArePinnedToDisjointCoresWhenTheyFit) {
