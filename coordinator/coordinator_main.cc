@@ -369,11 +369,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20));
   app.add_option(
          "--device", cli.device,
-         "device to measure on: the embedded workers' backend (cpu[,threads=N][,cache=cold|warm]: "
-         "this machine's CPU through oneDNN; sim:v100, sim:k80, sim:2080ti, sim:a100, "
-         "sim:h100: simulated GPUs), and which ios-worker processes may serve the search "
-         "(those whose device name, backend or fingerprint it equals); cuda: NVIDIA GPUs, "
-         "served only by `ios-worker --backend cuda` processes (give --bind; docs/gpu.md)")
+         "device to measure on (" + devices::BuiltinRegistry().Grammars() +
+             "): the embedded workers' backend (cpu: this machine's CPU through oneDNN; sim: "
+             "simulated GPUs), and which ios-worker processes may serve the search (those "
+             "whose device name, backend or fingerprint it equals); cuda: NVIDIA GPUs, "
+             "measured by ios-worker processes: with --bind, those you start "
+             "(`ios-worker --backend cuda`); without, one this tool starts itself (docs/gpu.md)")
       ->default_val("cpu");
   app.add_option("--strategy", cli.strategy, "stage strategies the DP may use")
       ->default_val("both")

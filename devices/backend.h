@@ -56,7 +56,7 @@ struct StageCostFacts {
   //! as a one-operator stage at a batch size: no concurrent stage runs in
   //! less than stage_fixed_ms plus the sum of its operators' work. On the
   //! simulator: its kernels' full-GPU work (concurrent kernels never make
-  //! more than one full GPU's progress together, Rates() in sim_backend.cc),
+  //! more than one full GPU's progress together, Rates() in devices/sim/sim_model.cc),
   //! and the first launch and the closing synchronisation. Empty: nothing
   //! known (a real device's work would need its peak throughput).
   std::function<double(const StageSpec& op, int batch_size)> operator_work_ms;

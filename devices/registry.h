@@ -1,6 +1,6 @@
 // The one list of backends: which command-line names open what, and what a
-// device's measurements tell the search. Every tool asks a Registry; no
-// other file names a backend.
+// device's measurements tell the search. Every tool opens backends and
+// devices through a Registry.
 #pragma once
 
 #include <functional>

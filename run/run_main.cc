@@ -389,8 +389,9 @@ int main(int argc, char** argv) {
                  "reference schedule)")
       ->default_val(cli.schedule);
   app.add_option("--device", cli.device,
-                 "cpu[,threads=N]; cuda[:GPU][,math=fp32|tf32][,algo=exhaustive|heuristic]"
-                 "[,workspace_mb=M] (docs/gpu.md); or reference (naive loops, slow)")
+                 "the device to run on, one of: " + devices::LinkedRegistry().Grammars() +
+                     " (sim models latencies only and cannot run a network; reference: naive "
+                     "loops, slow; cuda: docs/gpu.md)")
       ->default_val(cli.device);
   app.add_flag("--cuda-graph", cli.cuda_graph,
                "cuda: also record the scheduled network once as a CUDA graph (after the timed "

@@ -93,15 +93,13 @@ int main(int argc, char** argv) {
                  "coordinator endpoint, e.g. tcp://host:5555 (required unless --check-device)");
   app.add_flag("--check-device", check_device,
                "open the --backend's device, print its name and fingerprint, and exit: 0 when it "
-               "works, 1 with the reason when not");
+               "works, 1 when the device cannot be opened here, 2 for a bad name or option");
   app.add_option("--backend", backend_name,
-                 "measurement backend: cpu[,threads=N][,cache=cold|warm] (this machine's CPU on "
-                 "oneDNN, N threads per stage, default every core; cache=cold, the default, "
-                 "flushes a stage's data from the caches before each timed run; "
-                 "docs/cpu-backend.md), "
-                 "cuda[:GPU][,math=fp32|tf32][,algo=exhaustive|heuristic][,workspace_mb=M] "
-                 "(an NVIDIA GPU through cuDNN, docs/gpu.md), sim:v100, "
-                 "sim:k80, sim:2080ti, sim:a100, sim:h100 (simulated GPUs)")
+                 "measurement backend, one of: " + devices::LinkedRegistry().Grammars() +
+                     ". cpu: this machine's CPU on oneDNN, N threads per stage (default every "
+                     "core), cache=cold (the default) flushes a stage's data from the caches "
+                     "before each timed run (docs/cpu-backend.md); cuda: an NVIDIA GPU through "
+                     "cuDNN (docs/gpu.md); sim: simulated GPUs; reference: naive loops, slow")
       ->default_val(backend_name);
   app.add_option("--gpu", backend_options.gpu, "GPU ordinal (cuda backend)")
       ->default_val(0)

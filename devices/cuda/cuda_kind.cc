@@ -1,7 +1,7 @@
 // The cuda kind by name (devices/kinds.h): its grammar and options are
 // known everywhere, so a coordinator without CUDA can check a name and
 // start an ios-worker for it; its devices open only where a tool links
-// the CUDA runtime (CudaRuntimeKind, devices/linked.h).
+// the CUDA runtime (LinkedRegistry, devices/linked.h).
 #include "common/error.h"
 #include "devices/cuda/cuda_device.h"
 #include "devices/kinds.h"

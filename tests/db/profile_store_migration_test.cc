@@ -199,7 +199,7 @@ TEST(StageTextTest, HashesAreStableAndIndependent) {
 }
 
 // Golden values, computed by an independent implementation of the
-// documented hash (Python, from the definition in db/stage_text.cc): any
+// documented hash (Python, from the definition in common/stage_key_hash.cc): any
 // change to the hash would orphan every stage row of every existing DB.
 TEST(StageTextTest, HashesMatchTheFileFormat) {
   std::string long_text;
