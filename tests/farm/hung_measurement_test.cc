@@ -230,11 +230,13 @@ TEST(HungMeasurementTest, AWorkerAnswersAHungMeasurementWithATimeoutAndReportsIt
   auto context = std::make_unique<net::Context>();
   Peer coordinator(*context, zmq::socket_type::router);
   auto gate = std::make_shared<Gate>();
-  RunningWorker running(*context, std::make_unique<BlockingBackend>(gate, 1),
-                        FastWorker(coordinator.BindLoopback(), "hanging"), gate);
+  worker::WorkerOptions options = FastWorker(coordinator.BindLoopback(), "hanging");
+  // Bound: 300 ms from the start of each measurement (a query's own timeout
+  // gives at least kMinMeasurementBound, too long for a test).
+  options.max_measurement = 300ms;
+  RunningWorker running(*context, std::make_unique<BlockingBackend>(gate, 1), options, gate);
   ASSERT_TRUE(coordinator.ReceiveA<schema::Hello>(10s).has_value());
   const ZooStages stages = StagesOf("squeezenet", 3);
-  // Bound: 400 ms less a quarter, from the start of each measurement.
   for (uint64_t id : {71, 72, 73}) {
     coordinator.Send(schema::EncodeQuery(id, stages.specs.at(id - 71), 1, MeasureSettings{},
                                          /*timeout_ms=*/400));
