@@ -20,6 +20,11 @@ BackendKind SimKind();
 //! "reference": the naive device (exec/): checks, not speed.
 BackendKind ReferenceKind();
 
+//! Makes `kind` refuse to open anything: both openers call `refuse`, which
+//! throws saying why (a name known here whose library is not).
+using Refusal = void (*)(const std::string& name, const BackendOptions& options);
+void RefuseToOpen(BackendKind& kind, Refusal refuse);
+
 //! The positive number after `field` (e.g. "|threads=") in a fingerprint,
 //! or 0 when absent or absurd: cost facts read their device's figures so.
 double FingerprintNumber(const std::string& fingerprint, std::string_view field);

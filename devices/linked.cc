@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "devices/cuda/cuda_device.h"
 #include "devices/exec_backend.h"
+#include "devices/kinds.h"
 #ifdef IOS_HAVE_CUDA_BACKEND
 #include "devices/cuda/cuda_api_real.h"
 #endif
@@ -32,14 +33,7 @@ BackendKind WithRealCuda(BackendKind kind) {
 }
 
 BackendKind WithRealCuda(BackendKind kind) {
-  kind.open_device = [](const std::string& name,
-                        const BackendOptions& options) -> std::unique_ptr<exec::Device> {
-    NotBuilt(name, options);
-  };
-  kind.open_backend = [](const std::string& name,
-                         const BackendOptions& options) -> std::unique_ptr<Backend> {
-    NotBuilt(name, options);
-  };
+  RefuseToOpen(kind, NotBuilt);
   return kind;
 }
 #endif

@@ -90,6 +90,19 @@ const Registry& BuiltinRegistry() {
   return registry;
 }
 
+void RefuseToOpen(BackendKind& kind, Refusal refuse) {
+  kind.open_backend = [refuse](const std::string& name,
+                               const BackendOptions& options) -> std::unique_ptr<Backend> {
+    refuse(name, options);
+    throw Error("backend '" + name + "' cannot be opened here");  // refuse throws first
+  };
+  kind.open_device = [refuse](const std::string& name,
+                              const BackendOptions& options) -> std::unique_ptr<exec::Device> {
+    refuse(name, options);
+    throw Error("device '" + name + "' cannot be opened here");
+  };
+}
+
 double FingerprintNumber(const std::string& fingerprint, std::string_view field) {
   const size_t at = fingerprint.find(field);
   if (at == std::string::npos) return 0;

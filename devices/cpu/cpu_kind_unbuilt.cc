@@ -6,7 +6,7 @@
 namespace ios::devices {
 namespace {
 
-[[noreturn]] void Unbuilt(const std::string& name) {
+[[noreturn]] void Unbuilt(const std::string& name, const BackendOptions&) {
   throw Error("backend '" + name +
               "' is not available in this build (CMake found no oneDNN or no OpenMP: install "
               "libdnnl-dev and ocl-icd-opencl-dev, docs/cpu-backend.md)");
@@ -18,10 +18,7 @@ BackendKind CpuKind() {
   BackendKind kind;
   kind.prefix = "cpu";
   kind.grammar = "cpu[,threads=N][,cache=cold|warm] (not in this build)";
-  kind.open_backend = [](const std::string& name,
-                         const BackendOptions&) -> std::unique_ptr<Backend> { Unbuilt(name); };
-  kind.open_device = [](const std::string& name,
-                        const BackendOptions&) -> std::unique_ptr<exec::Device> { Unbuilt(name); };
+  RefuseToOpen(kind, Unbuilt);
   return kind;
 }
 

@@ -25,14 +25,7 @@ BackendKind CudaKind() {
   BackendKind kind;
   kind.prefix = "cuda";
   kind.grammar = "cuda[:GPU][,math=fp32|tf32][,algo=exhaustive|heuristic][,workspace_mb=M]";
-  kind.open_backend = [](const std::string& name,
-                         const BackendOptions& options) -> std::unique_ptr<Backend> {
-    NotLinked(name, options);
-  };
-  kind.open_device = [](const std::string& name,
-                        const BackendOptions& options) -> std::unique_ptr<exec::Device> {
-    NotLinked(name, options);
-  };
+  RefuseToOpen(kind, NotLinked);
   kind.needs_own_process = true;
   kind.replays_graphs = true;
   kind.cross_check_on = "cpu";
