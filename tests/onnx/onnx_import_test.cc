@@ -13,11 +13,10 @@
 #include <vector>
 
 #include "common/blocks.h"
-#include "common/error.h"
 #include "exec/device.h"
 #include "exec/weights.h"
-#include "run/network_run.h"
 #include "tests/onnx/onnx_builder.h"
+#include "tests/onnx/onnx_import_testing.h"
 
 namespace ios::onnx_import {
 namespace {
@@ -28,33 +27,6 @@ using testing::IntAttr;
 using testing::IntsAttr;
 using testing::OnnxBuilder;
 using testing::StringAttr;
-
-//! The imported network's output for `input` on the naive reference device,
-//! under the sequential and the greedy schedule (which must agree).
-std::vector<float> RunImported(const ImportedModel& model, const std::vector<float>& input) {
-  auto device = exec::MakeReferenceDevice();
-  const run::Execution sequential =
-      run::Execute(*device, model.graph, run::SequentialNetworkSchedule(model.graph), model.weights,
-                   1, input, nullptr);
-  const run::Execution greedy =
-      run::Execute(*device, model.graph, run::GreedyNetworkSchedule(model.graph), model.weights, 1,
-                   input, nullptr);
-  EXPECT_TRUE(run::Compare(greedy.output, sequential.output).Within(1e-5));
-  return sequential.output;
-}
-
-std::string Refusal(const std::string& bytes) {
-  try {
-    ImportOnnx(bytes, "model.onnx");
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_EQ(what.find('\n'), std::string::npos) << "one line: " << what;
-    EXPECT_THAT(what, HasSubstr("model.onnx")) << what;
-    return what;
-  }
-  ADD_FAILURE() << "imported without complaint";
-  return {};
-}
 
 TEST(OnnxImportTest, ConvBatchNormReluBecomeOneConvolutionComputingTheSame) {
   OnnxBuilder b(2, 3, 3);
@@ -215,190 +187,6 @@ TEST(OnnxImportTest, ResidualAddSigmoidTanhGlobalPoolsDropoutAndIdentityMap) {
   const std::vector<float> input = exec::SeededValues(32, 5);
   const std::vector<float> out = RunImported(model, input);
   EXPECT_EQ(out.size(), 2u);
-}
-
-// Clip to [0, 6] is relu6, HardSwish is hardswish, and Mul(x, Sigmoid(x))
-// is SiLU: folded into the convolution before them where nothing else reads
-// it, computed as PyTorch defines them.
-TEST(OnnxImportTest, Relu6HardSwishAndSiluBecomeActivationsComputingTheSame) {
-  OnnxBuilder b(2, 3, 3, /*opset=*/14);                    // HardSwish is opset 14
-  const std::vector<float> w = {3.0f, -1.0f, 2.0f, 4.0f};  // 2x2x1x1
-  const std::string conv = b.Node("Conv", {"input", b.Weight({2, 2, 1, 1}, w)});
-  const std::string six = b.Node("Clip", {conv, b.Weight({}, std::vector<float>{0.0f}),
-                                          b.Weight({}, std::vector<float>{6.0f})});
-  const std::string hs = b.Node("HardSwish", {six});  // not after a conv: an operator
-  const std::string conv2 = b.Node("Conv", {hs, b.Weight({2, 2, 1, 1}, w)});
-  const std::string silu = b.Node("Mul", {conv2, b.Node("Sigmoid", {conv2})});
-  const ImportedModel model = ImportOnnx(b.Bytes(silu), "m.onnx");
-  ASSERT_EQ(model.graph.nodes.size(), 4u);  // the sigmoid operator was dropped
-  EXPECT_EQ(model.graph.nodes[1].op.conv.act, Activation::kRelu6);
-  EXPECT_EQ(model.graph.nodes[2].op.kind, OpKind::kActivation);
-  EXPECT_EQ(model.graph.nodes[2].op.act, Activation::kHardSwish);
-  EXPECT_EQ(model.graph.nodes[3].op.conv.act, Activation::kSilu);
-
-  const std::vector<float> input = exec::SeededValues(18, 11);
-  std::vector<float> x(input.begin(), input.end());
-  for (float& v : x) v *= 4;  // reach past relu6's clip and hardswish's knees
-  const std::vector<float> out = RunImported(model, x);
-  const auto conv1x1 = [&](const std::vector<float>& in, int o, int p) {
-    return w[o * 2] * in[p] + w[o * 2 + 1] * in[9 + p];
-  };
-  std::vector<float> h(18);
-  for (int o = 0; o < 2; ++o) {
-    for (int p = 0; p < 9; ++p) {
-      const float r6 = std::min(std::max(conv1x1(x, o, p), 0.0f), 6.0f);
-      h[o * 9 + p] = r6 * std::min(std::max(r6 + 3, 0.0f), 6.0f) / 6;
-    }
-  }
-  for (int o = 0; o < 2; ++o) {
-    for (int p = 0; p < 9; ++p) {
-      const float y = conv1x1(h, o, p);
-      EXPECT_NEAR(out[o * 9 + p], y / (1 + std::exp(-y)), 1e-4) << o << "," << p;
-    }
-  }
-}
-
-// PyTorch's Hardsigmoid (HardSigmoid alpha 1/6, beta 1/2: MobileNetV3's
-// squeeze-and-excitation gate) and LeakyRelu at PyTorch's slope: folded into
-// the convolution before them, or operators of their own.
-TEST(OnnxImportTest, HardSigmoidAndLeakyReluAtPytorchsSettingsComputeTheSame) {
-  OnnxBuilder b(2, 3, 3);
-  const std::vector<float> w = {3.0f, -1.0f, 2.0f, 4.0f};  // 2x2x1x1
-  const std::string conv = b.Node("Conv", {"input", b.Weight({2, 2, 1, 1}, w)});
-  const std::string gate =
-      b.Node("HardSigmoid", {conv}, {FloatAttr("alpha", 1.0f / 6), FloatAttr("beta", 0.5f)});
-  const std::string leaky =
-      b.Node("LeakyRelu", {b.Node("Add", {gate, "input"})}, {FloatAttr("alpha", 0.01f)});
-  const ImportedModel model = ImportOnnx(b.Bytes(leaky), "m.onnx");
-  ASSERT_EQ(model.graph.nodes.size(), 4u);
-  EXPECT_EQ(model.graph.nodes[1].op.conv.act, Activation::kHardSigmoid);
-  EXPECT_EQ(model.graph.nodes[3].op.kind, OpKind::kActivation);
-  EXPECT_EQ(model.graph.nodes[3].op.act, Activation::kLeakyRelu);
-
-  std::vector<float> x = exec::SeededValues(18, 7);
-  for (float& v : x) v *= 8;  // reach past hardsigmoid's knees at -3 and 3
-  const std::vector<float> out = RunImported(model, x);
-  ASSERT_EQ(out.size(), 18u);
-  for (int o = 0; o < 2; ++o) {
-    for (int p = 0; p < 9; ++p) {
-      const float c = w[o * 2] * x[p] + w[o * 2 + 1] * x[9 + p];
-      const float s = std::min(std::max(c / 6 + 0.5f, 0.0f), 1.0f) + x[o * 9 + p];
-      EXPECT_NEAR(out[o * 9 + p], s > 0 ? s : 0.01f * s, 1e-5) << o << "," << p;
-    }
-  }
-  {
-    OnnxBuilder r(4, 4, 4);  // ONNX's own default alpha is 0.2, not PyTorch's 1/6
-    EXPECT_THAT(Refusal(r.Bytes(r.Node("HardSigmoid", {"input"}))),
-                HasSubstr("(HardSigmoid): alpha 0.200000, beta 0.500000: only HardSigmoid with"));
-  }
-  {
-    OnnxBuilder r(4, 4, 4);
-    EXPECT_THAT(Refusal(r.Bytes(r.Node("LeakyRelu", {"input"}, {FloatAttr("alpha", 0.2f)}))),
-                HasSubstr("(LeakyRelu): alpha 0.200000: only LeakyRelu with alpha 0.010000"));
-  }
-}
-
-// MobileNetV3's classifier as PyTorch exports it below opset 14: Gemm, then
-// Hardswish as Mul(x, HardSigmoid(x)), then another Gemm, Relu after it.
-// Activations read a fully connected layer's flat output; the Mul becomes
-// the first layer's hardswish.
-TEST(OnnxImportTest, HardswishAsMulOfHardSigmoidAndActivationsAfterFullyConnectedLayers) {
-  OnnxBuilder b(2, 1, 1);
-  const std::string flat = b.Node("Flatten", {"input"}, {IntAttr("axis", 1)});
-  const std::vector<float> w1 = {4.0f, -1.0f, -2.0f, 3.0f, 1.0f, 1.0f};  // 3x2
-  const std::vector<float> w2 = {1.0f, -1.0f, 0.5f, 2.0f, 0.0f, -1.0f};  // 2x3
-  const std::string fc1 = b.Node("Gemm", {flat, b.Weight({3, 2}, w1)}, {IntAttr("transB", 1)});
-  const std::string gate =
-      b.Node("HardSigmoid", {fc1}, {FloatAttr("alpha", 1.0f / 6), FloatAttr("beta", 0.5f)});
-  const std::string hs = b.Node("Mul", {fc1, gate});
-  const std::string fc2 = b.Node("Gemm", {hs, b.Weight({2, 3}, w2)}, {IntAttr("transB", 1)});
-  const ImportedModel model = ImportOnnx(b.Bytes(b.Node("Relu", {fc2})), "m.onnx");
-  ASSERT_EQ(model.graph.nodes.size(), 3u) << "two convolutions; the gate was dropped";
-  EXPECT_EQ(model.graph.nodes[1].op.conv.act, Activation::kHardSwish);
-  EXPECT_EQ(model.graph.nodes[2].op.conv.act, Activation::kRelu);
-
-  const std::vector<float> x = {2.5f, -1.5f};
-  const std::vector<float> out = RunImported(model, x);
-  std::vector<float> h(3);
-  for (int o = 0; o < 3; ++o) {
-    const float v = w1[o * 2] * x[0] + w1[o * 2 + 1] * x[1];
-    h[o] = v * std::min(std::max(v + 3, 0.0f), 6.0f) / 6;
-  }
-  ASSERT_EQ(out.size(), 2u);
-  for (int o = 0; o < 2; ++o) {
-    const float v = w2[o * 3] * h[0] + w2[o * 3 + 1] * h[1] + w2[o * 3 + 2] * h[2];
-    EXPECT_NEAR(out[o], std::max(v, 0.0f), 1e-5) << o;
-  }
-}
-
-// MNASNet's x.mean([2, 3]): ReduceMean over H and W is a global average
-// pool, its keepdims=0 output read by a Gemm; ReduceMax is a global max.
-TEST(OnnxImportTest, ReduceMeanAndMaxOverHeightAndWidthAreGlobalPools) {
-  OnnxBuilder b(2, 2, 2);
-  const std::string mean =
-      b.Node("ReduceMean", {"input"}, {IntsAttr("axes", {-1, 2}), IntAttr("keepdims", 0)});
-  const std::vector<float> w = {1.0f, 2.0f, -1.0f, 0.5f};  // 2x2
-  const std::string fc = b.Node("Gemm", {mean, b.Weight({2, 2}, w)}, {IntAttr("transB", 1)});
-  const ImportedModel model = ImportOnnx(b.Bytes(fc), "m.onnx");
-  ASSERT_EQ(model.graph.nodes.size(), 3u);
-  EXPECT_EQ(model.graph.nodes[1].op.pool.type, PoolType::kGlobalAvg);
-  const std::vector<float> x = {1, 2, 3, 6, -4, 0, 0, 0};  // channel means 3 and -1
-  const std::vector<float> out = RunImported(model, x);
-  ASSERT_EQ(out.size(), 2u);
-  EXPECT_NEAR(out[0], 1.0f * 3 + 2.0f * -1, 1e-6);
-  EXPECT_NEAR(out[1], -1.0f * 3 + 0.5f * -1, 1e-6);
-
-  OnnxBuilder m(2, 2, 2);
-  const ImportedModel max =
-      ImportOnnx(m.Bytes(m.Node("ReduceMax", {"input"}, {IntsAttr("axes", {2, 3})})), "m.onnx");
-  EXPECT_EQ(max.graph.nodes.back().op.pool.type, PoolType::kGlobalMax);
-  EXPECT_EQ(max.graph.nodes.back().output, (Shape{2, 1, 1}));
-  EXPECT_EQ(RunImported(max, x), (std::vector<float>{6, 0}));
-
-  OnnxBuilder r(2, 2, 2);
-  EXPECT_THAT(Refusal(r.Bytes(r.Node("ReduceMean", {"input"}, {IntsAttr("axes", {1})}))),
-              HasSubstr("(ReduceMean): axes [1]: only a reduction over height and width (axes 2 "
-                        "and 3) is supported"));
-}
-
-// A classifier's Softmax after its Gemm (opset 13's default axis is the
-// last, the classes), and LogSoftmax over the channels of a feature map.
-TEST(OnnxImportTest, SoftmaxAndLogSoftmaxOverChannelsComputeTheSame) {
-  {
-    OnnxBuilder b(2, 1, 1);
-    const std::string flat = b.Node("Flatten", {"input"}, {IntAttr("axis", 1)});
-    const std::vector<float> w = {4.0f, -1.0f, -2.0f, 3.0f, 1.0f, 1.0f};  // 3x2
-    const std::string fc = b.Node("Gemm", {flat, b.Weight({3, 2}, w)}, {IntAttr("transB", 1)});
-    const ImportedModel model = ImportOnnx(b.Bytes(b.Node("Softmax", {fc})), "m.onnx");
-    ASSERT_EQ(model.graph.nodes.size(), 3u);
-    EXPECT_EQ(Describe(model.graph.nodes[2].op), "softmax");
-    const std::vector<float> x = {0.5f, -1.5f};
-    const std::vector<float> out = RunImported(model, x);
-    ASSERT_EQ(out.size(), 3u);
-    double sum = 0;
-    std::vector<double> e(3);
-    for (int o = 0; o < 3; ++o) sum += e[o] = std::exp(w[o * 2] * x[0] + w[o * 2 + 1] * x[1]);
-    for (int o = 0; o < 3; ++o) EXPECT_NEAR(out[o], e[o] / sum, 1e-6) << o;
-  }
-  {
-    OnnxBuilder b(3, 1, 1, 11);  // opset 11: flattening C x 1 x 1 leaves the classes
-    const ImportedModel model =
-        ImportOnnx(b.Bytes(b.Node("LogSoftmax", {"input"}, {IntAttr("axis", -3)})), "m.onnx");
-    EXPECT_EQ(Describe(model.graph.nodes[1].op), "logsoftmax");
-  }
-  OnnxBuilder b(3, 1, 2);
-  const ImportedModel model =
-      ImportOnnx(b.Bytes(b.Node("LogSoftmax", {"input"}, {IntAttr("axis", 1)})), "m.onnx");
-  ASSERT_EQ(model.graph.nodes.size(), 2u);
-  const std::vector<float> x = {1.0f, 2.0f, 3.0f, -1.0f, 0.0f, 1.0f};  // NCHW, 2 pixels
-  const std::vector<float> out = RunImported(model, x);
-  for (int pixel = 0; pixel < 2; ++pixel) {
-    double sum = 0;
-    for (int c = 0; c < 3; ++c) sum += std::exp(x[c * 2 + pixel]);
-    for (int c = 0; c < 3; ++c) {
-      EXPECT_NEAR(out[c * 2 + pixel], x[c * 2 + pixel] - std::log(sum), 1e-5) << c << pixel;
-    }
-  }
 }
 
 // Batch norm not after a convolution (DenseNet normalises concatenations)
