@@ -15,7 +15,7 @@
 namespace ios {
 namespace {
 
-// Recursive descent over the grammar StageSpec::Key() writes (common/stage.cc):
+// Recursive descent over the grammar StageSpec::Key() writes (common/stage_spec_text.cc):
 //   key    := "v1;" strategy ";in=" (shape ",")* (";g=" op+)*
 //   op     := optext "<" (slice* "|")* ">"
 //   slice  := ("X" | "L") int "[" int ":" int "]+"

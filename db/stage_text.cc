@@ -15,8 +15,9 @@ namespace {
 // one stays readable forever.
 constexpr unsigned char kFormatV1 = 1;
 
-// Fragments that recur in canonical keys and descriptions (common/stage.cc:
-// StageSpec::Key, StageKeyer, Describe): the separable-convolution units of
+// Fragments that recur in canonical keys and descriptions
+// (common/stage_spec_text.cc: StageSpec::Key, Describe; common/stage.cc:
+// StageKeyer): the separable-convolution units of
 // NASNet- and RandWire-like networks first, then plain convolutions,
 // pooling and shapes. Deflate finds matches anywhere in it; those nearest
 // the end are the cheapest to refer to, so the commonest come last. Part of
