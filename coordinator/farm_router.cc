@@ -25,7 +25,15 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 // device is known (from the embedded workers or the first worker) only equal
 // fingerprints serve.
 bool Serves(const std::string& selector, const DeviceInfo& device) {
-  const std::string kind = selector.substr(0, selector.find(','));
+  std::string kind = selector.substr(0, selector.find(','));
+  // "cuda:1": the ordinal picks a GPU on its host, not a kind of device;
+  // identical GPUs share a fingerprint. ("sim:v100" names a model: kept.)
+  if (const size_t colon = kind.find(':');
+      colon != std::string::npos && colon + 1 < kind.size() &&
+      std::all_of(kind.begin() + static_cast<std::ptrdiff_t>(colon) + 1, kind.end(),
+                  [](char c) { return c >= '0' && c <= '9'; })) {
+    kind.resize(colon);
+  }
   return selector == device.name || kind == device.backend || selector == device.fingerprint;
 }
 

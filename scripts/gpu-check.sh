@@ -24,7 +24,11 @@ mkdir -p "$out"
 gpu="${GPU:-0}"
 runs="${RUNS:-50}"
 python="${PYTHON:-python3}"
-device="cuda:$gpu"
+# The GPU is picked for every tool at once; the searches' --device then
+# names the kind (a coordinator selects workers by backend, name or
+# fingerprint, not by ordinal).
+export CUDA_VISIBLE_DEVICES="$gpu"
+device="cuda"
 bin="$here/bin"
 failures=0
 

@@ -146,5 +146,24 @@ TEST(RegistryTest, ABackendRegisteredFromTheTestsServesAFarmSearch) {
   EXPECT_DOUBLE_EQ(outcome.sequential.latency_ms, static_cast<double>(graph.nodes.size() - 1));
 }
 
+// `--device cuda:1` without --bind starts a worker on GPU 1, which says it
+// is a "cuda" device: the ordinal must not keep it from serving.
+TEST(RegistryTest, ADeviceOrdinalSelectsWorkersOfItsKind) {
+  std::atomic<int> measured = 0;
+  Registry registry = BuiltinRegistry();
+  registry.Add(CountingKind(measured));
+  coordinator::FarmOptions farm_options;
+  farm_options.registry = &registry;
+  farm_options.local_backend = "counting";
+  farm_options.device = "counting:1";
+  farm_options.wait_for_workers = std::chrono::seconds(5);
+  auto farm = coordinator::Farm::Start(farm_options);
+  auto store = db::ProfileStore::Open(":memory:");
+  EXPECT_NO_THROW(
+      coordinator::RunSearch(BuildZooModel("squeezenet"), "squeezenet", {}, *store, *farm))
+      << "no worker served --device counting:1";
+  EXPECT_GT(measured.load(), 0);
+}
+
 }  // namespace
 }  // namespace ios::devices
