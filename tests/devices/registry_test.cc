@@ -55,6 +55,16 @@ BackendKind CountingKind(std::atomic<int>& measured) {
   return kind;
 }
 
+//! A farm whose one embedded worker measures on the counting kind of
+//! `registry`, serving the search's `device`.
+coordinator::FarmOptions CountingFarm(const Registry& registry, const std::string& device) {
+  coordinator::FarmOptions options;
+  options.registry = &registry;
+  options.local_backend = "counting";
+  options.device = device;
+  return options;
+}
+
 TEST(RegistryTest, EveryBuiltinNameFindsItsKind) {
   const Registry& registry = BuiltinRegistry();
   for (const auto& [name, prefix] :
@@ -127,10 +137,7 @@ TEST(RegistryTest, ABackendRegisteredFromTheTestsServesAFarmSearch) {
   Registry registry = BuiltinRegistry();
   registry.Add(CountingKind(measured));
 
-  coordinator::FarmOptions farm_options;
-  farm_options.registry = &registry;
-  farm_options.local_backend = "counting";
-  farm_options.device = "counting";
+  coordinator::FarmOptions farm_options = CountingFarm(registry, "counting");
   auto farm = coordinator::Farm::Start(farm_options);
   auto store = db::ProfileStore::Open(":memory:");
   const Graph graph = BuildZooModel("squeezenet");
@@ -152,10 +159,7 @@ TEST(RegistryTest, ADeviceOrdinalSelectsWorkersOfItsKind) {
   std::atomic<int> measured = 0;
   Registry registry = BuiltinRegistry();
   registry.Add(CountingKind(measured));
-  coordinator::FarmOptions farm_options;
-  farm_options.registry = &registry;
-  farm_options.local_backend = "counting";
-  farm_options.device = "counting:1";
+  coordinator::FarmOptions farm_options = CountingFarm(registry, "counting:1");
   farm_options.wait_for_workers = std::chrono::seconds(5);
   auto farm = coordinator::Farm::Start(farm_options);
   auto store = db::ProfileStore::Open(":memory:");
