@@ -11,7 +11,23 @@ std::string MeasureSettings::Key() const {
     key += "max" + std::to_string(max_repeat) + "-spread" +
            std::to_string(std::lround(max_relative_spread * 100)) + "%-";
   }
-  return key + dtype;
+  key += dtype;
+  // Isolated keys keep their old text: rows stored before protocols were
+  // keyed were measured that way and stay valid for it.
+  if (protocol == StageProtocol::kExecuted) {
+    key += warm_weights ? "-executed-wwarm" : "-executed-wcold";
+  }
+  return key;
+}
+
+const char* ToString(StageProtocol protocol) {
+  switch (protocol) {
+    case StageProtocol::kIsolated:
+      return "isolated";
+    case StageProtocol::kExecuted:
+      return "executed";
+  }
+  return "?";
 }
 
 MeasureSettings DefaultMeasureSettings(bool simulated_device) {

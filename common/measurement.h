@@ -6,6 +6,18 @@
 
 namespace ios {
 
+//! How a stage is put on the device when it is timed; part of the
+//! measurement's key (docs/execution.md).
+enum class StageProtocol {
+  //! Each run alone: the cpu flushes all of the stage's data first, a GPU
+  //! launches and synchronises every run. Every row stored before
+  //! protocols were keyed was measured this way; the sim models it.
+  kIsolated,
+  //! As a schedule runs it (exec::PreparedProgram::TimedRunsAsExecuted).
+  kExecuted,
+};
+const char* ToString(StageProtocol protocol);
+
 //! The IOS protocol: `warmup` runs, then `repeat` times the mean of `number`
 //! runs; the result is the median of the repeat means (exec/protocol.h).
 //! Adaptive when max_repeat > repeat: more repeats, up to max_repeat, until
@@ -18,10 +30,16 @@ struct MeasureSettings {
   int max_repeat = 0;  // <= repeat: not adaptive
   double max_relative_spread = 0;
   std::string dtype = "float32";
+  StageProtocol protocol = StageProtocol::kIsolated;
+  //! kExecuted on the cpu: whether a whole run of the network leaves the
+  //! stage's weights in the caches (decided by the search from the
+  //! network's footprint against the device's cache).
+  bool warm_weights = false;
   bool Adaptive() const { return max_repeat > repeat; }
   //! Canonical text used in DB keys, e.g. "w2-n6-r6-float32", or
   //! "w2-n6-r6-max30-spread5%-float32" when adaptive (spread in whole
-  //! percent: the key of a setting must not depend on float printing).
+  //! percent: the key of a setting must not depend on float printing),
+  //! followed by "-executed-wcold" or "-executed-wwarm" for kExecuted.
   std::string Key() const;
 };
 

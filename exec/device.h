@@ -56,6 +56,17 @@ class PreparedProgram {
   //! flush is not timed. Stage measurement uses this; a device without the
   //! notion (or told to measure warm) runs TimedRuns.
   virtual double TimedColdRuns(int runs) { return TimedRuns(runs); }
+  //! Times `runs` runs of a measured stage the way a schedule executes it
+  //! (StageProtocol::kExecuted, docs/execution.md): on the cpu its inputs
+  //! just written by their producers and its weights as warm as a whole
+  //! run leaves them (`warm_weights`); on a GPU inside a recorded graph,
+  //! copies back to back, paying no launch or synchronisation of its own.
+  //! Only the stage's runs are timed. A device with nothing to add runs
+  //! TimedRuns.
+  virtual double TimedRunsAsExecuted(int runs, bool warm_weights) {
+    (void)warm_weights;
+    return TimedRuns(runs);
+  }
   //! What the device chose to run the program, for the record with its
   //! measurements (cuda: each convolution's algorithm and math); empty when
   //! there is nothing to say.
