@@ -3,350 +3,18 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <cerrno>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <ctime>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <string>
-#include <vector>
 
-#include "common/blocks.h"
 #include "common/error.h"
-#include "common/ios_json.h"
-#include "common/model_source.h"
-#include "common/printable.h"
 #include "common/zoo.h"
-#include "coordinator/cli_progress.h"
-#include "coordinator/farm.h"
-#include "coordinator/report.h"
-#include "coordinator/schedule_json.h"
-#include "coordinator/search.h"
-#include "coordinator/worker_process.h"
-#include "db/profile_store.h"
+#include "coordinator/cli.h"
 #include "devices/registry.h"
-#include "net/endpoint.h"
-#include "onnx/model_loader.h"
-#include "onnx/onnx_import.h"
-
-namespace {
-
-using namespace ios;
-using namespace ios::coordinator;
-
-struct CliOptions {
-  std::string model;
-  std::string evaluate;
-  bool list_models = false;
-  std::string device = "cpu";
-  std::string strategy = "both";
-  std::string measure = "lazy";
-  std::string blocks = "model";  // or "auto": found here, the model's ignored
-  bool no_pruning = false;
-  std::string db = "ios-farm.db";
-  std::string out;
-  bool baselines = true;
-  bool quiet = false;
-  std::string log_level = "info";
-  int local_workers = -1;       // -1: 1 without --bind, 0 with it
-  bool worker_process = false;  // --worker-process (implied by cuda without --bind)
-  int wait_workers_s = 60, heartbeat_ms = 1000, query_timeout_s = 120;
-  bool bind_given = false;                      // --bind on the command line, even as ''
-  std::vector<std::string> unused_by_evaluate;  // given options --evaluate ignores
-  SearchOptions search;
-  FarmOptions farm;
-};
-
-// Whether the search measures through a child ios-worker: when asked, and
-// for cuda without --bind (this process does not link CUDA).
-bool UsesWorkerProcess(const CliOptions& cli) {
-  return cli.worker_process ||
-         (devices::BuiltinRegistry().NeedsOwnProcess(cli.device) && cli.farm.bind.empty());
-}
-
-int LocalWorkers(const CliOptions& cli) {
-  if (cli.local_workers >= 0) return cli.local_workers;
-  return cli.farm.bind.empty() && !UsesWorkerProcess(cli) ? 1 : 0;
-}
-
-// What is wrong with --device or --bind, before anything is opened or
-// started; empty when nothing is.
-std::string FarmOptionProblem(const CliOptions& cli) {
-  if (cli.bind_given && cli.farm.bind.empty()) {
-    return "--bind is empty; give an endpoint, e.g. --bind tcp://*:5555, or leave it out";
-  }
-  if (!cli.farm.bind.empty()) {
-    const std::string problem = net::EndpointProblem(cli.farm.bind, net::EndpointUse::kBind);
-    if (!problem.empty()) return "--bind '" + cli.farm.bind + "': " + problem;
-  }
-  if (cli.device.empty()) return "--device is empty; give a device, e.g. --device cpu";
-  if (UsesWorkerProcess(cli)) {
-    // Open the device in a short-lived child first: a worker that cannot
-    // would otherwise fail out of sight while the search waits for it.
-    const std::string worker = FindWorkerBinary();
-    if (worker.empty()) {
-      return "--device '" + cli.device +
-             "': measuring through an ios-worker process needs ios-worker beside "
-             "ios-coordinator (or in the build tree's worker/); build it, or start one yourself "
-             "and give --bind (docs/gpu.md)";
-    }
-    if (const std::string problem = CheckDeviceInWorker(worker, cli.device); !problem.empty()) {
-      return "--device '" + cli.device + "': the local ios-worker cannot measure on it: " + problem;
-    }
-  }
-  if (LocalWorkers(cli) > 0) {
-    // The embedded workers measure on --device: it must be a backend here.
-    // (With remote workers only, it selects them by name and may be anything.)
-    try {
-      devices::BuiltinRegistry().OpenBackend(cli.device);
-    } catch (const Error& e) {
-      return "--device '" + cli.device + "': " + e.what();
-    }
-  }
-  return {};
-}
-
-// The farm of a search, and the ios-worker child it measures through, if
-// any (stopped after the farm has said goodbye).
-class RunningFarm {
- public:
-  RunningFarm(std::unique_ptr<SupervisedWorker> process, std::unique_ptr<Farm> farm)
-      : process_(std::move(process)), farm_(std::move(farm)) {}
-  Farm& operator*() const { return *farm_; }
-  Farm* operator->() const { return farm_.get(); }
-
- private:
-  std::unique_ptr<SupervisedWorker> process_;
-  std::unique_ptr<Farm> farm_;  // after process_: goes first
-};
-
-RunningFarm StartFarm(const CliOptions& cli) {
-  FarmOptions options = cli.farm;
-  options.device = cli.device;
-  options.local_backend = cli.device;
-  options.local_workers = LocalWorkers(cli);
-  options.wait_for_workers = std::chrono::seconds(cli.wait_workers_s);
-  options.heartbeat = std::chrono::milliseconds(cli.heartbeat_ms);
-  options.query_timeout = std::chrono::seconds(cli.query_timeout_s);
-  if (!UsesWorkerProcess(cli)) return {nullptr, Farm::Start(options)};
-  // FarmOptionProblem found the worker and checked the device.
-  const std::string worker = FindWorkerBinary();
-  if (options.bind.empty()) options.bind = "tcp://127.0.0.1:*";
-  options.min_workers = std::max(options.min_workers, 1);
-  std::unique_ptr<Farm> farm = Farm::Start(options);
-  std::vector<std::string> args{"--backend",
-                                cli.device,
-                                "--connect",
-                                LoopbackTo(farm->BoundEndpoint()),
-                                "--id",
-                                "local",
-                                "--log-level",
-                                "warn",
-                                "--exit-with-parent"};
-  if (!cli.farm.curve_secret_key_file.empty()) {
-    throw Error(
-        "--worker-process does not carry CURVE keys to its child; start the worker "
-        "yourself with --curve-key and --curve-server-key");
-  }
-  if (cli.farm.local_backend_options.sim_delay_ms > 0) {
-    args.push_back("--sim-delay-ms");
-    args.push_back(std::to_string(cli.farm.local_backend_options.sim_delay_ms));
-  }
-  auto process = std::make_unique<SupervisedWorker>(worker, args);
-  spdlog::info("measuring through ios-worker process {} ({})", process->pid(), worker);
-  return {std::move(process), std::move(farm)};
-}
-
-// A zoo name, or else a path to an IOS JSON or ONNX file. The search needs
-// only the graph: an ONNX file's weights change no latency.
-std::pair<Graph, std::string> ResolveModel(const std::string& model) {
-  const auto start = std::chrono::steady_clock::now();
-  ModelWithWeights loaded = LoadAnyModel(model);
-  for (const std::string& warning : loaded.warnings) spdlog::warn("{}", warning);
-  if (onnx_import::IsOnnxPath(model)) {
-    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    spdlog::info("{}: imported in {:.3f} s ({} operators, {} rewrites)", model, took.count(),
-                 loaded.model.graph.OperatorCount(), loaded.notes.size());
-  }
-  return {std::move(loaded.model.graph), std::move(loaded.model.name)};
-}
-
-std::string NowUtc() {
-  const std::time_t t = std::time(nullptr);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buffer;
-}
-
-// Why the schedule could not be written to `path`, or "" when it can. Run
-// before any work so that a typo costs nothing; leaves no file behind.
-std::string OutputProblem(const std::string& path) {
-  if (path == "-") return "";
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) return "it is a directory";
-  const bool existed = std::filesystem::exists(path, error);
-  std::FILE* file = std::fopen(path.c_str(), "a");  // appends nothing, truncates nothing
-  if (file == nullptr) return std::strerror(errno);
-  std::fclose(file);
-  if (!existed) std::filesystem::remove(path, error);
-  return "";
-}
-
-void WriteOutput(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::cout << text;
-    return;
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) throw Error(path + ": cannot write the schedule file");
-}
-
-std::string DescribeSchedule(const Graph& graph, const Schedule& schedule) {
-  std::string text;
-  for (size_t b = 0; b < schedule.blocks.size(); ++b) {
-    text += "block " + std::to_string(b) + ":\n";
-    for (const ScheduledStage& s : schedule.blocks[b]) {
-      std::string groups;
-      for (const auto& g : s.stage.groups) {
-        groups += groups.empty() ? "[" : " | [";
-        for (size_t i = 0; i < g.size(); ++i) {
-          groups += (i ? " " : "") + Printable(graph.node(g[i]).name);
-        }
-        groups += "]";
-      }
-      char line[64];
-      std::snprintf(line, sizeof line, "  %9.4f ms  %-8s ", s.latency_ms,
-                    ToString(s.stage.strategy));
-      text += line + groups + "\n";
-    }
-  }
-  return text;
-}
-
-// The first line of every run: which device the latencies come from, so a
-// simulated figure is never taken for a measurement. On stderr when stdout
-// carries the schedule (--out -).
-void AnnounceDevice(const CliOptions& cli, Measurer& farm, const std::string& what) {
-  const DeviceInfo& device = farm.Device();
-  std::fprintf(cli.out == "-" ? stderr : stdout, "ios-coordinator: %s on %s, batch %d, %s (%s)\n",
-               what.c_str(), device.name.c_str(), cli.search.batch_size,
-               device.simulated ? "SIMULATED latencies (an analytical model, not a measurement)"
-                                : "measured latencies",
-               cli.search.settings.Key().c_str());
-  std::fflush(cli.out == "-" ? stderr : stdout);
-}
-
-int Search(const CliOptions& cli) {
-  const std::string started_at = NowUtc();
-  auto [graph, model_name] = ResolveModel(cli.model);
-  if (cli.blocks == "auto") {
-    SetAutomaticBlocks(graph);
-    InferShapes(graph);
-  }
-  auto store = db::ProfileStore::Open(cli.db);
-  SayWhatIsKeptOnInterrupt(cli.db);
-  auto farm = StartFarm(cli);
-  AnnounceDevice(cli, *farm, "searching " + model_name);
-  ProgressPrinter progress(cli.quiet);
-  // A long DP walk (the library calls at most once a second).
-  auto plan_progress = [&cli](const PlanProgress& p) {
-    if (cli.quiet) return;
-    std::fprintf(stderr,
-                 "enumerate: block %d part %d (%d operators): %lld states, %lld transitions, "
-                 "%lld stages so far, %.0f s\n",
-                 p.block, p.part, p.dp.operators, static_cast<long long>(p.dp.states),
-                 static_cast<long long>(p.dp.transitions), static_cast<long long>(p.dp.stages),
-                 p.dp.elapsed_s);
-  };
-  SearchOutcome outcome =
-      RunSearch(graph, model_name, cli.search, *store, *farm, std::ref(progress), plan_progress);
-  ScheduleInfo info{model_name, outcome.device, cli.search.batch_size, cli.search, {}, {}};
-  if (cli.baselines) {
-    info.sequential_ms = outcome.sequential.latency_ms;
-    info.greedy_ms = outcome.greedy.latency_ms;
-  }
-  const std::string schedule_json = ScheduleToJson(graph, outcome.ios, info);
-  db::SearchRecord record;
-  record.model = model_name;
-  record.device_fingerprint = outcome.device.fingerprint;
-  record.batch_size = cli.search.batch_size;
-  record.settings_json = "{\"strategy\":\"" + cli.strategy +
-                         "\",\"r\":" + std::to_string(cli.search.dp.max_group_size) +
-                         ",\"s\":" + std::to_string(cli.search.dp.max_groups) + ",\"settings\":\"" +
-                         cli.search.settings.Key() + "\",\"measure\":\"" + cli.measure + "\"}";
-  // Compact in the DB: a NASNet schedule with its graph is 255 KB so, 792 KB indented.
-  record.schedule_json = ScheduleToJson(graph, outcome.ios, info, JsonLayout::kCompact);
-  record.latency_ms = outcome.ios.latency_ms;
-  record.stages_measured = outcome.table.stats.measured;
-  record.stages_reused = outcome.table.stats.reused;
-  record.enumerate_s = outcome.enumerate_s;
-  record.measure_s = outcome.measure_s;
-  record.solve_s = outcome.solve_s;
-  record.started_at = started_at;
-  if (!cli.out.empty()) WriteOutput(cli.out, schedule_json);  // fails before anything is recorded
-  store->RecordSearch(record);
-  if (cli.out != "-") {
-    std::cout << "IOS schedule" << (outcome.device.simulated ? " (simulated latencies)" : "")
-              << ":\n"
-              << DescribeSchedule(graph, outcome.ios) << "\n";
-    if (!cli.baselines) {
-      outcome.sequential.latency_ms = NAN;
-      outcome.greedy.latency_ms = NAN;
-    }
-    std::cout << FormatReport(graph, outcome);
-    if (!cli.out.empty()) std::cout << "schedule written to " << cli.out << "\n";
-    std::cout.flush();
-    std::cout << FormatWorkers(farm->Workers());
-  }
-  return 0;
-}
-
-int Evaluate(const CliOptions& cli) {
-  LoadedSchedule loaded;
-  try {
-    loaded = LoadSchedule(cli.evaluate);
-  } catch (const Error& e) {
-    // The loader's message starts with the file; say which option gave it.
-    throw Error("--evaluate " + std::string(e.what()));
-  }
-  auto store = db::ProfileStore::Open(cli.db);
-  SayWhatIsKeptOnInterrupt(cli.db);
-  auto farm = StartFarm(cli);
-  AnnounceDevice(cli, *farm, "pricing " + cli.evaluate);
-  SearchPlan plan;
-  StageKeyer keyer(loaded.graph);
-  std::vector<BlockSchedule> blocks;
-  for (const auto& stages : loaded.blocks) {
-    BlockSchedule block;
-    for (const Stage& s : stages) block.emplace_back(s, plan.Intern(keyer, s));
-    blocks.push_back(std::move(block));
-  }
-  ProgressPrinter progress(cli.quiet);
-  LatencyTable table =
-      MeasureStages(loaded.graph, plan, *store, *farm, cli.search, std::ref(progress));
-  const Schedule priced = PriceSchedule(blocks, table.latency_ms);
-  const DeviceInfo& device = farm->Device();
-  std::printf("schedule %s (%s format, %zu distinct stages)\n", cli.evaluate.c_str(),
-              loaded.origin.c_str(), plan.stage_count());
-  std::printf("device %s%s, batch %d: %.3f ms%s\n", device.name.c_str(),
-              device.simulated ? " (SIMULATED)" : "", cli.search.batch_size, priced.latency_ms,
-              device.simulated ? " (simulated)" : "");
-  std::printf("stages measured %lld, reused from DB %lld, failed %lld\n",
-              static_cast<long long>(table.stats.measured),
-              static_cast<long long>(table.stats.reused),
-              static_cast<long long>(table.stats.failed));
-  return std::isfinite(priced.latency_ms) ? 0 : 2;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
+  using namespace ios;
+  using namespace ios::coordinator;
+  using namespace ios::coordinator::cli;
   CliOptions cli;
   CLI::App app{
       "ios-coordinator: searches for a fast inter-operator schedule of a CNN (the IOS dynamic "
@@ -434,6 +102,15 @@ int main(int argc, char** argv) {
   app.add_option("--db", cli.db, "profiling DB file (created if missing)")->default_val(cli.db);
   app.add_option("--out,-o", cli.out,
                  "write the searched schedule JSON here ('-' for stdout); not with --evaluate");
+  bool no_verify = false;
+  app.add_flag("--no-verify", no_verify,
+               "return the DP's optimum without running the best candidates end to end first "
+               "(docs/execution.md); --evaluate then prices only");
+  app.add_option("--verify", cli.search.verify.alternatives,
+                 "DP schedules run end to end beside the optimum, greedy and sequential before "
+                 "the fastest as measured is returned")
+      ->default_val(cli.search.verify.alternatives)
+      ->check(CLI::Range(0, VerifyOptions::kMaxAlternatives));
   bool no_baselines = false;
   app.add_flag("--no-baselines", no_baselines,
                "do not report the sequential and greedy baselines (reported by default)");
@@ -531,14 +208,16 @@ int main(int argc, char** argv) {
       settings.max_relative_spread = max_spread_percent / 100;
     }
   }
+  cli.search.verify.enabled = !no_verify;
+  cli.search.verify.settings = DefaultVerifySettings(cli.device.starts_with("sim:"));
   cli.search.measure = cli.measure == "all" ? MeasureMode::kAll : MeasureMode::kLazy;
   if (bound_margin->count() > 0) cli.search.bound_margin = bound_margin_percent / 100;
   // Options of the search that pricing a given schedule would silently
   // ignore: given with --evaluate, they are a mistake worth saying.
-  for (const char* name :
-       {"--model", "--out", "--strategy", "-r", "-s", "--no-pruning", "--max-part-size",
-        "--max-dp-states", "--max-dp-transitions", "--max-dp-stages", "--max-search-stages",
-        "--no-baselines", "--measure", "--blocks", "--bound-margin", "--sub-stage-bounds"}) {
+  for (const char* name : {"--model", "--out", "--strategy", "-r", "-s", "--no-pruning",
+                           "--max-part-size", "--max-dp-states", "--max-dp-transitions",
+                           "--max-dp-stages", "--max-search-stages", "--no-baselines", "--measure",
+                           "--blocks", "--bound-margin", "--sub-stage-bounds", "--verify"}) {
     if (app.get_option(name)->count() == 0) continue;
     cli.unused_by_evaluate.push_back(name);
   }

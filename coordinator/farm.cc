@@ -189,82 +189,62 @@ class FarmImpl final : public Farm {
     std::unique_lock lock(shared_.mutex);
     const auto deadline = Clock::now() + options_.wait_for_workers;
     auto last_log = Clock::now();
-    while (shared_.matching < options_.min_workers && shared_.fatal.empty()) {
+    // --min-workers holds the first batch back; once measuring has begun, a
+    // later batch (the search's verification) goes on with whoever is left.
+    const int wanted =
+        workers_were_ready_ ? std::min(options_.min_workers, 1) : options_.min_workers;
+    while (shared_.matching < wanted && shared_.fatal.empty()) {
       if (Clock::now() >= deadline) {
-        throw Error("only " + std::to_string(shared_.matching) + " of " +
-                    std::to_string(options_.min_workers) + " workers serving '" + options_.device +
-                    "' connected within " +
+        throw Error("only " + std::to_string(shared_.matching) + " of " + std::to_string(wanted) +
+                    " workers serving '" + options_.device + "' connected within " +
                     std::to_string(options_.wait_for_workers.count() / 1000) + " s" +
                     DescribeConnected() + "; start workers with: " + WorkerCommand());
       }
       if (Clock::now() - last_log > std::chrono::seconds(5)) {
         last_log = Clock::now();
         spdlog::info("waiting for workers serving '{}': {} of {} connected", options_.device,
-                     shared_.matching, options_.min_workers);
+                     shared_.matching, wanted);
       }
       shared_.changed.wait_for(lock, milliseconds(200));
     }
     if (!shared_.fatal.empty()) throw Error(shared_.fatal);
+    workers_were_ready_ = true;
   }
 
   void MeasureStream(
       std::vector<const StageSpec*> specs, int batch_size, const MeasureSettings& settings,
       const std::function<MoreSpecs(std::span<const IndexedResult>)>& on_results) override {
-    if (specs.empty()) return;
-    WaitForWorkers();
-    // Query ids stay unique across batches (a late answer to an earlier
-    // batch must not pass for one of this batch): the batch takes the next
-    // ids, and more as it grows.
-    const uint64_t first_id = next_query_id_;
-    next_query_id_ += specs.size();
-    {
-      std::lock_guard lock(shared_.mutex);
-      shared_.batch = {++generation_, true, first_id, specs.size()};
-      shared_.posted.clear();
-      shared_.arrived.clear();
-    }
-    // However this call ends, the router stops sending the batch's queries.
-    // It reads nothing of `specs` (it owns the bytes it sends), so nothing
-    // has to wait for it.
-    struct CloseBatchOnExit {
-      FarmImpl& farm;
-      ~CloseBatchOnExit() { farm.CloseBatch(); }
-    } close_batch{*this};
-    std::vector<IndexedResult> delivered;
-    size_t next = 0, answered = 0;
-    int refused = 0;
-    while (answered < specs.size()) {
-      if (next < specs.size()) {
-        next = Post(specs, next, first_id, batch_size, settings, delivered, refused);
-      }
-      {
-        std::unique_lock lock(shared_.mutex);
-        if (delivered.empty() && next == specs.size()) {
-          shared_.changed.wait_for(lock, milliseconds(500), [&] {
-            return !shared_.arrived.empty() || !shared_.fatal.empty();
-          });
-        }
-        if (!shared_.fatal.empty()) throw Error(shared_.fatal);
-        for (IndexedResult& r : shared_.arrived) delivered.push_back(std::move(r));
-        shared_.arrived.clear();
-      }
-      if (delivered.empty()) continue;
-      answered += delivered.size();
-      const MoreSpecs more = on_results(delivered);
-      delivered.clear();
-      if (!more.empty()) {
-        specs.insert(specs.end(), more.begin(), more.end());
-        next_query_id_ += more.size();
-        // The router learns the new size before it sees their queries
-        // (Post announces them after this).
-        std::lock_guard lock(shared_.mutex);
-        shared_.batch.size = specs.size();
-      }
-    }
-    if (refused > kRefusalsLogged) {
-      spdlog::warn("{} stages in all were beyond what a worker accepts (stored as unsupported)",
-                   refused);
-    }
+    const uint32_t timeout_ms = TimeoutMs();
+    RunBatch(
+        specs.size(),
+        [&](uint64_t id, size_t i) {
+          return schema::EncodeQuery(id, *specs[i], batch_size, settings, timeout_ms);
+        },
+        [&](size_t i) { return "stage " + specs[i]->Describe(); },
+        [&](std::span<const IndexedResult> results) {
+          const MoreSpecs more = on_results(results);
+          specs.insert(specs.end(), more.begin(), more.end());
+          return more.size();
+        });
+  }
+
+  std::vector<MeasureResult> MeasureNetworks(std::span<const NetworkSpec* const> networks,
+                                             int batch_size,
+                                             const MeasureSettings& settings) override {
+    std::vector<MeasureResult> results(networks.size());
+    const uint32_t timeout_ms = TimeoutMs();
+    RunBatch(
+        networks.size(),
+        [&](uint64_t id, size_t i) {
+          return schema::EncodeNetworkQuery(id, *networks[i], batch_size, settings, timeout_ms);
+        },
+        [&](size_t i) { return networks[i]->Describe(); },
+        [&](std::span<const IndexedResult> arrived) {
+          for (const IndexedResult& r : arrived) results.at(r.index) = r.result;
+          return size_t{0};
+        },
+        /*networks=*/true);
+    return results;
   }
 
   int ActiveWorkers() const override { return shared_.matching.load(); }
@@ -289,21 +269,89 @@ class FarmImpl final : public Farm {
     }
   }
 
-  // Encodes and checks specs[next...] (one chunk) and posts them to the
-  // router. A stage no worker would accept is answered here, as unsupported:
-  // sent, every worker would refuse it. Returns the next offset to post.
-  size_t Post(const std::vector<const StageSpec*>& specs, size_t next, uint64_t first_id,
-              int batch_size, const MeasureSettings& settings, std::vector<IndexedResult>& answered,
+  // Query i of a batch, encoded with its id, and its description for logs.
+  using Encoder = std::function<std::string(uint64_t id, size_t i)>;
+  using Describer = std::function<std::string(size_t i)>;
+  // Takes a batch's results as they arrive; returns how many queries it
+  // added to the batch (the encoder must know them by then).
+  using Deliver = std::function<size_t(std::span<const IndexedResult>)>;
+
+  // Sends `count` queries (and whatever `deliver` adds) and hands every
+  // result to `deliver` on this thread, until each query has one.
+  void RunBatch(size_t count, const Encoder& encode, const Describer& describe,
+                const Deliver& deliver, bool networks = false) {
+    if (count == 0) return;
+    WaitForWorkers();
+    // Query ids stay unique across batches (a late answer to an earlier
+    // batch must not pass for one of this batch): the batch takes the next
+    // ids, and more as it grows.
+    const uint64_t first_id = next_query_id_;
+    next_query_id_ += count;
+    {
+      std::lock_guard lock(shared_.mutex);
+      shared_.batch = {++generation_, true, first_id, count};
+      shared_.posted.clear();
+      shared_.arrived.clear();
+    }
+    // However this call ends, the router stops sending the batch's queries.
+    // It reads nothing of the caller's specs (it owns the bytes it sends),
+    // so nothing has to wait for it.
+    struct CloseBatchOnExit {
+      FarmImpl& farm;
+      ~CloseBatchOnExit() { farm.CloseBatch(); }
+    } close_batch{*this};
+    std::vector<IndexedResult> delivered;
+    size_t next = 0, answered = 0;
+    int refused = 0;
+    while (answered < count) {
+      if (next < count) {
+        next = Post(count, next, first_id, encode, describe, networks, delivered, refused);
+      }
+      {
+        std::unique_lock lock(shared_.mutex);
+        if (delivered.empty() && next == count) {
+          shared_.changed.wait_for(lock, milliseconds(500), [&] {
+            return !shared_.arrived.empty() || !shared_.fatal.empty();
+          });
+        }
+        if (!shared_.fatal.empty()) throw Error(shared_.fatal);
+        for (IndexedResult& r : shared_.arrived) delivered.push_back(std::move(r));
+        shared_.arrived.clear();
+      }
+      if (delivered.empty()) continue;
+      answered += delivered.size();
+      const size_t more = deliver(delivered);
+      delivered.clear();
+      if (more > 0) {
+        count += more;
+        next_query_id_ += more;
+        // The router learns the new size before it sees their queries
+        // (Post announces them after this).
+        std::lock_guard lock(shared_.mutex);
+        shared_.batch.size = count;
+      }
+    }
+    if (refused > kRefusalsLogged) {
+      spdlog::warn("{} queries in all were beyond what a worker accepts (stored as unsupported)",
+                   refused);
+    }
+  }
+
+  // Encodes and checks queries [next, count) (one chunk) and posts them to
+  // the router. A query no worker would accept is answered here, as
+  // unsupported: sent, every worker would refuse it. Returns the next
+  // offset to post.
+  size_t Post(size_t count, size_t next, uint64_t first_id, const Encoder& encode,
+              const Describer& describe, bool networks, std::vector<IndexedResult>& answered,
               int& refused) {
     std::vector<detail::PostedQuery> chunk;
-    const size_t end = std::min(specs.size(), next + kPostChunk);
+    const size_t end = std::min(count, next + kPostChunk);
     for (; next < end; ++next) {
-      std::string bytes =
-          schema::EncodeQuery(first_id + next, *specs[next], batch_size, settings, TimeoutMs());
+      std::string bytes = encode(first_id + next, next);
       if (std::string problem = QueryProblem(bytes); !problem.empty()) {
         if (++refused <= kRefusalsLogged) {
-          spdlog::warn("stage {} is beyond what a worker accepts; stored as unsupported: {}",
-                       specs[next]->Describe(), problem);
+          spdlog::warn("{} is beyond what a worker accepts; stored as unsupported: {}",
+                       describe(next), problem);
         }
         MeasureResult result;
         result.error = MeasureError::kUnsupported;
@@ -312,7 +360,7 @@ class FarmImpl final : public Farm {
         answered.push_back({next, std::move(result)});
         continue;
       }
-      chunk.push_back({static_cast<uint32_t>(next), std::move(bytes)});
+      chunk.push_back({static_cast<uint32_t>(next), std::move(bytes), networks});
     }
     if (!chunk.empty()) {
       {
@@ -405,6 +453,7 @@ class FarmImpl final : public Farm {
   std::mutex control_mutex_;
   std::string bound_;
   uint64_t next_query_id_ = 0, generation_ = 0;  // the caller's thread only
+  bool workers_were_ready_ = false;              // WaitForWorkers succeeded once
   std::vector<std::unique_ptr<worker::Worker>> local_workers_;
   // Last: destroyed first, joining before anything they use goes.
   std::jthread router_thread_;

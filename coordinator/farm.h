@@ -55,7 +55,9 @@ struct WorkerReport {
   std::string worker_id, device_name, address;
   bool matches = false;    // served the search's device
   bool connected = false;  // still connected at the time of the report
-  int64_t answered = 0, failed = 0, requeued = 0, late = 0;
+  //! Stage queries answered; `networks`: whole networks timed end to end
+  //! (the search's verification). `failed` counts both kinds.
+  int64_t answered = 0, networks = 0, failed = 0, requeued = 0, late = 0;
 };
 
 //! A Measurer backed by workers. Thread-compatible: one thread calls the
@@ -73,7 +75,9 @@ class Farm : public Measurer {
   static std::unique_ptr<Farm> Start(const FarmOptions& options);
   ~Farm() override = default;
 
-  //! Blocks until `min_workers` matching workers are connected. Throws
+  //! Blocks until `min_workers` matching workers are connected (after a first
+  //! success, until at least one is: the workers lost since do not hold a
+  //! later batch back). Throws
   //! ios::Error saying who did connect when the wait times out.
   virtual void WaitForWorkers() = 0;
   //! The endpoint actually bound (a "*:0" port resolved); empty if none.

@@ -59,6 +59,7 @@ struct QueryState {
   std::string holder;  // routing id of the worker measuring it now; empty: pending
   Clock::time_point deadline;
   std::string bytes;  // the encoded query (ours: see PostedQuery); freed when done
+  bool network = false;
 };
 
 class FarmRouter {
@@ -153,6 +154,7 @@ class FarmRouter {
     for (PostedQuery& posted : taken) {
       if (posted.offset >= queries_.size()) continue;
       queries_[posted.offset].bytes = std::move(posted.bytes);
+      queries_[posted.offset].network = posted.network;
       pending_.push_back(posted.offset);
       ++open_;
     }
@@ -322,7 +324,7 @@ class FarmRouter {
     }
     {
       std::lock_guard lock(shared_.mutex);
-      ++w.report->answered;
+      ++(q->network ? w.report->networks : w.report->answered);
       if (!result.result.ok()) ++w.report->failed;
     }
     const auto offset = static_cast<uint32_t>(result.query_id - first_id_);
@@ -357,7 +359,7 @@ class FarmRouter {
     auto decoded = schema::Decode(bytes);
     auto* message = std::get_if<schema::Message>(&decoded);
     auto* query = message != nullptr ? std::get_if<schema::StageQuery>(message) : nullptr;
-    return query != nullptr ? query->stage.Describe() : "(unreadable)";
+    return query != nullptr ? query->Describe() : "(unreadable)";
   }
 
   void Finish(uint32_t offset, const MeasureResult& result) {

@@ -28,8 +28,9 @@ namespace ios::coordinator::detail {
 //! router owns these bytes: it never reads the caller's specs, so MeasureAll
 //! may return, and its caller free them, whatever the router is doing.
 struct PostedQuery {
-  uint32_t offset = 0;  // into the batch's specs
-  std::string bytes;    // the encoded StageQuery, id first_query_id + offset
+  uint32_t offset = 0;   // into the batch's specs
+  std::string bytes;     // the encoded StageQuery, id first_query_id + offset
+  bool network = false;  // it times a whole network (reported apart from stages)
 };
 
 //! The batch a MeasureStream call is measuring (it may grow).

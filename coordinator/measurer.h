@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/measurement.h"
+#include "common/network_spec.h"
 #include "common/stage.h"
 #include "devices/backend.h"
 
@@ -47,6 +48,13 @@ class Measurer {
       return MoreSpecs{};
     });
   }
+  //! Times each of `networks` end to end under its schedule at
+  //! `batch_size` (devices::Backend::MeasureNetwork): one result per
+  //! network, in order. Networks must stay valid until it returns. Default:
+  //! each one unsupported (a measurer that only times stages).
+  virtual std::vector<MeasureResult> MeasureNetworks(std::span<const NetworkSpec* const> networks,
+                                                     int batch_size,
+                                                     const MeasureSettings& settings);
   //! Workers serving the search now (for progress lines); thread-safe.
   virtual int ActiveWorkers() const { return 1; }
 };
@@ -58,8 +66,14 @@ class OneAtATimeMeasurer : public Measurer {
   void MeasureStream(
       std::vector<const StageSpec*> specs, int batch_size, const MeasureSettings& settings,
       const std::function<MoreSpecs(std::span<const IndexedResult>)>& on_results) override;
+  std::vector<MeasureResult> MeasureNetworks(std::span<const NetworkSpec* const> networks,
+                                             int batch_size,
+                                             const MeasureSettings& settings) override;
 
  protected:
+  //! Default: unsupported.
+  virtual MeasureResult MeasureNetworkOne(const NetworkSpec& network, int batch_size,
+                                          const MeasureSettings& settings);
   virtual MeasureResult MeasureOne(const StageSpec& spec, int batch_size,
                                    const MeasureSettings& settings) = 0;
 };

@@ -108,15 +108,63 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
   return out.str();
 }
 
+std::string FormatVerification(const SearchOutcome& o) {
+  const Verification& v = o.verification;
+  if (!v.ran()) return {};
+  std::ostringstream out;
+  out << "verified end to end on " << o.device.name
+      << (o.device.simulated ? " (SIMULATED: the model's sum of its stages)" : "") << ", batch "
+      << o.options.batch_size << " (" << o.options.verify.settings.Key() << "), "
+      << Format("%.1f s", o.verify_s) << ":\n";
+  out << Format("  %-15s %6s %14s %14s %9s %10s\n", "schedule", "stages", "predicted ms",
+                "measured ms", "spread", "meas/pred");
+  for (size_t i = 0; i < v.candidates.size(); ++i) {
+    const VerifiedSchedule& c = v.candidates[i];
+    size_t stages = 0;
+    for (const auto& block : c.schedule.blocks) stages += block.size();
+    const MeasureResult& m = c.measured;
+    std::string line =
+        Format("  %-15s %6zu %14.3f ", c.name.c_str(), stages, c.schedule.latency_ms);
+    if (m.ok()) {
+      line += Format("%14.3f %9.3f %10.2f", m.median_ms, m.spread_ms,
+                     m.median_ms / c.schedule.latency_ms);
+    } else {
+      line += Format("%14s %9s %10s", ToString(m.error), "-", "-");
+    }
+    if (c.reused) line += "  (from the DB)";
+    if (i == v.chosen && m.ok()) line += "  <- returned";
+    out << line << "\n";
+  }
+  if (!v.unverified_reason.empty()) {
+    out << "returned: the DP's optimum, UNVERIFIED (no candidate ran end to end: "
+        << v.unverified_reason << ")\n";
+    return out.str();
+  }
+  const VerifiedSchedule& chosen = v.candidates[v.chosen];
+  const VerifiedSchedule& ios = v.candidates.front();
+  out << "returned: " << chosen.name << ", " << Format("%.3f ms", chosen.measured.median_ms)
+      << " as measured";
+  if (v.chosen != 0 && ios.measured.ok()) {
+    out << Format(", %.1f%% faster than the DP's optimum as it runs (%.3f ms)",
+                  100 * (1 - chosen.measured.median_ms / ios.measured.median_ms),
+                  ios.measured.median_ms);
+  } else if (v.chosen == 0) {
+    out << ", the DP's optimum";
+  }
+  out << "\n";
+  return out.str();
+}
+
 std::string FormatWorkers(const std::vector<WorkerReport>& workers) {
   if (workers.empty()) return "";
-  std::string out = Format("\nworkers:\n  %-24s %-22s %-14s %9s %7s %9s %6s\n", "worker", "address",
-                           "device", "answered", "failed", "requeued", "late");
+  std::string out =
+      Format("\nworkers:\n  %-24s %-22s %-14s %9s %8s %7s %9s %6s\n", "worker", "address", "device",
+             "answered", "networks", "failed", "requeued", "late");
   for (const WorkerReport& w : workers) {
-    out += Format("  %-24s %-22s %-14s %9lld %7lld %9lld %6lld%s\n", w.worker_id.c_str(),
+    out += Format("  %-24s %-22s %-14s %9lld %8lld %7lld %9lld %6lld%s\n", w.worker_id.c_str(),
                   w.address.c_str(), w.device_name.c_str(), static_cast<long long>(w.answered),
-                  static_cast<long long>(w.failed), static_cast<long long>(w.requeued),
-                  static_cast<long long>(w.late),
+                  static_cast<long long>(w.networks), static_cast<long long>(w.failed),
+                  static_cast<long long>(w.requeued), static_cast<long long>(w.late),
                   !w.matches    ? "  (other device: not used)"
                   : w.connected ? ""
                                 : "  (left)");

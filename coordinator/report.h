@@ -19,6 +19,13 @@ namespace ios::coordinator {
 //! "failed". Says "simulated" when the device is simulated.
 std::string FormatReport(const Graph& graph, const SearchOutcome& outcome);
 
+//! The schedules the search ran end to end (SearchOutcome::verification):
+//! stages, the DP's prediction, the measured median and spread, their
+//! ratio, which figures came from the DB, and which one is returned and
+//! why. Empty when verification did not run. Says "simulated" when the
+//! device is.
+std::string FormatVerification(const SearchOutcome& outcome);
+
 //! The workers' table (answered, failed, requeued, late per worker) that
 //! follows the report; empty when there were none.
 std::string FormatWorkers(const std::vector<WorkerReport>& workers);

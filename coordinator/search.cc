@@ -27,6 +27,10 @@ class LocalMeasurer final : public OneAtATimeMeasurer {
                            const MeasureSettings& settings) override {
     return backend_->Measure(spec, batch_size, settings);
   }
+  MeasureResult MeasureNetworkOne(const NetworkSpec& network, int batch_size,
+                                  const MeasureSettings& settings) override {
+    return backend_->MeasureNetwork(network, batch_size, settings);
+  }
 
  private:
   std::unique_ptr<devices::Backend> backend_;
@@ -42,6 +46,34 @@ void OneAtATimeMeasurer::MeasureStream(
     const MoreSpecs more = on_results({&one, 1});
     specs.insert(specs.end(), more.begin(), more.end());
   }
+}
+
+namespace {
+MeasureResult CannotTimeNetworks() {
+  MeasureResult result;
+  result.error = MeasureError::kUnsupported;
+  result.error_message = "this measurer times stages only, not whole networks";
+  return result;
+}
+}  // namespace
+
+std::vector<MeasureResult> Measurer::MeasureNetworks(std::span<const NetworkSpec* const> networks,
+                                                     int, const MeasureSettings&) {
+  return std::vector<MeasureResult>(networks.size(), CannotTimeNetworks());
+}
+
+std::vector<MeasureResult> OneAtATimeMeasurer::MeasureNetworks(
+    std::span<const NetworkSpec* const> networks, int batch_size, const MeasureSettings& settings) {
+  std::vector<MeasureResult> results;
+  for (const NetworkSpec* network : networks) {
+    results.push_back(MeasureNetworkOne(*network, batch_size, settings));
+  }
+  return results;
+}
+
+MeasureResult OneAtATimeMeasurer::MeasureNetworkOne(const NetworkSpec&, int,
+                                                    const MeasureSettings&) {
+  return CannotTimeNetworks();
 }
 
 std::unique_ptr<Measurer> MakeLocalMeasurer(std::unique_ptr<devices::Backend> backend) {
@@ -277,6 +309,11 @@ SearchOutcome RunSearch(const Graph& graph, const std::string& model, const Sear
   outcome.sequential = PriceSchedule(outcome.plan.sequential, outcome.table.latency_ms);
   outcome.greedy = PriceSchedule(outcome.plan.greedy, outcome.table.latency_ms);
   outcome.solve_s = seconds_since(t);
+  if (options.verify.enabled) {
+    t = Clock::now();
+    outcome.verification = VerifyCandidates(graph, outcome, store, measurer);
+    outcome.verify_s = seconds_since(t);
+  }
   return outcome;
 }
 

@@ -11,6 +11,7 @@
 
 #include "common/graph.h"
 #include "common/measurement.h"
+#include "common/network_spec.h"
 #include "common/stage.h"
 #include "common/stage_key_hash.h"
 #include "coordinator/dp.h"
@@ -24,6 +25,26 @@ namespace ios::coordinator {
 //! cannot rule out, with the same schedule as a result (docs/search-cost.md).
 enum class MeasureMode { kLazy, kAll };
 const char* ToString(MeasureMode mode);
+
+//! The search's last step (docs/execution.md, "Verified schedules"): its
+//! best candidates run end to end on the measuring device, and the fastest
+//! as measured is returned.
+struct VerifyOptions {
+  bool enabled = true;
+  //! DP schedules verified beside the IOS optimum, greedy and sequential:
+  //! alternative i is the optimum with the i-th stage of the IOS schedule
+  //! that the DP expects to save the most forbidden.
+  int alternatives = 2;
+  static constexpr int kMaxAlternatives = 16;
+  //! Settings of the end-to-end runs (DefaultVerifySettings).
+  MeasureSettings settings;
+  uint64_t weight_seed = 1;
+};
+
+//! End-to-end runs: on a real device 2 warm-up runs, then single runs
+//! until 10 agree within 5% (at most 30); on the simulator one run (it
+//! is exact).
+MeasureSettings DefaultVerifySettings(bool simulated_device);
 
 struct SearchOptions {
   DpOptions dp;
@@ -64,6 +85,7 @@ struct SearchOptions {
   //! OrderedKey) by reusing that one's space and stage ids instead of
   //! walking and keying it again: the plan is the same either way.
   bool reuse_repeated_parts = true;
+  VerifyOptions verify;
   //! Threads that build the canonical keys of a part's candidate stages
   //! (the plan is the same for any count: ids follow part order); 0: one
   //! per hardware thread, at most kMaxPlanThreads.
@@ -248,6 +270,24 @@ Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latenc
 Schedule PriceSchedule(const std::vector<BlockSchedule>& blocks,
                        const std::vector<double>& latency);
 
+//! One schedule the search ran end to end.
+struct VerifiedSchedule {
+  std::string name;   // "ios", "greedy", "sequential", "alternative 1", ...
+  Schedule schedule;  // priced by the DP's table (latency_ms: the prediction)
+  MeasureResult measured;
+  bool reused = false;  // the figure came from the profiling DB
+};
+
+//! What verification found; empty when it did not run.
+struct Verification {
+  std::vector<VerifiedSchedule> candidates;  // the IOS optimum first
+  size_t chosen = 0;                         // the fastest measured; the IOS optimum when none was
+  //! Why nothing could be measured (e.g. the device cannot run networks),
+  //! when so; the IOS optimum is returned unverified then.
+  std::string unverified_reason;
+  bool ran() const { return !candidates.empty(); }
+};
+
 //! A whole search and what it found.
 struct SearchOutcome {
   std::string model;
@@ -256,8 +296,32 @@ struct SearchOutcome {
   SearchPlan plan;
   LatencyTable table;
   Schedule ios, sequential, greedy;
-  double enumerate_s = 0, measure_s = 0, solve_s = 0;
+  Verification verification;
+  double enumerate_s = 0, measure_s = 0, solve_s = 0, verify_s = 0;
+  //! The schedule the search returns: the verified fastest, else the IOS
+  //! optimum.
+  const Schedule& Returned() const;
+  //! Its name ("ios" when unverified).
+  std::string ReturnedName() const;
 };
+
+//! Runs `outcome`'s candidates (SearchOptions::verify) end to end through
+//! `measurer`, reusing and storing figures in `store` (keyed by
+//! NetworkKey, device, batch and settings). Never throws for a candidate
+//! that fails to run: its failure is its result.
+Verification VerifyCandidates(const Graph& graph, const SearchOutcome& outcome,
+                              db::ProfileStore& store, Measurer& measurer);
+
+//! One schedule end to end (ios-coordinator --evaluate): its stored figure
+//! (keyed as VerifyCandidates keys them), or one measured through
+//! `measurer` and stored under `name`.
+VerifiedSchedule VerifySchedule(const Graph& graph, const std::string& model,
+                                const std::string& name, const Schedule& schedule,
+                                const SearchOptions& options, const DeviceInfo& device,
+                                db::ProfileStore& store, Measurer& measurer);
+
+//! The whole network of `schedule` as a worker runs it.
+NetworkSpec NetworkOf(const Graph& graph, const Schedule& schedule, uint64_t weight_seed);
 
 //! Runs the three phases for `graph` and the two baselines.
 SearchOutcome RunSearch(const Graph& graph, const std::string& model, const SearchOptions& options,

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/input_file.h"
+#include "db/network_runs.h"
 #include "db/profile_statements.h"
 #include "db/schema.h"
 #include "db/sqlite_util.h"
@@ -55,6 +56,7 @@ class SqliteProfileStore final : public ProfileStore {
       }
       PrepareSchema();
       statements_ = std::make_unique<Statements>(db());
+      network_runs_ = std::make_unique<detail::NetworkRunTable>(db());
     } catch (const sqlite::SqliteError& e) {
       if (e.primary_code() == SQLITE_NOTADB) {
         throw Error(path + " is not an ios-farm profiling DB: not an SQLite database");
@@ -267,6 +269,16 @@ class SqliteProfileStore final : public ProfileStore {
   }
 
  public:
+  std::optional<NetworkRunRow> LookupNetworkRun(const NetworkRunKey& key) override {
+    return Waiting("looking an end-to-end figure up", [&] { return network_runs_->Lookup(key); });
+  }
+  void StoreNetworkRun(const NetworkRunRow& row) override {
+    Waiting("storing an end-to-end figure", [&] { network_runs_->Store(row); });
+  }
+  std::vector<NetworkRunRow> NetworkRuns(const std::string& model) override {
+    return Waiting("listing end-to-end figures", [&] { return network_runs_->List(model); });
+  }
+
   int64_t RecordSearch(const SearchRecord& search) override {
     return Waiting("recording a search", [&] {
       Cursor cursor(statements_->record_search);
@@ -471,9 +483,10 @@ class SqliteProfileStore final : public ProfileStore {
           if (now.version == kSchemaVersion) return;
           if (now.blank()) {
             CreateSchema(db());
-          } else if (now.version == 1 || now.version == 2) {
+          } else if (now.version >= 1 && now.version <= 3) {
             if (now.version == 1) MigrateV1ToV2(db());
-            MigrateV2ToV3(db());
+            if (now.version <= 2) MigrateV2ToV3(db());
+            MigrateV3ToV4(db());
             migrated = now.version == 1;  // only version 1's rewrite leaves space to give back
           } else {
             throw Error(path_ + " has profiling DB schema version " + std::to_string(now.version) +
@@ -552,7 +565,8 @@ class SqliteProfileStore final : public ProfileStore {
   std::string path_;
   OpenOptions options_;
   sqlite::DbHandle db_;
-  std::unique_ptr<Statements> statements_;  // after db_: finalized before it closes
+  std::unique_ptr<Statements> statements_;                 // after db_: finalized before it closes
+  std::unique_ptr<detail::NetworkRunTable> network_runs_;  // likewise
   int transaction_depth_ = 0;
 };
 

@@ -48,6 +48,26 @@ struct SearchRecord {
   std::string started_at;  // filled by the store when empty
 };
 
+//! Everything an end-to-end figure of a network under a schedule is valid
+//! for (the search's verification, docs/execution.md).
+struct NetworkRunKey {
+  std::string network_key;  // NetworkKey(spec): graph, stages, weight seed
+  std::string device_fingerprint;
+  int batch_size = 1;
+  std::string settings_key;  // MeasureSettings::Key() of the end-to-end runs
+};
+
+//! A stored end-to-end figure.
+struct NetworkRunRow {
+  NetworkRunKey key;  // network_key left empty by listings (it is the whole graph)
+  std::string model;
+  std::string schedule;  // "ios", "greedy", "sequential", "alternative 1", a file
+  int stages = 0;
+  double predicted_ms = 0;  // what the DP's table priced it at; NaN: not priced
+  MeasureResult result;
+  std::string measured_at;  // UTC, ISO 8601; filled by the store
+};
+
 struct Stats {
   int64_t devices = 0, stages = 0, measurements = 0, failed_measurements = 0, searches = 0,
           models = 0;
@@ -139,6 +159,12 @@ class ProfileStore {
   //! and searches stay.
   virtual int64_t ForgetMeasurements(const ForgetFilter& filter) = 0;
 
+  //! The stored end-to-end figure for `key`, if any (a failure too).
+  virtual std::optional<NetworkRunRow> LookupNetworkRun(const NetworkRunKey& key) = 0;
+  //! Stores (or replaces) an end-to-end figure and commits it.
+  virtual void StoreNetworkRun(const NetworkRunRow& row) = 0;
+  //! Stored end-to-end figures, of one model or (empty) all, newest last.
+  virtual std::vector<NetworkRunRow> NetworkRuns(const std::string& model) = 0;
   //! Records a finished search; returns its id.
   virtual int64_t RecordSearch(const SearchRecord& search) = 0;
 

@@ -176,11 +176,38 @@ void RegisterStageFunctions(sqlite3* db) {
 constexpr const char* kMigrateV2ToV3 =
     "ALTER TABLE measurements ADD COLUMN detail TEXT NOT NULL DEFAULT ''";
 
+// Version 4 keeps the end-to-end figures of the schedules a search verified
+// (or ios-coordinator --evaluate priced): few rows, so device and settings
+// are stored as text. The network is identified by the hash of its
+// NetworkKey, like a stage.
+constexpr const char* kMigrateV3ToV4 = R"sql(
+CREATE TABLE network_runs(
+  network_id         INTEGER NOT NULL,  -- HashStageKey(NetworkKey).id
+  network_check      INTEGER NOT NULL,  -- HashStageKey(NetworkKey).check
+  device_fingerprint TEXT NOT NULL,
+  batch_size         INTEGER NOT NULL,
+  settings_key       TEXT NOT NULL,
+  model              TEXT NOT NULL,
+  schedule           TEXT NOT NULL,
+  stages             INTEGER NOT NULL,
+  predicted_ms       REAL,              -- NULL: not priced by a DP table
+  median_ms          REAL NOT NULL,
+  spread_ms          REAL NOT NULL,
+  samples            INTEGER NOT NULL,
+  error              TEXT,              -- NULL for a good figure
+  error_message      TEXT NOT NULL,
+  detail             TEXT NOT NULL,
+  measured_at        INTEGER NOT NULL,  -- unix seconds
+  PRIMARY KEY (network_id, device_fingerprint, batch_size, settings_key)
+) WITHOUT ROWID;
+)sql";
+
 void CreateSchema(sqlite3* db) {
   sqlite::Exec(db, kDevicesTable);
   sqlite::Exec(db, StageTablesV2("").c_str());
   sqlite::Exec(db, kSearchesTable);
   MigrateV2ToV3(db);
+  MigrateV3ToV4(db);
   sqlite::Exec(db, ("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
 }
 
@@ -190,5 +217,7 @@ void MigrateV1ToV2(sqlite3* db) {
 }
 
 void MigrateV2ToV3(sqlite3* db) { sqlite::Exec(db, kMigrateV2ToV3); }
+
+void MigrateV3ToV4(sqlite3* db) { sqlite::Exec(db, kMigrateV3ToV4); }
 
 }  // namespace ios::db

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/measurement.h"
+#include "common/network_spec.h"
 #include "common/stage.h"
 
 namespace ios::devices {
@@ -24,6 +25,12 @@ class Backend {
   //! time limit is a kBackendFailure.
   virtual MeasureResult Measure(const StageSpec& stage, int batch_size,
                                 const MeasureSettings& settings) = 0;
+  //! Times `network` end to end under its schedule at `batch_size`, with
+  //! seeded weights and input, the way ios-run runs it (a GPU replays it as
+  //! one CUDA graph); settings.protocol does not apply (it is a stage's).
+  //! Failures are results, as for Measure. Default: unsupported.
+  virtual MeasureResult MeasureNetwork(const NetworkSpec& network, int batch_size,
+                                       const MeasureSettings& settings);
   //! True once the device can run nothing more in this process (a sticky
   //! CUDA error, exec::DeviceLostError): the worker answers the query that
   //! met it and exits non-zero, so a supervisor starts a fresh process.

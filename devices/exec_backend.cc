@@ -27,6 +27,54 @@ class ExecBackend : public Backend {
 
   MeasureResult Measure(const StageSpec& stage, int batch_size,
                         const MeasureSettings& settings) override {
+    return Guarded(batch_size, settings, [&] {
+      const exec::Program program = exec::StageProgram(stage);
+      std::unique_ptr<exec::PreparedProgram> prepared = device_->Prepare(program, batch_size);
+      for (size_t i = 0; i < program.inputs.size(); ++i) {
+        const Shape& shape = program.buffers.at(program.inputs[i]).shape;
+        prepared->Write(program.inputs[i],
+                        exec::SeededValues(
+                            static_cast<size_t>(batch_size) * shape.c * shape.h * shape.w, i + 1));
+      }
+      MeasureResult result =
+          exec::RunProtocol(settings, [&](int runs) { return prepared->TimedColdRuns(runs); });
+      result.detail = prepared->Detail();
+      return result;
+    });
+  }
+
+  MeasureResult MeasureNetwork(const NetworkSpec& network, int batch_size,
+                               const MeasureSettings& settings) override {
+    return Guarded(batch_size, settings, [&] {
+      const exec::WeightStore weights =
+          exec::WeightStore::Random(network.graph, network.weight_seed);
+      const exec::NetworkProgram built =
+          exec::BuildNetworkProgram(network.graph, network.stages, weights);
+      std::unique_ptr<exec::PreparedProgram> prepared = device_->Prepare(built.program, batch_size);
+      const Shape& input = network.graph.node(0).output;
+      prepared->Write(
+          built.program.inputs.at(0),
+          exec::SeededValues(static_cast<size_t>(batch_size) * input.c * input.h * input.w,
+                             network.weight_seed));
+      // As ios-run runs it: a device that can replay the recorded network
+      // (a GPU: one CUDA graph) is timed replaying it; warm, as one
+      // inference after another finds it.
+      const bool replay = prepared->CanReplay();
+      MeasureResult result = exec::RunProtocol(settings, [&](int runs) {
+        return replay ? prepared->TimedReplays(runs) : prepared->TimedRuns(runs);
+      });
+      result.detail =
+          std::string(replay ? "replayed as one recorded graph" : "run stage by stage") +
+          (prepared->Detail().empty() ? "" : "; " + prepared->Detail());
+      return result;
+    });
+  }
+
+ private:
+  //! Checks what every measurement needs, runs `measure` and turns what it
+  //! throws into a result of the matching kind.
+  template <typename Measure>
+  MeasureResult Guarded(int batch_size, const MeasureSettings& settings, Measure&& measure) {
     const std::string& backend = device_->Info().backend;
     if (lost_) {
       return Failure(MeasureError::kBackendFailure, backend + ": the device was lost earlier");
@@ -40,18 +88,7 @@ class ExecBackend : public Backend {
                      backend + ": measures float32 only, not " + settings.dtype);
     }
     try {
-      const exec::Program program = exec::StageProgram(stage);
-      std::unique_ptr<exec::PreparedProgram> prepared = device_->Prepare(program, batch_size);
-      for (size_t i = 0; i < program.inputs.size(); ++i) {
-        const Shape& shape = program.buffers.at(program.inputs[i]).shape;
-        prepared->Write(program.inputs[i],
-                        exec::SeededValues(
-                            static_cast<size_t>(batch_size) * shape.c * shape.h * shape.w, i + 1));
-      }
-      MeasureResult result =
-          exec::RunProtocol(settings, [&](int runs) { return prepared->TimedColdRuns(runs); });
-      result.detail = prepared->Detail();
-      return result;
+      return measure();
     } catch (const exec::DeviceLostError& e) {
       lost_ = true;
       return Failure(e.kind(), e.what());
@@ -60,14 +97,13 @@ class ExecBackend : public Backend {
     } catch (const std::bad_alloc&) {
       return Failure(MeasureError::kOutOfMemory, backend + ": out of memory");
     } catch (const Error& e) {
-      // A stage the program builder refuses is this stage's failure.
+      // A stage or network the program builder refuses is its own failure.
       return Failure(MeasureError::kUnsupported, e.what());
     } catch (const std::exception& e) {
       return Failure(MeasureError::kBackendFailure, backend + ": " + e.what());
     }
   }
 
- private:
   std::unique_ptr<exec::Device> device_;
   bool lost_ = false;
 };

@@ -66,6 +66,24 @@ struct StageQuery {
   # (an older coordinator). Added within protocol 5: an older worker ignores
   # it, which is no misreading.
   timeoutMs @9 :UInt32;
+  # Protocol 6: when set, the query times this whole network under its
+  # schedule end to end instead of `stage` (left empty), the search's
+  # verification of its best candidates (common/network_spec.h).
+  network @10 :NetworkRun;
+}
+
+# A whole network under a schedule (ios::NetworkSpec).
+struct NetworkRun {
+  # The graph in IOS JSON (common/ios_json.h), compact: the one text every
+  # loader of ours reads, so every kind a model may hold travels unchanged.
+  graphJson @0 :Text;
+  stages @1 :List(NetworkStage);
+  weightSeed @2 :UInt64;
+}
+
+struct NetworkStage {
+  strategy @0 :Strategy;
+  groups @1 :List(List(Int32));  # node ids, each group in execution order
 }
 
 # --- Stages (common/stage.h) ---

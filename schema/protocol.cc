@@ -18,6 +18,7 @@
 #include "common/op_kinds.h"
 #include "common/printable.h"
 #include "schema/farm.capnp.h"
+#include "schema/network_wire.h"
 #include "schema/validate.h"
 
 namespace ios::schema {
@@ -201,8 +202,10 @@ void WriteStage(wire::Stage::Builder out, const StageSpec& spec) {
   }
 }
 
-void WriteQuery(wire::StageQuery::Builder out, uint64_t query_id, const StageSpec& stage,
-                int batch_size, const MeasureSettings& settings, uint32_t timeout_ms) {
+// Exactly one of `stage` and `network` is given.
+void WriteQuery(wire::StageQuery::Builder out, uint64_t query_id, const StageSpec* stage,
+                const NetworkSpec* network, int batch_size, const MeasureSettings& settings,
+                uint32_t timeout_ms) {
   out.setQueryId(query_id);
   out.setBatchSize(batch_size);
   out.setDtype(TextOf(settings.dtype));
@@ -212,7 +215,11 @@ void WriteQuery(wire::StageQuery::Builder out, uint64_t query_id, const StageSpe
   out.setMaxRepeat(settings.max_repeat);
   out.setMaxRelativeSpreadPercent(settings.max_relative_spread * 100);
   out.setTimeoutMs(timeout_ms);
-  WriteStage(out.initStage(), stage);
+  if (network != nullptr) {
+    detail::WriteNetwork(out.initNetwork(), *network);
+  } else {
+    WriteStage(out.initStage(), *stage);
+  }
 }
 
 void WriteHello(wire::Hello::Builder out, const Hello& hello) {
@@ -407,7 +414,12 @@ StageQuery ReadQuery(wire::StageQuery::Reader in) {
   query.settings.max_repeat = in.getMaxRepeat();
   query.settings.max_relative_spread = in.getMaxRelativeSpreadPercent() / 100;
   query.timeout_ms = in.getTimeoutMs();
-  ReadStage(in.getStage(), query.stage);
+  if (in.hasNetwork()) {
+    if (in.hasStage()) throw InvalidField("query: both a stage and a network");
+    query.network = detail::ReadNetwork(in.getNetwork());
+  } else {
+    ReadStage(in.getStage(), query.stage);
+  }
   return query;
 }
 
@@ -482,32 +494,6 @@ DecodeError Failure(DecodeError::Kind kind, std::string message,
 
 }  // namespace
 
-const char* ToString(RejectReason reason) {
-  switch (reason) {
-    case RejectReason::kVersionMismatch:
-      return "version_mismatch";
-    case RejectReason::kMalformed:
-      return "malformed";
-    case RejectReason::kUnknownWorker:
-      return "unknown_worker";
-  }
-  return "?";
-}
-
-const char* ToString(DecodeError::Kind kind) {
-  switch (kind) {
-    case DecodeError::Kind::kOversized:
-      return "oversized";
-    case DecodeError::Kind::kMalformed:
-      return "malformed";
-    case DecodeError::Kind::kVersionMismatch:
-      return "version_mismatch";
-    case DecodeError::Kind::kInvalid:
-      return "invalid";
-  }
-  return "?";
-}
-
 std::string EncodeWithVersion(const Message& message, uint32_t version) {
   capnp::MallocMessageBuilder builder;
   wire::Envelope::Builder envelope = builder.initRoot<wire::Envelope>();
@@ -517,7 +503,8 @@ std::string EncodeWithVersion(const Message& message, uint32_t version) {
     void operator()(const Hello& m) { WriteHello(out.initHello(), m); }
     void operator()(const Heartbeat& m) { out.initHeartbeat().setIntervalMs(m.interval_ms); }
     void operator()(const StageQuery& m) {
-      WriteQuery(out.initQuery(), m.query_id, m.stage, m.batch_size, m.settings, m.timeout_ms);
+      WriteQuery(out.initQuery(), m.query_id, &m.stage, m.network.get(), m.batch_size, m.settings,
+                 m.timeout_ms);
     }
     void operator()(const StageResult& m) { WriteResult(out.initResult(), m); }
     void operator()(const Reject& m) {
@@ -541,8 +528,21 @@ std::string EncodeQuery(uint64_t query_id, const StageSpec& stage, int batch_siz
   capnp::MallocMessageBuilder builder;
   wire::Envelope::Builder envelope = builder.initRoot<wire::Envelope>();
   envelope.setVersion(kProtocolVersion);
-  WriteQuery(envelope.initQuery(), query_id, stage, batch_size, settings, timeout_ms);
+  WriteQuery(envelope.initQuery(), query_id, &stage, nullptr, batch_size, settings, timeout_ms);
   return ToBytes(builder);
+}
+
+std::string EncodeNetworkQuery(uint64_t query_id, const NetworkSpec& network, int batch_size,
+                               const MeasureSettings& settings, uint32_t timeout_ms) {
+  capnp::MallocMessageBuilder builder;
+  wire::Envelope::Builder envelope = builder.initRoot<wire::Envelope>();
+  envelope.setVersion(kProtocolVersion);
+  WriteQuery(envelope.initQuery(), query_id, nullptr, &network, batch_size, settings, timeout_ms);
+  return ToBytes(builder);
+}
+
+std::string StageQuery::Describe() const {
+  return network != nullptr ? network->Describe() : stage.Describe();
 }
 
 std::variant<Message, DecodeError> Decode(std::string_view bytes) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "common/measurement.h"
+#include "common/network_spec.h"
 #include "common/stage.h"
 
 namespace ios::schema {
@@ -24,7 +26,9 @@ namespace ios::schema {
 //! 4: activations hardsigmoid and leakyrelu.
 //! 5: operator kinds of common/op_kinds.h (softmax first), sent by name
 //! with their attributes.
-inline constexpr uint32_t kProtocolVersion = 5;
+//! 6: a query may time a whole network under a schedule (StageQuery::
+//! network), which an older worker would take for an empty stage.
+inline constexpr uint32_t kProtocolVersion = 6;
 //! Larger frames are dropped unread (ZMQ_MAXMSGSIZE is set to this too).
 inline constexpr size_t kMaxMessageBytes = size_t{1} << 20;
 
@@ -55,6 +59,13 @@ struct StageQuery {
   //! How long the coordinator waits for the answer; 0: not said. The worker
   //! bounds the measurement by it (worker/farm_worker.h).
   uint32_t timeout_ms = 0;
+  //! When set, the query times this network end to end under its schedule
+  //! (devices::Backend::MeasureNetwork) and `stage` is empty. Shared: a
+  //! network is large and queries are copied between threads.
+  std::shared_ptr<const NetworkSpec> network = nullptr;
+
+  //! The stage's or the network's description, for logs.
+  std::string Describe() const;
 };
 
 //! Worker -> coordinator: the answer to one query (a failure is an answer).
@@ -89,6 +100,9 @@ std::string Encode(const Message& message);
 //! Encodes a stage query without copying the spec (the coordinator's hot path).
 std::string EncodeQuery(uint64_t query_id, const StageSpec& stage, int batch_size,
                         const MeasureSettings& settings, uint32_t timeout_ms = 0);
+//! Encodes a query that times `network` end to end.
+std::string EncodeNetworkQuery(uint64_t query_id, const NetworkSpec& network, int batch_size,
+                               const MeasureSettings& settings, uint32_t timeout_ms = 0);
 //! Encodes with another version number: for tests of version checks only.
 std::string EncodeWithVersion(const Message& message, uint32_t version);
 

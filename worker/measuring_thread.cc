@@ -24,7 +24,10 @@ void MeasureLoop(MeasuringState& state) {
     }
     schema::StageResult answer{query->query_id, {}};
     try {
-      answer.result = state.backend->Measure(query->stage, query->batch_size, query->settings);
+      answer.result =
+          query->network != nullptr
+              ? state.backend->MeasureNetwork(*query->network, query->batch_size, query->settings)
+              : state.backend->Measure(query->stage, query->batch_size, query->settings);
       // On the wire a timeout from a worker means "gave up, exiting" (the
       // coordinator drops the worker); a backend's own time limit is a
       // failure to measure again like any other.
@@ -40,7 +43,7 @@ void MeasureLoop(MeasuringState& state) {
     std::string failure;
     if (!answer.result.ok()) {
       failure = "query " + std::to_string(query->query_id) + ": " + ToString(answer.result.error) +
-                ": " + answer.result.error_message + " (" + query->stage.Describe() + ")";
+                ": " + answer.result.error_message + " (" + query->Describe() + ")";
     }
     const bool lost = state.backend->Lost();
     {
@@ -89,9 +92,8 @@ std::string SecondsText(milliseconds d) {
 }
 
 std::string HungText(const MeasuringState& state, const std::string& when) {
-  return "query " + std::to_string(state.current->query_id) + " (" +
-         state.current->stage.Describe() + "): the measurement did not end within " +
-         SecondsText(state.current_bound) + "; " + when;
+  return "query " + std::to_string(state.current->query_id) + " (" + state.current->Describe() +
+         "): the measurement did not end within " + SecondsText(state.current_bound) + "; " + when;
 }
 
 }  // namespace ios::worker::measuring

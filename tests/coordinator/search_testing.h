@@ -76,6 +76,14 @@ class CountingMeasurer final : public OneAtATimeMeasurer {
     }
     return backend_->Measure(spec, batch_size, settings);
   }
+  MeasureResult MeasureNetworkOne(const NetworkSpec& network, int batch_size,
+                                  const MeasureSettings& settings) override {
+    ++networks_asked;
+    return backend_->MeasureNetwork(network, batch_size, settings);
+  }
+
+ public:
+  int64_t networks_asked = 0;
 
  private:
   std::unique_ptr<devices::Backend> backend_;

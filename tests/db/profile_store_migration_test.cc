@@ -1,4 +1,4 @@
-// Schema version 3 (a detail per measurement) over version 2 (compact stage
+// Schema version 4 (end-to-end figures), 3 (a detail per measurement) over version 2 (compact stage
 // keys): a version 2 file written by the previous build
 // (tests/data/profile_v2.db: a tiny model on sim:v100, measured exhaustively,
 // and on sim:k80 at batch 2) keeps every measurement and gains an empty
@@ -20,6 +20,7 @@
 
 #include "common/error.h"
 #include "db/profile_store.h"
+#include "db/schema.h"
 #include "db/stage_text.h"
 #include "tests/db/profile_store_testing.h"
 #include "tests/testing/paths.h"
@@ -106,7 +107,9 @@ TEST_F(ProfileStoreMigrationTest, AVersionOneFileKeepsEveryMeasurementAfterTheUp
     ProfileStore::Open(path_.string(), read_only);
     ADD_FAILURE() << "a version 1 file opened read-only";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("upgrade it to version 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("upgrade it to version " + std::to_string(kSchemaVersion)),
+              std::string::npos)
+        << e.what();
   }
 
   auto store = ProfileStore::Open(path_.string());
@@ -149,9 +152,9 @@ TEST_F(ProfileStoreMigrationTest, AVersionOneFileKeepsEveryMeasurementAfterTheUp
   EXPECT_EQ(stats.failed_measurements, 21);
   EXPECT_EQ(stats.searches, 1);
   // The space of the old keys is given back; closing checkpoints the WAL
-  // into the file, whose header then says version 3 (1 -> 2 -> 3).
+  // into the file, whose header then says the current version (1 -> 2 -> 3 -> 4).
   store.reset();
-  EXPECT_EQ(ReadHeaderField(path_, kUserVersionOffset), 3u);
+  EXPECT_EQ(ReadHeaderField(path_, kUserVersionOffset), static_cast<uint32_t>(kSchemaVersion));
   EXPECT_LT(fs::file_size(path_), old_size);
   // Opening again changes nothing.
   auto again = ProfileStore::Open(path_.string());
@@ -322,8 +325,48 @@ TEST(ProfileStoreV2MigrationTest, AVersionTwoFileKeepsEveryMeasurementAndGainsDe
   store->Store(key, result);
   EXPECT_EQ(store->Lookup(key)->detail, "cudnn conv algo 1/fma");
   store.reset();
-  EXPECT_EQ(ReadHeaderField(path, kUserVersionOffset), 3u);
+  EXPECT_EQ(ReadHeaderField(path, kUserVersionOffset), static_cast<uint32_t>(kSchemaVersion));
   EXPECT_NO_THROW(ProfileStore::Open(path.string(), read_only));
+}
+
+// Version 3 to 4 adds the network_runs table (end-to-end figures of
+// verified schedules); every measurement stays. A version 3 file is made
+// here from a new one: the table dropped, the version set back.
+TEST(ProfileStoreV3MigrationTest, AVersionThreeFileGainsTheEndToEndTable) {
+  ::ios::testing::TempDir dir("ios_migration_v3");
+  const std::string path = (dir.path() / "v3.db").string();
+  const MeasurementKey key{"stage-key", "sim|fp", 1, "w2-n6-r6-float32"};
+  {
+    auto store = ProfileStore::Open(path);
+    store->UpsertDevice({"sim", "sim:v100", "sim|fp", true});
+    store->UpsertStage(key.stage_key, "a stage");
+    MeasureResult result;
+    result.median_ms = 0.5;
+    store->Store(key, result);
+  }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "DROP TABLE network_runs; PRAGMA user_version = 3", nullptr, nullptr,
+                           nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  ASSERT_EQ(ReadHeaderField(path, kUserVersionOffset), 3u);
+  OpenOptions read_only;
+  read_only.mode = OpenMode::kReadOnly;
+  EXPECT_THROW(ProfileStore::Open(path, read_only), Error) << "ios-db never upgrades";
+  auto store = ProfileStore::Open(path);
+  EXPECT_EQ(store->Lookup(key)->median_ms, 0.5);
+  NetworkRunRow row;
+  row.key = {"network-key", "sim|fp", 1, "w0-n1-r1-float32"};
+  row.model = "m";
+  row.schedule = "ios";
+  row.result.median_ms = 2.5;
+  store->StoreNetworkRun(row);
+  EXPECT_EQ(store->LookupNetworkRun(row.key)->result.median_ms, 2.5);
+  store.reset();
+  EXPECT_EQ(ReadHeaderField(path, kUserVersionOffset), static_cast<uint32_t>(kSchemaVersion));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "db/schema.h"
 #include "tests/db/profile_store_testing.h"
 #include "tests/testing/sanitizers.h"
 
@@ -158,21 +160,71 @@ TEST_F(ProfileStoreTest, RefusesToStoreForAStageOrDeviceNotUpserted) {
 
 TEST_F(ProfileStoreTest, SetsTheSchemaVersionInUserVersion) {
   ProfileStore::Open(DbPath().string());  // creates, then closes
-  EXPECT_EQ(ReadHeaderField(DbPath(), kUserVersionOffset), 3u);
+  EXPECT_EQ(ReadHeaderField(DbPath(), kUserVersionOffset), static_cast<uint32_t>(kSchemaVersion));
   EXPECT_NE(ReadHeaderField(DbPath(), kApplicationIdOffset), 0u);
 }
 
 TEST_F(ProfileStoreTest, RefusesADbWrittenByANewerSchemaVersion) {
   ProfileStore::Open(DbPath().string());
-  WriteHeaderField(DbPath(), kUserVersionOffset, 4);
+  WriteHeaderField(DbPath(), kUserVersionOffset, static_cast<uint32_t>(kSchemaVersion + 1));
   try {
     ProfileStore::Open(DbPath().string());
     FAIL() << "expected ios::Error";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr(DbPath().string()));
-    EXPECT_THAT(e.what(), HasSubstr("version 4"));
+    EXPECT_THAT(e.what(), HasSubstr("version " + std::to_string(kSchemaVersion + 1)));
     EXPECT_THAT(e.what(), HasSubstr("newer"));
   }
+}
+
+// End-to-end figures of networks under schedules (the search's
+// verification): keyed by network, device, batch and settings; replaced,
+// not duplicated; listed per model; failures kept with their kind.
+TEST_F(ProfileStoreTest, StoresLooksUpAndListsEndToEndFigures) {
+  auto store = ProfileStore::Open(DbPath().string());
+  NetworkRunRow row;
+  row.key = {"graph|stages:P[1,];|seed:1", "cpu|fp", 1, "w2-n1-r10-float32"};
+  row.model = "squeezenet";
+  row.schedule = "ios";
+  row.stages = 18;
+  row.predicted_ms = 25.0;
+  row.result = Ok(29.5);
+  store->StoreNetworkRun(row);
+  std::optional<NetworkRunRow> got = store->LookupNetworkRun(row.key);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->result.median_ms, 29.5);
+  EXPECT_EQ(got->predicted_ms, 25.0);
+  EXPECT_EQ(got->schedule, "ios");
+  EXPECT_EQ(got->stages, 18);
+  EXPECT_FALSE(got->measured_at.empty());
+  std::vector<NetworkRunKey> others(4, row.key);
+  others[0].network_key += "x";
+  others[1].device_fingerprint = "cpu|other";
+  others[2].batch_size = 16;
+  others[3].settings_key = "w0-n1-r1-float32";
+  for (const NetworkRunKey& other : others) {
+    EXPECT_FALSE(store->LookupNetworkRun(other).has_value())
+        << other.device_fingerprint << " " << other.batch_size << " " << other.settings_key;
+  }
+  row.result = Ok(27.0);
+  store->StoreNetworkRun(row);
+  NetworkRunRow failed = row;
+  failed.key.batch_size = 64;
+  failed.schedule = "greedy";
+  failed.predicted_ms = NAN;
+  failed.result = MeasureResult{};
+  failed.result.error = MeasureError::kOutOfMemory;
+  failed.result.error_message = "does not fit";
+  store->StoreNetworkRun(failed);
+  const std::vector<NetworkRunRow> rows = store->NetworkRuns("squeezenet");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(store->LookupNetworkRun(row.key)->result.median_ms, 27.0);
+  const NetworkRunRow& oom = rows[0].schedule == "greedy" ? rows[0] : rows[1];
+  EXPECT_EQ(oom.result.error, MeasureError::kOutOfMemory);
+  EXPECT_EQ(oom.result.error_message, "does not fit");
+  EXPECT_TRUE(std::isnan(oom.predicted_ms));
+  EXPECT_TRUE(store->NetworkRuns("resnet50").empty());
+  EXPECT_EQ(store->NetworkRuns("").size(), 2u);
 }
 
 TEST_F(ProfileStoreTest, RefusesAFileThatIsNotAnSQLiteDb) {

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/graph.h"
 #include "common/limits.h"
+#include "common/network_spec.h"
 #include "common/stage.h"
 #include "devices/backend.h"
 #include "devices/linked.h"
@@ -114,6 +115,32 @@ TEST_P(BackendConformanceTest, FingerprintIsStableAcrossInstances) {
   EXPECT_EQ(again->Device().name, info.name);
   EXPECT_EQ(again->Device().backend, info.backend);
   EXPECT_EQ(again->Device().simulated, info.simulated);
+}
+
+// The search's verification (docs/execution.md): a whole network under a
+// schedule, one operator per stage and with concurrent stages.
+TEST_P(BackendConformanceTest, AWholeNetworkUnderAScheduleMeasures) {
+  NetworkSpec one_by_one{net_.graph(), {}, 3};
+  for (NodeId id = 1; id < net_.size(); ++id) {
+    one_by_one.stages.push_back({Strategy::kParallel, {{id}}});
+  }
+  for (const int batch : {1, 2}) {
+    MeasureResult result;
+    ASSERT_NO_THROW(result = backend_->MeasureNetwork(one_by_one, batch, Quick()));
+    EXPECT_TRUE(result.ok()) << ToString(result.error) << ": " << result.error_message;
+    EXPECT_GT(result.median_ms, 0);
+    EXPECT_GT(result.samples, 0);
+  }
+  // Two operators that only read the input, side by side.
+  NetworkSpec concurrent = one_by_one;
+  const NodeId conv3 = *net_.graph().Find("conv3"), conv1 = *net_.graph().Find("conv1");
+  std::erase_if(concurrent.stages, [&](const Stage& s) {
+    return s.groups.front().front() == conv3 || s.groups.front().front() == conv1;
+  });
+  concurrent.stages.insert(concurrent.stages.begin(),
+                           Stage{Strategy::kParallel, {{conv3}, {conv1}}});
+  const MeasureResult result = backend_->MeasureNetwork(concurrent, 1, Quick());
+  EXPECT_TRUE(result.ok()) << ToString(result.error) << ": " << result.error_message;
 }
 
 TEST_P(BackendConformanceTest, BadRequestsComeBackAsResults) {

@@ -53,7 +53,7 @@ constexpr const char* kFastHeartbeatMs = "200";
 // One row of the coordinator's "workers:" table.
 struct WorkerRow {
   std::string id, address, device;
-  long long answered = -1, failed = -1, requeued = -1, late = -1;
+  long long answered = -1, networks = -1, failed = -1, requeued = -1, late = -1;
   std::string marker;  // "", "(left)" or "(other device: not used)"
 };
 
@@ -67,8 +67,8 @@ inline std::vector<WorkerRow> ParseWorkersTable(const std::string& report) {
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     WorkerRow row;
-    if (!(fields >> row.id >> row.address >> row.device >> row.answered >> row.failed >>
-          row.requeued >> row.late)) {
+    if (!(fields >> row.id >> row.address >> row.device >> row.answered >> row.networks >>
+          row.failed >> row.requeued >> row.late)) {
       break;
     }
     std::getline(fields, row.marker);

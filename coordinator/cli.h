@@ -1,0 +1,48 @@
+// Internal to ios-coordinator: its command line (coordinator_main.cc), the
+// farm it starts (cli_farm.cc) and what it runs (cli_commands.cc).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "coordinator/farm.h"
+#include "coordinator/search.h"
+
+namespace ios::coordinator::cli {
+
+struct CliOptions {
+  std::string model;
+  std::string evaluate;
+  bool list_models = false;
+  std::string device = "cpu";
+  std::string strategy = "both";
+  std::string measure = "lazy";
+  std::string blocks = "model";  // or "auto": found here, the model's ignored
+  bool no_pruning = false;
+  std::string db = "ios-farm.db";
+  std::string out;
+  bool baselines = true;
+  bool quiet = false;
+  std::string log_level = "info";
+  int local_workers = -1;       // -1: 1 without --bind, 0 with it
+  bool worker_process = false;  // --worker-process (implied by cuda without --bind)
+  int wait_workers_s = 60, heartbeat_ms = 1000, query_timeout_s = 120;
+  bool bind_given = false;                      // --bind on the command line, even as ''
+  std::vector<std::string> unused_by_evaluate;  // given options --evaluate ignores
+  SearchOptions search;
+  FarmOptions farm;
+};
+
+//! What is wrong with --device or --bind, before anything is opened or
+//! started; empty when nothing is.
+std::string FarmOptionProblem(const CliOptions& cli);
+
+//! Why the schedule could not be written to `path`, or "" when it can.
+std::string OutputProblem(const std::string& path);
+
+//! A search (--model) and the pricing of a given schedule (--evaluate):
+//! the process's exit code.
+int Search(const CliOptions& cli);
+int Evaluate(const CliOptions& cli);
+
+}  // namespace ios::coordinator::cli

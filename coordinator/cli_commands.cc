@@ -1,0 +1,240 @@
+// What ios-coordinator runs: a search (--model) or the pricing of a given
+// schedule (--evaluate), each ending with its figures measured end to end.
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "common/blocks.h"
+#include "common/error.h"
+#include "common/ios_json.h"
+#include "common/model_source.h"
+#include "common/printable.h"
+#include "coordinator/cli.h"
+#include "coordinator/cli_farm.h"
+#include "coordinator/cli_progress.h"
+#include "coordinator/report.h"
+#include "coordinator/schedule_json.h"
+#include "db/profile_store.h"
+#include "onnx/model_loader.h"
+#include "onnx/onnx_import.h"
+
+namespace ios::coordinator::cli {
+namespace {
+
+// A zoo name, or else a path to an IOS JSON or ONNX file. The search needs
+// only the graph: an ONNX file's weights change no latency.
+std::pair<Graph, std::string> ResolveModel(const std::string& model) {
+  const auto start = std::chrono::steady_clock::now();
+  ModelWithWeights loaded = LoadAnyModel(model);
+  for (const std::string& warning : loaded.warnings) spdlog::warn("{}", warning);
+  if (onnx_import::IsOnnxPath(model)) {
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    spdlog::info("{}: imported in {:.3f} s ({} operators, {} rewrites)", model, took.count(),
+                 loaded.model.graph.OperatorCount(), loaded.notes.size());
+  }
+  return {std::move(loaded.model.graph), std::move(loaded.model.name)};
+}
+
+std::string NowUtc() {
+  const std::time_t t = std::time(nullptr);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buffer;
+}
+
+}  // namespace
+
+// Run before any work so that a typo costs nothing; leaves no file behind.
+std::string OutputProblem(const std::string& path) {
+  if (path == "-") return "";
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) return "it is a directory";
+  const bool existed = std::filesystem::exists(path, error);
+  std::FILE* file = std::fopen(path.c_str(), "a");  // appends nothing, truncates nothing
+  if (file == nullptr) return std::strerror(errno);
+  std::fclose(file);
+  if (!existed) std::filesystem::remove(path, error);
+  return "";
+}
+
+namespace {
+
+void WriteOutput(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::cout << text;
+    return;
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) throw Error(path + ": cannot write the schedule file");
+}
+
+std::string DescribeSchedule(const Graph& graph, const Schedule& schedule) {
+  std::string text;
+  for (size_t b = 0; b < schedule.blocks.size(); ++b) {
+    text += "block " + std::to_string(b) + ":\n";
+    for (const ScheduledStage& s : schedule.blocks[b]) {
+      std::string groups;
+      for (const auto& g : s.stage.groups) {
+        groups += groups.empty() ? "[" : " | [";
+        for (size_t i = 0; i < g.size(); ++i) {
+          groups += (i ? " " : "") + Printable(graph.node(g[i]).name);
+        }
+        groups += "]";
+      }
+      char line[64];
+      std::snprintf(line, sizeof line, "  %9.4f ms  %-8s ", s.latency_ms,
+                    ToString(s.stage.strategy));
+      text += line + groups + "\n";
+    }
+  }
+  return text;
+}
+
+// The first line of every run: which device the latencies come from, so a
+// simulated figure is never taken for a measurement. On stderr when stdout
+// carries the schedule (--out -).
+void AnnounceDevice(const CliOptions& cli, Measurer& farm, const std::string& what) {
+  const DeviceInfo& device = farm.Device();
+  std::fprintf(cli.out == "-" ? stderr : stdout, "ios-coordinator: %s on %s, batch %d, %s (%s)\n",
+               what.c_str(), device.name.c_str(), cli.search.batch_size,
+               device.simulated ? "SIMULATED latencies (an analytical model, not a measurement)"
+                                : "measured latencies",
+               cli.search.settings.Key().c_str());
+  std::fflush(cli.out == "-" ? stderr : stdout);
+}
+
+}  // namespace
+
+int Search(const CliOptions& cli) {
+  const std::string started_at = NowUtc();
+  auto [graph, model_name] = ResolveModel(cli.model);
+  if (cli.blocks == "auto") {
+    SetAutomaticBlocks(graph);
+    InferShapes(graph);
+  }
+  auto store = db::ProfileStore::Open(cli.db);
+  SayWhatIsKeptOnInterrupt(cli.db);
+  auto farm = StartFarm(cli);
+  AnnounceDevice(cli, *farm, "searching " + model_name);
+  ProgressPrinter progress(cli.quiet);
+  // A long DP walk (the library calls at most once a second).
+  auto plan_progress = [&cli](const PlanProgress& p) {
+    if (cli.quiet) return;
+    std::fprintf(stderr,
+                 "enumerate: block %d part %d (%d operators): %lld states, %lld transitions, "
+                 "%lld stages so far, %.0f s\n",
+                 p.block, p.part, p.dp.operators, static_cast<long long>(p.dp.states),
+                 static_cast<long long>(p.dp.transitions), static_cast<long long>(p.dp.stages),
+                 p.dp.elapsed_s);
+  };
+  SearchOutcome outcome =
+      RunSearch(graph, model_name, cli.search, *store, *farm, std::ref(progress), plan_progress);
+  ScheduleInfo info{model_name, outcome.device, cli.search.batch_size, cli.search, {}, {}};
+  if (cli.baselines) {
+    info.sequential_ms = outcome.sequential.latency_ms;
+    info.greedy_ms = outcome.greedy.latency_ms;
+  }
+  // The fastest schedule as it runs, when verification measured any.
+  const Schedule& returned = outcome.Returned();
+  const std::string schedule_json = ScheduleToJson(graph, returned, info);
+  db::SearchRecord record;
+  record.model = model_name;
+  record.device_fingerprint = outcome.device.fingerprint;
+  record.batch_size = cli.search.batch_size;
+  record.settings_json = "{\"strategy\":\"" + cli.strategy +
+                         "\",\"r\":" + std::to_string(cli.search.dp.max_group_size) +
+                         ",\"s\":" + std::to_string(cli.search.dp.max_groups) + ",\"settings\":\"" +
+                         cli.search.settings.Key() + "\",\"measure\":\"" + cli.measure +
+                         "\",\"returned\":\"" + outcome.ReturnedName() + "\",\"verified\":" +
+                         std::to_string(outcome.verification.candidates.size()) + "}";
+  // Compact in the DB: a NASNet schedule with its graph is 255 KB so, 792 KB indented.
+  record.schedule_json = ScheduleToJson(graph, returned, info, JsonLayout::kCompact);
+  record.latency_ms = returned.latency_ms;
+  record.stages_measured = outcome.table.stats.measured;
+  record.stages_reused = outcome.table.stats.reused;
+  record.enumerate_s = outcome.enumerate_s;
+  record.measure_s = outcome.measure_s;
+  record.solve_s = outcome.solve_s;
+  record.started_at = started_at;
+  if (!cli.out.empty()) WriteOutput(cli.out, schedule_json);  // fails before anything is recorded
+  store->RecordSearch(record);
+  if (cli.out != "-") {
+    std::cout << (outcome.ReturnedName() == "ios"
+                      ? std::string("IOS schedule")
+                      : "Returned schedule (" + outcome.ReturnedName() + ")")
+              << (outcome.device.simulated ? " (simulated latencies)" : "") << ":\n"
+              << DescribeSchedule(graph, returned) << "\n";
+    if (!cli.baselines) {
+      outcome.sequential.latency_ms = NAN;
+      outcome.greedy.latency_ms = NAN;
+    }
+    std::cout << FormatReport(graph, outcome) << FormatVerification(outcome);
+    if (!cli.out.empty()) std::cout << "schedule written to " << cli.out << "\n";
+    std::cout.flush();
+    std::cout << FormatWorkers(farm->Workers());
+  }
+  return 0;
+}
+
+int Evaluate(const CliOptions& cli) {
+  LoadedSchedule loaded;
+  try {
+    loaded = LoadSchedule(cli.evaluate);
+  } catch (const Error& e) {
+    // The loader's message starts with the file; say which option gave it.
+    throw Error("--evaluate " + std::string(e.what()));
+  }
+  auto store = db::ProfileStore::Open(cli.db);
+  SayWhatIsKeptOnInterrupt(cli.db);
+  auto farm = StartFarm(cli);
+  AnnounceDevice(cli, *farm, "pricing " + cli.evaluate);
+  SearchPlan plan;
+  StageKeyer keyer(loaded.graph);
+  std::vector<BlockSchedule> blocks;
+  for (const auto& stages : loaded.blocks) {
+    BlockSchedule block;
+    for (const Stage& s : stages) block.emplace_back(s, plan.Intern(keyer, s));
+    blocks.push_back(std::move(block));
+  }
+  ProgressPrinter progress(cli.quiet);
+  LatencyTable table =
+      MeasureStages(loaded.graph, plan, *store, *farm, cli.search, std::ref(progress));
+  const Schedule priced = PriceSchedule(blocks, table.latency_ms);
+  const DeviceInfo& device = farm->Device();
+  std::printf("schedule %s (%s format, %zu distinct stages)\n", cli.evaluate.c_str(),
+              loaded.origin.c_str(), plan.stage_count());
+  std::printf("device %s%s, batch %d: %.3f ms%s\n", device.name.c_str(),
+              device.simulated ? " (SIMULATED)" : "", cli.search.batch_size, priced.latency_ms,
+              device.simulated ? " (simulated)" : "");
+  std::printf("stages measured %lld, reused from DB %lld, failed %lld\n",
+              static_cast<long long>(table.stats.measured),
+              static_cast<long long>(table.stats.reused),
+              static_cast<long long>(table.stats.failed));
+  if (cli.search.verify.enabled && std::isfinite(priced.latency_ms)) {
+    const VerifiedSchedule run = VerifySchedule(loaded.graph, loaded.graph.name, cli.evaluate,
+                                                priced, cli.search, device, *store, *farm);
+    const MeasureResult& m = run.measured;
+    if (m.ok()) {
+      std::printf(
+          "end to end: %.3f ms%s (median, spread %.3f ms, %d runs; %s), %.2fx the DP's sum\n",
+          m.median_ms, device.simulated ? " (simulated)" : "", m.spread_ms, m.samples,
+          run.reused ? "from the DB" : "measured now", m.median_ms / priced.latency_ms);
+    } else {
+      std::printf("end to end: %s: %s\n", ToString(m.error), m.error_message.c_str());
+    }
+  }
+  return std::isfinite(priced.latency_ms) ? 0 : 2;
+}
+
+}  // namespace ios::coordinator::cli
