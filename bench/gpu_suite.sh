@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The cuda backend's benchmark table (docs/gpu.md, "First run on a GPU"). For
-# each model and batch size: searches on the GPU through one ios-worker
-# (lazy measurement, one DB for all) with strategy both, parallel and merge;
-# then ios-run on the GPU of the sequential, greedy, IOS-Merge, IOS-Parallel
-# and IOS-Both schedules (IOS-Both also as a CUDA graph, with --check); and,
-# where a CUDA build of PyTorch is installed, PyTorch eager and
-# torch.cuda.graphs replay of the same network (Inception V3, SqueezeNet).
-# Prints a markdown table for docs/benchmarks.md; without a GPU it says so in
-# one line and exits 1.
+# The cuda backend's benchmark table (docs/gpu.md, "What a GPU run must
+# show"). For each model and batch size: searches on the GPU through one
+# ios-worker (lazy measurement, stages measured as executed, one DB for all)
+# with strategy both, parallel and merge; then ios-run on the GPU of the
+# sequential, greedy, IOS-Merge, IOS-Parallel and IOS-Both schedules, each as
+# one replayed CUDA graph (ios-run's default on cuda), IOS-Both also
+# streamed, with the DP's prediction and --check; and, where a CUDA build of
+# PyTorch is installed, PyTorch eager and torch.cuda.graphs replay of the
+# same network (Inception V3, SqueezeNet). Prints a markdown table for
+# docs/benchmarks.md and, per case, issue 22's goals (the IOS graph <=
+# min(sequential, greedy) graphs; predicted within 10% of it) met or MISSED;
+# without a GPU it says so in one line and exits 1.
 #   bash bench/gpu_suite.sh [CASES] [GPU]
 #   CASES: "model:batch ...", default every zoo model at batch 1 and
 #          Inception V3 at 16, 32, 64 and 128
@@ -20,8 +23,10 @@ read -r -a CASES <<<"${1:-squeezenet:1 inception_v3:1 nasnet:1 randwire:1 incept
 GPU="${2:-0}"
 RUNS="${RUNS:-50}"
 DEVICE="${DEVICE:-cuda:$GPU}"
-graph=()
-if [[ "$DEVICE" == cuda* ]]; then graph=(--cuda-graph); fi
+# On cuda every schedule runs as a graph (the default); IOS-Both is also
+# timed streamed. Other devices run streamed only.
+both=()
+if [[ "$DEVICE" == cuda* ]]; then both=(--streams --cuda-graph); fi
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${BIN:-$ROOT/build}"
 WORK="$(mktemp -d)"
@@ -52,7 +57,7 @@ json() {  # json FILE PYTHON-EXPRESSION-ON-d
   /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
 }
 
-search() {  # search MODEL BATCH STRATEGY -> prints "seconds measured", writes the schedule
+search() {  # search MODEL BATCH STRATEGY -> prints "seconds measured stages/s", writes the schedule
   local start end
   start=$(date +%s.%N)
   "$BIN/coordinator/ios-coordinator" --model "$1" --batch "$2" --strategy "$3" --device "${DEVICE%%,*}" \
@@ -60,7 +65,7 @@ search() {  # search MODEL BATCH STRATEGY -> prints "seconds measured", writes t
     --log-level warn >/dev/null
   end=$(date +%s.%N)
   "$BIN/db/ios-db" --db "$db" searches --format json |
-    /usr/bin/python3 -c 'import json,sys; s=json.load(sys.stdin)[-1]; print(f"{float(sys.argv[2])-float(sys.argv[1]):.1f}", s["stages_measured"])' "$start" "$end"
+    /usr/bin/python3 -c 'import json,sys; s=json.load(sys.stdin)[-1]; n=s["stages_measured"]; t=s["measure_s"]; print(f"{float(sys.argv[2])-float(sys.argv[1]):.1f}", n, f"{n/t:.0f}" if t else "-")' "$start" "$end"
 }
 
 run() {  # run OUT SCHEDULE-ARGS...: ios-run on the GPU, JSON into OUT
@@ -73,19 +78,21 @@ run() {  # run OUT SCHEDULE-ARGS...: ios-run on the GPU, JSON into OUT
 echo "$(sed -n 's/^device: //p' "$WORK/device"), $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
 echo "$(sed -n 's/^fingerprint: //p' "$WORK/device")"
 echo
-echo "| model | batch | search (both) | stages measured | sequential | greedy | IOS-Merge | IOS-Parallel | IOS-Both | IOS-Both graph | PyTorch eager | PyTorch graph | check |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+echo "| model | batch | search (both) | stages measured | stages/s | sequential | greedy | IOS-Merge | IOS-Parallel | IOS-Both | IOS-Both predicted | IOS-Both streams | PyTorch eager | PyTorch graph | check |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+goals=()
 for case in "${CASES[@]}"; do
   model="${case%%:*}"
   batch="${case##*:}"
-  read -r search_s measured < <(search "$model" "$batch" both)
+  read -r search_s measured rate < <(search "$model" "$batch" both)
   search "$model" "$batch" parallel >/dev/null
   search "$model" "$batch" merge >/dev/null
   run "$WORK/seq.json" --model "$model" --batch "$batch" --schedule sequential --no-predict
   run "$WORK/greedy.json" --model "$model" --batch "$batch" --schedule greedy --no-predict
   run "$WORK/merge.json" --batch "$batch" --schedule "$WORK/$model-$batch-merge.json" --no-predict
   run "$WORK/parallel.json" --batch "$batch" --schedule "$WORK/$model-$batch-parallel.json" --no-predict
-  run "$WORK/both.json" --batch "$batch" --schedule "$WORK/$model-$batch-both.json" "${graph[@]}" --check
+  run "$WORK/both.json" --batch "$batch" --schedule "$WORK/$model-$batch-both.json" "${both[@]}" \
+    --check
   median() { json "$1" '"%.3f" % d["measured_ms"]["median"] if d.get("measured_ms") else "failed"'; }
   eager="-" torch_graph="-"
   if $torch_gpu && [[ "$model" == inception_v3 || "$model" == squeezenet ]]; then
@@ -94,13 +101,32 @@ for case in "${CASES[@]}"; do
     eager=$(/usr/bin/python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; print(next((x["measured_ms"]["median"] for x in r if x["mode"]=="eager"), "-"))' "$WORK/torch.jsonl")
     torch_graph=$(/usr/bin/python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; print(next((x["measured_ms"]["median"] for x in r if x["mode"]=="cuda_graph"), "-"))' "$WORK/torch.jsonl")
   fi
-  printf '| %s | %s | %s s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$model" "$batch" \
-    "$search_s" "$measured" "$(median "$WORK/seq.json")" "$(median "$WORK/greedy.json")" \
-    "$(median "$WORK/merge.json")" "$(median "$WORK/parallel.json")" "$(median "$WORK/both.json")" \
-    "$(json "$WORK/both.json" '"%.3f" % d["replay_ms"]["median"] if d.get("replay_ms") else "-"')" \
+  printf '| %s | %s | %s s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+    "$model" "$batch" "$search_s" "$measured" "$rate" "$(median "$WORK/seq.json")" \
+    "$(median "$WORK/greedy.json")" "$(median "$WORK/merge.json")" \
+    "$(median "$WORK/parallel.json")" "$(median "$WORK/both.json")" \
+    "$(json "$WORK/both.json" '"%.3f" % d["predicted_ms"] if d.get("predicted_ms") else "-"')" \
+    "$(json "$WORK/both.json" '"%.3f" % d["streams_ms"]["median"] if d.get("streams_ms") and d.get("replay_ms") else "-"')" \
     "$eager" "$torch_graph" \
     "$(json "$WORK/both.json" '"passed" if d.get("check", {}).get("passed") else "FAILED"')"
+  goals+=("$(/usr/bin/python3 -c 'import json, sys
+m = [json.load(open(f)).get("measured_ms") or {} for f in sys.argv[2:5]]
+p = json.load(open(sys.argv[4])).get("predicted_ms")
+try:
+    ios, best = m[2]["median"], min(m[0]["median"], m[1]["median"])
+    fast = "met" if ios <= best else "MISSED"
+    close = "met" if p is not None and abs(p - ios) <= 0.10 * ios else "MISSED"
+    print(f"- {sys.argv[1]}: IOS-Both {ios:.3f} ms <= min(sequential, greedy) {best:.3f}: **{fast}**;"
+          f" predicted {p if p is None else round(p, 3)} within 10%: **{close}**")
+except (KeyError, TypeError):
+    print(f"- {sys.argv[1]}: not measured")' "$model b$batch" "$WORK/seq.json" "$WORK/greedy.json" \
+    "$WORK/both.json")")
 done
 echo
-echo "(end-to-end medians in ms over $RUNS runs; IOS-Both graph: the same schedule replayed as one CUDA graph;"
-echo " check: ios-run --check of IOS-Both against sequential, the cpu backend and the graph replay)"
+echo "(end-to-end medians in ms over $RUNS runs; on cuda each schedule replayed as one CUDA graph, ios-run's"
+echo " default; IOS-Both streams: the same schedule on CUDA streams; stages/s: stages measured per second of"
+echo " the search's measuring; check: ios-run --check of IOS-Both against sequential, the cpu backend and"
+echo " the streamed run)"
+echo
+echo "Issue 22's goals, per case:"
+printf '%s\n' "${goals[@]}"

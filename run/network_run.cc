@@ -106,6 +106,22 @@ Execution Execute(exec::Device& device, const Graph& graph, const NetworkSchedul
   return execution;
 }
 
+RunModes ChooseRunModes(bool replays, bool streams_flag, bool graph_flag,
+                        const std::string& device) {
+  if (graph_flag && !replays) {
+    throw Error("--cuda-graph needs --device cuda (CUDA graphs), not " + device);
+  }
+  if (!replays) return {true, false};
+  return {streams_flag, graph_flag || !streams_flag};
+}
+
+Execution Execute(exec::Device& device, const Graph& graph, const NetworkSchedule& schedule,
+                  const exec::WeightStore& weights, int batch, std::span<const float> input,
+                  const RunModes& modes, const MeasureSettings& timing) {
+  return Execute(device, graph, schedule, weights, batch, input, modes.streams ? &timing : nullptr,
+                 modes.graph ? &timing : nullptr);
+}
+
 bool Comparison::Within(double relative) const {
   return !sizes_differ && std::isfinite(max_abs_diff) &&
          max_abs_diff <= relative * max_abs_reference;

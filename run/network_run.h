@@ -60,6 +60,25 @@ Execution Execute(exec::Device& device, const Graph& graph, const NetworkSchedul
                   const exec::WeightStore& weights, int batch, std::span<const float> input,
                   const MeasureSettings* timing, const MeasureSettings* replay_timing = nullptr);
 
+//! What ios-run times. A device that can record a network (CUDA graphs)
+//! runs it as one replayed graph by default, as a deployment would; the
+//! streamed runs are timed only when asked (--streams), and both with
+//! --streams --cuda-graph. Other devices run streamed.
+struct RunModes {
+  bool streams = false;
+  bool graph = false;
+};
+//! `replays`: the device can record a network; `streams_flag`,
+//! `graph_flag`: --streams and --cuda-graph. Throws ios::Error for
+//! --cuda-graph on a device that cannot record.
+RunModes ChooseRunModes(bool replays, bool streams_flag, bool graph_flag,
+                        const std::string& device = "this device");
+
+//! Execute with the timings `modes` names, each under `timing`.
+Execution Execute(exec::Device& device, const Graph& graph, const NetworkSchedule& schedule,
+                  const exec::WeightStore& weights, int batch, std::span<const float> input,
+                  const RunModes& modes, const MeasureSettings& timing);
+
 //! How far `got` is from `want`: the largest absolute difference, against
 //! the largest absolute value of `want`.
 struct Comparison {

@@ -44,6 +44,7 @@ struct CliOptions {
   bool check = false;
   bool predict = true;
   bool cuda_graph = false;
+  bool streams = false;
 };
 
 // Relative tolerance of --check: schedules change the order of floating-point
@@ -167,6 +168,14 @@ std::vector<float> ReadFloats(const std::string& path, const std::string& option
 
 double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
+nlohmann::json TimingJson(const run::Timing& t) {
+  return {{"min", t.min_ms},
+          {"median", t.protocol.median_ms},
+          {"max", t.max_ms},
+          {"spread", t.protocol.spread_ms},
+          {"runs", t.repeats}};
+}
+
 // --check on a device whose kind names another to compare with (a GPU: the
 // cpu backend, other libraries and algorithms): the same network, weights and
 // input there, when this build has it, within kCrossDeviceTolerance; TF32
@@ -203,10 +212,9 @@ int Run(const CliOptions& cli) {
       : loaded.file_weights     ? *loaded.file_weights
                                 : exec::WeightStore::Random(loaded.graph, cli.seed);
   const devices::BackendKind& kind = devices::LinkedRegistry().Get(cli.device);
+  const run::RunModes modes =
+      run::ChooseRunModes(kind.replays_graphs, cli.streams, cli.cuda_graph, cli.device);
   std::unique_ptr<exec::Device> device = kind.open_device(cli.device, {});
-  if (cli.cuda_graph && !kind.replays_graphs) {
-    throw Error("--cuda-graph needs --device cuda (CUDA graphs), not " + cli.device);
-  }
   const Shape in = loaded.graph.node(0).output;
   const size_t input_count =
       static_cast<size_t>(cli.batch) * static_cast<size_t>(in.c) * in.h * in.w;
@@ -233,9 +241,8 @@ int Run(const CliOptions& cli) {
                 loaded.schedule.name.c_str(), loaded.schedule.stages.size());
     std::fflush(stdout);
   }
-  const run::Execution execution =
-      run::Execute(*device, loaded.graph, loaded.schedule, weights, cli.batch, input, &timing,
-                   cli.cuda_graph ? &timing : nullptr);
+  const run::Execution execution = run::Execute(*device, loaded.graph, loaded.schedule, weights,
+                                                cli.batch, input, modes, timing);
   const Prediction prediction = cli.predict ? Predict(cli, loaded) : Prediction{};
 
   nlohmann::json check = nullptr;
@@ -302,14 +309,19 @@ int Run(const CliOptions& cli) {
     check["passed"] = check_passed;
   }
 
-  const run::Timing& t = execution.timing;
+  // The figure of how the network ran: the replayed graph where it was
+  // recorded (the default on cuda), else the streamed runs.
+  const run::Timing& t = modes.graph ? *execution.replay : execution.timing;
+  const char* how = modes.graph ? "graph" : "streams";
   if (text) {
-    std::printf("measured end to end: median %.3f ms (min %.3f, max %.3f, spread %.3f; %d runs)\n",
-                t.protocol.median_ms, t.min_ms, t.max_ms, t.protocol.spread_ms, t.repeats);
-    if (execution.replay) {
-      const run::Timing& r = *execution.replay;
+    std::printf(
+        "measured end to end: median %.3f ms (min %.3f, max %.3f, spread %.3f; %d runs)%s\n",
+        t.protocol.median_ms, t.min_ms, t.max_ms, t.protocol.spread_ms, t.repeats,
+        modes.graph ? " as one replayed CUDA graph" : "");
+    if (modes.graph && modes.streams) {
+      const run::Timing& r = execution.timing;
       std::printf(
-          "CUDA-graph replay:   median %.3f ms (min %.3f, max %.3f, spread %.3f; %d runs)\n",
+          "streamed runs:       median %.3f ms (min %.3f, max %.3f, spread %.3f; %d runs)\n",
           r.protocol.median_ms, r.min_ms, r.max_ms, r.protocol.spread_ms, r.repeats);
     }
     if (cli.predict) {
@@ -346,19 +358,10 @@ int Run(const CliOptions& cli) {
         {"fingerprint", device->Info().fingerprint},
         {"batch", cli.batch},
         {"stages", execution.stages},
-        {"measured_ms",
-         {{"min", t.min_ms},
-          {"median", t.protocol.median_ms},
-          {"max", t.max_ms},
-          {"spread", t.protocol.spread_ms},
-          {"runs", t.repeats}}},
-        {"replay_ms",
-         execution.replay ? nlohmann::json{{"min", execution.replay->min_ms},
-                                           {"median", execution.replay->protocol.median_ms},
-                                           {"max", execution.replay->max_ms},
-                                           {"spread", execution.replay->protocol.spread_ms},
-                                           {"runs", execution.replay->repeats}}
-                          : nlohmann::json(nullptr)},
+        {"execution", how},
+        {"measured_ms", TimingJson(t)},
+        {"streams_ms", modes.streams ? TimingJson(execution.timing) : nlohmann::json(nullptr)},
+        {"replay_ms", execution.replay ? TimingJson(*execution.replay) : nlohmann::json(nullptr)},
         {"predicted_ms", cli.predict && std::isfinite(prediction.latency_ms)
                              ? nlohmann::json(prediction.latency_ms)
                              : nlohmann::json(nullptr)},
@@ -393,9 +396,14 @@ int main(int argc, char** argv) {
                      " (sim models latencies only and cannot run a network; reference: naive "
                      "loops, slow; cuda: docs/gpu.md)")
       ->default_val(cli.device);
+  app.add_flag("--streams", cli.streams,
+               "cuda: time the schedule as streamed runs (a CUDA stream per lane, events at "
+               "forks and joins) instead of as one replayed CUDA graph, cuda's default; with "
+               "--cuda-graph, time both (streams first). Other devices always run streamed");
   app.add_flag("--cuda-graph", cli.cuda_graph,
-               "cuda: also record the scheduled network once as a CUDA graph (after the timed "
-               "runs) and time its replays; --check then compares their output too");
+               "cuda: run the schedule as one CUDA graph, recorded once after a streamed run "
+               "and replayed: the default on cuda, so alone it changes nothing; with --streams, "
+               "time the graph too. Refused on a device without CUDA graphs");
   app.add_option("--batch,-b", cli.batch, "batch size")->default_val(1)->check(CLI::Range(1, 4096));
   app.add_option("--runs", cli.runs, "timed whole-network runs (median, min, max over them)")
       ->default_val(cli.runs)
@@ -406,8 +414,8 @@ int main(int argc, char** argv) {
   app.add_flag("--check", cli.check,
                "compare the output with sequential execution (and, on small graphs, with the "
                "naive reference device) within 1e-4 of the largest |value|; on cuda also with "
-               "the cpu backend within 1e-3 (math=fp32) and, with --cuda-graph, the replayed "
-               "output with the streamed one; exit 1 if not");
+               "the cpu backend within 1e-3 (math=fp32) and, as a graph, the replayed "
+               "output with a streamed run's; exit 1 if not");
   app.add_option("--db", cli.db, "profiling DB for the prediction (created if missing)")
       ->default_val(cli.db);
   bool no_predict = false;

@@ -2,18 +2,26 @@
 # gpu-check: everything the project wants to know from a GPU host, in one
 # bounded run of the GPU host bundle (scripts/pack-worker.sh --gpu-host):
 #   1. the gpu-labelled tests (cuda_gpu_test, backend_conformance_test);
-#   2. ios-run --check --cuda-graph of every zoo model (sequential schedule);
-#   3. a lazy search of SqueezeNet and Inception V3 at batch 1 on the GPU;
-#   4. sequential, greedy and IOS of both, streamed and as CUDA graphs, with
-#      the DP's prediction, beside PyTorch eager, TorchScript (frozen), CUDA
-#      graph replay and torch.compile (reduce-overhead), where the host's
-#      python3 has a CUDA PyTorch and torchvision;
-# then prints one markdown table for docs/benchmarks.md.
+#   2. ios-run --check of every zoo model (sequential schedule, run as a
+#      CUDA graph, ios-run's default on cuda, and checked against streams);
+#   3. a search (the default: lazy, stages measured as executed) of every
+#      zoo model at batch 1 and of SqueezeNet and Inception V3 at batch 16,
+#      each in a fresh DB, timed: stages measured per second of measuring;
+#   4. sequential, greedy and IOS of each, streamed and as CUDA graphs
+#      (ios-run --streams --cuda-graph), with the DP's prediction, beside
+#      PyTorch eager, TorchScript (frozen), CUDA graph replay and
+#      torch.compile (reduce-overhead) for SqueezeNet and Inception V3, where
+#      the host's python3 has a CUDA PyTorch and torchvision;
+# then prints one markdown table for docs/benchmarks.md and issue 22's cuda
+# goals, each "met" or "MISSED" with its figures (docs/gpu.md, "What a GPU
+# run must show"). A missed goal is a figure to record, not a failed check.
 #   bin/gpu-check [OUT_DIR]     (default: a new folder under /tmp)
 # Exit: 0 all checks passed, 1 a check failed, 77 no usable GPU here (one
 # line says why, and which CUDA runtime and cuDNN were found).
 # GPU (default 0) picks the GPU, RUNS (default 50) the timed runs, PYTHON the
-# interpreter with PyTorch (default python3).
+# interpreter with PyTorch (default python3), CASES (default "squeezenet:1
+# inception_v3:1 nasnet:1 randwire:1 squeezenet:16 inception_v3:16") the
+# searched model:batch pairs.
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -23,6 +31,7 @@ out="${1:-$(mktemp -d /tmp/gpu-check.XXXXXX)}"
 mkdir -p "$out"
 gpu="${GPU:-0}"
 runs="${RUNS:-50}"
+read -r -a cases <<<"${CASES:-squeezenet:1 inception_v3:1 nasnet:1 randwire:1 squeezenet:16 inception_v3:16}"
 python="${PYTHON:-python3}"
 # The GPU is picked for every tool at once; the searches' --device then
 # names the kind (a coordinator selects workers by backend, name or
@@ -73,22 +82,33 @@ except Exception:
 run() {  # run OUT ARGS...: ios-run on the GPU as JSON
   local file="$1"
   shift
-  timeout 240 "$bin/ios-run" --device "$device" --format json --runs "$runs" --cuda-graph "$@" \
+  timeout 240 "$bin/ios-run" --device "$device" --format json --runs "$runs" "$@" \
     >"$file" 2>"$file.err"
 }
 
-# 2. Every zoo model, checked against sequential, the cpu backend and replay.
+goals=()
+goal() {  # goal TEXT PYTHON-CONDITION DETAIL: one line of the goals, met or MISSED
+  local verdict
+  verdict="$("$python" -c 'import sys
+try:
+    print("met" if eval(sys.argv[1]) else "MISSED")
+except Exception:
+    print("not measured")' "$2" 2>/dev/null || echo "not measured")"
+  goals+=("- $1: **$verdict** ($3)")
+}
+
+# 2. Every zoo model, run as ios-run runs it on cuda (a CUDA graph), checked
+# against sequential streams, the cpu backend and the streamed output.
 for model in squeezenet inception_v3 nasnet randwire; do
   if run "$out/check-$model.json" --model "$model" --schedule sequential --check --no-predict &&
-    [[ "$(json "$out/check-$model.json" 'd["check"]["passed"]')" == True ]]; then
-    note "ios-run --check --cuda-graph $model: passed"
+    [[ "$(json "$out/check-$model.json" 'd["check"]["passed"] and d["execution"] == "graph"')" == True ]]; then
+    note "ios-run --check $model (as a CUDA graph): passed"
   else
-    fail "ios-run --check --cuda-graph $model: $(tail -n 1 "$out/check-$model.json.err")"
+    fail "ios-run --check $model: $(tail -n 1 "$out/check-$model.json.err")"
   fi
 done
 
 # 3 and 4. Searches, schedules and peers.
-db="$out/gpu.db"
 peers=false
 if timeout 60 "$python" -c 'import sys, torch, torchvision
 sys.exit(0 if torch.cuda.is_available() else 1)' 2>"$out/torch.err"; then
@@ -97,48 +117,85 @@ else
   note "PyTorch peers skipped: $python has no CUDA PyTorch with torchvision ($(tail -n 1 "$out/torch.err"))"
 fi
 rows=()
-for model in squeezenet inception_v3; do
-  if ! timeout 300 "$bin/ios-coordinator" --model "$model" --batch 1 --device "$device" --db "$db" \
-    --out "$out/$model.json" -q >"$out/search-$model.log" 2>&1; then
-    fail "search of $model (see $out/search-$model.log)"
+for case in "${cases[@]}"; do
+  model="${case%%:*}"
+  batch="${case##*:}"
+  tag="$model-b$batch"
+  # A fresh DB per case: every stage the search needs is measured, so its
+  # rate is the profiling rate.
+  db="$out/gpu-$tag.db"
+  started=$(date +%s.%N)
+  if ! timeout 900 "$bin/ios-coordinator" --model "$model" --batch "$batch" --device "$device" \
+    --db "$db" --out "$out/$tag.json" -q >"$out/search-$tag.log" 2>&1; then
+    fail "search of $model at batch $batch (see $out/search-$tag.log)"
     continue
   fi
+  wall="$("$python" -c 'import sys; print("%.1f" % (float(sys.argv[2]) - float(sys.argv[1])))' \
+    "$started" "$(date +%s.%N)" 2>/dev/null || echo "-")"
+  timeout 60 "$bin/ios-db" --db "$db" searches --format json >"$out/searches-$tag.json" 2>&1
+  measured="$(json "$out/searches-$tag.json" 'd[-1]["stages_measured"]')"
+  rate="$(json "$out/searches-$tag.json" '"%.0f" % (d[-1]["stages_measured"] / d[-1]["measure_s"])')"
+  note "search $model b$batch: $measured stages measured, $rate stages/s of measuring, ${wall}s in all"
   cells=()
-  for schedule in sequential greedy "$out/$model.json"; do
+  for schedule in sequential greedy "$out/$tag.json"; do
     name="$(basename "$schedule" .json)"
-    run "$out/run-$model-$name.json" --model "$model" --schedule "$schedule" --db "$db" ||
-      fail "ios-run $model $name: $(tail -n 1 "$out/run-$model-$name.json.err")"
-    cell="$(json "$out/run-$model-$name.json" '"%.3f / %.3f" % (d["measured_ms"]["median"], d["replay_ms"]["median"])')"
-    if [[ "$schedule" == "$out/$model.json" ]]; then
-      cell="$cell ($(json "$out/run-$model-$name.json" '"%.3f" % d["predicted_ms"]'))"
+    file="$out/run-$tag-$name.json"
+    run "$file" --model "$model" --batch "$batch" --schedule "$schedule" --db "$db" --streams \
+      --cuda-graph || fail "ios-run $model b$batch $name: $(tail -n 1 "$file.err")"
+    cell="$(json "$file" '"%.3f / %.3f" % (d["streams_ms"]["median"], d["replay_ms"]["median"])')"
+    if [[ "$schedule" == "$out/$tag.json" ]]; then
+      cell="$cell ($(json "$file" '"%.3f" % d["predicted_ms"]'))"
     fi
     cells+=("$cell")
   done
+  graph() { json "$out/run-$tag-$1.json" 'd["replay_ms"]["median"]'; }
+  ios="$(graph "$tag")"
+  sequential="$(graph sequential)"
+  greedy="$(graph greedy)"
+  predicted="$(json "$out/run-$tag-$tag.json" 'd["predicted_ms"]')"
+  goal "$model b$batch: the returned schedule as a graph <= min(sequential, greedy) as graphs" \
+    "$ios <= min($sequential, $greedy)" "IOS $ios ms, sequential $sequential, greedy $greedy"
+  goal "$model b$batch: predicted within 10% of the graph replay" \
+    "abs($predicted - $ios) <= 0.10 * $ios" "predicted $predicted ms, replayed $ios"
   torch_cells=("-" "-" "-" "-")
-  if $peers; then
-    timeout 300 "$python" "$here/share/pytorch_peer.py" --device cuda --model "$model" --batch 1 \
-      --mode eager,jit_frozen,cuda_graph,compile --runs "$runs" >"$out/torch-$model.jsonl" \
-      2>"$out/torch-$model.err" || note "PyTorch peer of $model: $(tail -n 1 "$out/torch-$model.err")"
+  if $peers && [[ "$model" == squeezenet || "$model" == inception_v3 ]]; then
+    timeout 300 "$python" "$here/share/pytorch_peer.py" --device cuda --model "$model" \
+      --batch "$batch" --mode eager,jit_frozen,cuda_graph,compile --runs "$runs" \
+      >"$out/torch-$tag.jsonl" 2>"$out/torch-$tag.err" ||
+      note "PyTorch peer of $model b$batch: $(tail -n 1 "$out/torch-$tag.err")"
     i=0
     for mode in eager jit_frozen cuda_graph compile; do
       torch_cells[i]="$("$python" -c 'import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 print(next(("%.3f" % r["measured_ms"]["median"] for r in rows if r["mode"] == sys.argv[2]), "-"))' \
-        "$out/torch-$model.jsonl" "$mode" 2>/dev/null || echo "-")"
+        "$out/torch-$tag.jsonl" "$mode" 2>/dev/null || echo "-")"
       i=$((i + 1))
     done
   fi
-  rows+=("| $model b1 | ${cells[0]} | ${cells[1]} | ${cells[2]} | ${torch_cells[0]} | ${torch_cells[1]} | ${torch_cells[2]} | ${torch_cells[3]} |")
+  if [[ "$tag" == inception_v3-b1 ]]; then
+    best="$("$python" -c 'import sys
+values = [float(v) for v in sys.argv[1:] if v != "-"]
+print(min(values) if values else "-")' "${torch_cells[@]}")"
+    goal "inception_v3 b1: >= 1.5x the best PyTorch peer" "$best / $ios >= 1.5" \
+      "best of eager, TorchScript, CUDA graph, torch.compile $best ms; IOS as a graph $ios"
+    goal "inception_v3 b1: >= 150 stages/s profiling" "$rate >= 150" \
+      "$measured stages measured at $rate stages/s of measuring, ${wall}s search"
+  fi
+  rows+=("| $model b$batch | ${cells[0]} | ${cells[1]} | ${cells[2]} | ${torch_cells[0]} | ${torch_cells[1]} | ${torch_cells[2]} | ${torch_cells[3]} | $rate |")
 done
 
 echo
 echo "$(sed -n 's/^device: //p' "$out/device"), $(date -u '+%Y-%m-%d %H:%M UTC'); libraries: $IOS_GPU_LIBS"
 echo
-echo "| model, batch | sequential streams / graph | greedy streams / graph | IOS streams / graph (DP predicted) | PyTorch eager | TorchScript frozen | CUDA graph | torch.compile reduce-overhead |"
-echo "|---|---|---|---|---:|---:|---:|---:|"
+echo "| model, batch | sequential streams / graph | greedy streams / graph | IOS streams / graph (DP predicted) | PyTorch eager | TorchScript frozen | CUDA graph | torch.compile reduce-overhead | search stages/s |"
+echo "|---|---|---|---|---:|---:|---:|---:|---:|"
 printf '%s\n' "${rows[@]}"
 echo
-echo "(ms, medians of $runs runs; graph: the schedule replayed as one CUDA graph; strict FP32)"
+echo "(ms, medians of $runs runs; graph: the schedule replayed as one CUDA graph, ios-run's default;"
+echo " stages/s: stages measured per second of the search's measuring, a fresh DB per case; strict FP32)"
+echo
+echo "Issue 22's cuda goals:"
+printf '%s\n' "${goals[@]}"
 if ((failures > 0)); then
   note "$failures check(s) FAILED; logs in $out"
   exit 1

@@ -46,13 +46,13 @@ cuda::AlgoResult AlgorithmSearch::Choose(const std::string& problem, cuda::DnnHa
   if (exhaustive) {
     if (!scratch_tried_) AllocateScratch(cap);
     Check(api_.FindConvolutionAlgorithms(dnn, x, input, filter, kernel, conv, y, output,
-                                         scratch_.get(), scratch_bytes_, results),
+                                         pool_.scratch().get(), pool_.scratch_bytes(), results),
           where + ": finding its algorithm");
   } else {
     Check(api_.HeuristicConvolutionAlgorithms(dnn, x, filter, conv, y, results),
           where + ": ranking its algorithms");
   }
-  const size_t usable = exhaustive ? scratch_bytes_ : cap;
+  const size_t usable = exhaustive ? pool_.scratch_bytes() : cap;
   for (const cuda::AlgoResult& result : results) {
     if (result.status != Code::kOk || result.workspace_bytes > usable) continue;
     // Strict FP32 was asked for: a result whose math may use TF32 is not.
@@ -73,25 +73,30 @@ cuda::AlgoResult AlgorithmSearch::Choose(const std::string& problem, cuda::DnnHa
 }
 
 void AlgorithmSearch::Finish() {
-  scratch_ = DeviceMemory();
-  scratch_bytes_ = 0;
+  const size_t cap = static_cast<size_t>(options_.workspace_mb) * 1024 * 1024;
+  if (pool_.scratch_bytes() < cap) {
+    pool_.scratch() = DeviceMemory();
+    pool_.scratch_bytes() = 0;
+  }
 }
 
 void AlgorithmSearch::AllocateScratch(size_t cap) {
   scratch_tried_ = true;
+  if (pool_.scratch_bytes() == cap) return;  // kept from an earlier search (or no cap)
+  pool_.scratch() = DeviceMemory();
+  pool_.scratch_bytes() = 0;
   for (size_t bytes = cap; bytes >= (size_t{1} << 20); bytes /= 2) {
     void* pointer = nullptr;
     const cuda::Status status = api_.Malloc(bytes, pointer);
     if (status.ok()) {
-      scratch_ = DeviceMemory(api_, pointer);
-      scratch_bytes_ = bytes;
+      pool_.scratch() = DeviceMemory(api_, pointer);
+      pool_.scratch_bytes() = bytes;
       return;
     }
     if (status.code != Code::kOutOfMemory) {
       Fail(status, "allocating the algorithm search's workspace");
     }
   }
-  scratch_bytes_ = 0;
 }
 
 bool FusionRuns(AlgorithmCache& cache, const std::string& key,

@@ -12,6 +12,7 @@
 #include "devices/cuda/cuda_api.h"
 #include "devices/cuda/cuda_device.h"
 #include "devices/cuda/cuda_internal.h"
+#include "devices/cuda/cuda_pool.h"
 #include "exec/weights.h"
 
 namespace ios::devices::cuda_detail {
@@ -37,12 +38,13 @@ std::string ProblemKey(const cuda::TensorLayout& x, const void* x_address,
                        const void* y_address, const CudaOptions& options);
 
 //! The algorithm search of one prepare: chooses each convolution's
-//! algorithm, and owns the scratch an exhaustive search runs in until
-//! Finish().
+//! algorithm. The scratch an exhaustive search runs in is the pool's, kept
+//! for the next search when it has the whole cap.
 class AlgorithmSearch {
  public:
-  AlgorithmSearch(cuda::Api& api, const CudaOptions& options, AlgorithmCache& cache)
-      : api_(api), options_(options), cache_(cache) {}
+  AlgorithmSearch(cuda::Api& api, const CudaOptions& options, AlgorithmCache& cache,
+                  DevicePool& pool)
+      : api_(api), options_(options), cache_(cache), pool_(pool) {}
 
   //! The first algorithm cuDNN reports as running `problem` (a ProblemKey)
   //! within the workspace cap and the asked math, searched on the given
@@ -53,20 +55,19 @@ class AlgorithmSearch {
                           cuda::ConvDesc conv, cuda::TensorDesc y, void* output,
                           const std::string& where);
 
-  //! Gives the scratch back, before the chosen algorithms' workspaces are
-  //! allocated.
+  //! Gives a scratch smaller than the cap back (the GPU was short of
+  //! memory: the next search tries for the whole cap again).
   void Finish();
 
  private:
-  //! The cap, or as much of it as the GPU gives (halving down to 1 MiB,
-  //! then none).
+  //! The pool's scratch when it has the cap, else the cap or as much of it
+  //! as the GPU gives (halving down to 1 MiB, then none).
   void AllocateScratch(size_t cap);
 
   cuda::Api& api_;
   const CudaOptions& options_;
   AlgorithmCache& cache_;
-  DeviceMemory scratch_;
-  size_t scratch_bytes_ = 0;
+  DevicePool& pool_;
   bool scratch_tried_ = false;
 };
 

@@ -186,11 +186,11 @@ void CudaPreparedProgram::CompileConv(const exec::Program& program, const exec::
   const std::string problem =
       ProblemKey(x_layout, input, w, kernel, geometry, y_layout, output, state_->options);
   const cuda::AlgoResult algo =
-      search.Choose(problem, context.dnn.get(), x, input, filter, kernel, conv, y, output, where);
+      search.Choose(problem, context.dnn, x, input, filter, kernel, conv, y, output, where);
   Checked(api_.SetConvolutionMath(conv, algo.math), where + ": the chosen algorithm's math");
   chosen_.push_back(algo);
   context.workspace_needed = std::max(context.workspace_needed, algo.workspace_bytes);
-  const cuda::DnnHandle dnn = context.dnn.get();
+  const cuda::DnnHandle dnn = context.dnn;
   StreamContext* ctx = &context;  // contexts_ is a deque: the address stays
   const void* bias = weights_.at(step.weights).bias.get();
   cuda::TensorDesc bias_desc;
@@ -204,9 +204,8 @@ void CudaPreparedProgram::CompileConv(const exec::Program& program, const exec::
   cuda::Api& api = api_;
   // Convolution, then the bias added, then the activation: three calls.
   std::function<cuda::Status()> separate = [=, &api] {
-    cuda::Status status =
-        api.ConvolutionForward(dnn, x, input, filter, kernel, conv, algo.algo, ctx->workspace.get(),
-                               ctx->workspace_bytes, y, output);
+    cuda::Status status = api.ConvolutionForward(dnn, x, input, filter, kernel, conv, algo.algo,
+                                                 ctx->workspace, ctx->workspace_bytes, y, output);
     if (status.ok() && bias != nullptr) status = api.AddTensor(dnn, bias_desc, bias, y, output);
     if (status.ok() && activate) status = activate();
     return status;
@@ -224,9 +223,8 @@ void CudaPreparedProgram::CompileConv(const exec::Program& program, const exec::
   fused.key = problem + " algo=" + std::to_string(algo.algo);
   fused.where = where;
   fused.run = [=, &api] {
-    return api.ConvolutionBiasRelu(dnn, x, input, filter, kernel, conv, algo.algo,
-                                   ctx->workspace.get(), ctx->workspace_bytes, bias_desc, bias,
-                                   relu, y, output);
+    return api.ConvolutionBiasRelu(dnn, x, input, filter, kernel, conv, algo.algo, ctx->workspace,
+                                   ctx->workspace_bytes, bias_desc, bias, relu, y, output);
   };
   const FusedConv* decided = &fused;  // fused_ is a deque: the address stays
   calls.push_back({[decided, separate] { return decided->runs ? decided->run() : separate(); }});
@@ -281,7 +279,7 @@ void CudaPreparedProgram::CompileCeilMaxPool(const exec::Step& step, StreamConte
   g.dst_batch_stride = int64_t{out.c} * out.h * out.w;
   const float* src = ViewAddress(step.inputs[0]);
   float* dst = ViewAddress(step.output);
-  const cuda::Stream stream = context.stream.get();
+  const cuda::Stream stream = context.stream;
   cuda::Api& api = api_;
   calls.push_back({[=, &api] { return api.MaxPool(stream, g, src, dst); }});
 }
@@ -296,7 +294,7 @@ void CudaPreparedProgram::AddUnaryCall(
   const cuda::TensorDesc y = KeepTensor(step.output, where);
   const float* input = ViewAddress(step.inputs[0]);
   float* output = ViewAddress(step.output);
-  const cuda::DnnHandle dnn = context.dnn.get();
+  const cuda::DnnHandle dnn = context.dnn;
   cuda::Api& api = api_;
   calls.push_back({[=, &api] { return run(api, dnn, x, input, y, output); }});
 }
@@ -323,7 +321,7 @@ std::function<cuda::Status()> CudaPreparedProgram::ActivationCall(Activation act
     const int64_t src_stride = int64_t{in.c} * in.h * in.w;
     const int64_t dst_stride = int64_t{out.c} * out.h * out.w;
     const int64_t count = int64_t{to.channels} * out.h * out.w;
-    const cuda::Stream stream = context.stream.get();
+    const cuda::Stream stream = context.stream;
     const int batch = batch_;
     return [=, &api] {
       return api.ActivateStrided(stream, mode, dst, dst_stride, src, src_stride, count, batch);
@@ -332,7 +330,7 @@ std::function<cuda::Status()> CudaPreparedProgram::ActivationCall(Activation act
   const cuda::ActivationDesc desc = KeepActivation(act, where);
   const cuda::TensorDesc x = KeepTensor(from, where);
   const cuda::TensorDesc y = KeepTensor(to, where);
-  const cuda::DnnHandle dnn = context.dnn.get();
+  const cuda::DnnHandle dnn = context.dnn;
   return [=, &api] { return api.ActivationForward(dnn, desc, x, src, y, dst); };
 }
 
@@ -367,7 +365,7 @@ void CudaPreparedProgram::CompileEltwise(const exec::Step& step, StreamContext& 
   ops_.emplace_back(api_, op);
   const cuda::TensorDesc y = KeepTensor(step.output, where);
   float* output = ViewAddress(step.output);
-  const cuda::DnnHandle dnn = context.dnn.get();
+  const cuda::DnnHandle dnn = context.dnn;
   cuda::Api& api = api_;
   // cuDNN broadcasts only B (a C x 1 x 1 input): one input of the output's
   // shape goes first as A; add and mul commute.
@@ -413,7 +411,7 @@ void CudaPreparedProgram::CompileIdentity(const exec::Step& step, StreamContext&
   const int64_t count = plane * step.output.channels;
   float* output = ViewAddress(step.output);
   const int64_t out_stride = int64_t{out.c} * plane;
-  const cuda::Stream stream = context.stream.get();
+  const cuda::Stream stream = context.stream;
   const int batch = batch_;
   cuda::Api& api = api_;
   for (size_t k = 0; k < step.inputs.size(); ++k) {

@@ -67,6 +67,7 @@ class CudaDevice : public exec::Device {
       : state_(std::make_shared<DeviceState>()) {
     state_->api = std::move(api);
     state_->options = options;
+    state_->pool = std::make_unique<cuda_detail::DevicePool>(*state_->api);
     cuda::Api& a = *state_->api;
     int count = 0;
     const cuda::Status counted = a.DeviceCount(count);

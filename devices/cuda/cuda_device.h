@@ -28,6 +28,14 @@ struct CudaOptions {
   int workspace_mb = 256;
 };
 
+//! How many copies of a measured stage one recorded graph holds
+//! (TimedRunsAsExecuted, docs/gpu.md): a replay's own start (a few
+//! microseconds between graphs on one stream, which no stage inside a
+//! network graph pays) is shared by 4 copies, within about 1 us of the
+//! in-network cost at batch 1; more copies would cost capture and
+//! instantiation time per measurement (profiling speed) for less than that.
+constexpr int kExecutedCopies = 4;
+
 //! Parses "cuda[:GPU][,math=fp32|tf32][,algo=heuristic|exhaustive]
 //! [,workspace_mb=M]"; `default_gpu` (ios-worker --gpu) applies when the
 //! name gives none. Throws ios::Error naming the option and the grammar.

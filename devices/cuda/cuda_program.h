@@ -2,10 +2,11 @@
 // are device allocations in NCHW; a view is a strided cuDNN tensor (a
 // pointer offset of `offset` planes; at batch > 1 the batch stride is the
 // whole buffer's). Every stream the program uses has its own cuDNN handle
-// and workspace: the origin stream runs single-lane stages, lane i of a
-// stage with several runs on stream i + 1, forked from and joined to the
-// origin with events. Everything is created at prepare (the compilation of
-// steps into calls is cuda_compile.cc); a run only enqueues work.
+// and workspace, lent by the device's pool (cuda_pool.h): the origin stream
+// runs single-lane stages, lane i of a stage with several runs on stream
+// i + 1, forked from and joined to the origin with events. Everything is
+// created at prepare or taken from the pool (the compilation of steps into
+// calls is cuda_compile.cc); a run only enqueues work.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 
 #include "devices/cuda/cuda_algorithms.h"
 #include "devices/cuda/cuda_internal.h"
+#include "devices/cuda/cuda_pool.h"
 #include "exec/device.h"
 #include "exec/program.h"
 
@@ -29,7 +31,8 @@ struct DeviceState {
   std::unique_ptr<cuda::Api> api;
   CudaOptions options;
   AlgorithmCache algorithms;
-  bool lost = false;  // a sticky error happened: refuse everything
+  std::unique_ptr<DevicePool> pool;  // after `api`: destroyed before it
+  bool lost = false;                 // a sticky error happened: refuse everything
 };
 
 //! One enqueued library call of a step; `label` names the step for errors.
@@ -38,12 +41,14 @@ struct Call {
   const std::string* label = nullptr;
 };
 
-//! A stream the program enqueues on, with its own cuDNN handle and workspace.
+//! A stream the program enqueues on, with its own cuDNN handle and
+//! workspace: the pool's (PooledStream), as the program uses them.
 struct StreamContext {
-  OwnedStream stream;
-  OwnedDnn dnn;
-  OwnedEvent joined;  // recorded on this stream when a lane of it ends
-  DeviceMemory workspace;
+  cuda::Stream stream;
+  cuda::DnnHandle dnn;
+  cuda::Event joined;                   // recorded on this stream when a lane of it ends
+  std::shared_ptr<Workspace> borrowed;  // keeps `workspace` alive
+  void* workspace = nullptr;
   size_t workspace_bytes = 0;
   size_t workspace_needed = 0;
 };
@@ -74,6 +79,12 @@ class CudaPreparedProgram : public exec::PreparedProgram {
   void Write(int buffer, std::span<const float> values) override;
   std::vector<float> Read(const exec::View& view) override;
   double TimedRuns(int runs) override;
+  //! Records kExecutedCopies runs back to back into one graph (once per
+  //! program) and times ceil(runs / copies) replays of it, scaled to `runs`
+  //! runs: each copy pays what a stage pays inside a network graph, no
+  //! launch or synchronisation of its own. `warm_weights` means nothing
+  //! here: a GPU's L2 keeps no weights across a network (docs/gpu.md).
+  double TimedRunsAsExecuted(int runs, bool warm_weights) override;
   bool CanReplay() const override { return true; }
   //! "cudnn conv algo 1/fma,0/fma": each convolution's algorithm (cuDNN's
   //! cudnnConvolutionFwdAlgo_t number) and math, in program order.
@@ -86,7 +97,7 @@ class CudaPreparedProgram : public exec::PreparedProgram {
   };
 
   // ---- Preparing and running (cuda_program.cc) ---------------------------
-  cuda::Stream Origin() const { return contexts_.front().stream.get(); }
+  cuda::Stream Origin() const { return contexts_.front().stream; }
   //! Waits for whatever is still in flight on any of the program's streams
   //! (a run that failed half-way leaves work on the side streams).
   void SynchronizeAll();
@@ -100,9 +111,9 @@ class CudaPreparedProgram : public exec::PreparedProgram {
   void CheckMemory(const exec::Program& program);
   void UploadWeights(const exec::Program& program);
   DeviceMemory Upload(const std::vector<float>& values, const std::string& what);
-  OwnedEvent NewEvent(bool timing);
-  //! The origin stream, and one more per lane of the widest stage.
-  void CreateStreams(const exec::Program& program);
+  //! The origin stream, and one more per lane of the widest stage, from
+  //! the pool.
+  void BorrowStreams(const exec::Program& program);
   //! Whether each fused convolution+bias+relu runs (FusionRuns).
   void DecideFusion();
   void RunCalls(const std::vector<Call>& calls);
@@ -111,9 +122,15 @@ class CudaPreparedProgram : public exec::PreparedProgram {
   //! Milliseconds between events recorded on the origin stream before and
   //! after what `enqueue` puts on it.
   double Timed(const std::function<void()>& enqueue);
-  //! Records one run, as Enqueue issues it, into a graph. A failure ends the
-  //! capture before it is reported, so the stream stays usable.
-  void Capture();
+  //! A recorded graph, instantiated.
+  struct Recorded {
+    OwnedGraph graph;
+    OwnedGraphExec exec;
+  };
+  //! Records `copies` runs, as Enqueue issues them, into one graph. A
+  //! failure ends the capture before it is reported, so the stream stays
+  //! usable.
+  Recorded Capture(int copies);
 
   // ---- Compiling steps into calls (cuda_compile.cc) ----------------------
   //! Refuses, before any cuDNN call, a program with a tensor cuDNN's int
@@ -159,7 +176,7 @@ class CudaPreparedProgram : public exec::PreparedProgram {
   std::vector<DeviceMemory> slots_;
   std::deque<Weights> weights_;
   std::deque<StreamContext> contexts_;  // [0]: the origin stream
-  OwnedEvent fork_, start_, end_;
+  cuda::Event fork_, start_, end_;      // the pool's
   std::deque<OwnedTensor> tensors_;
   std::deque<OwnedFilter> filters_;
   std::deque<OwnedConv> convs_;
@@ -169,8 +186,8 @@ class CudaPreparedProgram : public exec::PreparedProgram {
   std::deque<FusedConv> fused_;
   std::vector<CompiledStage> stages_;
   std::vector<cuda::AlgoResult> chosen_;  // per convolution step, in program order
-  OwnedGraph graph_;
-  OwnedGraphExec graph_exec_;
+  Recorded replay_;                       // one run (TimedReplays)
+  Recorded executed_;                     // kExecutedCopies runs (TimedRunsAsExecuted)
 };
 
 }  // namespace ios::devices::cuda_detail

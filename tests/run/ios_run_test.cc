@@ -75,6 +75,10 @@ TEST_F(IosRunTest, TinyModelEqualsSequentialAndTheNaiveReferenceUnderGreedy) {
   EXPECT_GT(out["check"]["against_reference"]["max_abs_reference"].get<double>(), 0);
   EXPECT_GT(out["measured_ms"]["median"].get<double>(), 0);
   EXPECT_EQ(out["measured_ms"]["runs"], 2);
+  // The cpu has no CUDA graphs: it runs streamed, and says so.
+  EXPECT_EQ(out["execution"], "streams");
+  EXPECT_EQ(out["streams_ms"], out["measured_ms"]);
+  EXPECT_TRUE(out["replay_ms"].is_null());
   EXPECT_GT(out["predicted_ms"].get<double>(), 0);
   EXPECT_GT(out["stages_measured_for_prediction"].get<int>(), 0);
   EXPECT_GT(out["peak_activation_bytes"].get<long long>(), 0);

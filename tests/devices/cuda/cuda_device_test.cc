@@ -217,8 +217,9 @@ TEST(CudaDeviceTest, AMergeStageIsOneConvolutionOfTheStackedWeights) {
   for (const cuda::testing::OpRecord& op : journal->ops) {
     convolutions += op.call.find("Convolution") != std::string::npos;
   }
-  EXPECT_EQ(convolutions, 4) << "one tried when prepared (bias and relu fused), one per timed run "
-                                "and one captured (replays launch the graph)";
+  EXPECT_EQ(convolutions, 4 + kExecutedCopies)
+      << "one tried when prepared (bias and relu fused), one per timed run, one captured for "
+         "replays (which launch the graph) and one per copy captured to time it as executed";
 }
 
 TEST(CudaDeviceTest, AProgramLargerThanTheFreeMemoryIsRefusedBeforeAnyAllocation) {
@@ -273,8 +274,9 @@ TEST(CudaDeviceTest, AWholeNetworkOnItsMemoryPlanStaysWithinItsBuffers) {
   ExpectNothingAlive(*journal);
 }
 
-// ios-run --cuda-graph: the network is timed by streams, then recorded and
-// its replays timed the same way; the output is read after both.
+// ios-run --streams --cuda-graph: the network is timed by streams, then
+// recorded and its replays timed the same way; the output is read after
+// both. (Its default, the graph alone: cuda_protocol_test.cc.)
 TEST(CudaDeviceTest, IosRunTimesStreamsThenReplaysOfTheRecordedNetwork) {
   const Graph graph = BuildZooModel("squeezenet");
   const exec::WeightStore weights = exec::WeightStore::Random(graph, 3);

@@ -2,6 +2,8 @@
 // and merge stages and a whole network compute what the naive reference
 // device (or the cpu backend) computes, within 1e-3 of the largest value
 // with strict FP32; a replayed CUDA graph computes what the streams did; the
+// a stage timed as executed computes what its streamed run did, and
+// programs sharing the device's pool compute what they should; the
 // backend measures and refuses an absurd batch as unsupported (beyond
 // cuDNN's int tensor extents); channel views at unaligned offsets and the
 // fused convolution over an output full of NaN compute what the reference
@@ -110,6 +112,48 @@ TEST_F(CudaGpuTest, AReplayedGraphComputesWhatTheStreamsComputed) {
   EXPECT_GT(prepared->TimedReplays(3), 0);
   const run::Comparison c = run::Compare(prepared->Read(program.outputs[0]), streamed);
   EXPECT_TRUE(c.Within(1e-6)) << c.max_abs_diff;
+}
+
+// A stage timed as executed (kExecutedCopies copies in one recorded graph,
+// each forked and joined on the pooled streams) computes what one streamed
+// run computed, and takes time.
+TEST_F(CudaGpuTest, AStageTimedAsExecutedComputesWhatItsStreamedRunComputed) {
+  const exec::Program program = exec::StageProgram(
+      net_.Spec(Strategy::kParallel, {{"conv3", "conv1_after_conv3"}, {"max_pool"}, {"add"}}), 5);
+  auto prepared = device_->Prepare(program, 2);
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const Shape& s = program.buffers.at(program.inputs[i]).shape;
+    prepared->Write(program.inputs[i],
+                    exec::SeededValues(static_cast<size_t>(2) * s.c * s.h * s.w, i + 1));
+  }
+  prepared->TimedRuns(1);
+  const std::vector<float> streamed = prepared->Read(program.outputs[0]);
+  EXPECT_GT(prepared->TimedRunsAsExecuted(9, true), 0);
+  EXPECT_GT(prepared->TimedRunsAsExecuted(1, false), 0);
+  const run::Comparison c = run::Compare(prepared->Read(program.outputs[0]), streamed);
+  EXPECT_TRUE(c.Within(1e-6)) << c.max_abs_diff;
+}
+
+// Two programs alive at once share the device's pooled streams, handles and
+// workspaces: interleaved, each still computes what the reference does.
+TEST_F(CudaGpuTest, ProgramsSharingTheDevicesPoolComputeWhatTheReferenceComputes) {
+  const exec::Program wide = exec::StageProgram(
+      net_.Spec(Strategy::kParallel, {{"conv3"}, {"grouped_dilated"}, {"sep_conv"}}), 5);
+  const exec::Program narrow =
+      exec::StageProgram(net_.Spec(Strategy::kParallel, {{"depthwise_s2"}}), 5);
+  auto reference = exec::MakeReferenceDevice();
+  const auto want_wide = RunOnce(*reference, wide, 2);
+  const auto want_narrow = RunOnce(*reference, narrow, 2);
+  auto keep_alive = device_->Prepare(narrow, 2);
+  keep_alive->TimedRunsAsExecuted(4, true);
+  const auto got_wide = RunOnce(*device_, wide, 2);
+  const auto got_narrow = RunOnce(*device_, narrow, 2);
+  for (size_t i = 0; i < got_wide.size(); ++i) {
+    EXPECT_TRUE(run::Compare(got_wide[i], want_wide[i]).Within(kTolerance)) << "wide " << i;
+  }
+  for (size_t i = 0; i < got_narrow.size(); ++i) {
+    EXPECT_TRUE(run::Compare(got_narrow[i], want_narrow[i]).Within(kTolerance)) << "narrow " << i;
+  }
 }
 
 TEST_F(CudaGpuTest, AWholeNetworkComputesWhatTheCpuComputes) {

@@ -79,6 +79,7 @@ TEST(CudaRefusalTest, AnyRefusalOfTheFusedTrialMeansThreeCallsDecidedOncePerProb
   journal->answers[fused] = Code::kDeviceLost;
   auto device = Device(journal);
   EXPECT_THROW(device->Prepare(program, 1), exec::DeviceLostError);
+  device.reset();  // its pool goes with it
   ExpectNothingAlive(*journal);
 }
 

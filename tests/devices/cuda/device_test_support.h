@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +41,19 @@ inline void ExpectNothingAlive(const Journal& journal) {
   EXPECT_TRUE(left.empty()) << "still alive:" << Listed(left);
 }
 
+//! Between measurements a device keeps its pool (streams, cuDNN handles,
+//! events, workspaces, the search's scratch): exactly what `pooled`, a
+//! snapshot of the journal's live objects, names is alive.
+inline void ExpectOnlyThePoolAlive(const Journal& journal,
+                                   const std::map<void*, std::string>& pooled) {
+  std::vector<std::string> left;
+  for (const auto& [object, kind] : journal.live) {
+    if (pooled.count(object) == 0) left.push_back(kind);
+  }
+  EXPECT_TRUE(left.empty()) << "alive beyond the pool:" << Listed(left);
+  EXPECT_EQ(journal.live.size() - left.size(), pooled.size()) << "the pool lost objects";
+}
+
 inline int Count(const std::vector<std::string>& calls, const std::string& call) {
   return static_cast<int>(std::count(calls.begin(), calls.end(), call));
 }
@@ -51,8 +65,9 @@ inline std::vector<std::string> OpCalls(const Journal& journal) {
   return calls;
 }
 
-//! Prepares `program`, writes its inputs, times two runs, replays two and
-//! reads every output: everything a worker and ios-run ask of a device.
+//! Prepares `program`, writes its inputs, times two runs, two as executed
+//! (copies in a recorded graph), replays two and reads every output: everything a worker and
+//! ios-run ask of a device.
 inline void Exercise(exec::Device& device, const exec::Program& program, int batch) {
   auto prepared = device.Prepare(program, batch);
   for (int input : program.inputs) {
@@ -60,6 +75,7 @@ inline void Exercise(exec::Device& device, const exec::Program& program, int bat
     prepared->Write(input, std::vector<float>(static_cast<size_t>(batch) * s.c * s.h * s.w, 1.0f));
   }
   EXPECT_GT(prepared->TimedRuns(2), 0);
+  EXPECT_GT(prepared->TimedRunsAsExecuted(2, true), 0);
   ASSERT_TRUE(prepared->CanReplay());
   EXPECT_GT(prepared->TimedReplays(2), 0);
   for (const exec::View& view : program.outputs) {
