@@ -66,6 +66,16 @@ struct StageQuery {
   # (an older coordinator). Added within protocol 5: an older worker ignores
   # it, which is no misreading.
   timeoutMs @9 :UInt32;
+  # Protocol 6: how the stage is put on the device when timed (a worker of
+  # protocol 5 would ignore it and measure isolated, so 5 is refused).
+  protocol @10 :StageProtocol;
+  warmWeights @11 :Bool;  # executed: weights as warm as a whole run leaves them
+}
+
+# Append only (ios::StageProtocol).
+enum StageProtocol {
+  isolated @0;
+  executed @1;
 }
 
 # --- Stages (common/stage.h) ---

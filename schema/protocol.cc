@@ -75,6 +75,10 @@ constexpr EnumPairs<MeasureError, wire::ErrorKind, 4> kErrorKinds{{
     {MeasureError::kBackendFailure, wire::ErrorKind::BACKEND_FAILURE},
     {MeasureError::kTimeout, wire::ErrorKind::TIMEOUT},
 }};
+constexpr EnumPairs<StageProtocol, wire::StageProtocol, 2> kStageProtocols{{
+    {StageProtocol::kIsolated, wire::StageProtocol::ISOLATED},
+    {StageProtocol::kExecuted, wire::StageProtocol::EXECUTED},
+}};
 constexpr EnumPairs<RejectReason, wire::RejectReason, 3> kRejectReasons{{
     {RejectReason::kVersionMismatch, wire::RejectReason::VERSION_MISMATCH},
     {RejectReason::kMalformed, wire::RejectReason::MALFORMED},
@@ -212,6 +216,8 @@ void WriteQuery(wire::StageQuery::Builder out, uint64_t query_id, const StageSpe
   out.setMaxRepeat(settings.max_repeat);
   out.setMaxRelativeSpreadPercent(settings.max_relative_spread * 100);
   out.setTimeoutMs(timeout_ms);
+  out.setProtocol(ToWire(kStageProtocols, settings.protocol));
+  out.setWarmWeights(settings.warm_weights);
   WriteStage(out.initStage(), stage);
 }
 
@@ -407,6 +413,8 @@ StageQuery ReadQuery(wire::StageQuery::Reader in) {
   query.settings.max_repeat = in.getMaxRepeat();
   query.settings.max_relative_spread = in.getMaxRelativeSpreadPercent() / 100;
   query.timeout_ms = in.getTimeoutMs();
+  query.settings.protocol = FromWire(kStageProtocols, in.getProtocol(), "query.protocol");
+  query.settings.warm_weights = in.getWarmWeights();
   ReadStage(in.getStage(), query.stage);
   return query;
 }
@@ -481,32 +489,6 @@ DecodeError Failure(DecodeError::Kind kind, std::string message,
 }
 
 }  // namespace
-
-const char* ToString(RejectReason reason) {
-  switch (reason) {
-    case RejectReason::kVersionMismatch:
-      return "version_mismatch";
-    case RejectReason::kMalformed:
-      return "malformed";
-    case RejectReason::kUnknownWorker:
-      return "unknown_worker";
-  }
-  return "?";
-}
-
-const char* ToString(DecodeError::Kind kind) {
-  switch (kind) {
-    case DecodeError::Kind::kOversized:
-      return "oversized";
-    case DecodeError::Kind::kMalformed:
-      return "malformed";
-    case DecodeError::Kind::kVersionMismatch:
-      return "version_mismatch";
-    case DecodeError::Kind::kInvalid:
-      return "invalid";
-  }
-  return "?";
-}
 
 std::string EncodeWithVersion(const Message& message, uint32_t version) {
   capnp::MallocMessageBuilder builder;

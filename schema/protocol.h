@@ -24,7 +24,9 @@ namespace ios::schema {
 //! 4: activations hardsigmoid and leakyrelu.
 //! 5: operator kinds of common/op_kinds.h (softmax first), sent by name
 //! with their attributes.
-inline constexpr uint32_t kProtocolVersion = 5;
+//! 6: a query's StageProtocol and warm weights (MeasureSettings), which an
+//! older worker would ignore, measuring isolated under an executed key.
+inline constexpr uint32_t kProtocolVersion = 6;
 //! Larger frames are dropped unread (ZMQ_MAXMSGSIZE is set to this too).
 inline constexpr size_t kMaxMessageBytes = size_t{1} << 20;
 
