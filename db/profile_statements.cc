@@ -50,7 +50,7 @@ Statements::Statements(sqlite3* db)
                          "JOIN stages s ON s.id = ms.stage_id WHERE ms.model_id = ?1"),
       device_id(db, "SELECT id FROM devices WHERE fingerprint = ?1"),
       upsert_settings(db,
-                      "INSERT INTO settings(settings_key) VALUES(?1) "
+                      "INSERT INTO settings(settings_key, protocol) VALUES(?1, ?2) "
                       "ON CONFLICT(settings_key) DO NOTHING"),
       settings_id(db, "SELECT id FROM settings WHERE settings_key = ?1"),
       lookup(db,
@@ -108,7 +108,7 @@ std::string Statements::MeasurementsSql(const std::string& filter) {
   return "SELECT ios_stage_key(s.text) AS stage_key, ios_stage_description(s.text), d.name, "
          "m.batch_size, st.settings_key, m.median_ms, m.spread_ms, m.samples, m.error, "
          "m.error_message, m.detail, strftime('%Y-%m-%dT%H:%M:%SZ', m.measured_at, 'unixepoch'), "
-         "d.fingerprint, d.backend FROM measurements m "
+         "d.fingerprint, d.backend, st.protocol FROM measurements m "
          "JOIN stages s ON s.id = m.stage_id "
          "JOIN devices d ON d.id = m.device_id "
          "JOIN settings st ON st.id = m.settings_id " +

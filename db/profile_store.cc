@@ -375,6 +375,7 @@ class SqliteProfileStore final : public ProfileStore {
       row.measured_at = cursor.Text(11);
       row.device_fingerprint = cursor.Text(12);
       row.device_backend = cursor.Text(13);
+      row.protocol = cursor.Text(14);
     }
     return rows;
   }
@@ -471,9 +472,10 @@ class SqliteProfileStore final : public ProfileStore {
           if (now.version == kSchemaVersion) return;
           if (now.blank()) {
             CreateSchema(db());
-          } else if (now.version == 1 || now.version == 2) {
+          } else if (now.version >= 1 && now.version <= 3) {
             if (now.version == 1) MigrateV1ToV2(db());
-            MigrateV2ToV3(db());
+            if (now.version <= 2) MigrateV2ToV3(db());
+            MigrateV3ToV4(db());
             migrated = now.version == 1;  // only version 1's rewrite leaves space to give back
           } else {
             throw Error(path_ + " has profiling DB schema version " + std::to_string(now.version) +
@@ -541,7 +543,9 @@ class SqliteProfileStore final : public ProfileStore {
   int64_t SettingsId(const std::string& settings_key) {
     {
       Cursor cursor(statements_->upsert_settings);
-      cursor.BindText(1, settings_key).Run();
+      cursor.BindText(1, settings_key)
+          .BindText(2, ToString(ProtocolOfSettingsKey(settings_key)))
+          .Run();
     }
     Cursor cursor(statements_->settings_id);
     cursor.BindText(1, settings_key);

@@ -176,11 +176,18 @@ void RegisterStageFunctions(sqlite3* db) {
 constexpr const char* kMigrateV2ToV3 =
     "ALTER TABLE measurements ADD COLUMN detail TEXT NOT NULL DEFAULT ''";
 
+// Version 4 names each settings row's StageProtocol (ProtocolOfSettingsKey).
+// Every row before it was measured isolated, and its key says so (no
+// "-executed-" suffix), so a search measuring as executed never reads it.
+constexpr const char* kMigrateV3ToV4 =
+    "ALTER TABLE settings ADD COLUMN protocol TEXT NOT NULL DEFAULT 'isolated'";
+
 void CreateSchema(sqlite3* db) {
   sqlite::Exec(db, kDevicesTable);
   sqlite::Exec(db, StageTablesV2("").c_str());
   sqlite::Exec(db, kSearchesTable);
   MigrateV2ToV3(db);
+  MigrateV3ToV4(db);
   sqlite::Exec(db, ("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
 }
 
@@ -190,5 +197,7 @@ void MigrateV1ToV2(sqlite3* db) {
 }
 
 void MigrateV2ToV3(sqlite3* db) { sqlite::Exec(db, kMigrateV2ToV3); }
+
+void MigrateV3ToV4(sqlite3* db) { sqlite::Exec(db, kMigrateV3ToV4); }
 
 }  // namespace ios::db

@@ -11,7 +11,7 @@ namespace ios::db {
 
 // "IOSF": marks a file as an ios-farm profiling DB (PRAGMA application_id).
 inline constexpr int64_t kApplicationId = 0x494F5346;
-inline constexpr int64_t kSchemaVersion = 3;
+inline constexpr int64_t kSchemaVersion = 4;
 
 //! Registers ios_stage_id(key), ios_stage_check(key), ios_pack_stage(key,
 //! description), ios_stage_key(text) and ios_stage_description(text) on
@@ -30,5 +30,9 @@ void MigrateV1ToV2(sqlite3* db);
 //! Version 2 to 3 in place (measurements gain `detail`), inside the
 //! caller's transaction.
 void MigrateV2ToV3(sqlite3* db);
+
+//! Version 3 to 4 in place (settings gain `protocol`, 'isolated' for every
+//! row so far), inside the caller's transaction.
+void MigrateV3ToV4(sqlite3* db);
 
 }  // namespace ios::db

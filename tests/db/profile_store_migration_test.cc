@@ -1,13 +1,17 @@
-// Schema version 3 (a detail per measurement) over version 2 (compact stage
-// keys): a version 2 file written by the previous build
-// (tests/data/profile_v2.db: a tiny model on sim:v100, measured exhaustively,
-// and on sim:k80 at batch 2) keeps every measurement and gains an empty
-// detail. Version 2 over 1: a version 1 file written by the
-// previous build (tests/data/profile_v1.db: a SqueezeNet search on sim:v100,
-// 21 stored out-of-memory failures of a tiny model on sim:k80, one recorded
-// search) is upgraded in place by a coordinator's open and keeps every
-// measurement, key, description, model link, device and search; stage texts
-// round-trip; hashes are stable; a colliding key is refused, not mixed.
+// Schema version 4 (each settings row names its StageProtocol) over
+// version 3: a version 3 file written by the previous build
+// (tests/data/profile_v3.db) keeps every row, named isolated, and an
+// executed search does not read them. Schema version 3 (a detail per
+// measurement) over version 2 (compact stage keys): a version 2 file
+// written by the previous build (tests/data/profile_v2.db: a tiny model on
+// sim:v100, measured exhaustively, and on sim:k80 at batch 2) keeps every
+// measurement and gains an empty detail. Version 2 over 1: a version 1 file
+// written by the previous build (tests/data/profile_v1.db: a SqueezeNet
+// search on sim:v100, 21 stored out-of-memory failures of a tiny model on
+// sim:k80, one recorded search) is upgraded in place by a coordinator's
+// open and keeps every measurement, key, description, model link, device
+// and search; stage texts round-trip; hashes are stable; a colliding key is
+// refused, not mixed.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -106,7 +110,7 @@ TEST_F(ProfileStoreMigrationTest, AVersionOneFileKeepsEveryMeasurementAfterTheUp
     ProfileStore::Open(path_.string(), read_only);
     ADD_FAILURE() << "a version 1 file opened read-only";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("upgrade it to version 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("upgrade it to version 4"), std::string::npos) << e.what();
   }
 
   auto store = ProfileStore::Open(path_.string());
@@ -149,9 +153,9 @@ TEST_F(ProfileStoreMigrationTest, AVersionOneFileKeepsEveryMeasurementAfterTheUp
   EXPECT_EQ(stats.failed_measurements, 21);
   EXPECT_EQ(stats.searches, 1);
   // The space of the old keys is given back; closing checkpoints the WAL
-  // into the file, whose header then says version 3 (1 -> 2 -> 3).
+  // into the file, whose header then says version 4 (1 -> 2 -> 3 -> 4).
   store.reset();
-  EXPECT_EQ(ReadHeaderField(path_, kUserVersionOffset), 3u);
+  EXPECT_EQ(ReadHeaderField(path_, kUserVersionOffset), 4u);
   EXPECT_LT(fs::file_size(path_), old_size);
   // Opening again changes nothing.
   auto again = ProfileStore::Open(path_.string());
@@ -322,7 +326,62 @@ TEST(ProfileStoreV2MigrationTest, AVersionTwoFileKeepsEveryMeasurementAndGainsDe
   store->Store(key, result);
   EXPECT_EQ(store->Lookup(key)->detail, "cudnn conv algo 1/fma");
   store.reset();
-  EXPECT_EQ(ReadHeaderField(path, kUserVersionOffset), 3u);
+  EXPECT_EQ(ReadHeaderField(path, kUserVersionOffset), 4u);
+  EXPECT_NO_THROW(ProfileStore::Open(path.string(), read_only));
+}
+
+// Version 3 to 4 (tests/data/profile_v3.db, written by the previous build:
+// a tiny model measured exhaustively on sim:v100 and on cpu,threads=1):
+// every settings row is named isolated, every measurement stays readable
+// and listed with its protocol, and a search measuring as executed, whose
+// key differs, finds none of them; its own rows are stored as executed.
+TEST(ProfileStoreV3MigrationTest, OldRowsStayReadableAsIsolatedAndUnusedByExecutedSearches) {
+  ::ios::testing::TempDir dir("ios_migration_v3");
+  const fs::path path = dir.path() / "v3.db";
+  fs::copy_file(fs::path(IOS_TEST_DATA_DIR) / "profile_v3.db", path);
+  ASSERT_EQ(ReadHeaderField(path, kUserVersionOffset), 3u);
+  OpenOptions read_only;
+  read_only.mode = OpenMode::kReadOnly;
+  EXPECT_THROW(ProfileStore::Open(path.string(), read_only), Error);
+
+  auto store = ProfileStore::Open(path.string());
+  const std::vector<MeasurementRow> rows = store->Measurements("");
+  ASSERT_EQ(rows.size(), 42u);
+  std::map<std::string, int> by_backend;
+  for (const MeasurementRow& row : rows) {
+    EXPECT_EQ(row.protocol, "isolated") << row.settings_key;
+    ++by_backend[row.device_backend];
+    MeasureSettings executed =
+        row.device_backend == "cpu" ? DefaultMeasureSettings(false) : DefaultMeasureSettings(true);
+    ASSERT_EQ(executed.Key() == row.settings_key, row.device_backend == "sim")
+        << "the sim keeps its isolated key, a real device's default is executed";
+    EXPECT_TRUE(
+        store->Lookup({row.stage_key, row.device_fingerprint, row.batch_size, row.settings_key}));
+    if (row.device_backend != "cpu") continue;
+    for (const bool warm : {false, true}) {
+      executed.warm_weights = warm;
+      EXPECT_FALSE(
+          store->Lookup({row.stage_key, row.device_fingerprint, row.batch_size, executed.Key()}));
+    }
+  }
+  EXPECT_EQ(by_backend, (std::map<std::string, int>{{"cpu", 21}, {"sim", 21}}));
+  // A new executed row names its protocol; the old isolated row of the
+  // same stage is still there beside it.
+  const MeasurementRow& old = *std::find_if(
+      rows.begin(), rows.end(), [](const auto& row) { return row.device_backend == "cpu"; });
+  const std::string executed_key = DefaultMeasureSettings(false).Key();
+  store->Store({old.stage_key, old.device_fingerprint, old.batch_size, executed_key},
+               testing::Ok(0.5));
+  std::map<std::string, std::string> protocols;  // by settings key
+  for (const MeasurementRow& row : store->Measurements("")) {
+    if (row.stage_key == old.stage_key && row.device_fingerprint == old.device_fingerprint) {
+      protocols[row.settings_key] = row.protocol;
+    }
+  }
+  EXPECT_EQ(protocols, (std::map<std::string, std::string>{{old.settings_key, "isolated"},
+                                                           {executed_key, "executed"}}));
+  store.reset();
+  EXPECT_EQ(ReadHeaderField(path, kUserVersionOffset), 4u);
   EXPECT_NO_THROW(ProfileStore::Open(path.string(), read_only));
 }
 

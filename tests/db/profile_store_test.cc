@@ -158,19 +158,19 @@ TEST_F(ProfileStoreTest, RefusesToStoreForAStageOrDeviceNotUpserted) {
 
 TEST_F(ProfileStoreTest, SetsTheSchemaVersionInUserVersion) {
   ProfileStore::Open(DbPath().string());  // creates, then closes
-  EXPECT_EQ(ReadHeaderField(DbPath(), kUserVersionOffset), 3u);
+  EXPECT_EQ(ReadHeaderField(DbPath(), kUserVersionOffset), 4u);
   EXPECT_NE(ReadHeaderField(DbPath(), kApplicationIdOffset), 0u);
 }
 
 TEST_F(ProfileStoreTest, RefusesADbWrittenByANewerSchemaVersion) {
   ProfileStore::Open(DbPath().string());
-  WriteHeaderField(DbPath(), kUserVersionOffset, 4);
+  WriteHeaderField(DbPath(), kUserVersionOffset, 5);
   try {
     ProfileStore::Open(DbPath().string());
     FAIL() << "expected ios::Error";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr(DbPath().string()));
-    EXPECT_THAT(e.what(), HasSubstr("version 4"));
+    EXPECT_THAT(e.what(), HasSubstr("version 5"));
     EXPECT_THAT(e.what(), HasSubstr("newer"));
   }
 }
