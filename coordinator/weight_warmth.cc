@@ -70,16 +70,21 @@ bool WeightsStayWarm(const NetworkFootprint& footprint, int64_t cache_bytes) {
 
 bool DecideWeightWarmth(const Graph& graph, int batch_size, const DeviceInfo& device,
                         MeasureSettings& settings) {
+  return DecideWeightWarmth(graph, batch_size, devices::StageCostFactsOf(device).cache_bytes,
+                            settings);
+}
+
+bool DecideWeightWarmth(const Graph& graph, int batch_size, int64_t cache_bytes,
+                        MeasureSettings& settings) {
   if (settings.protocol != StageProtocol::kExecuted) return false;
-  const devices::StageCostFacts facts = devices::StageCostFactsOf(device);
   const NetworkFootprint footprint = FootprintOf(graph, batch_size);
-  settings.warm_weights = WeightsStayWarm(footprint, facts.cache_bytes);
+  settings.warm_weights = WeightsStayWarm(footprint, cache_bytes);
   constexpr double kMiB = 1 << 20;
   spdlog::info("weights {}: {:.1f} MiB of weights and {:.1f} MiB of the largest step against {}",
                settings.warm_weights ? "warm" : "cold", footprint.weight_bytes / kMiB,
                footprint.largest_step_bytes / kMiB,
-               facts.cache_bytes > 0 ? fmt::format("{:.1f} MiB of cache", facts.cache_bytes / kMiB)
-                                     : std::string("a cache of unknown size"));
+               cache_bytes > 0 ? fmt::format("{:.1f} MiB of cache", cache_bytes / kMiB)
+                               : std::string("a cache of unknown size"));
   return true;
 }
 

@@ -31,10 +31,13 @@ NetworkFootprint FootprintOf(const Graph& graph, int batch_size);
 bool WeightsStayWarm(const NetworkFootprint& footprint, int64_t cache_bytes);
 
 //! For kExecuted settings, sets `settings.warm_weights` by WeightsStayWarm
-//! for `graph` at `batch_size` against the cache of the measuring `device`
-//! (devices::StageCostFacts::cache_bytes), logs the figures and returns
-//! true; leaves other settings alone and returns false. Part of the
-//! settings' key: a search decides it before it looks anything up.
+//! for `graph` at `batch_size` against `cache_bytes`, logs the figures and
+//! returns true; leaves other settings alone and returns false.
+bool DecideWeightWarmth(const Graph& graph, int batch_size, int64_t cache_bytes,
+                        MeasureSettings& settings);
+//! The same against the cache of the measuring `device`
+//! (devices::StageCostFacts::cache_bytes). Part of the settings' key: a
+//! search decides it before it looks anything up.
 bool DecideWeightWarmth(const Graph& graph, int batch_size, const DeviceInfo& device,
                         MeasureSettings& settings);
 
