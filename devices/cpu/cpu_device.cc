@@ -201,8 +201,8 @@ class CpuPreparedProgram : public exec::PreparedProgram {
   // treated like the weights: a network that fits the cache finds it there
   // (written by the previous run or an earlier stage), one that does not
   // last wrote it many stages and megabytes of weights ago, so it is
-  // flushed with them; either way a chain's single operators are measured
-  // as the chain runs them, so a chain's bound stays the sum of its parts.
+  // flushed with them; either way a chain's single operators start as the
+  // chain runs them (input just written, output as cold as the chain's).
   // Scratchpads and layout temporaries stay warm: in a network program one
   // arena of each per thread serves every step, so a stage finds them as
   // the previous stage on its thread left them. `cache=warm` flushes
