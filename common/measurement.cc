@@ -30,11 +30,20 @@ const char* ToString(StageProtocol protocol) {
   return "?";
 }
 
+StageProtocol ProtocolOfSettingsKey(std::string_view settings_key) {
+  return settings_key.ends_with("-executed-wcold") || settings_key.ends_with("-executed-wwarm")
+             ? StageProtocol::kExecuted
+             : StageProtocol::kIsolated;
+}
+
 MeasureSettings DefaultMeasureSettings(bool simulated_device) {
   MeasureSettings settings;
+  // The simulator models a stage launched and synchronised on its own, so
+  // it stays isolated and its keys (and every sim golden) do not move.
   if (!simulated_device) {
     settings.max_repeat = 30;
     settings.max_relative_spread = 0.05;
+    settings.protocol = StageProtocol::kExecuted;
   }
   return settings;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace ios {
 
@@ -43,9 +44,17 @@ struct MeasureSettings {
   std::string Key() const;
 };
 
+//! The protocol a settings key (MeasureSettings::Key) was made with: its
+//! "-executed-w..." suffix, or kIsolated (every key made before protocols
+//! were keyed). What the profiling DB stores beside each settings row.
+StageProtocol ProtocolOfSettingsKey(std::string_view settings_key);
+
 //! The settings a search uses unless told otherwise: IOS's W=2, N=6, R=6;
 //! on a real device adaptive, up to 30 repeats until the last six agree
-//! within 5% (a shared CPU is noisy; a model is not).
+//! within 5% (a shared CPU is noisy; a model is not), and kExecuted with
+//! cold weights (the search decides warm_weights from the network and the
+//! device, coordinator/weight_warmth.h); on the simulator kIsolated, the
+//! protocol its model describes.
 MeasureSettings DefaultMeasureSettings(bool simulated_device);
 
 //! Identifies a device class. Measurements are valid per fingerprint:

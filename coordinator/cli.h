@@ -42,7 +42,7 @@ std::string OutputProblem(const std::string& path);
 
 //! A search (--model) and the pricing of a given schedule (--evaluate):
 //! the process's exit code.
-int Search(const CliOptions& cli);
-int Evaluate(const CliOptions& cli);
+int Search(CliOptions cli);
+int Evaluate(CliOptions cli);
 
 }  // namespace ios::coordinator::cli

@@ -24,6 +24,7 @@
 #include "coordinator/cli_progress.h"
 #include "coordinator/report.h"
 #include "coordinator/schedule_json.h"
+#include "coordinator/weight_warmth.h"
 #include "db/profile_store.h"
 #include "onnx/model_loader.h"
 #include "onnx/onnx_import.h"
@@ -116,7 +117,7 @@ void AnnounceDevice(const CliOptions& cli, Measurer& farm, const std::string& wh
 
 }  // namespace
 
-int Search(const CliOptions& cli) {
+int Search(CliOptions cli) {
   const std::string started_at = NowUtc();
   auto [graph, model_name] = ResolveModel(cli.model);
   if (cli.blocks == "auto") {
@@ -126,6 +127,7 @@ int Search(const CliOptions& cli) {
   auto store = db::ProfileStore::Open(cli.db);
   SayWhatIsKeptOnInterrupt(cli.db);
   auto farm = StartFarm(cli);
+  DecideWeightWarmth(graph, cli.search.batch_size, farm->Device(), cli.search.settings);
   AnnounceDevice(cli, *farm, "searching " + model_name);
   ProgressPrinter progress(cli.quiet);
   // A long DP walk (the library calls at most once a second).
@@ -187,7 +189,7 @@ int Search(const CliOptions& cli) {
   return 0;
 }
 
-int Evaluate(const CliOptions& cli) {
+int Evaluate(CliOptions cli) {
   LoadedSchedule loaded;
   try {
     loaded = LoadSchedule(cli.evaluate);
@@ -198,6 +200,7 @@ int Evaluate(const CliOptions& cli) {
   auto store = db::ProfileStore::Open(cli.db);
   SayWhatIsKeptOnInterrupt(cli.db);
   auto farm = StartFarm(cli);
+  DecideWeightWarmth(loaded.graph, cli.search.batch_size, farm->Device(), cli.search.settings);
   AnnounceDevice(cli, *farm, "pricing " + cli.evaluate);
   SearchPlan plan;
   StageKeyer keyer(loaded.graph);

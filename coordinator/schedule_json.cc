@@ -35,6 +35,14 @@ std::optional<MeasureSettings> ReadMeasureSettings(const json& doc, const std::s
     settings.dtype = js.at("dtype").get<std::string>();
     settings.max_repeat = js.value("max_repeat", 0);
     settings.max_relative_spread = js.value("max_relative_spread", 0.0);
+    // A file written before protocols were recorded was measured isolated.
+    const std::string protocol = js.value("protocol", std::string("isolated"));
+    if (protocol == ToString(StageProtocol::kExecuted)) {
+      settings.protocol = StageProtocol::kExecuted;
+    } else if (protocol != ToString(StageProtocol::kIsolated)) {
+      throw Error(path + ": settings.protocol: '" + protocol + "', expected isolated or executed");
+    }
+    settings.warm_weights = js.value("warm_weights", false);
   } catch (const json::exception& e) {
     throw Error(path + ": settings: " + e.what());
   }
@@ -71,7 +79,9 @@ std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const S
                      {"repeat", o.settings.repeat},
                      {"max_repeat", o.settings.max_repeat},
                      {"max_relative_spread", o.settings.max_relative_spread},
-                     {"dtype", o.settings.dtype}};
+                     {"dtype", o.settings.dtype},
+                     {"protocol", ToString(o.settings.protocol)},
+                     {"warm_weights", o.settings.warm_weights}};
   doc["latency_ms"] = NumberOrNull(schedule.latency_ms);
   json baselines = json::object();
   if (info.sequential_ms) baselines["sequential_ms"] = NumberOrNull(*info.sequential_ms);

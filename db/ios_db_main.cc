@@ -144,20 +144,28 @@ Listing MeasurementsListing(ios::db::ProfileStore& store, const std::string& mod
   if (limit > 0 && rows.size() > limit) rows.resize(limit);
 
   Listing listing;
-  listing.columns = {{"device"},           kSimulatedColumn,
-                     {"batch_size"},       {"settings"},
-                     {"median_ms"},        {"spread_ms"},
-                     {"samples"},          {"status"},
-                     {"error_message"},    {"stage"},
-                     {"measured_at"},      {"detail", false},
-                     {"stage_key", false}, {"device_fingerprint", false},
+  listing.columns = {{"device"},
+                     kSimulatedColumn,
+                     {"batch_size"},
+                     {"settings"},
+                     {"protocol"},
+                     {"median_ms"},
+                     {"spread_ms"},
+                     {"samples"},
+                     {"status"},
+                     {"error_message"},
+                     {"stage"},
+                     {"measured_at"},
+                     {"detail", false},
+                     {"stage_key", false},
+                     {"device_fingerprint", false},
                      {"backend", false}};
   for (const ios::db::MeasurementRow& row : rows) {
     const ios::MeasureResult& result = row.result;
     listing.rows.push_back(
         {row.device_name, simulated[row.device_fingerprint], row.batch_size, row.settings_key,
-         OkOrNull(result, result.median_ms), OkOrNull(result, result.spread_ms), result.samples,
-         StatusText(result),
+         row.protocol, OkOrNull(result, result.median_ms), OkOrNull(result, result.spread_ms),
+         result.samples, StatusText(result),
          result.error_message.empty() ? json(nullptr) : json(result.error_message),
          row.stage_description, row.measured_at,
          result.detail.empty() ? json(nullptr) : json(result.detail), row.stage_key,

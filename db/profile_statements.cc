@@ -50,7 +50,7 @@ Statements::Statements(sqlite3* db)
                          "JOIN stages s ON s.id = ms.stage_id WHERE ms.model_id = ?1"),
       device_id(db, "SELECT id FROM devices WHERE fingerprint = ?1"),
       upsert_settings(db,
-                      "INSERT INTO settings(settings_key) VALUES(?1) "
+                      "INSERT INTO settings(settings_key, protocol) VALUES(?1, ?2) "
                       "ON CONFLICT(settings_key) DO NOTHING"),
       settings_id(db, "SELECT id FROM settings WHERE settings_key = ?1"),
       lookup(db,
@@ -108,7 +108,7 @@ std::string Statements::MeasurementsSql(const std::string& filter) {
   return "SELECT ios_stage_key(s.text) AS stage_key, ios_stage_description(s.text), d.name, "
          "m.batch_size, st.settings_key, m.median_ms, m.spread_ms, m.samples, m.error, "
          "m.error_message, m.detail, strftime('%Y-%m-%dT%H:%M:%SZ', m.measured_at, 'unixepoch'), "
-         "d.fingerprint, d.backend FROM measurements m "
+         "d.fingerprint, d.backend, st.protocol FROM measurements m "
          "JOIN stages s ON s.id = m.stage_id "
          "JOIN devices d ON d.id = m.device_id "
          "JOIN settings st ON st.id = m.settings_id " +
@@ -124,6 +124,49 @@ MeasureResult ReadResult(const sqlite::Cursor& cursor, int first) {
   result.error_message = cursor.Text(first + 4);
   result.detail = cursor.Text(first + 5);
   return result;
+}
+
+std::vector<SearchRecord> ReadSearches(Statements& statements) {
+  std::vector<SearchRecord> rows;
+  sqlite::Cursor cursor(statements.searches);
+  while (cursor.Next()) {
+    SearchRecord& row = rows.emplace_back();
+    row.model = cursor.Text(0);
+    row.device_fingerprint = cursor.Text(1);
+    row.settings_json = cursor.Text(2);
+    row.schedule_json = cursor.Text(3);
+    row.batch_size = static_cast<int>(cursor.Int(4));
+    row.latency_ms = cursor.Real(5);
+    row.stages_measured = cursor.Int(6);
+    row.stages_reused = cursor.Int(7);
+    row.enumerate_s = cursor.Real(8);
+    row.measure_s = cursor.Real(9);
+    row.solve_s = cursor.Real(10);
+    row.started_at = cursor.Text(11);
+  }
+  return rows;
+}
+
+std::vector<MeasurementRow> ReadMeasurements(Statements& statements, const std::string& model) {
+  std::vector<MeasurementRow> rows;
+  Statement& statement =
+      model.empty() ? statements.all_measurements : statements.model_measurements;
+  sqlite::Cursor cursor(statement);
+  if (!model.empty()) cursor.BindText(1, model);
+  while (cursor.Next()) {
+    MeasurementRow& row = rows.emplace_back();
+    row.stage_key = cursor.Text(0);
+    row.stage_description = cursor.Text(1);
+    row.device_name = cursor.Text(2);
+    row.batch_size = static_cast<int>(cursor.Int(3));
+    row.settings_key = cursor.Text(4);
+    row.result = ReadResult(cursor, 5);
+    row.measured_at = cursor.Text(11);
+    row.device_fingerprint = cursor.Text(12);
+    row.device_backend = cursor.Text(13);
+    row.protocol = cursor.Text(14);
+  }
+  return rows;
 }
 
 }  // namespace ios::db::detail

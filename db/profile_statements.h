@@ -1,12 +1,14 @@
 // Private to db/profile_store.cc: every SQL statement the profiling store
-// runs (prepared once per connection) and how a stored result reads back.
+// runs (prepared once per connection) and how stored rows read back.
 #pragma once
 
 #include <sqlite3.h>
 
 #include <string>
+#include <vector>
 
 #include "common/measurement.h"
+#include "db/profile_store.h"
 #include "db/sqlite_util.h"
 
 namespace ios::db::detail {
@@ -27,5 +29,10 @@ struct Statements {
 //! Reads columns [first, first + 6) laid out as median, spread, samples,
 //! error, error_message, detail.
 MeasureResult ReadResult(const sqlite::Cursor& cursor, int first);
+
+//! Every recorded search, oldest first.
+std::vector<SearchRecord> ReadSearches(Statements& statements);
+//! The measurements of the stages `model` uses (empty: all).
+std::vector<MeasurementRow> ReadMeasurements(Statements& statements, const std::string& model);
 
 }  // namespace ios::db::detail

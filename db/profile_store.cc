@@ -332,7 +332,7 @@ class SqliteProfileStore final : public ProfileStore {
   }
 
   std::vector<SearchRecord> Searches() override {
-    return Waiting("listing searches", [&] { return ReadSearches(); });
+    return Waiting("listing searches", [&] { return ReadSearches(*statements_); });
   }
 
   std::vector<std::string> Models() override {
@@ -345,52 +345,10 @@ class SqliteProfileStore final : public ProfileStore {
   }
 
   std::vector<MeasurementRow> Measurements(const std::string& model) override {
-    return Waiting("listing measurements", [&] { return ReadMeasurements(model); });
+    return Waiting("listing measurements", [&] { return ReadMeasurements(*statements_, model); });
   }
 
  private:
-  std::vector<SearchRecord> ReadSearches() {
-    std::vector<SearchRecord> rows;
-    Cursor cursor(statements_->searches);
-    while (cursor.Next()) {
-      SearchRecord& row = rows.emplace_back();
-      row.model = cursor.Text(0);
-      row.device_fingerprint = cursor.Text(1);
-      row.settings_json = cursor.Text(2);
-      row.schedule_json = cursor.Text(3);
-      row.batch_size = static_cast<int>(cursor.Int(4));
-      row.latency_ms = cursor.Real(5);
-      row.stages_measured = cursor.Int(6);
-      row.stages_reused = cursor.Int(7);
-      row.enumerate_s = cursor.Real(8);
-      row.measure_s = cursor.Real(9);
-      row.solve_s = cursor.Real(10);
-      row.started_at = cursor.Text(11);
-    }
-    return rows;
-  }
-
-  std::vector<MeasurementRow> ReadMeasurements(const std::string& model) {
-    std::vector<MeasurementRow> rows;
-    Statement& statement =
-        model.empty() ? statements_->all_measurements : statements_->model_measurements;
-    Cursor cursor(statement);
-    if (!model.empty()) cursor.BindText(1, model);
-    while (cursor.Next()) {
-      MeasurementRow& row = rows.emplace_back();
-      row.stage_key = cursor.Text(0);
-      row.stage_description = cursor.Text(1);
-      row.device_name = cursor.Text(2);
-      row.batch_size = static_cast<int>(cursor.Int(3));
-      row.settings_key = cursor.Text(4);
-      row.result = ReadResult(cursor, 5);
-      row.measured_at = cursor.Text(11);
-      row.device_fingerprint = cursor.Text(12);
-      row.device_backend = cursor.Text(13);
-    }
-    return rows;
-  }
-
   sqlite3* db() const { return db_.get(); }
 
   std::chrono::steady_clock::time_point Deadline() const {
@@ -554,7 +512,9 @@ class SqliteProfileStore final : public ProfileStore {
   int64_t SettingsId(const std::string& settings_key) {
     {
       Cursor cursor(statements_->upsert_settings);
-      cursor.BindText(1, settings_key).Run();
+      cursor.BindText(1, settings_key)
+          .BindText(2, ToString(ProtocolOfSettingsKey(settings_key)))
+          .Run();
     }
     Cursor cursor(statements_->settings_id);
     cursor.BindText(1, settings_key);

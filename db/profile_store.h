@@ -35,6 +35,7 @@ struct MeasurementRow {
   std::string stage_key, stage_description, device_name, device_fingerprint, device_backend;
   int batch_size = 1;
   std::string settings_key;
+  std::string protocol;  // the settings' StageProtocol, by name ("isolated", "executed")
   MeasureResult result;
   std::string measured_at;  // UTC, ISO 8601
 };

@@ -176,11 +176,15 @@ void RegisterStageFunctions(sqlite3* db) {
 constexpr const char* kMigrateV2ToV3 =
     "ALTER TABLE measurements ADD COLUMN detail TEXT NOT NULL DEFAULT ''";
 
-// Version 4 keeps the end-to-end figures of the schedules a search verified
+// Version 4 names each settings row's StageProtocol (ProtocolOfSettingsKey).
+// Every row before it was measured isolated, and its key says so (no
+// "-executed-" suffix), so a search measuring as executed never reads it.
+// It also keeps the end-to-end figures of the schedules a search verified
 // (or ios-coordinator --evaluate priced): few rows, so device and settings
 // are stored as text. The network is identified by the hash of its
 // NetworkKey, like a stage.
 constexpr const char* kMigrateV3ToV4 = R"sql(
+ALTER TABLE settings ADD COLUMN protocol TEXT NOT NULL DEFAULT 'isolated';
 CREATE TABLE network_runs(
   network_id         INTEGER NOT NULL,  -- HashStageKey(NetworkKey).id
   network_check      INTEGER NOT NULL,  -- HashStageKey(NetworkKey).check

@@ -31,7 +31,9 @@ void MigrateV1ToV2(sqlite3* db);
 //! caller's transaction.
 void MigrateV2ToV3(sqlite3* db);
 
-//! Version 4: end-to-end figures of networks under schedules (network_runs).
+//! Version 3 to 4 in place, inside the caller's transaction: settings gain
+//! `protocol` ('isolated' for every row so far), and network_runs keeps the
+//! end-to-end figures of networks under schedules.
 void MigrateV3ToV4(sqlite3* db);
 
 }  // namespace ios::db

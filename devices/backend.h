@@ -1,6 +1,7 @@
 // The measurement seam: something that can build a stage and time it.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -68,6 +69,11 @@ struct StageCostFacts {
   //! known (a real device's work would need its peak throughput).
   std::function<double(const StageSpec& op, int batch_size)> operator_work_ms;
   double stage_fixed_ms = 0;
+  //! Bytes of the last-level cache one core sees (cpu: from its
+  //! fingerprint's llc_kib, read from sysfs); against it the search decides
+  //! whether a network's weights stay warm (MeasureSettings::warm_weights).
+  //! 0: not known (weights are taken as cold).
+  int64_t cache_bytes = 0;
 };
 
 }  // namespace ios::devices

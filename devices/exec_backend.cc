@@ -36,8 +36,11 @@ class ExecBackend : public Backend {
                         exec::SeededValues(
                             static_cast<size_t>(batch_size) * shape.c * shape.h * shape.w, i + 1));
       }
-      MeasureResult result =
-          exec::RunProtocol(settings, [&](int runs) { return prepared->TimedColdRuns(runs); });
+      MeasureResult result = exec::RunProtocol(settings, [&](int runs) {
+        return settings.protocol == StageProtocol::kExecuted
+                   ? prepared->TimedRunsAsExecuted(runs, settings.warm_weights)
+                   : prepared->TimedColdRuns(runs);
+      });
       result.detail = prepared->Detail();
       return result;
     });

@@ -1,5 +1,7 @@
 // A Backend on any exec::Device: a stage is turned into its exec program,
-// prepared once, fed seeded random inputs and timed with the shared protocol.
+// prepared once, fed seeded random inputs and timed with the shared protocol,
+// each run as the settings' StageProtocol says (kIsolated:
+// PreparedProgram::TimedColdRuns; kExecuted: TimedRunsAsExecuted).
 #pragma once
 
 #include <memory>

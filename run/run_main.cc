@@ -18,6 +18,7 @@
 #include "common/model_source.h"
 #include "coordinator/schedule_json.h"
 #include "coordinator/search.h"
+#include "coordinator/weight_warmth.h"
 #include "db/profile_store.h"
 #include "devices/linked.h"
 #include "exec/device.h"
@@ -129,7 +130,12 @@ Prediction Predict(const CliOptions& cli, const Loaded& loaded) {
   auto measurer = coordinator::MakeLocalMeasurer(devices::LinkedRegistry().OpenBackend(cli.device));
   coordinator::SearchOptions options;
   options.batch_size = cli.batch;
-  options.settings = loaded.settings.value_or(DefaultMeasureSettings(measurer->Device().simulated));
+  if (loaded.settings) {
+    options.settings = *loaded.settings;
+  } else {
+    options.settings = DefaultMeasureSettings(measurer->Device().simulated);
+    coordinator::DecideWeightWarmth(loaded.graph, cli.batch, measurer->Device(), options.settings);
+  }
   const coordinator::LatencyTable table =
       coordinator::MeasureStages(loaded.graph, plan, *store, *measurer, options);
   const coordinator::Schedule priced = coordinator::PriceSchedule({block}, table.latency_ms);

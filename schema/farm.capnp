@@ -66,10 +66,20 @@ struct StageQuery {
   # (an older coordinator). Added within protocol 5: an older worker ignores
   # it, which is no misreading.
   timeoutMs @9 :UInt32;
+  # Protocol 6: how the stage is put on the device when timed (a worker of
+  # protocol 5 would ignore it and measure isolated, so 5 is refused).
+  protocol @10 :StageProtocol;
+  warmWeights @11 :Bool;  # executed: weights as warm as a whole run leaves them
   # Protocol 6: when set, the query times this whole network under its
   # schedule end to end instead of `stage` (left empty), the search's
   # verification of its best candidates (common/network_spec.h).
-  network @10 :NetworkRun;
+  network @12 :NetworkRun;
+}
+
+# Append only (ios::StageProtocol).
+enum StageProtocol {
+  isolated @0;
+  executed @1;
 }
 
 # A whole network under a schedule (ios::NetworkSpec).

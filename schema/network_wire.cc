@@ -43,7 +43,9 @@ void WriteNetwork(wire::NetworkRun::Builder out, const NetworkSpec& network) {
   out.setWeightSeed(network.weight_seed);
 }
 
-std::shared_ptr<const NetworkSpec> ReadNetwork(wire::NetworkRun::Reader in) {
+std::shared_ptr<const NetworkSpec> ReadNetwork(wire::StageQuery::Reader query) {
+  if (query.hasStage()) throw InvalidField("query: both a stage and a network");
+  const wire::NetworkRun::Reader in = query.getNetwork();
   auto network = std::make_shared<NetworkSpec>();
   const capnp::Text::Reader text = in.getGraphJson();
   try {

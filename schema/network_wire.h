@@ -10,9 +10,10 @@
 namespace ios::schema::detail {
 
 void WriteNetwork(wire::NetworkRun::Builder out, const NetworkSpec& network);
-//! Parses the graph (IOS JSON, shapes inferred) and checks that the stages
+//! Reads the network of a query that has one: refuses a stage beside it,
+//! parses the graph (IOS JSON, shapes inferred) and checks that the stages
 //! run every operator once in dependency order. Throws InvalidField
 //! (schema/validate.h) naming the field and what is wrong.
-std::shared_ptr<const NetworkSpec> ReadNetwork(wire::NetworkRun::Reader in);
+std::shared_ptr<const NetworkSpec> ReadNetwork(wire::StageQuery::Reader query);
 
 }  // namespace ios::schema::detail

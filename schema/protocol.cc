@@ -76,6 +76,10 @@ constexpr EnumPairs<MeasureError, wire::ErrorKind, 4> kErrorKinds{{
     {MeasureError::kBackendFailure, wire::ErrorKind::BACKEND_FAILURE},
     {MeasureError::kTimeout, wire::ErrorKind::TIMEOUT},
 }};
+constexpr EnumPairs<StageProtocol, wire::StageProtocol, 2> kStageProtocols{{
+    {StageProtocol::kIsolated, wire::StageProtocol::ISOLATED},
+    {StageProtocol::kExecuted, wire::StageProtocol::EXECUTED},
+}};
 constexpr EnumPairs<RejectReason, wire::RejectReason, 3> kRejectReasons{{
     {RejectReason::kVersionMismatch, wire::RejectReason::VERSION_MISMATCH},
     {RejectReason::kMalformed, wire::RejectReason::MALFORMED},
@@ -215,11 +219,10 @@ void WriteQuery(wire::StageQuery::Builder out, uint64_t query_id, const StageSpe
   out.setMaxRepeat(settings.max_repeat);
   out.setMaxRelativeSpreadPercent(settings.max_relative_spread * 100);
   out.setTimeoutMs(timeout_ms);
-  if (network != nullptr) {
-    detail::WriteNetwork(out.initNetwork(), *network);
-  } else {
-    WriteStage(out.initStage(), *stage);
-  }
+  out.setProtocol(ToWire(kStageProtocols, settings.protocol));
+  out.setWarmWeights(settings.warm_weights);
+  if (network != nullptr) return detail::WriteNetwork(out.initNetwork(), *network);
+  WriteStage(out.initStage(), *stage);
 }
 
 void WriteHello(wire::Hello::Builder out, const Hello& hello) {
@@ -414,9 +417,10 @@ StageQuery ReadQuery(wire::StageQuery::Reader in) {
   query.settings.max_repeat = in.getMaxRepeat();
   query.settings.max_relative_spread = in.getMaxRelativeSpreadPercent() / 100;
   query.timeout_ms = in.getTimeoutMs();
+  query.settings.protocol = FromWire(kStageProtocols, in.getProtocol(), "query.protocol");
+  query.settings.warm_weights = in.getWarmWeights();
   if (in.hasNetwork()) {
-    if (in.hasStage()) throw InvalidField("query: both a stage and a network");
-    query.network = detail::ReadNetwork(in.getNetwork());
+    query.network = detail::ReadNetwork(in);
   } else {
     ReadStage(in.getStage(), query.stage);
   }
@@ -539,10 +543,6 @@ std::string EncodeNetworkQuery(uint64_t query_id, const NetworkSpec& network, in
   envelope.setVersion(kProtocolVersion);
   WriteQuery(envelope.initQuery(), query_id, nullptr, &network, batch_size, settings, timeout_ms);
   return ToBytes(builder);
-}
-
-std::string StageQuery::Describe() const {
-  return network != nullptr ? network->Describe() : stage.Describe();
 }
 
 std::variant<Message, DecodeError> Decode(std::string_view bytes) {

@@ -26,8 +26,10 @@ namespace ios::schema {
 //! 4: activations hardsigmoid and leakyrelu.
 //! 5: operator kinds of common/op_kinds.h (softmax first), sent by name
 //! with their attributes.
-//! 6: a query may time a whole network under a schedule (StageQuery::
-//! network), which an older worker would take for an empty stage.
+//! 6: a query's StageProtocol and warm weights (MeasureSettings), which an
+//! older worker would ignore, measuring isolated under an executed key; and
+//! a query may time a whole network under a schedule (StageQuery::network),
+//! which an older worker would take for an empty stage.
 inline constexpr uint32_t kProtocolVersion = 6;
 //! Larger frames are dropped unread (ZMQ_MAXMSGSIZE is set to this too).
 inline constexpr size_t kMaxMessageBytes = size_t{1} << 20;

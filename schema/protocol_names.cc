@@ -1,4 +1,5 @@
-// The protocol's enums by name, for logs and messages.
+// The protocol's enums by name and its queries described, for messages and
+// logs.
 #include "schema/protocol.h"
 
 namespace ios::schema {
@@ -27,6 +28,10 @@ const char* ToString(DecodeError::Kind kind) {
       return "invalid";
   }
   return "?";
+}
+
+std::string StageQuery::Describe() const {
+  return network != nullptr ? network->Describe() : stage.Describe();
 }
 
 }  // namespace ios::schema

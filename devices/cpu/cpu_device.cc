@@ -11,10 +11,6 @@
 
 #include <omp.h>
 #include <unistd.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#include <immintrin.h>
-#endif
 
 #include <algorithm>
 #include <cctype>
@@ -28,6 +24,7 @@
 #include <sstream>
 #include <utility>
 
+#include "devices/cpu/cpu_caches.h"
 #include "devices/cpu/cpu_lanes.h"
 #include "devices/cpu/cpu_primitives.h"
 #include "exec/program.h"
@@ -87,26 +84,13 @@ struct CompiledStage {
   std::vector<std::function<void()>> jobs;  // several lanes: lane i's run
 };
 
-#if defined(__x86_64__)
-//! CLFLUSHOPT (CPUID leaf 7, EBX bit 23): flushes lines without
-//! serialising on each other, many times faster than CLFLUSH.
-bool HaveClflushopt() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (ebx & (1u << 23)) != 0;
-}
+//! What an allocation of a prepared program holds (cpu::Footprint).
+enum class Held { kInput, kActivation, kScratch };
 
-__attribute__((target("clflushopt"))) void FlushLinesOpt(uintptr_t begin, uintptr_t end) {
-  for (uintptr_t line = begin; line < end; line += 64) {
-    _mm_clflushopt(reinterpret_cast<void*>(line));
-  }
-}
-
-void FlushLines(uintptr_t begin, uintptr_t end) {
-  for (uintptr_t line = begin; line < end; line += 64) {
-    _mm_clflush(reinterpret_cast<const void*>(line));
-  }
-}
-#endif
+struct Allocation {
+  uintptr_t begin = 0, end = 0;
+  Held held = Held::kActivation;
+};
 
 class CpuPreparedProgram : public exec::PreparedProgram {
  public:
@@ -119,12 +103,20 @@ class CpuPreparedProgram : public exec::PreparedProgram {
         batch_(batch),
         buffers_(program.buffers),
         main_(engine) {
+    std::vector<bool> input_slot(program.slot_elements.size(), false);
+    for (int input : program.inputs) {
+      const int slot =
+          input >= 0 && input < static_cast<int>(buffers_.size()) ? buffers_[input].slot : -1;
+      if (slot >= 0 && slot < static_cast<int>(input_slot.size())) input_slot[slot] = true;
+    }
     for (size_t slot = 0; slot < program.slot_elements.size(); ++slot) {
       slots_.push_back(cpu::AllocateFloats(program.slot_elements[slot] * batch,
                                            "storage slot " + std::to_string(slot)));
       const auto begin = reinterpret_cast<uintptr_t>(slots_.back().get());
-      allocations_.emplace_back(begin, begin + static_cast<uintptr_t>(program.slot_elements[slot] *
-                                                                      batch * sizeof(float)));
+      allocations_.push_back(
+          {begin,
+           begin + static_cast<uintptr_t>(program.slot_elements[slot] * batch * sizeof(float)),
+           input_slot[slot] ? Held::kInput : Held::kActivation});
     }
     for (const exec::BufferDesc& buffer : buffers_) {
       if (buffer.slot < 0 || buffer.slot >= static_cast<int>(slots_.size())) {
@@ -192,11 +184,40 @@ class CpuPreparedProgram : public exec::PreparedProgram {
     const OmpThreads omp(threads_);
     double total = 0;
     for (int run = 0; run < runs; ++run) {
-      FlushFootprint();
-      const auto start = std::chrono::steady_clock::now();
-      for (CompiledStage& stage : stages_) RunStage(stage);
-      total += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                   .count();
+      for (const auto* ranges : {&footprint_.weights, &footprint_.inputs, &footprint_.activations,
+                                 &footprint_.scratch}) {
+        cpu::FlushRanges(*ranges);
+      }
+      total += TimedRun();
+    }
+    return total;
+  }
+
+  // A stage inside a network run (docs/execution.md, "How a stage is
+  // measured"). Its inputs were just written by their producers: they are
+  // stored to before every run. Its weights are as warm as a whole run
+  // leaves them (`warm_weights`, decided from the network's footprint
+  // against the cache): flushed when cold. The storage it writes is
+  // treated like the weights: a network that fits the cache finds it there
+  // (written by the previous run or an earlier stage), one that does not
+  // last wrote it many stages and megabytes of weights ago, so it is
+  // flushed with them; either way a chain's single operators start as the
+  // chain runs them (input just written, output as cold as the chain's).
+  // Scratchpads and layout temporaries stay warm: in a network program one
+  // arena of each per thread serves every step, so a stage finds them as
+  // the previous stage on its thread left them. `cache=warm` flushes
+  // nothing (the whole stage as warm as the last run left it).
+  double TimedRunsAsExecuted(int runs, bool warm_weights) override {
+    const OmpThreads omp(threads_);
+    const bool flush = cold_runs_ && !warm_weights;
+    double total = 0;
+    for (int run = 0; run < runs; ++run) {
+      if (flush) {
+        cpu::FlushRanges(footprint_.weights);
+        cpu::FlushRanges(footprint_.activations);
+      }
+      cpu::TouchRanges(footprint_.inputs);
+      total += TimedRun();
     }
     return total;
   }
@@ -209,6 +230,13 @@ class CpuPreparedProgram : public exec::PreparedProgram {
     }
     const Shape& s = buffers_[buffer].shape;
     return batch_ * s.c * s.h * s.w;
+  }
+
+  double TimedRun() {
+    const auto start = std::chrono::steady_clock::now();
+    for (CompiledStage& stage : stages_) RunStage(stage);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
   }
 
   void RunStage(CompiledStage& stage) {
@@ -294,66 +322,60 @@ class CpuPreparedProgram : public exec::PreparedProgram {
            {std::pair{executor->scratch.get(), executor->scratch_bytes},
             std::pair{executor->temps.get(), executor->temp_bytes}}) {
         const auto begin = reinterpret_cast<uintptr_t>(arena);
-        if (begin != 0) allocations_.emplace_back(begin, begin + bytes);
+        if (begin != 0) allocations_.push_back({begin, begin + bytes, Held::kScratch});
       }
       for (auto& [user, offset] : executor->temp_users) {
         user.set_data_handle(reinterpret_cast<char*>(executor->temps.get()) + offset);
       }
     }
-    if (cold_runs_) CollectFootprint();
+    CollectFootprint(program);
   }
 
-  //! Every byte a run reads or writes: the memories its calls are bound to
-  //! (storage, reordered weights, temporaries, scratchpads), merged into
-  //! disjoint ranges.
-  void CollectFootprint() {
-    std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
+  //! Every byte a run reads or writes, by role: the memories its calls are
+  //! bound to (storage, temporaries, scratchpads, and outside every
+  //! allocation of ours the weights oneDNN reordered), and the whole
+  //! storage of each input (what its producer writes).
+  void CollectFootprint(const exec::Program& program) {
+    std::vector<cpu::Range> weights, inputs, activations, scratch;
     for (const CompiledStage& stage : stages_) {
       for (const std::vector<Call>& lane : stage.lanes) {
         for (const Call& call : lane) {
           for (const auto& [arg, memory] : call.args) {
             const auto begin = reinterpret_cast<uintptr_t>(memory.get_data_handle());
             const size_t size = memory.get_desc().get_size();
-            if (begin != 0 && size > 0) ranges.emplace_back(begin, WithinAllocation(begin, size));
+            if (begin == 0 || size == 0) continue;
+            const Allocation* within = AllocationOf(begin);
+            const cpu::Range range{begin,
+                                   within ? std::min(begin + size, within->end) : begin + size};
+            if (within == nullptr) {
+              weights.push_back(range);
+            } else if (within->held == Held::kScratch) {
+              scratch.push_back(range);
+            } else {
+              (within->held == Held::kInput ? inputs : activations).push_back(range);
+            }
           }
         }
       }
     }
-    std::sort(ranges.begin(), ranges.end());
-    for (const auto& range : ranges) {
-      if (!footprint_.empty() && range.first <= footprint_.back().second) {
-        footprint_.back().second = std::max(footprint_.back().second, range.second);
-      } else {
-        footprint_.push_back(range);
-      }
+    for (int input : program.inputs) {
+      const auto begin = reinterpret_cast<uintptr_t>(buffer_data_[input]);
+      inputs.emplace_back(begin, begin + BufferElements(input) * sizeof(float));
     }
+    footprint_ = {cpu::MergeRanges(std::move(weights)), cpu::MergeRanges(std::move(inputs)),
+                  cpu::MergeRanges(std::move(activations)), cpu::MergeRanges(std::move(scratch))};
   }
 
-  //! The end of `size` bytes from `begin`, cut at the end of the storage
-  //! slot or arena that holds `begin`: a channel view's descriptor spans a
-  //! whole sample's stride from its offset pointer, past the buffer's end
-  //! for the last sample, and flushing a line that is not mapped faults.
-  //! Memories oneDNN allocated itself (reordered weights) are exact.
-  uintptr_t WithinAllocation(uintptr_t begin, size_t size) const {
-    uintptr_t end = begin + size;
-    for (const auto& [first, last] : allocations_) {
-      if (begin >= first && begin < last) end = std::min(end, last);
+  //! The storage slot or arena that holds `begin`, or nullptr (memories
+  //! oneDNN allocated itself: reordered weights, biases). A range is cut at
+  //! its end: a channel view's descriptor spans a whole sample's stride
+  //! from its offset pointer, past the buffer's end for the last sample,
+  //! and flushing a line that is not mapped faults.
+  const Allocation* AllocationOf(uintptr_t begin) const {
+    for (const Allocation& allocation : allocations_) {
+      if (begin >= allocation.begin && begin < allocation.end) return &allocation;
     }
-    return end;
-  }
-
-  //! Writes the footprint back and drops it from every cache level, so the
-  //! next run reads it from memory (on x86-64; elsewhere a no-op, and the
-  //! device says cache=warm).
-  void FlushFootprint() const {
-#if defined(__x86_64__)
-    static const bool optimized = HaveClflushopt();
-    for (const auto& [begin, end] : footprint_) {
-      const uintptr_t first = begin & ~uintptr_t{63};
-      optimized ? FlushLinesOpt(first, end) : FlushLines(first, end);
-    }
-    _mm_mfence();
-#endif
+    return nullptr;
   }
 
   static cpu::Storage Arena(size_t bytes, const std::string& what, MemoryBudget& budget) {
@@ -368,8 +390,8 @@ class CpuPreparedProgram : public exec::PreparedProgram {
   bool cold_runs_;
   std::vector<int> cpus_;
   int64_t batch_;
-  std::vector<std::pair<uintptr_t, uintptr_t>> footprint_;    // [begin, end), disjoint, sorted
-  std::vector<std::pair<uintptr_t, uintptr_t>> allocations_;  // slots and arenas: [begin, end)
+  cpu::Footprint footprint_;
+  std::vector<Allocation> allocations_;  // slots and arenas
   std::vector<exec::BufferDesc> buffers_;
   std::vector<cpu::Storage> slots_;
   std::vector<float*> buffer_data_;
@@ -433,6 +455,19 @@ std::string OmpWaitPolicy() {
   return value == "active" || value == "passive" ? value : "default";
 }
 
+//! The last-level cache the search weighs a network's footprint against
+//! (StageCostFacts::cache_bytes), in KiB, or "unknown". From sysfs, which
+//! describes one instance of each cache as a core sees it (an EPYC core:
+//! its CCD's L3). Not sysconf(_SC_LEVEL3_CACHE_SIZE), nor CPUID leaf
+//! 0x80000006 under it: on an EPYC VM they say the whole socket's L3 (on
+//! the 2-core machine of docs/benchmarks.md 508 MiB, where a Zen 5 core
+//! sees its CCD's 32), which would call every network's weights warm. A
+//! VM without the caches in sysfs (that one) says unknown: weights cold.
+std::string LastLevelCacheText() {
+  const int64_t bytes = cpu::LastLevelCacheBytes();
+  return bytes > 0 ? std::to_string(bytes / 1024) : "unknown";
+}
+
 class CpuDevice : public exec::Device {
  public:
   explicit CpuDevice(const CpuOptions& options) : cpus_(AllowedCpus()) {
@@ -456,7 +491,8 @@ class CpuDevice : public exec::Device {
         "|isa=" + IsaName(dnnl::get_effective_cpu_isa()) + "|cores=" + std::to_string(cores) +
         "|threads=" + std::to_string(threads_) + "|onednn=" + std::to_string(version->major) + "." +
         std::to_string(version->minor) + "." + std::to_string(version->patch) +
-        "|omp_wait=" + OmpWaitPolicy() + "|cache=" + (cold_runs_ ? "cold" : "warm") + "|fp32";
+        "|omp_wait=" + OmpWaitPolicy() + "|cache=" + (cold_runs_ ? "cold" : "warm") +
+        "|llc_kib=" + LastLevelCacheText() + "|fp32";
     info_.simulated = false;
   }
 

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,43 @@ TEST_F(TempDirTest, ScheduleFileRoundTripsStagesAndGraph) {
   for (size_t i = 0; i < g.nodes.size(); ++i)
     EXPECT_EQ(loaded.graph.nodes[i].name, g.nodes[i].name);
   EXPECT_EQ(StagesOf(loaded.blocks), StagesOf(outcome.ios));
+}
+
+// ios-run prices a schedule file under the settings of the search that
+// wrote it, protocol included; a file from before protocols were recorded
+// was measured isolated.
+TEST_F(TempDirTest, ScheduleFileRecordsTheStageProtocolOfARealDevicesSearch) {
+  const Graph g = BuildZooModel("squeezenet");
+  auto store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer measurer;
+  SearchOutcome outcome = RunSearch(g, "squeezenet", DefaultOptions(), *store, measurer);
+  outcome.device.simulated = false;  // a sim's settings are not read back
+  outcome.options.settings.protocol = StageProtocol::kExecuted;
+  outcome.options.settings.warm_weights = true;
+  const std::string path = PathIn("schedule.json");
+  WriteFile(path, ScheduleToJson(g, outcome.ios, InfoFor(outcome)));
+  std::optional<MeasureSettings> settings = LoadSchedule(path).settings;
+  ASSERT_TRUE(settings.has_value());
+  EXPECT_EQ(settings->Key(), outcome.options.settings.Key());
+
+  json doc = json::parse(ReadFile(path));
+  doc["settings"].erase("protocol");
+  doc["settings"].erase("warm_weights");
+  WriteFile(path, doc.dump());
+  settings = LoadSchedule(path).settings;
+  ASSERT_TRUE(settings.has_value());
+  EXPECT_EQ(settings->protocol, StageProtocol::kIsolated);
+  EXPECT_FALSE(settings->warm_weights);
+
+  doc["settings"]["protocol"] = "replayed";
+  WriteFile(path, doc.dump());
+  try {
+    LoadSchedule(path);
+    ADD_FAILURE() << "an unknown protocol loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("settings.protocol: 'replayed'"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ScheduleFileTest, LoadsTheIosReferenceScheduleOfInceptionV3) {

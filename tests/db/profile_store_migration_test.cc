@@ -1,13 +1,18 @@
-// Schema version 4 (end-to-end figures), 3 (a detail per measurement) over version 2 (compact stage
-// keys): a version 2 file written by the previous build
-// (tests/data/profile_v2.db: a tiny model on sim:v100, measured exhaustively,
-// and on sim:k80 at batch 2) keeps every measurement and gains an empty
-// detail. Version 2 over 1: a version 1 file written by the
-// previous build (tests/data/profile_v1.db: a SqueezeNet search on sim:v100,
-// 21 stored out-of-memory failures of a tiny model on sim:k80, one recorded
-// search) is upgraded in place by a coordinator's open and keeps every
-// measurement, key, description, model link, device and search; stage texts
-// round-trip; hashes are stable; a colliding key is refused, not mixed.
+// Schema version 4 (each settings row names its StageProtocol, and the
+// end-to-end figures of verified schedules get their table) over
+// version 3: a version 3 file written by the previous build
+// (tests/data/profile_v3.db) keeps every row, named isolated, and an
+// executed search does not read them. Schema version 3 (a detail per
+// measurement) over version 2 (compact stage keys): a version 2 file
+// written by the previous build (tests/data/profile_v2.db: a tiny model on
+// sim:v100, measured exhaustively, and on sim:k80 at batch 2) keeps every
+// measurement and gains an empty detail. Version 2 over 1: a version 1 file
+// written by the previous build (tests/data/profile_v1.db: a SqueezeNet
+// search on sim:v100, 21 stored out-of-memory failures of a tiny model on
+// sim:k80, one recorded search) is upgraded in place by a coordinator's
+// open and keeps every measurement, key, description, model link, device
+// and search; stage texts round-trip; hashes are stable; a colliding key is
+// refused, not mixed.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -329,44 +334,67 @@ TEST(ProfileStoreV2MigrationTest, AVersionTwoFileKeepsEveryMeasurementAndGainsDe
   EXPECT_NO_THROW(ProfileStore::Open(path.string(), read_only));
 }
 
-// Version 3 to 4 adds the network_runs table (end-to-end figures of
-// verified schedules); every measurement stays. A version 3 file is made
-// here from a new one: the table dropped, the version set back.
-TEST(ProfileStoreV3MigrationTest, AVersionThreeFileGainsTheEndToEndTable) {
+// Version 3 to 4 (tests/data/profile_v3.db, written by the previous build:
+// a tiny model measured exhaustively on sim:v100 and on cpu,threads=1):
+// every settings row is named isolated, every measurement stays readable
+// and listed with its protocol, and a search measuring as executed, whose
+// key differs, finds none of them; its own rows are stored as executed.
+TEST(ProfileStoreV3MigrationTest, OldRowsStayReadableAsIsolatedAndUnusedByExecutedSearches) {
   ::ios::testing::TempDir dir("ios_migration_v3");
-  const std::string path = (dir.path() / "v3.db").string();
-  const MeasurementKey key{"stage-key", "sim|fp", 1, "w2-n6-r6-float32"};
-  {
-    auto store = ProfileStore::Open(path);
-    store->UpsertDevice({"sim", "sim:v100", "sim|fp", true});
-    store->UpsertStage(key.stage_key, "a stage");
-    MeasureResult result;
-    result.median_ms = 0.5;
-    store->Store(key, result);
-  }
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "DROP TABLE network_runs; PRAGMA user_version = 3", nullptr, nullptr,
-                           nullptr),
-              SQLITE_OK);
-    sqlite3_close(db);
-  }
+  const fs::path path = dir.path() / "v3.db";
+  fs::copy_file(fs::path(IOS_TEST_DATA_DIR) / "profile_v3.db", path);
   ASSERT_EQ(ReadHeaderField(path, kUserVersionOffset), 3u);
   OpenOptions read_only;
   read_only.mode = OpenMode::kReadOnly;
-  EXPECT_THROW(ProfileStore::Open(path, read_only), Error) << "ios-db never upgrades";
-  auto store = ProfileStore::Open(path);
-  EXPECT_EQ(store->Lookup(key)->median_ms, 0.5);
-  NetworkRunRow row;
-  row.key = {"network-key", "sim|fp", 1, "w0-n1-r1-float32"};
-  row.model = "m";
-  row.schedule = "ios";
-  row.result.median_ms = 2.5;
-  store->StoreNetworkRun(row);
-  EXPECT_EQ(store->LookupNetworkRun(row.key)->result.median_ms, 2.5);
+  EXPECT_THROW(ProfileStore::Open(path.string(), read_only), Error);
+
+  auto store = ProfileStore::Open(path.string());
+  const std::vector<MeasurementRow> rows = store->Measurements("");
+  ASSERT_EQ(rows.size(), 42u);
+  std::map<std::string, int> by_backend;
+  for (const MeasurementRow& row : rows) {
+    EXPECT_EQ(row.protocol, "isolated") << row.settings_key;
+    ++by_backend[row.device_backend];
+    MeasureSettings executed =
+        row.device_backend == "cpu" ? DefaultMeasureSettings(false) : DefaultMeasureSettings(true);
+    ASSERT_EQ(executed.Key() == row.settings_key, row.device_backend == "sim")
+        << "the sim keeps its isolated key, a real device's default is executed";
+    EXPECT_TRUE(
+        store->Lookup({row.stage_key, row.device_fingerprint, row.batch_size, row.settings_key}));
+    if (row.device_backend != "cpu") continue;
+    for (const bool warm : {false, true}) {
+      executed.warm_weights = warm;
+      EXPECT_FALSE(
+          store->Lookup({row.stage_key, row.device_fingerprint, row.batch_size, executed.Key()}));
+    }
+  }
+  EXPECT_EQ(by_backend, (std::map<std::string, int>{{"cpu", 21}, {"sim", 21}}));
+  // A new executed row names its protocol; the old isolated row of the
+  // same stage is still there beside it.
+  const MeasurementRow& old = *std::find_if(
+      rows.begin(), rows.end(), [](const auto& row) { return row.device_backend == "cpu"; });
+  const std::string executed_key = DefaultMeasureSettings(false).Key();
+  store->Store({old.stage_key, old.device_fingerprint, old.batch_size, executed_key},
+               testing::Ok(0.5));
+  std::map<std::string, std::string> protocols;  // by settings key
+  for (const MeasurementRow& row : store->Measurements("")) {
+    if (row.stage_key == old.stage_key && row.device_fingerprint == old.device_fingerprint) {
+      protocols[row.settings_key] = row.protocol;
+    }
+  }
+  EXPECT_EQ(protocols, (std::map<std::string, std::string>{{old.settings_key, "isolated"},
+                                                           {executed_key, "executed"}}));
+  // And the end-to-end table is there.
+  NetworkRunRow run;
+  run.key = {"network-key", old.device_fingerprint, 1, "w2-n1-r10-float32"};
+  run.model = "tiny";
+  run.schedule = "ios";
+  run.result = testing::Ok(2.5);
+  store->StoreNetworkRun(run);
+  EXPECT_EQ(store->LookupNetworkRun(run.key)->result.median_ms, 2.5);
   store.reset();
   EXPECT_EQ(ReadHeaderField(path, kUserVersionOffset), static_cast<uint32_t>(kSchemaVersion));
+  EXPECT_NO_THROW(ProfileStore::Open(path.string(), read_only));
 }
 
 }  // namespace

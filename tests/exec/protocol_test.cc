@@ -98,5 +98,32 @@ TEST(ProtocolTest, AdaptiveSettingsHaveTheirOwnKey) {
   EXPECT_EQ(settings.Key(), "w2-n6-r6-max30-spread5%-float32");
 }
 
+TEST(ProtocolTest, TheStageProtocolIsPartOfTheKeyAndIsolatedKeysKeepTheirText) {
+  MeasureSettings settings;
+  settings.max_repeat = 30;
+  settings.max_relative_spread = 0.05;
+  const std::string isolated = settings.Key();
+  EXPECT_EQ(isolated, "w2-n6-r6-max30-spread5%-float32");
+  settings.protocol = StageProtocol::kExecuted;
+  EXPECT_EQ(settings.Key(), isolated + "-executed-wcold");
+  settings.warm_weights = true;
+  EXPECT_EQ(settings.Key(), isolated + "-executed-wwarm");
+  for (const std::string& key : {isolated, isolated + "-executed-wcold", settings.Key()}) {
+    EXPECT_EQ(ProtocolOfSettingsKey(key),
+              key == isolated ? StageProtocol::kIsolated : StageProtocol::kExecuted)
+        << key;
+  }
+  EXPECT_EQ(ProtocolOfSettingsKey("w2-n6-r6-float32"), StageProtocol::kIsolated);
+}
+
+TEST(ProtocolTest, RealDevicesMeasureAsExecutedByDefaultAndTheSimulatorIsolated) {
+  EXPECT_EQ(DefaultMeasureSettings(false).protocol, StageProtocol::kExecuted);
+  EXPECT_FALSE(DefaultMeasureSettings(false).warm_weights);
+  EXPECT_EQ(DefaultMeasureSettings(true).protocol, StageProtocol::kIsolated);
+  // The sim's key, and with it every sim golden and stored sim row, is the
+  // one it had before protocols were keyed.
+  EXPECT_EQ(DefaultMeasureSettings(true).Key(), "w2-n6-r6-float32");
+}
+
 }  // namespace
 }  // namespace ios::exec

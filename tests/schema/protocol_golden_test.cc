@@ -50,7 +50,9 @@ StageQuery GoldenQuery() {
                     .repeat = 6,
                     .max_repeat = 30,
                     .max_relative_spread = 0.05,
-                    .dtype = "float32"};
+                    .dtype = "float32",
+                    .protocol = StageProtocol::kExecuted,
+                    .warm_weights = true};
   StageSpec& spec = query.stage;
   spec.strategy = Strategy::kParallel;
   spec.externals = {{32, 14, 14}, {8, 14, 14}};
@@ -141,6 +143,8 @@ TEST(ProtocolGoldenTest, QueryFrameDecodesAndReencodesByteForByte) {
   EXPECT_EQ(got.batch_size, want.batch_size);
   EXPECT_EQ(got.settings.Key(), want.settings.Key());
   EXPECT_EQ(got.settings.dtype, want.settings.dtype);
+  EXPECT_EQ(got.settings.protocol, StageProtocol::kExecuted);
+  EXPECT_TRUE(got.settings.warm_weights);
   EXPECT_EQ(got.stage.strategy, want.stage.strategy);
   EXPECT_EQ(got.stage.externals, want.stage.externals);
   ASSERT_EQ(got.stage.groups.size(), want.stage.groups.size());

@@ -266,6 +266,12 @@ TEST(ProtocolTest, UnknownEnumerantsFromANewerPeerAreInvalid) {
     query.getStage().setStrategy(static_cast<wire::Strategy>(2));
   }));
   EXPECT_EQ(strategy.message, "query.stage.strategy: unknown value 2");
+  const DecodeError protocol = Failure(Build([](wire::Envelope::Builder envelope) {
+    auto query = envelope.initQuery();
+    OneConvStage(query.initStage());
+    query.setProtocol(static_cast<wire::StageProtocol>(2));
+  }));
+  EXPECT_EQ(protocol.message, "query.protocol: unknown value 2");
   const DecodeError reason = Failure(Build([](wire::Envelope::Builder envelope) {
     envelope.initReject().setReason(static_cast<wire::RejectReason>(3));
   }));

@@ -48,6 +48,28 @@ TEST(ProtocolTest, StageQueryRoundTripsFieldByField) {
   ExpectSameSpec(got.stage, sent.stage);
 }
 
+TEST(ProtocolTest, AQueryCarriesItsStageProtocolAndWeightWarmth) {
+  StageQuery sent = SampleQuery();
+  EXPECT_EQ(RoundTrip(sent).settings.protocol, StageProtocol::kIsolated);
+  for (const bool warm : {false, true}) {
+    sent.settings.protocol = StageProtocol::kExecuted;
+    sent.settings.warm_weights = warm;
+    const StageQuery got = RoundTrip(sent);
+    EXPECT_EQ(got.settings.protocol, StageProtocol::kExecuted);
+    EXPECT_EQ(got.settings.warm_weights, warm);
+    EXPECT_EQ(got.settings.Key(), sent.settings.Key());
+  }
+}
+
+// Protocol 5 workers would ignore the protocol and measure isolated under
+// an executed key: they speak another version and are refused.
+TEST(ProtocolTest, AWorkerOfTheVersionBeforeStageProtocolsIsRefused) {
+  EXPECT_GE(kProtocolVersion, 6u);
+  const DecodeError error = Failure(EncodeWithVersion(SampleHello(), 5));
+  EXPECT_EQ(error.kind, Kind::kVersionMismatch);
+  EXPECT_EQ(error.version, 5u);
+}
+
 TEST(ProtocolTest, EncodeQueryWritesTheSameBytesAsEncodingAStageQuery) {
   const StageQuery query = SampleQuery();
   EXPECT_EQ(EncodeQuery(query.query_id, query.stage, query.batch_size, query.settings),
