@@ -111,6 +111,11 @@ int main(int argc, char** argv) {
                  "the fastest as measured is returned")
       ->default_val(cli.search.verify.alternatives)
       ->check(CLI::Range(0, VerifyOptions::kMaxAlternatives));
+  app.add_option("--verify-passes", cli.search.verify.passes,
+                 "times each candidate is run end to end on a real device, in alternating "
+                 "order, keeping its lowest median (the simulator: once)")
+      ->default_val(cli.search.verify.passes)
+      ->check(CLI::Range(1, VerifyOptions::kMaxPasses));
   bool no_baselines = false;
   app.add_flag("--no-baselines", no_baselines,
                "do not report the sequential and greedy baselines (reported by default)");

@@ -38,6 +38,12 @@ struct VerifyOptions {
   static constexpr int kMaxAlternatives = 16;
   //! Settings of the end-to-end runs (DefaultVerifySettings).
   MeasureSettings settings;
+  //! On a real device each candidate is timed this many times, the passes
+  //! in alternating order (A B C, C B A, ...), and its lowest median kept:
+  //! a shared machine's slow spell then does not fall on one candidate
+  //! alone. The simulator is exact: one pass.
+  int passes = 2;
+  static constexpr int kMaxPasses = 8;
   uint64_t weight_seed = 1;
 };
 

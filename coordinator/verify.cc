@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "coordinator/search.h"
 
@@ -140,11 +141,28 @@ void MeasureOrReuse(const Graph& graph, const std::string& model, const SearchOp
     missing_index.push_back(i);
   }
   if (missing.empty()) return;
+  const int passes =
+      device.simulated ? 1 : std::clamp(options.verify.passes, 1, VerifyOptions::kMaxPasses);
+  std::vector<const NetworkSpec*> queries;
+  for (int pass = 0; pass < passes; ++pass) {
+    if (pass % 2 == 0) {
+      queries.insert(queries.end(), missing.begin(), missing.end());
+    } else {
+      queries.insert(queries.end(), missing.rbegin(), missing.rend());
+    }
+  }
   const std::vector<MeasureResult> results =
-      measurer.MeasureNetworks(missing, options.batch_size, options.verify.settings);
+      measurer.MeasureNetworks(queries, options.batch_size, options.verify.settings);
   for (size_t k = 0; k < missing.size(); ++k) {
     const size_t i = missing_index[k];
-    candidates[i].measured = results.at(k);
+    // The pass with the lowest median, of those that ran.
+    std::optional<MeasureResult> best;
+    for (int pass = 0; pass < passes; ++pass) {
+      const size_t at = pass * missing.size() + (pass % 2 == 0 ? k : missing.size() - 1 - k);
+      const MeasureResult& r = results.at(at);
+      if (!best || (r.ok() && (!best->ok() || r.median_ms < best->median_ms))) best = r;
+    }
+    candidates[i].measured = *best;
     db::NetworkRunRow row;
     row.key = keys[i];
     row.model = model;

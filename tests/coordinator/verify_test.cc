@@ -140,6 +140,54 @@ TEST(VerifyTest, TheFastestAsMeasuredIsReturnedEvenWhenTheDpRanksItLast) {
       << FormatVerification(outcome);
 }
 
+// A "real" device (not simulated) whose end-to-end figures depend on the
+// call: each network's first run is slow, its second fast.
+class SecondRunFast final : public Measurer {
+ public:
+  const DeviceInfo& Device() const override { return device_; }
+  void MeasureStream(
+      std::vector<const StageSpec*> specs, int batch, const MeasureSettings& settings,
+      const std::function<MoreSpecs(std::span<const IndexedResult>)>& on_results) override {
+    stages_.MeasureStream(std::move(specs), batch, settings, on_results);
+  }
+  std::vector<MeasureResult> MeasureNetworks(std::span<const NetworkSpec* const> networks, int,
+                                             const MeasureSettings&) override {
+    std::vector<MeasureResult> results;
+    for (const NetworkSpec* network : networks) {
+      order.push_back(network->stages.size());
+      MeasureResult r;
+      const int runs = ++runs_of[NetworkKey(*network)];
+      r.median_ms = static_cast<double>(network->stages.size()) * (runs == 1 ? 2.0 : 1.0);
+      r.samples = 10;
+      results.push_back(r);
+    }
+    return results;
+  }
+  std::vector<size_t> order;  // stage counts of the networks, in the order asked
+  std::map<std::string, int> runs_of;
+
+ private:
+  DeviceInfo device_{"fake", "fake cpu", "fake|cpu", false};
+  CountingMeasurer stages_;
+};
+
+TEST(VerifyTest, OnARealDeviceEachCandidateRunsTwiceInAlternatingOrderKeepingItsLowerMedian) {
+  const Graph g = BuildZooModel("squeezenet");
+  auto store = db::ProfileStore::Open(":memory:");
+  SecondRunFast measurer;
+  const SearchOutcome outcome = RunSearch(g, "squeezenet", VerifyingOptions(), *store, measurer);
+  const auto& candidates = outcome.verification.candidates;
+  ASSERT_EQ(measurer.order.size(), 2 * candidates.size());
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    const size_t stages = StageCount(candidates[k].schedule);
+    EXPECT_EQ(measurer.order[k], stages);
+    EXPECT_EQ(measurer.order[2 * candidates.size() - 1 - k], stages) << "the second pass reversed";
+    EXPECT_EQ(measurer.runs_of.size(), candidates.size());
+    EXPECT_EQ(candidates[k].measured.median_ms, static_cast<double>(stages))
+        << "the lower median of the two";
+  }
+}
+
 TEST(VerifyTest, AMeasurerThatCannotRunNetworksLeavesTheOptimumUnverifiedAndSaysSo) {
   // A measurer of stages only: Measurer::MeasureNetworks' default.
   class StagesOnly final : public Measurer {
