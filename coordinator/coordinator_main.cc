@@ -279,7 +279,14 @@ int Search(const CliOptions& cli) {
   record.settings_json = "{\"strategy\":\"" + cli.strategy +
                          "\",\"r\":" + std::to_string(cli.search.dp.max_group_size) +
                          ",\"s\":" + std::to_string(cli.search.dp.max_groups) + ",\"settings\":\"" +
-                         cli.search.settings.Key() + "\",\"measure\":\"" + cli.measure + "\"}";
+                         cli.search.settings.Key() + "\",\"measure\":\"" + cli.measure + "\"";
+  if (outcome.table.stats.lazy) {
+    // What the lazy search's bounds were worth (docs/search-cost.md).
+    record.settings_json +=
+        ",\"bound_violations\":" + std::to_string(outcome.table.stats.bound_violations) +
+        ",\"parts_measured_in_full\":" + std::to_string(outcome.table.stats.parts_measured_in_full);
+  }
+  record.settings_json += "}";
   // Compact in the DB: a NASNet schedule with its graph is 255 KB so, 792 KB indented.
   record.schedule_json = ScheduleToJson(graph, outcome.ios, info, JsonLayout::kCompact);
   record.latency_ms = outcome.ios.latency_ms;
@@ -427,6 +434,12 @@ int main(int argc, char** argv) {
                      "kept, in percent, against measurement noise (default 0: stored latencies "
                      "are taken as they are)")
           ->check(CLI::Range(0.0, 99.0));
+  app.add_option("--bound-violations-max-fraction", cli.search.bound_violations_max_fraction,
+                 "lazy: a part whose measured stages come in below their lower bounds more "
+                 "often than this fraction of them is measured in full, every candidate "
+                 "(0: at the first; 1: never; docs/search-cost.md)")
+      ->default_val(SearchOptions::kDefaultBoundViolationsMaxFraction)
+      ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--sub-stage-bounds", cli.search.sub_stage_bounds,
                "lazy: also bound a stage by its sub-stages (without one of its groups); measures "
                "far fewer stages but may return a slightly slower schedule than --measure all "
@@ -538,7 +551,8 @@ int main(int argc, char** argv) {
   for (const char* name :
        {"--model", "--out", "--strategy", "-r", "-s", "--no-pruning", "--max-part-size",
         "--max-dp-states", "--max-dp-transitions", "--max-dp-stages", "--max-search-stages",
-        "--no-baselines", "--measure", "--blocks", "--bound-margin", "--sub-stage-bounds"}) {
+        "--no-baselines", "--measure", "--blocks", "--bound-margin", "--sub-stage-bounds",
+        "--bound-violations-max-fraction"}) {
     if (app.get_option(name)->count() == 0) continue;
     cli.unused_by_evaluate.push_back(name);
   }

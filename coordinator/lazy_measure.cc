@@ -58,7 +58,11 @@ struct PartStatus {
   std::vector<int> optimum_unmeasured;            // those not measured yet
   std::vector<int> optimum_unmeasured_local;      // the same, as the part's local ids
   std::vector<std::pair<double, int>> next_best;  // (slack, global id), ascending
-  size_t next_at = 0;                             // next_best's first entry not taken
+  //! Its stages of several operators with a latency, those below their
+  //! bounds, and whether that made it measured in full.
+  int64_t checked = 0, violations = 0;
+  bool full = false;
+  size_t next_at = 0;  // next_best's first entry not taken
 };
 
 //! Per part: the sub-stages of each concurrent stage, i.e. the stage
@@ -110,11 +114,14 @@ class SubStages {
 class LazyMeasurement {
  public:
   LazyMeasurement(const SearchPlan& plan, MeasureSession& session, const StageBounds& bounds,
-                  const StageBounds::Model& model, const Measurer& measurer, bool sub_stage_bounds)
+                  const StageBounds::Model& model, const Measurer& measurer,
+                  const SearchOptions& options)
       : plan_(plan),
         session_(session),
         state_(plan.stage_count(), StageState::kUnmeasured),
         value_(plan.stage_count(), 0.0),
+        bounds_(bounds),
+        max_violations_(options.bound_violations_max_fraction),
         measurer_(measurer) {
     parts_.reserve(plan.parts.size());
     for (const PartPlan& part : plan.parts) parts_.emplace_back(part.space);
@@ -133,12 +140,15 @@ class LazyMeasurement {
         occurs_[end[ids[local]]++] = {static_cast<uint32_t>(p), static_cast<uint32_t>(local)};
       }
     }
+    bound_.assign(plan.stage_count(), 0.0);
     for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+      const double bound = bounds.LowerBound(id, session.latency(), model);
+      if (bounds.Operators(id) > 1) bound_[id] = bound;
       if (session.Known(id)) {
         state_[id] = StageState::kDone;
         value_[id] = session.latency()[id];
       } else {
-        value_[id] = bounds.LowerBound(id, session.latency(), model);
+        value_[id] = bound;
       }
       for (uint32_t k = occurs_begin_[id]; k < occurs_begin_[id + 1]; ++k) {
         PartStatus& status = parts_[occurs_[k].part];
@@ -148,7 +158,11 @@ class LazyMeasurement {
         }
       }
     }
-    if (sub_stage_bounds) {
+    // Stored stages are held to their bounds as measured ones are.
+    for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+      if (state_[id] == StageState::kDone) Check(id);
+    }
+    if (options.sub_stage_bounds) {
       sub_stages_.reserve(plan.parts.size());
       for (const PartPlan& part : plan.parts) sub_stages_.emplace_back(part);
     }
@@ -169,9 +183,10 @@ class LazyMeasurement {
         status.upper.Set(static_cast<int>(occurs_[k].local), value_[id]);
         status.dirty = status.slack_stale = status.upper_stale = true;
       }
+      Check(id);
     }
     in_flight_ -= static_cast<int64_t>(arrived.size());
-    if (in_flight_ > LowWater()) return {};
+    if (in_flight_ > LowWater() && !full_pending_) return {};
     return Round();
   }
 
@@ -266,6 +281,13 @@ class LazyMeasurement {
     for (size_t p = 0; p < parts_.size(); ++p) {
       if (parts_[p].dirty) Solve(p);
       for (int id : parts_[p].optimum_unmeasured) Pick(id, picks);
+    }
+    if (full_pending_) {
+      for (size_t p = 0; p < parts_.size(); ++p) {
+        if (!parts_[p].full) continue;
+        for (int id : plan_.parts[p].stage_ids) Pick(id, picks);
+      }
+      full_pending_ = false;
     }
     // Fill the workers with the stages whose bounds leave the least slack:
     // the likeliest to be on the optimum once the others are measured.
@@ -398,6 +420,43 @@ class LazyMeasurement {
     return credit <= 1 ? 0 : std::max<int64_t>(credit, measurer_.ActiveWorkers());
   }
 
+  //! Counts stage `id` (with a latency now) if it came in below its bound,
+  //! per part, and marks a part whose bounds fail too often to be measured
+  //! in full.
+  void Check(int id) {
+    if (bounds_.Operators(id) <= 1) return;  // a single operator is its own bound
+    const double latency = session_.latency()[id];
+    if (!std::isfinite(latency)) return;  // failed: no figure to hold to a bound
+    const bool below = latency < bound_[id];
+    MeasureProgress& stats = session_.stats();
+    if (below) {
+      ++stats.bound_violations;
+      spdlog::debug("lazy measurement: stage {} came in at {:.6f} ms, below its bound {:.6f} ms",
+                    id, latency, bound_[id]);
+    }
+    for (uint32_t k = occurs_begin_[id]; k < occurs_begin_[id + 1]; ++k) {
+      const uint32_t p = occurs_[k].part;
+      if (k > occurs_begin_[id] && occurs_[k - 1].part == p) continue;  // once per part
+      PartStatus& status = parts_[p];
+      ++status.checked;
+      if (below) ++status.violations;
+      if (status.full ||
+          !(status.violations > max_violations_ * static_cast<double>(status.checked))) {
+        continue;
+      }
+      status.full = true;
+      full_pending_ = true;
+      ++stats.parts_measured_in_full;
+      const PartPlan& part = plan_.parts[p];
+      spdlog::warn(
+          "lazy measurement: block {} part {}{}: {} of its {} stages of several operators with "
+          "a latency came in below their lower bounds (more than {:g}%, "
+          "--bound-violations-max-fraction): measuring all {} of its candidate stages",
+          part.block, part.part, part.piece > 0 ? " piece " + std::to_string(part.piece) : "",
+          status.violations, status.checked, 100 * max_violations_, part.space.stage_count());
+    }
+  }
+
   void Pick(int id, std::vector<int>& picks) {
     if (state_[id] != StageState::kUnmeasured) return;
     state_[id] = StageState::kInFlight;
@@ -408,6 +467,10 @@ class LazyMeasurement {
   MeasureSession& session_;
   std::vector<StageState> state_;
   std::vector<double> value_;  // measured latency when done, else the lower bound
+  std::vector<double> bound_;  // the lower bound of each stage of several operators, else 0
+  const StageBounds& bounds_;
+  const double max_violations_;  // SearchOptions::bound_violations_max_fraction
+  bool full_pending_ = false;    // a part marked full has stages not picked yet
   std::vector<PartStatus> parts_;
   struct Occurrence {
     uint32_t part = 0, local = 0;
@@ -460,7 +523,7 @@ LatencyTable MeasureLazily(const Graph& graph, const SearchPlan& plan, db::Profi
       "device work per operator {}, margin {:.0f}%",
       model.overhead_ms, model.serial_op_ms, model.max_parallelism,
       model.work_ms.empty() ? "unknown" : "known", model.margin * 100);
-  LazyMeasurement lazy(plan, session, bounds, model, measurer, options.sub_stage_bounds);
+  LazyMeasurement lazy(plan, session, bounds, model, measurer, options);
   session.Measure(lazy.Start(),
                   [&](std::span<const int> arrived) { return lazy.Arrived(arrived); });
   LatencyTable table = session.Finish();
