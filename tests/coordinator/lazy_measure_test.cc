@@ -502,6 +502,8 @@ TEST_P(LazyZooTest, SameScheduleAsMeasuringEverythingWithAtMostHalfTheStages) {
     }
   }
   EXPECT_EQ(violations, 0);
+  EXPECT_EQ(lazy.stats.bound_violations, 0) << "the search counted what the check above did not";
+  EXPECT_EQ(lazy.stats.parts_measured_in_full, 0);
   const double share = double(lazy.stats.measured) / double(plan.stage_count());
   RecordProperty("candidates", std::to_string(plan.stage_count()));
   RecordProperty("measured", std::to_string(lazy.stats.measured));
