@@ -8,6 +8,9 @@
 # both found the same schedule.
 #   bash bench/lazy_farm.sh [MODELS] [WORKER_COUNTS] [DELAY_MS]
 #   defaults: "inception_v3 nasnet" "1 8" 10
+# A model is a zoo name or a model file (IOS JSON or ONNX), e.g.
+#   bash bench/lazy_farm.sh ../shared/fixtures/ios-reference/models/nasnet.json "1 8" "0"
+# (DELAY_MS 0: no sleep; the busy column then says nothing.)
 # BIN (default build) names the build directory; results go to docs/benchmarks.md by hand.
 set -euo pipefail
 
@@ -38,9 +41,11 @@ echo
 echo "| model | workers | measure | stages measured | measure phase | wall | workers busy | same schedule |"
 echo "|---|---:|---|---:|---:|---:|---:|---|"
 for model in "${MODELS[@]}"; do
+  name="$(basename "$model")"
+  name="${name%.json}"
   for n in "${COUNTS[@]}"; do
     for mode in all lazy; do
-      db="$WORK/$model-$n-$mode.db"
+      db="$WORK/$name-$n-$mode.db"
       start=$(date +%s.%N)
       "$BIN/coordinator/ios-coordinator" --model "$model" --device sim:v100 --measure "$mode" \
         --local-workers "$n" --sim-delay-ms "$DELAY" --db "$db" --out "$WORK/$mode.json" -q \
@@ -55,10 +60,10 @@ for model in "${MODELS[@]}"; do
           same=NO
         fi
       fi
-      awk -v m="$model" -v n="$n" -v mode="$mode" -v st="$stages" -v ms="$measure" \
+      awk -v m="$name" -v n="$n" -v mode="$mode" -v st="$stages" -v ms="$measure" \
         -v wall="$(awk "BEGIN { print $end - $start }")" -v d="$DELAY" -v same="$same" \
         'BEGIN { printf "| %s | %d | %s | %d | %.1f s | %.1f s | %.0f%% | %s |\n",
-                 m, n, mode, st, ms, wall, 100 * st * d / 1000 / (n * ms), same }'
+                 m, n, mode, st, ms, wall, (ms > 0 ? 100 * st * d / 1000 / (n * ms) : 0), same }'
     done
   done
 done

@@ -159,7 +159,14 @@ int Search(CliOptions cli) {
                          ",\"s\":" + std::to_string(cli.search.dp.max_groups) + ",\"settings\":\"" +
                          cli.search.settings.Key() + "\",\"measure\":\"" + cli.measure +
                          "\",\"returned\":\"" + outcome.ReturnedName() + "\",\"verified\":" +
-                         std::to_string(outcome.verification.candidates.size()) + "}";
+                         std::to_string(outcome.verification.candidates.size());
+  if (outcome.table.stats.lazy) {
+    // What the lazy search's bounds were worth (docs/search-cost.md).
+    record.settings_json +=
+        ",\"bound_violations\":" + std::to_string(outcome.table.stats.bound_violations) +
+        ",\"parts_measured_in_full\":" + std::to_string(outcome.table.stats.parts_measured_in_full);
+  }
+  record.settings_json += "}";
   // Compact in the DB: a NASNet schedule with its graph is 255 KB so, 792 KB indented.
   record.schedule_json = ScheduleToJson(graph, returned, info, JsonLayout::kCompact);
   record.latency_ms = returned.latency_ms;

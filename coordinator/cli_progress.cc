@@ -118,12 +118,16 @@ void ProgressPrinter::PrintLazy(const MeasureProgress& p,
     std::fprintf(stderr,
                  "%smeasure (lazy): done after %lld rounds: %lld of %lld candidate stages "
                  "(%.1f%%): measured %lld, reused %lld, failed %lld; the other %lld cannot "
-                 "beat the schedule found (their lower bounds say so; docs/search-cost.md)%s\n",
+                 "beat the schedule found (their lower bounds say so; docs/search-cost.md); "
+                 "%lld below their bounds, %lld part%s measured in full%s\n",
                  tty_ ? "\r" : "", static_cast<long long>(p.rounds),
                  static_cast<long long>(p.measured + p.reused), static_cast<long long>(p.total),
                  share, static_cast<long long>(p.measured), static_cast<long long>(p.reused),
                  static_cast<long long>(p.failed),
-                 static_cast<long long>(p.total - p.measured - p.reused), tty_ ? "\x1b[K" : "");
+                 static_cast<long long>(p.total - p.measured - p.reused),
+                 static_cast<long long>(p.bound_violations),
+                 static_cast<long long>(p.parts_measured_in_full),
+                 p.parts_measured_in_full == 1 ? "" : "s", tty_ ? "\x1b[K" : "");
     std::fflush(stderr);
     return;
   }

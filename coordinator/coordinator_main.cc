@@ -95,6 +95,12 @@ int main(int argc, char** argv) {
                      "kept, in percent, against measurement noise (default 0: stored latencies "
                      "are taken as they are)")
           ->check(CLI::Range(0.0, 99.0));
+  app.add_option("--bound-violations-max-fraction", cli.search.bound_violations_max_fraction,
+                 "lazy: a part whose measured stages come in below their lower bounds more "
+                 "often than this fraction of them is measured in full, every candidate "
+                 "(0: at the first; 1: never; docs/search-cost.md)")
+      ->default_val(SearchOptions::kDefaultBoundViolationsMaxFraction)
+      ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--sub-stage-bounds", cli.search.sub_stage_bounds,
                "lazy: also bound a stage by its sub-stages (without one of its groups); measures "
                "far fewer stages but may return a slightly slower schedule than --measure all "
@@ -219,10 +225,11 @@ int main(int argc, char** argv) {
   if (bound_margin->count() > 0) cli.search.bound_margin = bound_margin_percent / 100;
   // Options of the search that pricing a given schedule would silently
   // ignore: given with --evaluate, they are a mistake worth saying.
-  for (const char* name : {"--model", "--out", "--strategy", "-r", "-s", "--no-pruning",
-                           "--max-part-size", "--max-dp-states", "--max-dp-transitions",
-                           "--max-dp-stages", "--max-search-stages", "--no-baselines", "--measure",
-                           "--blocks", "--bound-margin", "--sub-stage-bounds", "--verify"}) {
+  for (const char* name :
+       {"--model", "--out", "--strategy", "-r", "-s", "--no-pruning", "--max-part-size",
+        "--max-dp-states", "--max-dp-transitions", "--max-dp-stages", "--max-search-stages",
+        "--no-baselines", "--measure", "--blocks", "--bound-margin", "--sub-stage-bounds",
+        "--verify", "--bound-violations-max-fraction"}) {
     if (app.get_option(name)->count() == 0) continue;
     cli.unused_by_evaluate.push_back(name);
   }

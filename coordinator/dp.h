@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "common/error.h"
@@ -145,6 +146,7 @@ class PartSpace {
     Strategy strategy = Strategy::kParallel;
   };
   class Builder;
+  friend class PartSolver;
 
   std::vector<NodeId> part_;
   std::vector<uint64_t> closure_;  // per local op: its descendants in the part, itself included
@@ -155,6 +157,65 @@ class PartSpace {
   uint32_t root_ = 0;
   double schedule_count_ = 0;
   int width_ = 0;
+};
+
+//! PartSpace::Solve kept current while stage latencies change, for a search
+//! that solves one part again after each few measurements (the lazy
+//! search): Solve recomputes only the states whose cost or choice a changed
+//! latency can reach. It gives, bit for bit, what PartSpace::Solve gives on
+//! the same latencies: a recomputed state runs the same sums in the same
+//! order, and a state left alone has the same minimum and the same first
+//! ending reaching it (its chosen ending costs what it did, the others no
+//! less). Holds the space by reference.
+class PartSolver {
+ public:
+  //! Every latency infinite, nothing solved yet.
+  explicit PartSolver(const PartSpace& space);
+
+  int stage_count() const { return static_cast<int>(latency_.size()); }
+  const std::vector<double>& latency() const { return latency_; }
+  //! Sets stage `stage`'s latency; takes effect at the next Solve.
+  void Set(int stage, double latency_ms);
+  //! Brings the optimum up to date (from scratch the first time).
+  void Solve();
+  //! The optimum as of the last Solve.
+  double latency_ms() const { return cost_[space_->root_]; }
+  //! Its stages, in execution order (empty when no finite schedule).
+  void StageSequence(std::vector<int>& out) const;
+  //! PartSpace::StageSlack on the current latencies, from the last Solve's
+  //! costs (one pass over the space instead of three); `out` is resized.
+  void StageSlack(std::vector<double>& out) const;
+  //! States recomputed by the last Solve (for tests and profiles).
+  int64_t last_recomputed() const { return last_recomputed_; }
+  //! States whose every ending was looked at, over all Solves.
+  int64_t scans() const { return scans_; }
+
+ private:
+  //! Which states read each stage and each state: built once per space
+  //! structure and shared by copies.
+  struct Links {
+    std::vector<uint32_t> order;                   // per state: its position in solve_order_
+    std::vector<uint32_t> readers_begin, readers;  // per stage: states with an ending on it
+    std::vector<uint32_t> preds_begin, preds;      // per state: states with an ending to it
+  };
+  //! True when its cost changed; `scan`: look at every ending (else only
+  //! the chosen one became dearer).
+  bool Recompute(uint32_t state, bool scan);
+  void Enqueue(uint32_t state, bool scan);
+
+  const PartSpace* space_;
+  std::shared_ptr<const Links> links_;
+  std::vector<double> latency_, cost_;
+  std::vector<double> second_;  // per state: the least cost of an ending not chosen, or less
+  std::vector<uint32_t> choice_;
+  std::vector<int> changed_;            // stages Set since the last Solve
+  std::vector<double> changed_before_;  // their latencies as of the last Solve
+  std::vector<char> pending_;           // per stage: in changed_
+  std::vector<char> queued_;            // 1: for the chosen ending; 2: for a scan of every ending
+  std::vector<uint32_t> heap_;          // solve-order positions of queued states (a min-heap)
+  mutable std::vector<double> done_;    // StageSlack's scratch
+  bool solved_ = false;
+  int64_t last_recomputed_ = 0, scans_ = 0;
 };
 
 //! One operator per stage, in topological order.

@@ -248,6 +248,7 @@ class FarmImpl final : public Farm {
   }
 
   int ActiveWorkers() const override { return shared_.matching.load(); }
+  int Credit() const override { return shared_.credit.load(); }
 
   std::string BoundEndpoint() const override { return bound_; }
 

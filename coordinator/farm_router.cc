@@ -252,6 +252,8 @@ class FarmRouter {
         // fixed for its life): it keeps measuring what it holds, and answers
         // on the new connection are accepted. What was lost with the old
         // connection is caught by the queries' deadlines.
+        if (w.matches)
+          shared_.credit += static_cast<int>(hello.capacity) - static_cast<int>(w.capacity);
         w.capacity = hello.capacity;
         w.heartbeat = milliseconds(hello.heartbeat_ms);
         w.last_seen = Clock::now();
@@ -284,7 +286,10 @@ class FarmRouter {
           shared_.reports[hello.worker_id + "@" + address + "#" + std::to_string(++shared_.joined)];
       report = {hello.worker_id, hello.device.name, address, w.matches, true, 0, 0, 0, 0};
       w.report = &report;
-      if (w.matches) ++shared_.matching;
+      if (w.matches) {
+        ++shared_.matching;
+        shared_.credit += static_cast<int>(w.capacity);
+      }
       shared_.changed.notify_all();
     }
     if (w.matches) {
@@ -469,7 +474,10 @@ class FarmRouter {
     {
       std::lock_guard lock(shared_.mutex);
       it->second.report->connected = false;
-      if (it->second.matches) --shared_.matching;
+      if (it->second.matches) {
+        --shared_.matching;
+        shared_.credit -= static_cast<int>(it->second.capacity);
+      }
       shared_.changed.notify_all();
     }
     workers_.erase(it);

@@ -51,6 +51,7 @@ struct FarmShared {
   std::map<std::string, WorkerReport> reports;  // one per worker session, ever
   int joined = 0;
   std::atomic<int> matching{0};        // serving workers connected now
+  std::atomic<int> credit{0};          // their capacities, summed
   FarmBatch batch;                     // set by the caller
   std::vector<PostedQuery> posted;     // of `batch`, not yet taken by the router
   std::vector<IndexedResult> arrived;  // of `batch`, not yet handed to the caller

@@ -30,22 +30,39 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // picks what to measure (each raise is only an improvement; the cap keeps a
 // round's cost bounded).
 constexpr int kMaxRefinePasses = 64;
+// At most this share of the measure phase goes to ranking the stages to
+// measure beyond the optima (LazyMeasurement::Fill).
+constexpr double kRankShare = 0.05;
+constexpr double kRankPerRoundS = 0.002;
+// The bound gap (progress lines only) at most this share of the phase.
+constexpr double kGapShare = 0.02;
+// Stages of a part ranked by slack in order, at most.
+constexpr size_t kRankedHead = 4096;
 
 enum class StageState : char { kUnmeasured, kInFlight, kDone };
 
 //! The DP state of one part under the current values.
 struct PartStatus {
-  //! The optimum may have changed: a stage on it was measured, or a stage
-  //! came out below its bound (noise).
+  // The two solvers share the space's links (built once).
+  explicit PartStatus(const PartSpace& space) : bounded(space), upper(bounded) {}
+  //! Values changed since the part was last solved.
   bool dirty = true;
   //! The optimum under bounds has an unmeasured or in-flight stage.
   bool open = false;
   bool slack_stale = true, upper_stale = true;
+  //! Measured latencies, else bounds (the lower bound of the part); measured
+  //! latencies, else infinity (what a schedule is known to cost).
+  PartSolver bounded, upper;
   double lower_ms = 0, upper_ms = kInf;
   std::vector<int> optimum;                       // global ids of the optimum's stages
   std::vector<int> optimum_unmeasured;            // those not measured yet
   std::vector<int> optimum_unmeasured_local;      // the same, as the part's local ids
   std::vector<std::pair<double, int>> next_best;  // (slack, global id), ascending
+  //! Its stages of several operators with a latency, those below their
+  //! bounds, and whether that made it measured in full.
+  int64_t checked = 0, violations = 0;
+  bool full = false;
+  size_t next_at = 0;  // next_best's first entry not taken
 };
 
 //! Per part: the sub-stages of each concurrent stage, i.e. the stage
@@ -97,44 +114,55 @@ class SubStages {
 class LazyMeasurement {
  public:
   LazyMeasurement(const SearchPlan& plan, MeasureSession& session, const StageBounds& bounds,
-                  const StageBounds::Model& model, int workers, bool sub_stage_bounds)
+                  const StageBounds::Model& model, const Measurer& measurer,
+                  const SearchOptions& options)
       : plan_(plan),
         session_(session),
         state_(plan.stage_count(), StageState::kUnmeasured),
         value_(plan.stage_count(), 0.0),
-        parts_(plan.parts.size()),
-        // Enough queued that a worker finishing never waits for the next
-        // round; one at a time on a single worker, where nothing runs while
-        // the round is decided and every extra stage is a wasted measurement.
-        target_in_flight_(workers <= 1 ? 1 : 2 * workers),
-        low_water_(workers <= 1 ? 0 : workers) {
+        bounds_(bounds),
+        max_violations_(options.bound_violations_max_fraction),
+        measurer_(measurer) {
+    parts_.reserve(plan.parts.size());
+    for (const PartPlan& part : plan.parts) parts_.emplace_back(part.space);
+    // Where each stage occurs: (part, local id) pairs, by stage id (identical
+    // stages of one part share an id).
+    occurs_begin_.assign(plan.stage_count() + 1, 0);
+    for (const PartPlan& part : plan.parts) {
+      for (int id : part.stage_ids) ++occurs_begin_[id + 1];
+    }
+    for (size_t i = 1; i < occurs_begin_.size(); ++i) occurs_begin_[i] += occurs_begin_[i - 1];
+    occurs_.resize(occurs_begin_.back());
+    std::vector<uint32_t> end(occurs_begin_.begin(), occurs_begin_.end() - 1);
+    for (size_t p = 0; p < plan.parts.size(); ++p) {
+      const std::vector<int>& ids = plan.parts[p].stage_ids;
+      for (size_t local = 0; local < ids.size(); ++local) {
+        occurs_[end[ids[local]]++] = {static_cast<uint32_t>(p), static_cast<uint32_t>(local)};
+      }
+    }
+    bound_.assign(plan.stage_count(), 0.0);
     for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+      const double bound = bounds.LowerBound(id, session.latency(), model);
+      if (bounds.Operators(id) > 1) bound_[id] = bound;
       if (session.Known(id)) {
         state_[id] = StageState::kDone;
         value_[id] = session.latency()[id];
       } else {
-        value_[id] = bounds.LowerBound(id, session.latency(), model);
+        value_[id] = bound;
+      }
+      for (uint32_t k = occurs_begin_[id]; k < occurs_begin_[id + 1]; ++k) {
+        PartStatus& status = parts_[occurs_[k].part];
+        status.bounded.Set(static_cast<int>(occurs_[k].local), value_[id]);
+        if (state_[id] == StageState::kDone) {
+          status.upper.Set(static_cast<int>(occurs_[k].local), value_[id]);
+        }
       }
     }
-    // Which parts each stage belongs to (once each, though identical
-    // stages of one part share an id), to re-solve only those its result
-    // can change.
-    parts_of_begin_.assign(plan.stage_count() + 1, 0);
-    for (const PartPlan& part : plan.parts) {
-      for (int id : part.stage_ids) ++parts_of_begin_[id + 1];
+    // Stored stages are held to their bounds as measured ones are.
+    for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+      if (state_[id] == StageState::kDone) Check(id);
     }
-    for (size_t i = 1; i < parts_of_begin_.size(); ++i)
-      parts_of_begin_[i] += parts_of_begin_[i - 1];
-    parts_of_.resize(parts_of_begin_.back());
-    parts_of_end_.assign(parts_of_begin_.begin(), parts_of_begin_.end() - 1);
-    for (size_t p = 0; p < plan.parts.size(); ++p) {
-      for (int id : plan.parts[p].stage_ids) {
-        uint32_t& end = parts_of_end_[id];
-        if (end > parts_of_begin_[id] && parts_of_[end - 1] == p) continue;
-        parts_of_[end++] = static_cast<uint32_t>(p);
-      }
-    }
-    if (sub_stage_bounds) {
+    if (options.sub_stage_bounds) {
       sub_stages_.reserve(plan.parts.size());
       for (const PartPlan& part : plan.parts) sub_stages_.emplace_back(part);
     }
@@ -148,21 +176,33 @@ class LazyMeasurement {
   std::vector<int> Arrived(std::span<const int> arrived) {
     for (int id : arrived) {
       state_[id] = StageState::kDone;
-      const double bound = value_[id];
       value_[id] = session_.latency()[id];
-      for (uint32_t k = parts_of_begin_[id]; k < parts_of_end_[id]; ++k) {
-        // Off the optimum and not below its bound, a measured stage cannot
-        // change the optimum (values only rose): no need to solve again.
-        PartStatus& status = parts_[parts_of_[k]];
-        const bool on_optimum =
-            std::find(status.optimum.begin(), status.optimum.end(), id) != status.optimum.end();
-        if (on_optimum || value_[id] < bound) status.dirty = true;
-        status.slack_stale = status.upper_stale = true;
+      for (uint32_t k = occurs_begin_[id]; k < occurs_begin_[id + 1]; ++k) {
+        PartStatus& status = parts_[occurs_[k].part];
+        status.bounded.Set(static_cast<int>(occurs_[k].local), value_[id]);
+        status.upper.Set(static_cast<int>(occurs_[k].local), value_[id]);
+        status.dirty = status.slack_stale = status.upper_stale = true;
       }
+      Check(id);
     }
     in_flight_ -= static_cast<int64_t>(arrived.size());
-    if (in_flight_ > low_water_) return {};
+    if (in_flight_ > LowWater() && !full_pending_) return {};
     return Round();
+  }
+
+  int64_t Scans() const {
+    int64_t scans = 0;
+    for (const PartStatus& status : parts_) scans += status.bounded.scans() + status.upper.scans();
+    return scans;
+  }
+
+  void LogCost() const {
+    int64_t states = 0;
+    for (const PartPlan& part : plan_.parts) states += part.space.state_count();
+    spdlog::debug(
+        "lazy measurement: {} part solves recomputed {} DP states (the plan has {}), {} for the "
+        "bound gap; {} scans; {:.3f} s deciding rounds, {:.3f} s of it ranking stages by slack",
+        solves_, recomputed_, states, recomputed_upper_, Scans(), round_s_, rank_s_);
   }
 
   void MarkSkipped(LatencyTable& table) const {
@@ -172,28 +212,19 @@ class LazyMeasurement {
   }
 
  private:
-  //! Values of part `p`'s stages: measured, else the bound (`bounded`), or
-  //! infinity for what is not measured (`!bounded`).
-  std::vector<double> PartValues(size_t p, bool bounded) const {
-    const std::vector<int>& ids = plan_.parts[p].stage_ids;
-    std::vector<double> values(ids.size());
-    for (size_t j = 0; j < ids.size(); ++j) {
-      const bool done = state_[ids[j]] == StageState::kDone;
-      values[j] = done || bounded ? value_[ids[j]] : kInf;
-    }
-    return values;
-  }
-
   void Solve(size_t p) {
     const PartPlan& part = plan_.parts[p];
     PartStatus& status = parts_[p];
     status.dirty = false;
-    const PartSpace::Solution optimum = part.space.Solve(PartValues(p, true));
-    status.lower_ms = optimum.latency_ms;
+    status.bounded.Solve();
+    ++solves_;
+    recomputed_ += status.bounded.last_recomputed();
+    status.lower_ms = status.bounded.latency_ms();
+    status.bounded.StageSequence(sequence_);
     status.optimum.clear();
     status.optimum_unmeasured.clear();
     status.optimum_unmeasured_local.clear();
-    for (int local : optimum.stage_sequence) {
+    for (int local : sequence_) {
       const int id = part.stage_ids[local];
       status.optimum.push_back(id);
       if (state_[id] != StageState::kDone) {
@@ -215,17 +246,25 @@ class LazyMeasurement {
     PartStatus& status = parts_[p];
     status.slack_stale = false;
     status.next_best.clear();
+    status.next_at = 0;
     const std::vector<int>& ids = plan_.parts[p].stage_ids;
-    const std::vector<double> slack = plan_.parts[p].space.StageSlack(PartValues(p, true));
+    status.bounded.StageSlack(slack_);
+    const std::vector<double>& slack = slack_;
     for (size_t j = 0; j < ids.size(); ++j) {
       if (state_[ids[j]] == StageState::kUnmeasured && std::isfinite(slack[j])) {
         status.next_best.emplace_back(slack[j], ids[j]);
       }
     }
-    std::sort(status.next_best.begin(), status.next_best.end());
+    // A ranking is used for a few rounds at most (it goes stale as results
+    // arrive): the head in order is enough.
+    const size_t head = std::min(status.next_best.size(), kRankedHead);
+    std::partial_sort(status.next_best.begin(), status.next_best.begin() + head,
+                      status.next_best.end());
+    status.next_best.resize(head);
   }
 
   std::vector<int> Round() {
+    const auto start = std::chrono::steady_clock::now();
     MeasureProgress& stats = session_.stats();
     ++stats.rounds;
     // Before measuring a stage on an optimum, raise its bound to what its
@@ -243,41 +282,88 @@ class LazyMeasurement {
       if (parts_[p].dirty) Solve(p);
       for (int id : parts_[p].optimum_unmeasured) Pick(id, picks);
     }
+    if (full_pending_) {
+      for (size_t p = 0; p < parts_.size(); ++p) {
+        if (!parts_[p].full) continue;
+        for (int id : plan_.parts[p].stage_ids) Pick(id, picks);
+      }
+      full_pending_ = false;
+    }
     // Fill the workers with the stages whose bounds leave the least slack:
     // the likeliest to be on the optimum once the others are measured.
-    auto full = [&] {
-      return in_flight_ + static_cast<int64_t>(picks.size()) >= target_in_flight_;
-    };
-    if (!full()) {
-      std::vector<std::pair<double, int>> next_best;
-      for (size_t p = 0; p < parts_.size(); ++p) {
-        if (!parts_[p].open) continue;
-        if (parts_[p].slack_stale) RankNextBest(p);
-        next_best.insert(next_best.end(), parts_[p].next_best.begin(), parts_[p].next_best.end());
-      }
-      std::sort(next_best.begin(), next_best.end());
-      for (const auto& [slack, id] : next_best) {
-        if (full()) break;
-        Pick(id, picks);
-      }
-    }
+    const int64_t target = Target();
+    auto full = [&] { return in_flight_ + static_cast<int64_t>(picks.size()) >= target; };
+    if (!full()) Fill(picks, target);
     in_flight_ += static_cast<int64_t>(picks.size());
     spdlog::debug("lazy round {}: {} picked, {} in flight", stats.rounds, picks.size(), in_flight_);
     UpdateGap(picks.empty() && in_flight_ == 0);
+    round_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return picks;
   }
 
-  //! The bound gap for progress lines: at most every 200 ms (it costs a
-  //! solve per open part), and at the end.
+  //! Adds to `picks`, up to `target` in flight, the unmeasured stages of
+  //! the open parts with the least slack, across parts.
+  void Fill(std::vector<int>& picks, int64_t target) {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
+    // Ranking a part costs two passes over its space, and it only orders
+    // the measurements beyond the optima (those are picked whatever the
+    // ranking): a stale ranking is refreshed only while ranking stays a
+    // small share of the phase, else the last one is used, less what has
+    // been picked since.
+    const double allowed = kRankShare * std::chrono::duration<double>(start - started_).count();
+    // Refreshing every stale part at once would hold the round up long
+    // enough for the workers to run dry: a few milliseconds a round.
+    auto refresh = [&] {
+      const double spent = std::chrono::duration<double>(Clock::now() - start).count();
+      return rank_s_ + spent <= allowed && spent < kRankPerRoundS;
+    };
+    auto skip_taken = [&](PartStatus& status) {
+      while (status.next_at < status.next_best.size() &&
+             state_[status.next_best[status.next_at].second] != StageState::kUnmeasured) {
+        ++status.next_at;
+      }
+      return status.next_at < status.next_best.size();
+    };
+    heads_.clear();  // (slack of the part's next stage, part): a min-heap
+    for (size_t p = 0; p < parts_.size(); ++p) {
+      PartStatus& status = parts_[p];
+      if (!status.open) continue;
+      if (status.slack_stale && refresh()) RankNextBest(p);
+      if (skip_taken(status)) heads_.emplace_back(status.next_best[status.next_at].first, p);
+    }
+    std::make_heap(heads_.begin(), heads_.end(), std::greater<>());
+    while (!heads_.empty() && in_flight_ + static_cast<int64_t>(picks.size()) < target) {
+      std::pop_heap(heads_.begin(), heads_.end(), std::greater<>());
+      const size_t p = heads_.back().second;
+      heads_.pop_back();
+      PartStatus& status = parts_[p];
+      Pick(status.next_best[status.next_at++].second, picks);
+      if (skip_taken(status)) {
+        heads_.emplace_back(status.next_best[status.next_at].first, p);
+        std::push_heap(heads_.begin(), heads_.end(), std::greater<>());
+      }
+    }
+    rank_s_ += std::chrono::duration<double>(Clock::now() - start).count();
+  }
+
+  //! The bound gap for progress lines: at most once a second and while it
+  //! stays a small share of the phase (it costs a solve per open part, where
+  //! every newly measured stage is cheaper), and at the end.
   void UpdateGap(bool last) {
     const auto now = std::chrono::steady_clock::now();
-    if (!last && now - last_gap_ < std::chrono::milliseconds(200)) return;
+    if (!last && (now - last_gap_ < std::chrono::seconds(1) ||
+                  gap_s_ > kGapShare * std::chrono::duration<double>(now - started_).count())) {
+      return;
+    }
     last_gap_ = now;
     double lower = 0, upper = 0;
     for (size_t p = 0; p < parts_.size(); ++p) {
       PartStatus& status = parts_[p];
       if (status.upper_stale) {
-        status.upper_ms = plan_.parts[p].space.Solve(PartValues(p, false)).latency_ms;
+        status.upper.Solve();
+        recomputed_upper_ += status.upper.last_recomputed();
+        status.upper_ms = status.upper.latency_ms();
         status.upper_stale = false;
       }
       lower += status.lower_ms;
@@ -286,6 +372,7 @@ class LazyMeasurement {
     MeasureProgress& stats = session_.stats();
     stats.lower_ms = lower;
     stats.upper_ms = upper;
+    gap_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - now).count();
   }
 
   //! Raises the bounds of part `p`'s unmeasured optimum stages to their
@@ -305,12 +392,69 @@ class LazyMeasurement {
       if (!(best > value_[id])) continue;
       value_[id] = best;
       raised = true;
-      for (uint32_t q = parts_of_begin_[id]; q < parts_of_end_[id]; ++q) {
-        PartStatus& other = parts_[parts_of_[q]];
+      for (uint32_t q = occurs_begin_[id]; q < occurs_begin_[id + 1]; ++q) {
+        PartStatus& other = parts_[occurs_[q].part];
+        other.bounded.Set(static_cast<int>(occurs_[q].local), best);
         other.dirty = other.slack_stale = other.upper_stale = true;
       }
     }
     return raised;
+  }
+
+  //! In flight after a round: twice the farm's credit (its workers'
+  //! capacities summed), so that every worker's queue is full and as much
+  //! again waits at the router while the next round is decided (workers may
+  //! come and go: asked each round). Rounds are then few and wide, and the
+  //! work between them small beside the measuring. One stage at a time
+  //! where the measurer measures one at a time: nothing runs while a round
+  //! is decided, and every stage beyond an optimum would be a wasted
+  //! measurement.
+  int64_t Target() const {
+    const int64_t credit = measurer_.Credit();
+    return credit <= 1 ? 1 : 2 * credit;
+  }
+  //! A round starts when no more than the credit is left (every queue
+  //! still full, none idle while the round is decided).
+  int64_t LowWater() const {
+    const int64_t credit = measurer_.Credit();
+    return credit <= 1 ? 0 : std::max<int64_t>(credit, measurer_.ActiveWorkers());
+  }
+
+  //! Counts stage `id` (with a latency now) if it came in below its bound,
+  //! per part, and marks a part whose bounds fail too often to be measured
+  //! in full.
+  void Check(int id) {
+    if (bounds_.Operators(id) <= 1) return;  // a single operator is its own bound
+    const double latency = session_.latency()[id];
+    if (!std::isfinite(latency)) return;  // failed: no figure to hold to a bound
+    const bool below = latency < bound_[id];
+    MeasureProgress& stats = session_.stats();
+    if (below) {
+      ++stats.bound_violations;
+      spdlog::debug("lazy measurement: stage {} came in at {:.6f} ms, below its bound {:.6f} ms",
+                    id, latency, bound_[id]);
+    }
+    for (uint32_t k = occurs_begin_[id]; k < occurs_begin_[id + 1]; ++k) {
+      const uint32_t p = occurs_[k].part;
+      if (k > occurs_begin_[id] && occurs_[k - 1].part == p) continue;  // once per part
+      PartStatus& status = parts_[p];
+      ++status.checked;
+      if (below) ++status.violations;
+      if (status.full ||
+          !(status.violations > max_violations_ * static_cast<double>(status.checked))) {
+        continue;
+      }
+      status.full = true;
+      full_pending_ = true;
+      ++stats.parts_measured_in_full;
+      const PartPlan& part = plan_.parts[p];
+      spdlog::warn(
+          "lazy measurement: block {} part {}{}: {} of its {} stages of several operators with "
+          "a latency came in below their lower bounds (more than {:g}%, "
+          "--bound-violations-max-fraction): measuring all {} of its candidate stages",
+          part.block, part.part, part.piece > 0 ? " piece " + std::to_string(part.piece) : "",
+          status.violations, status.checked, 100 * max_violations_, part.space.stage_count());
+    }
   }
 
   void Pick(int id, std::vector<int>& picks) {
@@ -323,13 +467,28 @@ class LazyMeasurement {
   MeasureSession& session_;
   std::vector<StageState> state_;
   std::vector<double> value_;  // measured latency when done, else the lower bound
+  std::vector<double> bound_;  // the lower bound of each stage of several operators, else 0
+  const StageBounds& bounds_;
+  const double max_violations_;  // SearchOptions::bound_violations_max_fraction
+  bool full_pending_ = false;    // a part marked full has stages not picked yet
   std::vector<PartStatus> parts_;
-  std::vector<uint32_t> parts_of_begin_, parts_of_end_, parts_of_;  // stage id -> parts
+  struct Occurrence {
+    uint32_t part = 0, local = 0;
+  };
+  std::vector<uint32_t> occurs_begin_;  // by stage id, into occurs_
+  std::vector<Occurrence> occurs_;
   int64_t in_flight_ = 0;
-  const int64_t target_in_flight_, low_water_;
+  const Measurer& measurer_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  int64_t solves_ = 0, recomputed_ = 0, recomputed_upper_ = 0;  // DP states recomputed
+  double gap_s_ = 0;                                            // spent on the bound gap
+  double round_s_ = 0;                            // spent deciding rounds, ranking included
+  double rank_s_ = 0;                             // spent ranking next-best stages
+  std::vector<std::pair<double, size_t>> heads_;  // Fill's merge
   std::chrono::steady_clock::time_point last_gap_{};
   std::vector<SubStages> sub_stages_;  // by part; empty: sub-stage bounds are off
-  std::vector<int> scratch_;
+  std::vector<int> scratch_, sequence_;
+  std::vector<double> slack_;
 };
 
 }  // namespace
@@ -364,12 +523,12 @@ LatencyTable MeasureLazily(const Graph& graph, const SearchPlan& plan, db::Profi
       "device work per operator {}, margin {:.0f}%",
       model.overhead_ms, model.serial_op_ms, model.max_parallelism,
       model.work_ms.empty() ? "unknown" : "known", model.margin * 100);
-  LazyMeasurement lazy(plan, session, bounds, model, std::max(1, measurer.ActiveWorkers()),
-                       options.sub_stage_bounds);
+  LazyMeasurement lazy(plan, session, bounds, model, measurer, options);
   session.Measure(lazy.Start(),
                   [&](std::span<const int> arrived) { return lazy.Arrived(arrived); });
   LatencyTable table = session.Finish();
   lazy.MarkSkipped(table);
+  lazy.LogCost();
   return table;
 }
 

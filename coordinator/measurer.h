@@ -57,6 +57,9 @@ class Measurer {
                                                      const MeasureSettings& settings);
   //! Workers serving the search now (for progress lines); thread-safe.
   virtual int ActiveWorkers() const { return 1; }
+  //! Queries the serving workers accept at once, their capacities summed
+  //! (what a search keeps in flight so that none waits); thread-safe.
+  virtual int Credit() const { return ActiveWorkers(); }
 };
 
 //! Measures one spec at a time on the calling thread, each result delivered

@@ -86,6 +86,10 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
       << " counted per part); measured " << s.measured << ", reused from DB " << s.reused
       << ", failed " << s.failed << "\n";
   if (s.measured == 0) out << "nothing measured: every stage came from the profiling DB\n";
+  if (s.lazy) {
+    out << "lazy: " << s.bound_violations << " stage(s) came in below their lower bounds, "
+        << s.parts_measured_in_full << " part(s) measured in full for it\n";
+  }
   out << Format("time: enumerate %.3f s, measure %.3f s, solve %.3f s\n\n", o.enumerate_s,
                 o.measure_s, o.solve_s);
   const double ios = o.ios.latency_ms;

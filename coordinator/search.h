@@ -80,6 +80,13 @@ struct SearchOptions {
   //! stage's bound is set, as a fraction, for measurement noise (0: the
   //! stored latencies are taken as they are; docs/search-cost.md).
   double bound_margin = 0;
+  //! Lazy: a part whose stages came in below their lower bounds more often
+  //! than this fraction of its stages with a latency and more than one
+  //! operator is measured in full (every candidate), so its schedule is the
+  //! exhaustive one whatever its bounds are worth. 0: at the first stage
+  //! below its bound; 1: never (docs/search-cost.md).
+  double bound_violations_max_fraction = kDefaultBoundViolationsMaxFraction;
+  static constexpr double kDefaultBoundViolationsMaxFraction = 0.05;
   //! Lazy: also raise a stage's bound to its measured or bounded sub-stages
   //! (the stage without one of its groups) before measuring it. Measures
   //! far fewer stages, but is not exact: on the simulator a sub-stage can be
@@ -202,6 +209,11 @@ struct MeasureProgress {
   bool lazy = false;
   int64_t rounds = 0;
   double lower_ms = 0, upper_ms = 0;
+  //! Lazy: stages (stored or measured) whose latency came in below their
+  //! lower bound, and parts measured in full because of them
+  //! (SearchOptions::bound_violations_max_fraction).
+  int64_t bound_violations = 0;
+  int64_t parts_measured_in_full = 0;
 };
 
 //! Why a stage has no latency: its stored or new failed result.

@@ -73,14 +73,15 @@ double StageBounds::LowerBound(int id, const std::vector<double>& latency,
       ++counted;
     }
     if (counted == 0) continue;
-    bound = std::max({bound, largest, sum - (counted - 1) * model.overhead_ms});
+    bound = std::max(bound, largest);
+    if (model.chain_discount) bound = std::max(bound, sum - (counted - 1) * model.overhead_ms);
     total += sum;
     total_counted += counted;
   }
   // Every operator's work is known, measured or not; but a rounding in the
   // sum must not lift the bound over the device's own figure.
   if (!model.work_ms.empty() && !shape.merge) bound = std::max(bound, work * (1 - 1e-9));
-  if (model.max_parallelism > 0 && total_counted > 0) {
+  if (model.chain_discount && model.max_parallelism > 0 && total_counted > 0) {
     bound = std::max(bound, (total - (total_counted - 1) * model.overhead_ms) /
                                 static_cast<double>(model.max_parallelism));
   }
@@ -95,6 +96,7 @@ StageBounds::Model MakeBoundModel(const Graph& graph, const SearchPlan& plan,
   model.overhead_ms = bounds.Overhead(latency);
   model.serial_op_ms = facts.serial_op_ms;
   model.max_parallelism = facts.max_parallelism;
+  model.chain_discount = facts.chain_discount_sound;
   model.margin = options.bound_margin;
   if (facts.operator_work_ms) {
     model.work_ms.assign(plan.stage_count(), 0.0);

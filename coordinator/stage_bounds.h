@@ -21,6 +21,15 @@
 // one whole device (the simulator), a concurrent stage costs at least F + sum W(o), F the
 // fixed cost of a stage (first launch, closing synchronisation). Single operators whose
 // measurement failed are left out of the sums.
+//
+// The sums (the group's and P's) hold only where an operator inside a group
+// costs at least what it costs alone less the overhead
+// (StageCostFacts::chain_discount_sound: the simulator). Elsewhere (cpu,
+// cuda) a group is bounded by its slowest operator alone and the P term
+// goes: an operator measured alone reads a cold input, one inside a chain
+// the input its group just wrote. The lazy search counts every measured
+// stage below its bound and measures a part in full past a threshold
+// (docs/search-cost.md).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +50,9 @@ class StageBounds {
   //! per operator).
   explicit StageBounds(const SearchPlan& plan);
 
+  //! Operators of stage `id` (of a merged convolution: its members).
+  int Operators(int id) const { return stages_.at(static_cast<size_t>(id)).operators; }
+
   //! Stage ids of the single operators, each once, in first-seen order.
   const std::vector<int>& singletons() const { return singletons_; }
 
@@ -54,6 +66,10 @@ class StageBounds {
     double serial_op_ms = 0;  // serial cost per operator (L above)
     double margin = 0;        // noise, a fraction in [0, 1)
     int max_parallelism = 0;  // P above; 0: no limit known
+    //! Whether the sums hold (devices::StageCostFacts::chain_discount_sound):
+    //! without it, a group is bounded by its slowest operator alone, and
+    //! the P term (a sum too) goes.
+    bool chain_discount = false;
     //! Per single-operator stage id: the least time the operator keeps the
     //! whole device busy (devices::StageCostFacts::operator_work_ms); empty:
     //! not known. A concurrent stage then costs at least stage_fixed_ms

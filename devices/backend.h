@@ -74,6 +74,15 @@ struct StageCostFacts {
   //! whether a network's weights stay warm (MeasureSettings::warm_weights).
   //! 0: not known (weights are taken as cold).
   int64_t cache_bytes = 0;
+  //! Whether an operator inside a multi-operator group costs at least what
+  //! it costs measured alone less the per-stage overhead, so that a group
+  //! costs at least the sum of its operators less one overhead per extra
+  //! operator (coordinator/stage_bounds.h). True only where the measuring
+  //! protocol makes it so: the simulator, whose operators cost the same
+  //! wherever they run. Not on the cpu: an operator measured alone reads a
+  //! cold input, one inside a chain the input just written (measured chain
+  //! stages came out 6-17% below such sums).
+  bool chain_discount_sound = false;
 };
 
 }  // namespace ios::devices

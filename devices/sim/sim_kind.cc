@@ -29,6 +29,8 @@ BackendKind SimKind() {
   kind.cost_facts = [](const DeviceInfo& device, StageCostFacts& facts) {
     // One host thread launches every kernel of a stage, launch_us each.
     facts.serial_op_ms = FingerprintNumber(device.fingerprint, "|launch_us=") / 1000;
+    // An operator's kernels take the same time in a chain as alone.
+    facts.chain_discount_sound = true;
     AddSimWorkFacts(device, facts);
   };
   return kind;

@@ -33,6 +33,7 @@ StageBounds::Model Bounds(double overhead_ms, double serial_op_ms, double margin
   model.serial_op_ms = serial_op_ms;
   model.margin = margin;
   model.max_parallelism = max_parallelism;
+  model.chain_discount = true;
   return model;
 }
 
@@ -134,6 +135,41 @@ TEST(StageBoundsTest, DeviceClassesTellWhatTheyKnow) {
   EXPECT_FALSE(
       devices::StageCostFactsOf({"sim", "sim:x", "sim-model-v1|gpu=x", true}).operator_work_ms);
   EXPECT_FALSE(cpu.operator_work_ms);
+  // Only the simulator's operators cost as much in a chain as alone.
+  EXPECT_TRUE(sim.chain_discount_sound);
+  EXPECT_FALSE(cpu.chain_discount_sound);
+  EXPECT_FALSE(devices::StageCostFactsOf({"cuda", "gpu", "cuda|x", false}).chain_discount_sound);
+}
+
+// Where the sums do not hold (the cpu), a group is bounded by its slowest
+// operator alone and the P term goes: a stage's bound is its slowest
+// operator's latency.
+TEST(StageBoundsTest, WithoutTheChainDiscountAStageCostsItsSlowestOperator) {
+  const Graph g = BuildZooModel("inception_v3");
+  const SearchPlan plan = PlanSearch(g, DefaultOptions());
+  const StageBounds bounds(plan);
+  std::map<NodeId, int> singleton;
+  for (const BlockSchedule& block : plan.sequential) {
+    for (const auto& [stage, id] : block) singleton[stage.groups[0][0]] = id;
+  }
+  std::vector<double> latency(plan.stage_count(), std::numeric_limits<double>::infinity());
+  double next = 1;
+  for (int id : bounds.singletons()) latency[id] = next++;
+  StageBounds::Model model = Bounds(1.0, 0.0, 0.0, 2);
+  model.chain_discount = false;
+  int lower = 0;
+  for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+    const Stage stage = plan.StageOf(id);
+    if (stage.strategy == Strategy::kMerge) continue;
+    double slowest = 0;
+    for (const auto& group : stage.groups) {
+      for (NodeId op : group) slowest = std::max(slowest, latency[singleton.at(op)]);
+    }
+    const double bound = bounds.LowerBound(id, latency, model);
+    EXPECT_EQ(bound, slowest) << "stage " << id;
+    if (bound < bounds.LowerBound(id, latency, Bounds(1.0, 0.0, 0.0, 2))) ++lower;
+  }
+  EXPECT_GT(lower, 0) << "chains and wide stages lose their sums";
 }
 
 // On the simulator a concurrent stage costs at least the fixed cost plus
@@ -325,11 +361,78 @@ TEST(LazyMeasureTest, RandomDagsWithTablesWithinTheBoundsGiveTheExhaustiveSchedu
     }
     EXPECT_EQ(lazy.stats.measured + skipped, static_cast<int64_t>(plan.stage_count()));
     EXPECT_EQ(lazy.stats.lower_ms, lazy.stats.upper_ms) << "the bound gap closes";
+    EXPECT_EQ(lazy.stats.bound_violations, 0) << "trial " << trial;
+    EXPECT_EQ(lazy.stats.parts_measured_in_full, 0) << "trial " << trial;
     measured_lazily += lazy.stats.measured;
     candidates += static_cast<int64_t>(plan.stage_count());
   }
   RecordProperty("measured_share", std::to_string(double(measured_lazily) / candidates));
   EXPECT_LT(measured_lazily, candidates) << "the bounds never ruled a stage out";
+}
+
+// A device whose stages of several groups come in at half their bounds:
+// every such stage measured (and only those) is counted. Past the threshold
+// (0 here: at the first) the part is measured in full and the schedule is
+// the exhaustive one; with the threshold off (1), nothing more is measured,
+// and the schedule may not be the exhaustive one.
+TEST(LazyMeasureTest, StagesBelowTheirBoundsAreCountedAndTheirPartMeasuredInFull) {
+  std::mt19937 rng(22);
+  int64_t violations = 0, missed = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    const Graph g = RandomDag(4 + trial % 6, rng);
+    const SearchPlan plan = PlanSearch(g, DefaultOptions());
+    ASSERT_EQ(plan.parts.size(), 1u);
+    std::vector<double> table = TableWithinBounds(plan, rng);
+    const StageBounds bounds(plan);
+    // The bounds the search uses: the fake device's class knows no sums.
+    const StageBounds::Model model = MakeBoundModel(
+        g, plan, bounds, table, devices::StageCostFactsOf(TableMeasurer(g, plan, table).Device()),
+        WithMode(MeasureMode::kLazy));
+    ASSERT_FALSE(model.chain_discount);
+    std::vector<bool> below(plan.stage_count(), false);
+    for (int id = 0; id < static_cast<int>(plan.stage_count()); ++id) {
+      const Stage stage = plan.StageOf(id);
+      if (stage.strategy != Strategy::kParallel || stage.groups.size() < 2) continue;
+      table[id] = 0.5 * bounds.LowerBound(id, table, model);
+      below[id] = true;
+    }
+    auto all_store = db::ProfileStore::Open(":memory:");
+    TableMeasurer all_measurer(g, plan, table);
+    const LatencyTable all =
+        MeasureStages(g, plan, *all_store, all_measurer, WithMode(MeasureMode::kAll));
+    const Schedule expected = SolveSchedule(plan, all.latency_ms, g.blocks.size());
+    for (const double fraction : {0.0, 1.0}) {
+      SearchOptions options = WithMode(MeasureMode::kLazy);
+      options.bound_violations_max_fraction = fraction;
+      auto store = db::ProfileStore::Open(":memory:");
+      TableMeasurer measurer(g, plan, table);
+      const LatencyTable lazy = MeasureLazily(g, plan, *store, measurer, options);
+      int64_t counted = 0;
+      for (size_t id = 0; id < plan.stage_count(); ++id)
+        counted += below[id] && lazy.measured_now[id];
+      const std::string where =
+          "trial " + std::to_string(trial) + ", fraction " + std::to_string(fraction);
+      EXPECT_EQ(lazy.stats.bound_violations, counted) << where;
+      const Schedule found = SolveSchedule(plan, lazy.latency_ms, g.blocks.size());
+      if (fraction == 0.0) {
+        EXPECT_EQ(lazy.stats.parts_measured_in_full, counted > 0 ? 1 : 0) << where;
+        if (counted > 0) {
+          for (int id : plan.parts[0].stage_ids) EXPECT_FALSE(lazy.skipped[id]) << where;
+        }
+        EXPECT_EQ(StagesOf(found), StagesOf(expected)) << where;
+        EXPECT_EQ(found.latency_ms, expected.latency_ms) << where;
+        violations += counted;
+      } else {
+        EXPECT_EQ(lazy.stats.parts_measured_in_full, 0) << where;
+        missed += StagesOf(found) != StagesOf(expected);
+      }
+      for (const auto& [key, times] : measurer.asked) EXPECT_EQ(times, 1) << where;
+    }
+  }
+  EXPECT_GT(violations, 0);
+  std::printf("without measuring in full, %lld of 30 schedules were not the exhaustive one\n",
+              static_cast<long long>(missed));
+  EXPECT_GT(missed, 0) << "the bounds that fail never mattered: the test proves nothing";
 }
 
 // A stage measured before (stored) is not measured again, and a second lazy
@@ -399,6 +502,8 @@ TEST_P(LazyZooTest, SameScheduleAsMeasuringEverythingWithAtMostHalfTheStages) {
     }
   }
   EXPECT_EQ(violations, 0);
+  EXPECT_EQ(lazy.stats.bound_violations, 0) << "the search counted what the check above did not";
+  EXPECT_EQ(lazy.stats.parts_measured_in_full, 0);
   const double share = double(lazy.stats.measured) / double(plan.stage_count());
   RecordProperty("candidates", std::to_string(plan.stage_count()));
   RecordProperty("measured", std::to_string(lazy.stats.measured));

@@ -7,8 +7,10 @@
 // and budget searches, NASNet and RandWire on the cpu device
 // (ZooCheckTest), two NASNet searches sharing a DB (SharedDbTest), four
 // worker processes measuring NASNet (FarmProcessTest: Inception V3 there),
-// linking 20k stages (ProfileStoreTest), and the PyTorch comparison (two
-// models of nine: tests/onnx/CMakeLists.txt).
+// linking 20k stages (ProfileStoreTest), the PyTorch comparison (two
+// models of nine: tests/onnx/CMakeLists.txt), and the lazy search's bounds
+// against real oneDNN timings (CpuBoundsTest: a sanitizer's timings are not
+// the cpu's).
 #pragma once
 
 #include <cstddef>
