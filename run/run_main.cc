@@ -117,10 +117,14 @@ struct Prediction {
   double latency_ms = NAN;
   int64_t measured = 0, reused = 0, failed = 0;
   bool simulated = false;
+  //! The search's own end-to-end figure of this schedule, when its
+  //! verification (or ios-coordinator --evaluate) stored one.
+  std::optional<db::NetworkRunRow> search_run;
 };
 
 //! The DP's price of the schedule: the sum of its stages' latencies in the
-//! DB for this device, batch and settings, measuring the stages it lacks.
+//! DB for this device, batch and settings, measuring the stages it lacks;
+//! and the figure the search stored for the whole network, if any.
 Prediction Predict(const CliOptions& cli, const Loaded& loaded) {
   auto store = db::ProfileStore::Open(cli.db);
   coordinator::SearchPlan plan;
@@ -139,8 +143,45 @@ Prediction Predict(const CliOptions& cli, const Loaded& loaded) {
   const coordinator::LatencyTable table =
       coordinator::MeasureStages(loaded.graph, plan, *store, *measurer, options);
   const coordinator::Schedule priced = coordinator::PriceSchedule({block}, table.latency_ms);
-  return {priced.latency_ms, table.stats.measured, table.stats.reused, table.stats.failed,
-          measurer->Device().simulated};
+  // Keyed as the search's verification keys what it runs (coordinator/
+  // verify.cc): the stages in order, the verification's weight seed and
+  // settings. Those figures come from the farm's workers under their own
+  // settings, so this run's figure is shown beside them, never stored.
+  const DeviceInfo& device = measurer->Device();
+  const coordinator::VerifyOptions verify;
+  const db::NetworkRunKey key{
+      NetworkKey(coordinator::NetworkOf(loaded.graph, priced, verify.weight_seed)),
+      device.fingerprint, cli.batch, coordinator::DefaultVerifySettings(device.simulated).Key()};
+  return {priced.latency_ms,  table.stats.measured, table.stats.reused,
+          table.stats.failed, device.simulated,     store->LookupNetworkRun(key)};
+}
+
+// "12.345 ms (stored 2026-01-02T03:04:05Z as greedy: spread 0.5 ms, 10
+// runs, w2-n1-r10-...)", or the stored failure.
+std::string SearchRunText(const db::NetworkRunRow& run) {
+  const MeasureResult& m = run.result;
+  char figure[160];
+  if (m.ok()) {
+    std::snprintf(figure, sizeof figure, "%.3f ms (stored %s as %s: spread %.3f ms, %d runs, ",
+                  m.median_ms, run.measured_at.c_str(), run.schedule.c_str(), m.spread_ms,
+                  m.samples);
+    return figure + run.key.settings_key + ")";
+  }
+  return std::string(ToString(m.error)) + ": " + m.error_message + " (stored " + run.measured_at +
+         " as " + run.schedule + ")";
+}
+
+nlohmann::json SearchRunJson(const std::optional<db::NetworkRunRow>& run) {
+  if (!run) return nullptr;
+  const MeasureResult& m = run->result;
+  return {{"median_ms", m.ok() ? nlohmann::json(m.median_ms) : nlohmann::json(nullptr)},
+          {"spread_ms", m.ok() ? nlohmann::json(m.spread_ms) : nlohmann::json(nullptr)},
+          {"samples", m.samples},
+          {"status", m.ok() ? "ok" : ToString(m.error)},
+          {"error_message", m.error_message},
+          {"schedule", run->schedule},
+          {"settings", run->key.settings_key},
+          {"measured_at", run->measured_at}};
 }
 
 std::string ShapeText(int batch, const Shape& s) {
@@ -337,6 +378,10 @@ int Run(const CliOptions& cli) {
           prediction.latency_ms, prediction.simulated ? " (simulated)" : "", cli.db.c_str(),
           static_cast<long long>(prediction.measured), static_cast<long long>(prediction.reused),
           static_cast<long long>(prediction.failed));
+      if (prediction.search_run) {
+        std::printf("search's end-to-end figure: %s\n",
+                    SearchRunText(*prediction.search_run).c_str());
+      }
     }
     std::printf(
         "activation memory:   %.2f MiB allocated, %.2f MiB live at peak (%d buffers in %d "
@@ -372,6 +417,7 @@ int Run(const CliOptions& cli) {
                              ? nlohmann::json(prediction.latency_ms)
                              : nlohmann::json(nullptr)},
         {"stages_measured_for_prediction", prediction.measured},
+        {"search_end_to_end", SearchRunJson(prediction.search_run)},
         {"peak_activation_bytes", execution.memory.allocated_bytes * cli.batch},
         {"peak_live_activation_bytes", execution.memory.peak_live_bytes * cli.batch},
         {"check", check},
