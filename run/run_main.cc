@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/input_file.h"
 #include "common/model_source.h"
+#include "common/printable.h"
 #include "coordinator/schedule_json.h"
 #include "coordinator/search.h"
 #include "coordinator/weight_warmth.h"
@@ -145,8 +146,9 @@ Prediction Predict(const CliOptions& cli, const Loaded& loaded) {
   const coordinator::Schedule priced = coordinator::PriceSchedule({block}, table.latency_ms);
   // Keyed as the search's verification keys what it runs (coordinator/
   // verify.cc): the stages in order, the verification's weight seed and
-  // settings. Those figures come from the farm's workers under their own
-  // settings, so this run's figure is shown beside them, never stored.
+  // settings. This run's own figure is not stored under that key: its
+  // timing (--runs, --warmup, not adaptive) and weights (--seed, a file's)
+  // are not the verification's.
   const DeviceInfo& device = measurer->Device();
   const coordinator::VerifyOptions verify;
   const db::NetworkRunKey key{
@@ -160,15 +162,16 @@ Prediction Predict(const CliOptions& cli, const Loaded& loaded) {
 // runs, w2-n1-r10-...)", or the stored failure.
 std::string SearchRunText(const db::NetworkRunRow& run) {
   const MeasureResult& m = run.result;
-  char figure[160];
-  if (m.ok()) {
-    std::snprintf(figure, sizeof figure, "%.3f ms (stored %s as %s: spread %.3f ms, %d runs, ",
-                  m.median_ms, run.measured_at.c_str(), run.schedule.c_str(), m.spread_ms,
-                  m.samples);
-    return figure + run.key.settings_key + ")";
+  // The schedule may be a file name and the message a worker's: escaped.
+  const std::string stored = "stored " + run.measured_at + " as " + Printable(run.schedule);
+  if (!m.ok()) {
+    return std::string(ToString(m.error)) + ": " + Printable(m.error_message) + " (" + stored + ")";
   }
-  return std::string(ToString(m.error)) + ": " + m.error_message + " (stored " + run.measured_at +
-         " as " + run.schedule + ")";
+  char median[32], spread[32];
+  std::snprintf(median, sizeof median, "%.3f", m.median_ms);
+  std::snprintf(spread, sizeof spread, "%.3f", m.spread_ms);
+  return std::string(median) + " ms (" + stored + ": spread " + spread + " ms, " +
+         std::to_string(m.samples) + " runs, " + run.key.settings_key + ")";
 }
 
 nlohmann::json SearchRunJson(const std::optional<db::NetworkRunRow>& run) {
@@ -468,10 +471,13 @@ int main(int argc, char** argv) {
                "naive reference device) within 1e-4 of the largest |value|; on cuda also with "
                "the cpu backend within 1e-3 (math=fp32) and, as a graph, the replayed "
                "output with a streamed run's; exit 1 if not");
-  app.add_option("--db", cli.db, "profiling DB for the prediction (created if missing)")
+  app.add_option("--db", cli.db,
+                 "profiling DB for the prediction and the search's end-to-end figure of the "
+                 "schedule, when its verification stored one (created if missing)")
       ->default_val(cli.db);
   bool no_predict = false;
-  app.add_flag("--no-predict", no_predict, "skip the DP's prediction (no DB is opened)");
+  app.add_flag("--no-predict", no_predict,
+               "skip the DP's prediction and the stored figure (no DB is opened)");
   app.add_option("--weights", cli.weights_file,
                  "weights file (docs/execution.md); default: seeded random weights");
   app.add_option("--input", cli.input_file,
