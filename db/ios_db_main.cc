@@ -14,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/error.h"
@@ -156,7 +157,14 @@ Listing RunsListing(ios::db::ProfileStore& store, const std::string& model) {
                      {"error_message"},
                      {"detail", false},
                      {"device_fingerprint", false}};
-  for (const ios::db::NetworkRunRow& run : store.NetworkRuns(model)) {
+  std::vector<ios::db::NetworkRunRow> runs = store.NetworkRuns(model);
+  // One search stores its figures within a second: keep each device's
+  // together (the store orders by time, model, batch and schedule only).
+  std::stable_sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.measured_at, a.model, a.key.device_fingerprint, a.key.batch_size) <
+           std::tie(b.measured_at, b.model, b.key.device_fingerprint, b.key.batch_size);
+  });
+  for (const ios::db::NetworkRunRow& run : runs) {
     const auto device = devices.find(run.key.device_fingerprint);
     const bool known = device != devices.end();
     const ios::MeasureResult& result = run.result;
