@@ -1,10 +1,12 @@
-// ios-db: query the profiling DB (devices, stats, searches, measurements),
-// export its measurements as CSV or JSON, import another farm's export, and
-// forget measurements. Queries open the file read-only (also in a read-only
-// folder); only `import` and `forget` write, and only `import` creates a DB.
+// ios-db: query the profiling DB (devices, stats, searches, measurements,
+// end-to-end runs), export its measurements as CSV or JSON, import another
+// farm's export, and forget measurements. Queries open the file read-only
+// (also in a read-only folder); only `import` and `forget` write, and only
+// `import` creates a DB.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/error.h"
@@ -29,7 +32,7 @@ using ios::db::json;
 using ios::db::Listing;
 using ios::db::ParseFormat;
 using ios::db::Print;
-enum class Command { kDevices, kStats, kSearches, kMeasurements, kExport, kImport, kForget };
+enum class Command { kDevices, kStats, kSearches, kMeasurements, kRuns, kExport, kImport, kForget };
 
 //! Everything main() parsed from the command line.
 struct Options {
@@ -37,7 +40,7 @@ struct Options {
   std::string format_name = "table";
   bool format_given = false;
   Command command = Command::kStats;
-  std::string model;   // measurements --model; empty: all
+  std::string model;   // measurements and runs --model; empty: all
   int limit = 0;       // measurements --limit; 0: all
   std::string output;  // export --output; "-": stdout
   std::string device;  // export: only this device; import: the receiving device
@@ -99,11 +102,13 @@ Listing StatsListing(ios::db::ProfileStore& store) {
   for (const ios::db::DeviceRow& device : store.Devices()) simulated_devices += device.simulated;
   Listing listing;
   listing.vertical_table = true;
+  // End-to-end figures are few (a handful per search): counted by listing.
+  const size_t network_runs = store.NetworkRuns("").size();
   listing.columns = {{"devices"},      {"simulated_devices"},   {"stages"},
                      {"measurements"}, {"failed_measurements"}, {"searches"},
-                     {"models"}};
+                     {"models"},       {"network_runs"}};
   listing.rows.push_back({stats.devices, simulated_devices, stats.stages, stats.measurements,
-                          stats.failed_measurements, stats.searches, stats.models});
+                          stats.failed_measurements, stats.searches, stats.models, network_runs});
   return listing;
 }
 
@@ -125,6 +130,56 @@ Listing SearchesListing(ios::db::ProfileStore& store, Format format) {
          search.stages_measured, search.stages_reused, search.enumerate_s, search.measure_s,
          search.solve_s, search.device_fingerprint, JsonOrText(search.settings_json, format),
          JsonOrText(search.schedule_json, format)});
+  }
+  return listing;
+}
+
+// The end-to-end figures of whole networks under schedules (the search's
+// verification and ios-coordinator --evaluate), oldest first.
+Listing RunsListing(ios::db::ProfileStore& store, const std::string& model) {
+  std::map<std::string, ios::db::DeviceRow> devices;
+  for (ios::db::DeviceRow& device : store.Devices()) devices[device.fingerprint] = device;
+  Listing listing;
+  listing.columns = {{"measured_at"},
+                     {"model"},
+                     {"schedule"},
+                     {"device"},
+                     kSimulatedColumn,
+                     {"batch_size"},
+                     {"settings"},
+                     {"stages"},
+                     {"predicted_ms"},
+                     {"median_ms"},
+                     {"spread_ms"},
+                     {"samples"},
+                     {"meas_pred"},
+                     {"status"},
+                     {"error_message"},
+                     {"detail", false},
+                     {"device_fingerprint", false}};
+  std::vector<ios::db::NetworkRunRow> runs = store.NetworkRuns(model);
+  // One search stores its figures within a second: keep each device's
+  // together (the store orders by time, model, batch and schedule only).
+  std::stable_sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.measured_at, a.model, a.key.device_fingerprint, a.key.batch_size) <
+           std::tie(b.measured_at, b.model, b.key.device_fingerprint, b.key.batch_size);
+  });
+  for (const ios::db::NetworkRunRow& run : runs) {
+    const auto device = devices.find(run.key.device_fingerprint);
+    const bool known = device != devices.end();
+    const ios::MeasureResult& result = run.result;
+    // Unpriced (a stage failed) or unmeasured: null, never 0 or a NaN.
+    const bool priced = std::isfinite(run.predicted_ms) && run.predicted_ms > 0;
+    const json predicted = std::isfinite(run.predicted_ms) ? json(run.predicted_ms) : json(nullptr);
+    listing.rows.push_back(
+        {run.measured_at, run.model, run.schedule,
+         known ? device->second.name : run.key.device_fingerprint,
+         known && device->second.simulated, run.key.batch_size, run.key.settings_key, run.stages,
+         predicted, OkOrNull(result, result.median_ms), OkOrNull(result, result.spread_ms),
+         result.samples, result.ok() && priced ? json(result.median_ms / run.predicted_ms) : json(),
+         StatusText(result),
+         result.error_message.empty() ? json(nullptr) : json(result.error_message),
+         result.detail.empty() ? json(nullptr) : json(result.detail), run.key.device_fingerprint});
   }
   return listing;
 }
@@ -333,6 +388,9 @@ void Run(const Options& options) {
       }
       break;
     }
+    case Command::kRuns:
+      Print(RunsListing(*store, options.model), format, std::cout);
+      break;
     case Command::kExport: {
       size_t total = 0;
       const Listing listing = MeasurementsListing(*store, "", options.device, 0, &total);
@@ -383,9 +441,10 @@ int main(int argc, char** argv) {
   Options options;
   CLI::App app{
       "Query the ios-farm profiling DB: devices, stats, searches, measurements,\n"
-      "and export of all measurements as CSV or JSON (queries open the file\n"
-      "read-only); import another farm's measurements; forget failures or\n"
-      "measurements. Rows from simulated devices are marked \"simulated\".",
+      "end-to-end runs, and export of all measurements as CSV or JSON (queries\n"
+      "open the file read-only); import another farm's measurements; forget\n"
+      "failures or measurements. Rows from simulated devices are marked\n"
+      "\"simulated\".",
       "ios-db"};
   app.fallthrough();  // --db/--format may also follow the command
   app.require_subcommand(1);
@@ -397,8 +456,8 @@ int main(int argc, char** argv) {
           ->check(CLI::IsMember({"table", "csv", "json"}));
 
   CLI::App* devices = app.add_subcommand("devices", "Devices and how many measurements each has");
-  CLI::App* stats =
-      app.add_subcommand("stats", "Counts of devices, stages, measurements, searches");
+  CLI::App* stats = app.add_subcommand(
+      "stats", "Counts of devices, stages, measurements, searches, end-to-end runs");
   CLI::App* searches = app.add_subcommand("searches", "Finished searches, oldest first");
   CLI::App* measurements =
       app.add_subcommand("measurements", "Stored stage measurements, optionally of one model");
@@ -418,6 +477,11 @@ int main(int argc, char** argv) {
       "N>=1");
   measurements->add_option("--limit", options.limit, "Show at most N rows (N >= 1)")
       ->check(at_least_one_row);
+  CLI::App* runs = app.add_subcommand(
+      "runs",
+      "End-to-end figures of whole networks under schedules (the search's verification, "
+      "ios-coordinator --evaluate), oldest first");
+  runs->add_option("--model", options.model, "Only the runs of this model");
   CLI::App* export_command = app.add_subcommand(
       "export", "Write all measurements to a file (csv or json: --format or the file's extension)");
   export_command
@@ -470,6 +534,7 @@ int main(int argc, char** argv) {
   if (stats->parsed()) options.command = Command::kStats;
   if (searches->parsed()) options.command = Command::kSearches;
   if (measurements->parsed()) options.command = Command::kMeasurements;
+  if (runs->parsed()) options.command = Command::kRuns;
   if (export_command->parsed()) options.command = Command::kExport;
   if (import_command->parsed()) options.command = Command::kImport;
   if (forget->parsed()) options.command = Command::kForget;

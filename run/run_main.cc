@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/input_file.h"
 #include "common/model_source.h"
+#include "common/printable.h"
 #include "coordinator/schedule_json.h"
 #include "coordinator/search.h"
 #include "coordinator/weight_warmth.h"
@@ -117,10 +118,14 @@ struct Prediction {
   double latency_ms = NAN;
   int64_t measured = 0, reused = 0, failed = 0;
   bool simulated = false;
+  //! The search's own end-to-end figure of this schedule, when its
+  //! verification (or ios-coordinator --evaluate) stored one.
+  std::optional<db::NetworkRunRow> search_run;
 };
 
 //! The DP's price of the schedule: the sum of its stages' latencies in the
-//! DB for this device, batch and settings, measuring the stages it lacks.
+//! DB for this device, batch and settings, measuring the stages it lacks;
+//! and the figure the search stored for the whole network, if any.
 Prediction Predict(const CliOptions& cli, const Loaded& loaded) {
   auto store = db::ProfileStore::Open(cli.db);
   coordinator::SearchPlan plan;
@@ -139,8 +144,47 @@ Prediction Predict(const CliOptions& cli, const Loaded& loaded) {
   const coordinator::LatencyTable table =
       coordinator::MeasureStages(loaded.graph, plan, *store, *measurer, options);
   const coordinator::Schedule priced = coordinator::PriceSchedule({block}, table.latency_ms);
-  return {priced.latency_ms, table.stats.measured, table.stats.reused, table.stats.failed,
-          measurer->Device().simulated};
+  // Keyed as the search's verification keys what it runs (coordinator/
+  // verify.cc): the stages in order, the verification's weight seed and
+  // settings. This run's own figure is not stored under that key: its
+  // timing (--runs, --warmup, not adaptive) and weights (--seed, a file's)
+  // are not the verification's.
+  const DeviceInfo& device = measurer->Device();
+  const coordinator::VerifyOptions verify;
+  const db::NetworkRunKey key{
+      NetworkKey(coordinator::NetworkOf(loaded.graph, priced, verify.weight_seed)),
+      device.fingerprint, cli.batch, coordinator::DefaultVerifySettings(device.simulated).Key()};
+  return {priced.latency_ms,  table.stats.measured, table.stats.reused,
+          table.stats.failed, device.simulated,     store->LookupNetworkRun(key)};
+}
+
+// "12.345 ms (stored 2026-01-02T03:04:05Z as greedy: spread 0.5 ms, 10
+// runs, w2-n1-r10-...)", or the stored failure.
+std::string SearchRunText(const db::NetworkRunRow& run) {
+  const MeasureResult& m = run.result;
+  // The schedule may be a file name and the message a worker's: escaped.
+  const std::string stored = "stored " + run.measured_at + " as " + Printable(run.schedule);
+  if (!m.ok()) {
+    return std::string(ToString(m.error)) + ": " + Printable(m.error_message) + " (" + stored + ")";
+  }
+  char median[32], spread[32];
+  std::snprintf(median, sizeof median, "%.3f", m.median_ms);
+  std::snprintf(spread, sizeof spread, "%.3f", m.spread_ms);
+  return std::string(median) + " ms (" + stored + ": spread " + spread + " ms, " +
+         std::to_string(m.samples) + " runs, " + run.key.settings_key + ")";
+}
+
+nlohmann::json SearchRunJson(const std::optional<db::NetworkRunRow>& run) {
+  if (!run) return nullptr;
+  const MeasureResult& m = run->result;
+  return {{"median_ms", m.ok() ? nlohmann::json(m.median_ms) : nlohmann::json(nullptr)},
+          {"spread_ms", m.ok() ? nlohmann::json(m.spread_ms) : nlohmann::json(nullptr)},
+          {"samples", m.samples},
+          {"status", m.ok() ? "ok" : ToString(m.error)},
+          {"error_message", m.error_message},
+          {"schedule", run->schedule},
+          {"settings", run->key.settings_key},
+          {"measured_at", run->measured_at}};
 }
 
 std::string ShapeText(int batch, const Shape& s) {
@@ -337,6 +381,10 @@ int Run(const CliOptions& cli) {
           prediction.latency_ms, prediction.simulated ? " (simulated)" : "", cli.db.c_str(),
           static_cast<long long>(prediction.measured), static_cast<long long>(prediction.reused),
           static_cast<long long>(prediction.failed));
+      if (prediction.search_run) {
+        std::printf("search's end-to-end figure: %s\n",
+                    SearchRunText(*prediction.search_run).c_str());
+      }
     }
     std::printf(
         "activation memory:   %.2f MiB allocated, %.2f MiB live at peak (%d buffers in %d "
@@ -372,6 +420,7 @@ int Run(const CliOptions& cli) {
                              ? nlohmann::json(prediction.latency_ms)
                              : nlohmann::json(nullptr)},
         {"stages_measured_for_prediction", prediction.measured},
+        {"search_end_to_end", SearchRunJson(prediction.search_run)},
         {"peak_activation_bytes", execution.memory.allocated_bytes * cli.batch},
         {"peak_live_activation_bytes", execution.memory.peak_live_bytes * cli.batch},
         {"check", check},
@@ -422,10 +471,13 @@ int main(int argc, char** argv) {
                "naive reference device) within 1e-4 of the largest |value|; on cuda also with "
                "the cpu backend within 1e-3 (math=fp32) and, as a graph, the replayed "
                "output with a streamed run's; exit 1 if not");
-  app.add_option("--db", cli.db, "profiling DB for the prediction (created if missing)")
+  app.add_option("--db", cli.db,
+                 "profiling DB for the prediction and the search's end-to-end figure of the "
+                 "schedule, when its verification stored one (created if missing)")
       ->default_val(cli.db);
   bool no_predict = false;
-  app.add_flag("--no-predict", no_predict, "skip the DP's prediction (no DB is opened)");
+  app.add_flag("--no-predict", no_predict,
+               "skip the DP's prediction and the stored figure (no DB is opened)");
   app.add_option("--weights", cli.weights_file,
                  "weights file (docs/execution.md); default: seeded random weights");
   app.add_option("--input", cli.input_file,

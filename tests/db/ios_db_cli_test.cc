@@ -175,8 +175,9 @@ TEST_F(IosDbCliTest, StatsCsvAndJsonAgree) {
   std::vector<std::string> lines = Lines(RunOnDb({"--format", "csv", "stats"}).out);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0],
-            "devices,simulated_devices,stages,measurements,failed_measurements,searches,models");
-  EXPECT_EQ(lines[1], "2,1,3,4,1,1,2");
+            "devices,simulated_devices,stages,measurements,failed_measurements,searches,models,"
+            "network_runs");
+  EXPECT_EQ(lines[1], "2,1,3,4,1,1,2,0");
 
   json stats = ParseJson(RunOnDb({"--format", "json", "stats"}));
   ASSERT_EQ(stats.size(), 1u);
@@ -442,7 +443,7 @@ TEST_F(IosDbCliTest, QueriesLeaveTheJournalModeAlone) {
   RunSql(copy, "PRAGMA journal_mode = DELETE");
   ASSERT_EQ(ReadFile(copy)[kWriteVersionOffset], 1);
   const std::string before = ReadFile(copy);
-  for (const char* command : {"stats", "devices", "searches", "measurements"}) {
+  for (const char* command : {"stats", "devices", "searches", "measurements", "runs"}) {
     EXPECT_EQ(Run({"--db", copy.string(), command}).exit_code, 0) << command;
   }
   EXPECT_EQ(ReadFile(copy), before);

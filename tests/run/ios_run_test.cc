@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -82,6 +83,9 @@ TEST_F(IosRunTest, TinyModelEqualsSequentialAndTheNaiveReferenceUnderGreedy) {
   EXPECT_GT(out["predicted_ms"].get<double>(), 0);
   EXPECT_GT(out["stages_measured_for_prediction"].get<int>(), 0);
   EXPECT_GT(out["peak_activation_bytes"].get<long long>(), 0);
+  // No search ran this schedule end to end into t.db.
+  ASSERT_TRUE(out.contains("search_end_to_end")) << out.dump(2);
+  EXPECT_TRUE(out["search_end_to_end"].is_null()) << out.dump(2);
 }
 
 // Issue 11: an ONNX file brings its weights; --input feeds a given input and
@@ -260,13 +264,37 @@ TEST_F(IosRunTest, MainJobOnSqueezeNetMeasuresOnTheCpuAndARerunMeasuresNothing) 
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_THAT(second.out, ::testing::ContainsRegex("measured 0, reused from DB [1-9]"));
 
-  // ios-run prices the searched schedule from the same measurements.
+  // ios-run prices the searched schedule from the same measurements, and
+  // shows the end-to-end figure the search's verification stored for it.
+  std::smatch returned;
+  ASSERT_TRUE(std::regex_search(first.out, returned,
+                                std::regex("returned: ([a-z0-9 ]+), ([0-9.]+) ms as measured")))
+      << first.out;
   const CliResult run =
       Run(kIosRun, "--schedule s.json --db cpu.db --runs 2 --format json " + std::string(kCpu));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const json out = ParseJson(run);
   EXPECT_EQ(out["stages_measured_for_prediction"], 0) << out.dump(2);
   EXPECT_GT(out["predicted_ms"].get<double>(), 0);
+  const json& figure = out["search_end_to_end"];
+  ASSERT_TRUE(figure.is_object()) << out.dump(2);
+  EXPECT_EQ(figure["schedule"], returned[1].str());
+  char median[32];
+  std::snprintf(median, sizeof median, "%.3f", figure["median_ms"].get<double>());
+  EXPECT_EQ(median, returned[2].str());
+  EXPECT_EQ(figure["settings"], "w2-n1-r10-max30-spread5%-float32");
+  const CliResult text =
+      Run(kIosRun, "--schedule s.json --db cpu.db --runs 1 " + std::string(kCpu));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out,
+              HasSubstr("search's end-to-end figure: " + returned[2].str() + " ms (stored 20"));
+  // Sequential was verified too: ios-run's own sequential schedule of the
+  // model is the same network, and finds its figure.
+  const CliResult sequential =
+      Run(kIosRun, "--model squeezenet --schedule sequential --db cpu.db --runs 1 --format json " +
+                       std::string(kCpu));
+  ASSERT_EQ(sequential.exit_code, 0) << sequential.err;
+  EXPECT_EQ(ParseJson(sequential)["search_end_to_end"]["schedule"], "sequential") << sequential.out;
 }
 
 }  // namespace
