@@ -152,7 +152,7 @@ TEST(CpuCachesTest, TheLastLevelCacheIsTheHighestDataOrUnifiedLevelSysfsDescribe
 }
 
 TEST(CpuCachesTest, TheFingerprintCarriesTheCacheTheSearchWeighsWeightsAgainst) {
-  const DeviceInfo& info = MakeCpuDevice()->Info();
+  const DeviceInfo info = MakeCpuDevice()->Info();  // a copy: the device is a temporary
   const int64_t bytes = cpu::LastLevelCacheBytes();
   const std::string field =
       "|llc_kib=" + (bytes > 0 ? std::to_string(bytes / 1024) : std::string("unknown")) + "|";
