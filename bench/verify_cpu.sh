@@ -34,7 +34,7 @@ seconds() { date +%s.%N; }
 # ios-run's median of one schedule, in ms.
 run_median() {  # model schedule
   "$IOS_RUN" --model "$1" --schedule "$2" --device "$DEVICE" --runs "$RUNS" --no-predict \
-    --format json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["measured_ms"])'
+    --format json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["measured_ms"]["median"])'
 }
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(date -u +%Y-%m-%dT%H:%MZ); device $DEVICE"
