@@ -228,6 +228,30 @@ TEST(FarmTest, QueryUnansweredByALiveWorkerIsRetriedThenStoredAsATimeout) {
   }
 }
 
+// What a lazy search fills its rounds to (docs/search-cost.md): the
+// serving workers' capacities summed, a lost worker's taken back.
+TEST(FarmTest, CreditIsTheServingWorkersCapacitiesSummed) {
+  FarmOptions options = LoopbackOptions(2);
+  options.min_workers = 2;
+  auto farm = Farm::Start(options);
+  farm->WaitForWorkers();
+  EXPECT_EQ(farm->Credit(), 16) << "8 per embedded worker";
+  const auto wait_for_credit = [&](int credit) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (farm->Credit() != credit && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(10ms);
+    }
+    return farm->Credit();
+  };
+  {
+    net::Context context;
+    Peer peer = Peer::FakeWorker(context, *farm, /*capacity=*/3);
+    EXPECT_EQ(wait_for_credit(19), 19) << "a worker of capacity 3 joined";
+  }
+  // Gone without a word: lost after its heartbeats stop.
+  EXPECT_EQ(wait_for_credit(16), 16) << "the lost worker's credit taken back";
+}
+
 TEST(FarmTest, DuplicateAndUnknownResultsAreIgnored) {
   const ZooStages stages = StagesOf("squeezenet", 5);
   FarmOptions options = LoopbackOptions(0);
