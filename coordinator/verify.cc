@@ -12,6 +12,8 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "coordinator/search.h"
 
@@ -29,12 +31,16 @@ std::vector<std::pair<double, int>> RiskiestStages(const SearchOutcome& outcome)
     for (const ScheduledStage& s : block) alone[s.stage.groups.front().front()] = s.latency_ms;
   }
   std::vector<std::pair<double, int>> stages;
+  std::set<int> listed;  // a stage repeated in several blocks (Inception V3) is forbidden once
   for (const auto& block : outcome.ios.blocks) {
     for (const ScheduledStage& s : block) {
-      if (s.stage.OperatorCount() < 2) continue;
+      if (s.stage.OperatorCount() < 2 || !listed.insert(s.stage_id).second) continue;
       double sum = 0;
       for (const auto& group : s.stage.groups) {
-        for (const NodeId id : group) sum += alone.count(id) ? alone[id] : 0;
+        for (const NodeId id : group) {
+          const auto it = alone.find(id);
+          if (it != alone.end()) sum += it->second;
+        }
       }
       stages.emplace_back(sum - s.latency_ms, s.stage_id);
     }
@@ -52,9 +58,19 @@ std::vector<int> StageIds(const Schedule& schedule) {
 }
 
 // The candidates, distinct by their stages: the IOS optimum, the
-// alternatives, greedy, sequential.
+// alternatives, greedy, sequential (a baseline with a failed stage cannot
+// run, and is left out).
 std::vector<VerifiedSchedule> Candidates(const Graph& graph, const SearchOutcome& outcome) {
-  std::vector<VerifiedSchedule> candidates{{"ios", outcome.ios, {}, false}};
+  std::vector<VerifiedSchedule> candidates;
+  std::set<std::vector<int>> seen;
+  const auto add = [&](std::string name, Schedule schedule) {
+    if (!std::isfinite(schedule.latency_ms) || !seen.insert(StageIds(schedule)).second) {
+      return false;
+    }
+    candidates.push_back({std::move(name), std::move(schedule), {}, false});
+    return true;
+  };
+  add("ios", outcome.ios);
   const int wanted =
       std::clamp(outcome.options.verify.alternatives, 0, VerifyOptions::kMaxAlternatives);
   int found = 0;
@@ -65,26 +81,14 @@ std::vector<VerifiedSchedule> Candidates(const Graph& graph, const SearchOutcome
     try {
       Schedule alternative =
           SolveSchedule(outcome.plan, latency, graph.blocks.size(), &outcome.table, &graph);
-      if (!std::isfinite(alternative.latency_ms)) continue;
-      candidates.push_back(
-          {"alternative " + std::to_string(++found), std::move(alternative), {}, false});
+      if (add("alternative " + std::to_string(found + 1), std::move(alternative))) ++found;
     } catch (const Error& e) {
       spdlog::debug("verify: no schedule without stage {}: {}", id, e.what());
     }
   }
-  candidates.push_back({"greedy", outcome.greedy, {}, false});
-  candidates.push_back({"sequential", outcome.sequential, {}, false});
-  std::vector<VerifiedSchedule> distinct;
-  std::vector<std::vector<int>> seen;
-  for (VerifiedSchedule& c : candidates) {
-    std::vector<int> ids = StageIds(c.schedule);
-    if (std::find(seen.begin(), seen.end(), ids) != seen.end()) continue;
-    // A baseline with a failed stage cannot run either.
-    if (!std::isfinite(c.schedule.latency_ms)) continue;
-    seen.push_back(std::move(ids));
-    distinct.push_back(std::move(c));
-  }
-  return distinct;
+  add("greedy", outcome.greedy);
+  add("sequential", outcome.sequential);
+  return candidates;
 }
 
 }  // namespace
@@ -180,6 +184,10 @@ Verification VerifyCandidates(const Graph& graph, const SearchOutcome& outcome,
                               db::ProfileStore& store, Measurer& measurer) {
   Verification verification;
   verification.candidates = Candidates(graph, outcome);
+  if (verification.candidates.empty()) {
+    verification.unverified_reason = "the DP's optimum has a failed stage";
+    return verification;
+  }
   MeasureOrReuse(graph, outcome.model, outcome.options, outcome.device, verification.candidates,
                  store, measurer);
   // The fastest as measured; ties go to the earlier candidate (the IOS

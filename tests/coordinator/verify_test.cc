@@ -47,6 +47,15 @@ TEST(VerifyTest, OnTheSimulatorEveryCandidateMeasuresItsPredictionAndTheOptimumI
   ASSERT_NE(Named(v, "greedy"), nullptr);
   ASSERT_NE(Named(v, "sequential"), nullptr);
   ASSERT_NE(Named(v, "alternative 1"), nullptr) << "Inception V3 has concurrent stages to forbid";
+  ASSERT_NE(Named(v, "alternative 2"), nullptr) << "two distinct alternatives (the default)";
+  EXPECT_EQ(Named(v, "alternative 3"), nullptr);
+  // Distinct schedules only, though Inception V3 repeats its blocks' stages.
+  for (size_t i = 0; i < v.candidates.size(); ++i) {
+    for (size_t j = i + 1; j < v.candidates.size(); ++j) {
+      EXPECT_NE(StagesOf(v.candidates[i].schedule), StagesOf(v.candidates[j].schedule))
+          << v.candidates[i].name << " and " << v.candidates[j].name;
+    }
+  }
   for (const VerifiedSchedule& c : v.candidates) {
     ASSERT_TRUE(c.measured.ok()) << c.name << ": " << c.measured.error_message;
     // The simulator's network is the sum of its modelled stages.
