@@ -34,6 +34,25 @@ DecodeError Refusal(const std::string& bytes) {
                                                       : DecodeError{};
 }
 
+// A raw query frame with valid settings, its network (and stage) filled
+// in by `fill`: for frames our encoder never writes.
+template <typename Fill>
+std::string RawQuery(uint64_t id, Fill fill) {
+  capnp::MallocMessageBuilder builder;
+  auto envelope = builder.initRoot<wire::Envelope>();
+  envelope.setVersion(kProtocolVersion);
+  auto query = envelope.initQuery();
+  query.setQueryId(id);
+  query.setBatchSize(1);
+  query.setDtype("float32");
+  query.setNumber(1);
+  query.setRepeat(1);
+  fill(query);
+  const kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
+  return std::string(reinterpret_cast<const char*>(words.asBytes().begin()),
+                     words.asBytes().size());
+}
+
 TEST(NetworkQueryTest, RoundTripsTheGraphTheStagesAndTheSeed) {
   NetworkSpec sent = SqueezeNetInNodeOrder();
   // Two operators of one group and a second group: grouping survives.
@@ -82,39 +101,19 @@ TEST(NetworkQueryTest, AScheduleThatDoesNotCoverTheGraphIsRefusedWithItsQueryId)
 }
 
 TEST(NetworkQueryTest, AGraphThatDoesNotParseIsRefusedNamingTheField) {
-  capnp::MallocMessageBuilder builder;
-  auto envelope = builder.initRoot<wire::Envelope>();
-  envelope.setVersion(kProtocolVersion);
-  auto query = envelope.initQuery();
-  query.setQueryId(5);
-  query.setBatchSize(1);
-  query.setDtype("float32");
-  query.setNumber(1);
-  query.setRepeat(1);
-  query.initNetwork().setGraphJson("{\"name\": \"broken\", \"input\": [3, 8]}");
-  const kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
-  const DecodeError error = Refusal(
-      std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size()));
+  const DecodeError error = Refusal(RawQuery(5, [](auto query) {
+    query.initNetwork().setGraphJson("{\"name\": \"broken\", \"input\": [3, 8]}");
+  }));
   EXPECT_EQ(error.kind, DecodeError::Kind::kInvalid);
   EXPECT_THAT(error.message, HasSubstr("query.network.graphJson"));
   EXPECT_EQ(error.query_id, 5u);
 }
 
 TEST(NetworkQueryTest, AQueryWithAStageAndANetworkIsRefused) {
-  capnp::MallocMessageBuilder builder;
-  auto envelope = builder.initRoot<wire::Envelope>();
-  envelope.setVersion(kProtocolVersion);
-  auto query = envelope.initQuery();
-  query.setQueryId(6);
-  query.setBatchSize(1);
-  query.setDtype("float32");
-  query.setNumber(1);
-  query.setRepeat(1);
-  query.initStage();
-  query.initNetwork();
-  const kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
-  const DecodeError error = Refusal(
-      std::string(reinterpret_cast<const char*>(words.asBytes().begin()), words.asBytes().size()));
+  const DecodeError error = Refusal(RawQuery(6, [](auto query) {
+    query.initStage();
+    query.initNetwork();
+  }));
   EXPECT_THAT(error.message, HasSubstr("both a stage and a network"));
 }
 
