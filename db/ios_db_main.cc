@@ -157,13 +157,7 @@ Listing RunsListing(ios::db::ProfileStore& store, const std::string& model) {
                      {"error_message"},
                      {"detail", false},
                      {"device_fingerprint", false}};
-  std::vector<ios::db::NetworkRunRow> runs = store.NetworkRuns(model);
-  // One search stores its figures within a second: keep each device's
-  // together (the store orders by time, model, batch and schedule only).
-  std::stable_sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.measured_at, a.model, a.key.device_fingerprint, a.key.batch_size) <
-           std::tie(b.measured_at, b.model, b.key.device_fingerprint, b.key.batch_size);
-  });
+  const std::vector<ios::db::NetworkRunRow> runs = store.NetworkRuns(model);
   for (const ios::db::NetworkRunRow& run : runs) {
     const auto device = devices.find(run.key.device_fingerprint);
     const bool known = device != devices.end();

@@ -49,7 +49,7 @@ NetworkRunTable::NetworkRunTable(sqlite3* db)
              "measured_at = excluded.measured_at"),
       list_(db, (std::string("SELECT ") + kColumns +
                  " FROM network_runs WHERE ?1 = '' OR model = ?1 "
-                 "ORDER BY measured_at, model, batch_size, schedule")
+                 "ORDER BY measured_at, model, device_fingerprint, batch_size, schedule")
                     .c_str()) {}
 
 std::optional<NetworkRunRow> NetworkRunTable::Lookup(const NetworkRunKey& key) {
