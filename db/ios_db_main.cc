@@ -14,7 +14,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "common/error.h"
