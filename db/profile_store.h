@@ -165,7 +165,7 @@ class ProfileStore {
   //! Stores (or replaces) an end-to-end figure and commits it.
   virtual void StoreNetworkRun(const NetworkRunRow& row) = 0;
   //! Stored end-to-end figures, of one model or (empty) all, newest last,
-//! one device's together when a search stored them within a second.
+  //! one device's together when a search stored them within a second.
   virtual std::vector<NetworkRunRow> NetworkRuns(const std::string& model) = 0;
   //! Records a finished search; returns its id.
   virtual int64_t RecordSearch(const SearchRecord& search) = 0;
