@@ -49,13 +49,34 @@ struct MeasureSettings {
 //! were keyed). What the profiling DB stores beside each settings row.
 StageProtocol ProtocolOfSettingsKey(std::string_view settings_key);
 
-//! The settings a search uses unless told otherwise: IOS's W=2, N=6, R=6;
-//! on a real device adaptive, up to 30 repeats until the last six agree
-//! within 5% (a shared CPU is noisy; a model is not), and kExecuted with
-//! cold weights (the search decides warm_weights from the network and the
-//! device, coordinator/weight_warmth.h); on the simulator kIsolated, the
-//! protocol its model describes.
-MeasureSettings DefaultMeasureSettings(bool simulated_device);
+//! How a device's timings come about, which decides its default settings
+//! (DefaultMeasureSettings; coordinator::DefaultVerifySettings). Each
+//! backend kind says which (devices::BackendKind::timing), so no tool has
+//! to recognise a device by its name.
+enum class DeviceTiming {
+  //! From a model (sim): exact, and isolated, the protocol its model
+  //! describes.
+  kModelled,
+  //! A real device whose host launches every run (cpu, reference): a
+  //! shared machine's noise reaches each one.
+  kHostLaunched,
+  //! A real device that times a stage as executed by replaying a recorded
+  //! graph of it (cuda): no host launch inside the timed span.
+  kGraphReplayed,
+};
+const char* ToString(DeviceTiming timing);
+
+//! The settings a search uses unless told otherwise, by how the device
+//! times (docs/execution.md, docs/gpu.md):
+//! - kModelled: IOS's W=2, N=6, R=6, kIsolated ("w2-n6-r6-float32").
+//! - kHostLaunched: W=2, N=6, R=6, adaptive up to 30 repeats until the last
+//!   six agree within 5% (a shared CPU is noisy), kExecuted with cold
+//!   weights (the search decides warm_weights from the network and the
+//!   device, coordinator/weight_warmth.h).
+//! - kGraphReplayed: kExecuted with fewer, tighter repeats: W=4, N=8, R=5,
+//!   adaptive up to 15 until the last five agree within 3% (why: the
+//!   definition's comment).
+MeasureSettings DefaultMeasureSettings(DeviceTiming timing);
 
 //! Identifies a device class. Measurements are valid per fingerprint:
 //! identical GPUs on different hosts share them.

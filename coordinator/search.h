@@ -47,10 +47,10 @@ struct VerifyOptions {
   uint64_t weight_seed = 1;
 };
 
-//! End-to-end runs: on a real device 2 warm-up runs, then single runs
-//! until 10 agree within 5% (at most 30); on the simulator one run (it
-//! is exact).
-MeasureSettings DefaultVerifySettings(bool simulated_device);
+//! End-to-end runs: on a real device (cpu and cuda alike) 2 warm-up runs,
+//! then single runs until 10 agree within 5% (at most 30); on a modelled
+//! one (the simulator) one run (it is exact).
+MeasureSettings DefaultVerifySettings(DeviceTiming timing);
 
 struct SearchOptions {
   DpOptions dp;

@@ -93,9 +93,9 @@ std::vector<VerifiedSchedule> Candidates(const Graph& graph, const SearchOutcome
 
 }  // namespace
 
-MeasureSettings DefaultVerifySettings(bool simulated_device) {
+MeasureSettings DefaultVerifySettings(DeviceTiming timing) {
   MeasureSettings settings;
-  if (simulated_device) {
+  if (timing == DeviceTiming::kModelled) {
     settings.warmup = 0;
     settings.number = 1;
     settings.repeat = 1;

@@ -48,6 +48,7 @@ struct Options {
   bool force = false;
   // forget: what to drop and the filters.
   bool forget_failures = false, forget_measurements = false, forget_all = false;
+  bool forget_runs_only = false, forget_keep_runs = false;  // end-to-end figures
   std::vector<std::string> forget_kinds;
   std::string forget_device, forget_model;
 };
@@ -241,6 +242,10 @@ Format ExportFormat(const Options& options) {
 }
 
 // forget: checks the flags, then drops what they select and says how many.
+// End-to-end figures (network_runs) go with the measurements of the same
+// selection unless --keep-runs: whoever re-measures a device's stages wants
+// its whole-network figures taken again too, not stale ones shown beside
+// fresh predictions. --runs-only drops the figures alone.
 void Forget(const Options& options, ios::db::ProfileStore& store) {
   if (!options.forget_failures && !options.forget_measurements) {
     throw ios::Error(
@@ -249,6 +254,10 @@ void Forget(const Options& options, ios::db::ProfileStore& store) {
   }
   if (!options.forget_kinds.empty() && options.forget_measurements) {
     throw ios::Error("forget: --kind narrows --failures; it cannot be used with --measurements");
+  }
+  if (options.forget_runs_only && options.forget_keep_runs) {
+    throw ios::Error(
+        "forget: --runs-only drops only end-to-end figures and --keep-runs keeps them: give one");
   }
   const bool filtered = !options.forget_device.empty() || !options.forget_model.empty() ||
                         !options.forget_kinds.empty();
@@ -274,10 +283,18 @@ void Forget(const Options& options, ios::db::ProfileStore& store) {
   }
   filter.device = options.forget_device;
   filter.model = options.forget_model;
+  // A device or model only end-to-end figures name (an --evaluate of a
+  // schedule file) is known too.
+  const std::vector<ios::db::NetworkRunRow> runs = filter.device.empty() && filter.model.empty()
+                                                       ? std::vector<ios::db::NetworkRunRow>{}
+                                                       : store.NetworkRuns(filter.model);
   if (!filter.device.empty()) {
     bool known = false;
     for (const ios::db::DeviceRow& device : store.Devices()) {
       known = known || device.name == filter.device || device.fingerprint == filter.device;
+    }
+    for (const ios::db::NetworkRunRow& run : runs) {
+      known = known || run.key.device_fingerprint == filter.device;
     }
     if (!known) {
       throw ios::Error("forget: no device named or fingerprinted '" + filter.device + "' in " +
@@ -286,13 +303,25 @@ void Forget(const Options& options, ios::db::ProfileStore& store) {
   }
   if (!filter.model.empty()) {
     const std::vector<std::string> models = store.Models();
-    if (std::find(models.begin(), models.end(), filter.model) == models.end()) {
+    if (std::find(models.begin(), models.end(), filter.model) == models.end() && runs.empty()) {
       throw ios::Error("forget: no model named '" + filter.model + "' in " + options.db_path +
                        " (models are recorded by the searches that used them)");
     }
   }
-  const int64_t dropped = store.ForgetMeasurements(filter);
-  std::string what = options.forget_measurements ? "measurements" : "failed measurements";
+  int64_t measurements = 0, figures = 0;
+  // Both tables or neither: a forget that fails halfway leaves the DB as it was.
+  store.RunInTransaction([&] {
+    if (!options.forget_runs_only) measurements = store.ForgetMeasurements(filter);
+    if (!options.forget_keep_runs) figures = store.ForgetNetworkRuns(filter);
+  });
+  const std::string failed = options.forget_measurements ? "" : "failed ";
+  std::string what;
+  if (!options.forget_runs_only)
+    what = std::to_string(measurements) + " " + failed + "measurements";
+  if (!options.forget_runs_only && !options.forget_keep_runs) what += " and ";
+  if (!options.forget_keep_runs) {
+    what += std::to_string(figures) + " " + failed + "end-to-end figures";
+  }
   if (!options.forget_kinds.empty()) {
     std::string kinds;
     for (const std::string& kind : options.forget_kinds) {
@@ -302,7 +331,7 @@ void Forget(const Options& options, ios::db::ProfileStore& store) {
   }
   if (!filter.device.empty()) what += " of device " + filter.device;
   if (!filter.model.empty()) what += " of model " + filter.model;
-  std::cout << "dropped " << dropped << " " << what << " from " << options.db_path << '\n';
+  std::cout << "dropped " << what << " from " << options.db_path << '\n';
 }
 
 // The largest import file read (a JSON export takes ~400 bytes a row: about
@@ -500,7 +529,8 @@ int main(int argc, char** argv) {
   CLI::App* forget = app.add_subcommand(
       "forget",
       "Drop stored failures (--failures) or measurements (--measurements, with --device, "
-      "--model or --all) so that the next search measures them again");
+      "--model or --all), and the end-to-end figures the same filters select, so that the next "
+      "search measures them again");
   forget->add_flag("--failures", options.forget_failures, "Drop failed measurements");
   forget->add_flag("--measurements", options.forget_measurements,
                    "Drop every measurement, good or failed (needs --device, --model or --all)");
@@ -514,6 +544,10 @@ int main(int argc, char** argv) {
   forget->add_option("--device", options.forget_device, "Only this device (name or fingerprint)");
   forget->add_option("--model", options.forget_model, "Only the stages this model uses");
   forget->add_flag("--all", options.forget_all, "With --measurements: drop them all");
+  forget->add_flag("--runs-only", options.forget_runs_only,
+                   "Drop only end-to-end figures (ios-db runs), no stage measurements");
+  forget->add_flag("--keep-runs", options.forget_keep_runs,
+                   "Drop only stage measurements, keeping end-to-end figures");
 
   try {
     app.parse(argc, argv);

@@ -31,7 +31,8 @@ NetworkRunRow ReadRow(const sqlite::Cursor& cursor) {
 }  // namespace
 
 NetworkRunTable::NetworkRunTable(sqlite3* db)
-    : lookup_(db, (std::string("SELECT ") + kColumns +
+    : db_(db),
+      lookup_(db, (std::string("SELECT ") + kColumns +
                    " FROM network_runs WHERE network_id = ?1 AND network_check = ?2 "
                    "AND device_fingerprint = ?3 AND batch_size = ?4 AND settings_key = ?5")
                       .c_str()),
@@ -98,6 +99,37 @@ std::vector<NetworkRunRow> NetworkRunTable::List(const std::string& model) {
   cursor.BindText(1, model);
   while (cursor.Next()) rows.push_back(ReadRow(cursor));
   return rows;
+}
+
+int64_t NetworkRunTable::Forget(const ForgetFilter& filter) {
+  // Built per call like ForgetMeasurements' DELETE: the filters present
+  // decide its shape, and forgetting is rare.
+  std::string sql = "DELETE FROM network_runs WHERE ";
+  sql += filter.failures && filter.successes ? "1"
+         : filter.failures                   ? "error IS NOT NULL"
+                                             : "error IS NULL";
+  if (!filter.kinds.empty()) {
+    sql += " AND error IN (";
+    for (size_t i = 0; i < filter.kinds.size(); ++i) sql += i == 0 ? "?" : ", ?";
+    sql += ")";
+  }
+  if (!filter.device.empty()) {
+    // Figures keep the fingerprint as text; a name is one the devices
+    // table knows.
+    sql +=
+        " AND (device_fingerprint = ?1001 OR device_fingerprint IN "
+        "(SELECT fingerprint FROM devices WHERE name = ?1001))";
+  }
+  if (!filter.model.empty()) sql += " AND model = ?1002";
+  sqlite::Statement statement(db_, sql.c_str());
+  sqlite::Cursor cursor(statement);
+  for (size_t i = 0; i < filter.kinds.size(); ++i) {
+    cursor.BindText(static_cast<int>(i) + 1, ToString(filter.kinds[i]));
+  }
+  if (!filter.device.empty()) cursor.BindText(1001, filter.device);
+  if (!filter.model.empty()) cursor.BindText(1002, filter.model);
+  cursor.Run();
+  return static_cast<int64_t>(sqlite3_changes64(db_));
 }
 
 }  // namespace ios::db::detail

@@ -18,8 +18,11 @@ class NetworkRunTable {
   std::optional<NetworkRunRow> Lookup(const NetworkRunKey& key);
   void Store(const NetworkRunRow& row);
   std::vector<NetworkRunRow> List(const std::string& model);
+  //! Deletes the rows `filter` selects (checked by the caller); how many.
+  int64_t Forget(const ForgetFilter& filter);
 
  private:
+  sqlite3* db_;
   sqlite::Statement lookup_, store_, list_;
 };
 

@@ -205,14 +205,7 @@ class SqliteProfileStore final : public ProfileStore {
   }
 
   int64_t ForgetMeasurements(const ForgetFilter& filter) override {
-    if (!filter.failures && !filter.successes) {
-      throw Error("forgetting measurements in " + path_ +
-                  ": say which (failures, successes or both)");
-    }
-    if (filter.successes && !filter.kinds.empty()) {
-      throw Error("forgetting measurements in " + path_ +
-                  ": failure kinds only narrow failures, not good measurements");
-    }
+    CheckForgetFilter(filter, "measurements");
     std::string sql = "DELETE FROM measurements WHERE ";
     sql += filter.failures && filter.successes ? "1"
            : filter.failures                   ? "error IS NOT NULL"
@@ -244,6 +237,18 @@ class SqliteProfileStore final : public ProfileStore {
   }
 
  private:
+  // Refuses a filter that selects nothing or narrows good rows by kind.
+  void CheckForgetFilter(const ForgetFilter& filter, const std::string& what) const {
+    if (!filter.failures && !filter.successes) {
+      throw Error("forgetting " + what + " in " + path_ +
+                  ": say which (failures, successes or both)");
+    }
+    if (filter.successes && !filter.kinds.empty()) {
+      throw Error("forgetting " + what + " in " + path_ +
+                  ": failure kinds only narrow failures, not good " + what);
+    }
+  }
+
   // Runs body between `begin` and COMMIT (a savepoint when nested); rolls
   // back and rethrows when it throws.
   void Transact(const char* begin, const std::function<void()>& body) {
@@ -274,6 +279,10 @@ class SqliteProfileStore final : public ProfileStore {
   }
   void StoreNetworkRun(const NetworkRunRow& row) override {
     Waiting("storing an end-to-end figure", [&] { network_runs_->Store(row); });
+  }
+  int64_t ForgetNetworkRuns(const ForgetFilter& filter) override {
+    CheckForgetFilter(filter, "end-to-end figures");
+    return Waiting("forgetting end-to-end figures", [&] { return network_runs_->Forget(filter); });
   }
   std::vector<NetworkRunRow> NetworkRuns(const std::string& model) override {
     return Waiting("listing end-to-end figures", [&] { return network_runs_->List(model); });

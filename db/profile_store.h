@@ -74,14 +74,15 @@ struct Stats {
           models = 0;
 };
 
-//! Which measurements ForgetMeasurements drops: failures and/or good ones,
-//! narrowed by failure kind, device and model (all given filters apply).
+//! Which measurements ForgetMeasurements (or end-to-end figures
+//! ForgetNetworkRuns) drops: failures and/or good ones, narrowed by failure
+//! kind, device and model (all given filters apply).
 struct ForgetFilter {
   bool failures = false;            // drop failed measurements
   bool successes = false;           // drop good measurements
   std::vector<MeasureError> kinds;  // failures of these kinds only; empty: any kind
   std::string device;               // device name or fingerprint; empty: any device
-  std::string model;                // stages `model` uses; empty: any stage
+  std::string model;                // stages `model` uses (figures: of `model`); empty: any
 };
 
 enum class OpenMode {
@@ -164,6 +165,10 @@ class ProfileStore {
   virtual std::optional<NetworkRunRow> LookupNetworkRun(const NetworkRunKey& key) = 0;
   //! Stores (or replaces) an end-to-end figure and commits it.
   virtual void StoreNetworkRun(const NetworkRunRow& row) = 0;
+  //! Deletes the end-to-end figures `filter` selects, as ForgetMeasurements
+  //! selects measurements (its model: the figures of that model, as
+  //! NetworkRuns(model) lists them), and returns how many rows went.
+  virtual int64_t ForgetNetworkRuns(const ForgetFilter& filter) = 0;
   //! Stored end-to-end figures, of one model or (empty) all, newest last,
   //! one device's together when a search stored them within a second.
   virtual std::vector<NetworkRunRow> NetworkRuns(const std::string& model) = 0;

@@ -58,6 +58,11 @@ bool Registry::NeedsOwnProcess(std::string_view name) const {
   return kind != nullptr && kind->needs_own_process;
 }
 
+DeviceTiming Registry::TimingOf(std::string_view name) const {
+  const BackendKind* kind = Find(name);
+  return kind != nullptr ? kind->timing : DeviceTiming::kHostLaunched;
+}
+
 StageCostFacts Registry::CostFactsOf(const DeviceInfo& device) const {
   StageCostFacts facts;
   const BackendKind* kind = Find(device.backend);

@@ -39,6 +39,9 @@ struct BackendKind {
   bool needs_own_process = false;
   //! ios-run may also replay a scheduled network as one captured graph.
   bool replays_graphs = false;
+  //! How its devices' timings come about: their default measurement and
+  //! verification settings (DefaultMeasureSettings).
+  DeviceTiming timing = DeviceTiming::kHostLaunched;
   //! ios-run --check also compares with this kind's results, where the
   //! registry has it ("cpu" for a GPU: other libraries, other algorithms).
   std::string cross_check_on;
@@ -67,6 +70,9 @@ class Registry {
   //! Whether a coordinator must measure on `name` through an ios-worker
   //! process; false for unknown names (they fail when opened).
   bool NeedsOwnProcess(std::string_view name) const;
+  //! The timing of the kind `name` belongs to, for its default settings;
+  //! kHostLaunched for unknown names (they fail when opened).
+  DeviceTiming TimingOf(std::string_view name) const;
   //! The facts of the kind whose prefix is `device.backend`; none if unknown.
   StageCostFacts CostFactsOf(const DeviceInfo& device) const;
   //! Every kind's grammar, comma-separated, for help texts and errors.

@@ -138,7 +138,7 @@ Prediction Predict(const CliOptions& cli, const Loaded& loaded) {
   if (loaded.settings) {
     options.settings = *loaded.settings;
   } else {
-    options.settings = DefaultMeasureSettings(measurer->Device().simulated);
+    options.settings = DefaultMeasureSettings(devices::LinkedRegistry().TimingOf(cli.device));
     coordinator::DecideWeightWarmth(loaded.graph, cli.batch, measurer->Device(), options.settings);
   }
   const coordinator::LatencyTable table =
@@ -153,7 +153,8 @@ Prediction Predict(const CliOptions& cli, const Loaded& loaded) {
   const coordinator::VerifyOptions verify;
   const db::NetworkRunKey key{
       NetworkKey(coordinator::NetworkOf(loaded.graph, priced, verify.weight_seed)),
-      device.fingerprint, cli.batch, coordinator::DefaultVerifySettings(device.simulated).Key()};
+      device.fingerprint, cli.batch,
+      coordinator::DefaultVerifySettings(devices::LinkedRegistry().TimingOf(cli.device)).Key()};
   return {priced.latency_ms,  table.stats.measured, table.stats.reused,
           table.stats.failed, device.simulated,     store->LookupNetworkRun(key)};
 }

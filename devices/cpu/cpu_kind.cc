@@ -9,6 +9,7 @@ BackendKind CpuKind() {
   BackendKind kind;
   kind.prefix = "cpu";
   kind.grammar = "cpu[,threads=N][,cache=cold|warm]";
+  kind.timing = DeviceTiming::kHostLaunched;
   kind.open_backend = [](const std::string& name, const BackendOptions&) {
     return MakeExecBackend(MakeCpuDevice(ParseCpuOptions(name)));
   };

@@ -28,6 +28,9 @@ BackendKind CudaKind() {
   RefuseToOpen(kind, NotLinked);
   kind.needs_own_process = true;
   kind.replays_graphs = true;
+  // Stages are timed as executed by replaying a graph of their copies
+  // (CudaPreparedProgram::TimedRunsAsExecuted): its own, quieter defaults.
+  kind.timing = DeviceTiming::kGraphReplayed;
   kind.cross_check_on = "cpu";
   return kind;
 }

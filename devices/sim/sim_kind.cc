@@ -11,6 +11,7 @@ BackendKind SimKind() {
   BackendKind kind;
   kind.prefix = "sim";
   kind.grammar = "sim:" + models;
+  kind.timing = DeviceTiming::kModelled;
   kind.open_backend = [grammar = kind.grammar](const std::string& name,
                                                const BackendOptions& options) {
     if (!name.starts_with("sim:")) {

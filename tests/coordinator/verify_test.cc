@@ -24,7 +24,7 @@ using testing::StagesOf;
 
 SearchOptions VerifyingOptions() {
   SearchOptions options = DefaultOptions();
-  options.verify.settings = DefaultVerifySettings(/*simulated_device=*/true);
+  options.verify.settings = DefaultVerifySettings(DeviceTiming::kModelled);
   return options;
 }
 

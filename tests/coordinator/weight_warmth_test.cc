@@ -57,7 +57,7 @@ TEST(WeightWarmthTest, OnlyExecutedSettingsAreDecidedAndTheKeySaysWhich) {
   EXPECT_FALSE(DecideWeightWarmth(graph, 1, int64_t{32} << 20, isolated));
   EXPECT_FALSE(isolated.warm_weights);
 
-  MeasureSettings executed = DefaultMeasureSettings(false);
+  MeasureSettings executed = DefaultMeasureSettings(DeviceTiming::kHostLaunched);
   ASSERT_TRUE(DecideWeightWarmth(graph, 1, int64_t{32} << 20, executed));
   EXPECT_TRUE(executed.warm_weights);
   EXPECT_TRUE(executed.Key().ends_with("-executed-wwarm")) << executed.Key();
@@ -70,7 +70,7 @@ TEST(WeightWarmthTest, InceptionV3sWeightsDoNotStayInA32MiBCache) {
   const Graph graph = BuildZooModel("inception_v3");
   const NetworkFootprint footprint = FootprintOf(graph, 1);
   EXPECT_GT(footprint.weight_bytes, int64_t{80} << 20);  // ~24 M parameters
-  MeasureSettings settings = DefaultMeasureSettings(false);
+  MeasureSettings settings = DefaultMeasureSettings(DeviceTiming::kHostLaunched);
   ASSERT_TRUE(DecideWeightWarmth(graph, 1, int64_t{32} << 20, settings));
   EXPECT_FALSE(settings.warm_weights);
 }

@@ -511,7 +511,8 @@ class IosDbForgetTest : public IosDbCliTest {
 TEST_F(IosDbForgetTest, FailuresDropsEveryFailureAndSaysHowMany) {
   CliResult result = Forget({"--failures"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_EQ(result.out, "dropped 3 failed measurements from " + copy_.string() + "\n");
+  EXPECT_EQ(result.out, "dropped 3 failed measurements and 0 failed end-to-end figures from " +
+                            copy_.string() + "\n");
   EXPECT_EQ(Stats()["failed_measurements"], 0);
   EXPECT_EQ(Stats()["measurements"], 3);
 }
@@ -519,8 +520,7 @@ TEST_F(IosDbForgetTest, FailuresDropsEveryFailureAndSaysHowMany) {
 TEST_F(IosDbForgetTest, AKindAndADeviceNarrowTheFailures) {
   CliResult timeout = Forget({"--failures", "--kind", "timeout", "--device", "sim:v100"});
   ASSERT_EQ(timeout.exit_code, 0) << timeout.err;
-  EXPECT_THAT(timeout.out,
-              StartsWith("dropped 1 failed measurements (timeout) of device sim:v100"));
+  EXPECT_THAT(timeout.out, HasSubstr("end-to-end figures (timeout) of device sim:v100"));
   EXPECT_EQ(Stats()["failed_measurements"], 2);
 
   CliResult transient = Forget({"--failures", "--kind", "transient"});
@@ -537,7 +537,7 @@ TEST_F(IosDbForgetTest, MeasurementsOfAModelGoGoodAndFailedAlike) {
   CliResult result = Forget({"--measurements", "--model", "resnet"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   // resnet: conv3x3 on both devices at batch 1, its timeout at batch 2, the merge.
-  EXPECT_THAT(result.out, StartsWith("dropped 4 measurements of model resnet"));
+  EXPECT_THAT(result.out, StartsWith("dropped 4 measurements and 0 end-to-end figures of"));
   EXPECT_EQ(Stats()["measurements"], 2);
 }
 

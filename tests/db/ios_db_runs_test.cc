@@ -1,6 +1,6 @@
 // `ios-db runs`: the end-to-end figures the search's verification stores
 // (network_runs, schema 4), listed through the built binary like the
-// measurements and searches are.
+// measurements and searches are; and `ios-db forget` dropping them.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -89,6 +89,26 @@ class IosDbRunsTest : public ::testing::Test {
     json parsed = json::parse(result.out, nullptr, /*allow_exceptions=*/false);
     EXPECT_TRUE(parsed.is_array()) << result.out;
     return parsed;
+  }
+
+  // A copy of runs.db named `name`, with one good measurement on the
+  // simulated V100 beside its figures, for a test that writes.
+  static std::string WritableCopy(const std::string& name) {
+    fs::copy_file(dir_ / "runs.db", dir_ / name, fs::copy_options::overwrite_existing);
+    auto store = ProfileStore::Open((dir_ / name).string());
+    store->UpsertStage("conv", "conv");
+    MeasureResult ok;
+    ok.median_ms = 1;
+    ok.samples = 36;
+    store->Store({"conv", kSim.fingerprint, 1, "w2-n6-r6-float32"}, ok);
+    return name;
+  }
+
+  static json RunsOf(const std::string& db) {
+    return ParseJson(Run(db, {"--format", "json", "runs"}));
+  }
+  static int64_t MeasurementsOf(const std::string& db) {
+    return ParseJson(Run(db, {"--format", "json", "stats"}))[0]["measurements"].get<int64_t>();
   }
 
   static inline fs::path dir_;
@@ -193,6 +213,63 @@ TEST_F(IosDbRunsTest, StatsCountsTheRunsAndHelpNamesTheCommand) {
   const CliResult help = ::ios::testing::RunBinary(dir_, kIosDb, " --help", 60);
   EXPECT_THAT(help.out, HasSubstr("runs"));
   EXPECT_THAT(help.out, HasSubstr("End-to-end figures"));
+}
+
+TEST_F(IosDbRunsTest, ForgettingADevicesMeasurementsDropsItsEndToEndFiguresToo) {
+  const std::string db = WritableCopy("forget-device.db");
+  const CliResult result = Run(db, {"forget", "--measurements", "--device", "sim:v100"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out,
+              HasSubstr("dropped 1 measurements and 1 end-to-end figures of device sim:v100"));
+  EXPECT_EQ(MeasurementsOf(db), 0);
+  const json runs = RunsOf(db);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0]["model"], "inception_v3");  // another device's
+}
+
+TEST_F(IosDbRunsTest, ForgettingFailuresDropsFailedFiguresAndKeepsGoodOnes) {
+  const std::string db = WritableCopy("forget-failures.db");
+  const CliResult result = Run(db, {"forget", "--failures", "--kind", "out_of_memory"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("dropped 0 failed measurements and 1 failed end-to-end "
+                                    "figures (out_of_memory) from"));
+  const json runs = RunsOf(db);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0]["status"], "ok");
+  EXPECT_EQ(MeasurementsOf(db), 1);
+}
+
+TEST_F(IosDbRunsTest, RunsOnlyAndKeepRunsChooseOneTable) {
+  const std::string db = WritableCopy("forget-tables.db");
+  const CliResult runs_only = Run(db, {"forget", "--measurements", "--all", "--runs-only"});
+  ASSERT_EQ(runs_only.exit_code, 0) << runs_only.err;
+  EXPECT_THAT(runs_only.out, HasSubstr("dropped 2 end-to-end figures from"));
+  EXPECT_TRUE(RunsOf(db).empty());
+  EXPECT_EQ(MeasurementsOf(db), 1);
+  const CliResult keep_runs = Run(db, {"forget", "--measurements", "--all", "--keep-runs"});
+  ASSERT_EQ(keep_runs.exit_code, 0) << keep_runs.err;
+  EXPECT_THAT(keep_runs.out, HasSubstr("dropped 1 measurements from"));
+  EXPECT_EQ(MeasurementsOf(db), 0);
+  const CliResult both = Run(db, {"forget", "--failures", "--runs-only", "--keep-runs"});
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_THAT(both.err, HasSubstr("--runs-only"));
+}
+
+TEST_F(IosDbRunsTest, ADeviceOrModelOnlyFiguresNameCanBeForgotten) {
+  // The H100's figure has no devices row, and no search recorded
+  // inception_v3: only network_runs knows either.
+  const std::string db = WritableCopy("forget-figures-only.db");
+  const CliResult device = Run(db, {"forget", "--failures", "--device", kUnknownFingerprint});
+  ASSERT_EQ(device.exit_code, 0) << device.err;
+  EXPECT_THAT(device.out, HasSubstr("and 1 failed end-to-end figures of device"));
+  const CliResult model = Run(db, {"forget", "--measurements", "--model", "squeezenet"});
+  ASSERT_EQ(model.exit_code, 0) << model.err;
+  EXPECT_THAT(model.out, HasSubstr("dropped 0 measurements and 1 end-to-end figures of model "
+                                   "squeezenet"));
+  EXPECT_TRUE(RunsOf(db).empty());
+  const CliResult unknown = Run(db, {"forget", "--failures", "--model", "vgg"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("no model named 'vgg'"));
 }
 
 }  // namespace

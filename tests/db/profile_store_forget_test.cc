@@ -1,4 +1,5 @@
-// ForgetMeasurements drops exactly the rows its filter selects.
+// ForgetMeasurements and ForgetNetworkRuns drop exactly the rows their
+// filter selects.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -101,6 +102,82 @@ TEST(ForgetMeasurementsTest, RefusesAFilterThatSelectsNothingOrMixesKindsWithSuc
   EXPECT_THROW(store->ForgetMeasurements(Filter(false, false)), Error);
   EXPECT_THROW(store->ForgetMeasurements(Filter(false, true, {MeasureError::kTimeout})), Error);
   EXPECT_EQ(store->GetStats().measurements, 8);
+}
+
+// End-to-end figures on both devices: model "a" under "ios" (good) and
+// "greedy" (timed out), model "b" under "ios" (out of memory).
+std::unique_ptr<ProfileStore> WithFigures() {
+  auto store = Populated();
+  for (const DeviceInfo& device : {SimV100(), RealH100()}) {
+    const auto figure = [&](const std::string& model, const std::string& schedule,
+                            const MeasureResult& result) {
+      NetworkRunRow row;
+      row.key = {model + "/" + schedule, device.fingerprint, 1, "w2-n1-r10-float32"};
+      row.model = model;
+      row.schedule = schedule;
+      row.stages = 3;
+      row.result = result;
+      store->StoreNetworkRun(row);
+    };
+    figure("a", "ios", Ok(2.0));
+    figure("a", "greedy", Failed(MeasureError::kTimeout));
+    figure("b", "ios", Failed(MeasureError::kOutOfMemory));
+  }
+  return store;
+}
+
+NetworkRunKey FigureKey(const std::string& model, const std::string& schedule,
+                        const DeviceInfo& device) {
+  return {model + "/" + schedule, device.fingerprint, 1, "w2-n1-r10-float32"};
+}
+
+TEST(ForgetNetworkRunsTest, FailuresAloneDropEveryFailedFigureAndNoGoodOne) {
+  auto store = WithFigures();
+  EXPECT_EQ(store->ForgetNetworkRuns(Filter(true, false)), 4);
+  ASSERT_EQ(store->NetworkRuns("").size(), 2u);
+  for (const NetworkRunRow& row : store->NetworkRuns("")) EXPECT_TRUE(row.result.ok());
+  // Measurements are another table: untouched.
+  EXPECT_EQ(store->GetStats().measurements, 8);
+}
+
+TEST(ForgetNetworkRunsTest, AKindNarrowsTheFailedFigures) {
+  auto store = WithFigures();
+  EXPECT_EQ(store->ForgetNetworkRuns(Filter(true, false, {MeasureError::kOutOfMemory})), 2);
+  EXPECT_FALSE(store->LookupNetworkRun(FigureKey("b", "ios", SimV100())).has_value());
+  EXPECT_TRUE(store->LookupNetworkRun(FigureKey("a", "greedy", SimV100())).has_value());
+}
+
+TEST(ForgetNetworkRunsTest, ADeviceIsNamedByNameOrFingerprint) {
+  auto store = WithFigures();
+  // A figure keeps its device as a fingerprint, which names it even where
+  // the devices table has no row for it.
+  NetworkRunRow unregistered;
+  unregistered.key = {"a/ios", "tpu|v5", 1, "w2-n1-r10-float32"};
+  unregistered.model = "a";
+  unregistered.schedule = "ios";
+  unregistered.result = Ok(1.0);
+  store->StoreNetworkRun(unregistered);
+  EXPECT_EQ(store->ForgetNetworkRuns(Filter(true, true, {}, "sim:v100")), 3);
+  EXPECT_EQ(store->ForgetNetworkRuns(Filter(true, true, {}, RealH100().fingerprint)), 3);
+  EXPECT_EQ(store->ForgetNetworkRuns(Filter(true, true, {}, "no such device")), 0);
+  EXPECT_EQ(store->ForgetNetworkRuns(Filter(true, true, {}, "tpu|v5")), 1);
+  EXPECT_TRUE(store->NetworkRuns("").empty());
+}
+
+TEST(ForgetNetworkRunsTest, AModelNarrowsToItsOwnFigures) {
+  auto store = WithFigures();
+  EXPECT_EQ(store->ForgetNetworkRuns(Filter(false, true, {}, "sim:v100", "a")), 1);
+  EXPECT_FALSE(store->LookupNetworkRun(FigureKey("a", "ios", SimV100())).has_value());
+  EXPECT_TRUE(store->LookupNetworkRun(FigureKey("a", "ios", RealH100())).has_value());
+  EXPECT_TRUE(store->LookupNetworkRun(FigureKey("a", "greedy", SimV100())).has_value());
+  EXPECT_EQ(store->NetworkRuns("b").size(), 2u);
+}
+
+TEST(ForgetNetworkRunsTest, RefusesAFilterThatSelectsNothingOrMixesKindsWithSuccesses) {
+  auto store = WithFigures();
+  EXPECT_THROW(store->ForgetNetworkRuns(Filter(false, false)), Error);
+  EXPECT_THROW(store->ForgetNetworkRuns(Filter(false, true, {MeasureError::kTimeout})), Error);
+  EXPECT_EQ(store->NetworkRuns("").size(), 6u);
 }
 
 }  // namespace

@@ -355,8 +355,9 @@ TEST(ProfileStoreV3MigrationTest, OldRowsStayReadableAsIsolatedAndUnusedByExecut
   for (const MeasurementRow& row : rows) {
     EXPECT_EQ(row.protocol, "isolated") << row.settings_key;
     ++by_backend[row.device_backend];
-    MeasureSettings executed =
-        row.device_backend == "cpu" ? DefaultMeasureSettings(false) : DefaultMeasureSettings(true);
+    MeasureSettings executed = row.device_backend == "cpu"
+                                   ? DefaultMeasureSettings(DeviceTiming::kHostLaunched)
+                                   : DefaultMeasureSettings(DeviceTiming::kModelled);
     ASSERT_EQ(executed.Key() == row.settings_key, row.device_backend == "sim")
         << "the sim keeps its isolated key, a real device's default is executed";
     EXPECT_TRUE(
@@ -373,7 +374,7 @@ TEST(ProfileStoreV3MigrationTest, OldRowsStayReadableAsIsolatedAndUnusedByExecut
   // same stage is still there beside it.
   const MeasurementRow& old = *std::find_if(
       rows.begin(), rows.end(), [](const auto& row) { return row.device_backend == "cpu"; });
-  const std::string executed_key = DefaultMeasureSettings(false).Key();
+  const std::string executed_key = DefaultMeasureSettings(DeviceTiming::kHostLaunched).Key();
   store->Store({old.stage_key, old.device_fingerprint, old.batch_size, executed_key},
                testing::Ok(0.5));
   std::map<std::string, std::string> protocols;  // by settings key

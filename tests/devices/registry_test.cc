@@ -14,6 +14,7 @@
 #include "coordinator/farm.h"
 #include "coordinator/search.h"
 #include "db/profile_store.h"
+#include "devices/cuda/cuda_device.h"
 
 namespace ios::devices {
 namespace {
@@ -128,6 +129,34 @@ TEST(RegistryTest, CostFactsComeFromTheDevicesOwnKind) {
   DeviceInfo unknown = sim;
   unknown.backend = "tpu";
   EXPECT_EQ(BuiltinRegistry().CostFactsOf(unknown).serial_op_ms, 0);
+}
+
+TEST(RegistryTest, EachKindSaysHowItsDevicesTimeWhateverTheirNamesLookLike) {
+  const Registry& registry = BuiltinRegistry();
+  EXPECT_EQ(registry.TimingOf("sim:v100"), DeviceTiming::kModelled);
+  EXPECT_EQ(registry.TimingOf("cpu"), DeviceTiming::kHostLaunched);
+  EXPECT_EQ(registry.TimingOf("cpu,threads=2"), DeviceTiming::kHostLaunched);
+  EXPECT_EQ(registry.TimingOf("reference"), DeviceTiming::kHostLaunched);
+  EXPECT_EQ(registry.TimingOf("cuda"), DeviceTiming::kGraphReplayed);
+  EXPECT_EQ(registry.TimingOf("cuda:1,math=tf32"), DeviceTiming::kGraphReplayed);
+  // A kind registered from outside, whatever it is called, says its own.
+  std::atomic<int> measured{0};
+  Registry extended = registry;
+  BackendKind modelled = CountingKind(measured);
+  modelled.prefix = "simulacrum";
+  modelled.timing = DeviceTiming::kModelled;
+  extended.Add(modelled);
+  EXPECT_EQ(extended.TimingOf("simulacrum"), DeviceTiming::kModelled);
+  EXPECT_EQ(extended.TimingOf("counting"), DeviceTiming::kHostLaunched);
+}
+
+TEST(RegistryTest, TheCudaDefaultsReplayWholeGraphsOfTheStagesCopies) {
+  // TimedRunsAsExecuted replays ceil(runs / kExecutedCopies) graphs: a
+  // number or warm-up that is not a multiple would run copies it does not
+  // count.
+  const MeasureSettings cuda = DefaultMeasureSettings(BuiltinRegistry().TimingOf("cuda"));
+  EXPECT_EQ(cuda.number % kExecutedCopies, 0);
+  EXPECT_EQ(cuda.warmup % kExecutedCopies, 0);
 }
 
 // The house rule of docs/architecture.md: a new backend is a kind in a

@@ -117,12 +117,48 @@ TEST(ProtocolTest, TheStageProtocolIsPartOfTheKeyAndIsolatedKeysKeepTheirText) {
 }
 
 TEST(ProtocolTest, RealDevicesMeasureAsExecutedByDefaultAndTheSimulatorIsolated) {
-  EXPECT_EQ(DefaultMeasureSettings(false).protocol, StageProtocol::kExecuted);
-  EXPECT_FALSE(DefaultMeasureSettings(false).warm_weights);
-  EXPECT_EQ(DefaultMeasureSettings(true).protocol, StageProtocol::kIsolated);
+  for (DeviceTiming real : {DeviceTiming::kHostLaunched, DeviceTiming::kGraphReplayed}) {
+    EXPECT_EQ(DefaultMeasureSettings(real).protocol, StageProtocol::kExecuted) << ToString(real);
+    EXPECT_FALSE(DefaultMeasureSettings(real).warm_weights) << ToString(real);
+  }
+  EXPECT_EQ(DefaultMeasureSettings(DeviceTiming::kModelled).protocol, StageProtocol::kIsolated);
+}
+
+TEST(ProtocolTest, EachKindOfTimingHasTheDefaultKeyItsStoredRowsWereMeasuredUnder) {
   // The sim's key, and with it every sim golden and stored sim row, is the
   // one it had before protocols were keyed.
-  EXPECT_EQ(DefaultMeasureSettings(true).Key(), "w2-n6-r6-float32");
+  EXPECT_EQ(DefaultMeasureSettings(DeviceTiming::kModelled).Key(), "w2-n6-r6-float32");
+  // The cpu's is the one it had before the kinds had their own defaults.
+  EXPECT_EQ(DefaultMeasureSettings(DeviceTiming::kHostLaunched).Key(),
+            "w2-n6-r6-max30-spread5%-float32-executed-wcold");
+  EXPECT_EQ(DefaultMeasureSettings(DeviceTiming::kGraphReplayed).Key(),
+            "w4-n8-r5-max15-spread3%-float32-executed-wcold");
+}
+
+TEST(ProtocolTest, GraphReplaysTakeFewerRepeatsUnderATighterSpreadThanHostLaunchedRuns) {
+  const MeasureSettings cpu = DefaultMeasureSettings(DeviceTiming::kHostLaunched);
+  const MeasureSettings cuda = DefaultMeasureSettings(DeviceTiming::kGraphReplayed);
+  EXPECT_TRUE(cuda.Adaptive());
+  EXPECT_LT(cuda.repeat, cpu.repeat);
+  EXPECT_LT(cuda.max_repeat, cpu.max_repeat);
+  EXPECT_LT(cuda.max_relative_spread, cpu.max_relative_spread);
+}
+
+TEST(ProtocolTest, GraphReplayDefaultsStopAtFiveQuietRepeats) {
+  // The settings as the protocol runs them: after one warm-up call, five
+  // repeats within 3% are enough ...
+  ScriptedTimer quiet;
+  quiet.per_run_ms = {1.00, 1.01, 1.02, 1.00, 1.01};
+  const MeasureResult calm =
+      RunProtocol(DefaultMeasureSettings(DeviceTiming::kGraphReplayed), quiet.Fn());
+  EXPECT_EQ(quiet.calls, (std::vector<int>{4, 8, 8, 8, 8, 8}));
+  EXPECT_DOUBLE_EQ(calm.median_ms, 1.01);
+  EXPECT_EQ(calm.samples, 40);
+  // ... and a noisy replay is repeated up to 15 times, no more.
+  ScriptedTimer noisy;
+  for (int i = 0; i < 40; ++i) noisy.per_run_ms.push_back(i % 2 == 0 ? 1.0 : 1.1);
+  RunProtocol(DefaultMeasureSettings(DeviceTiming::kGraphReplayed), noisy.Fn());
+  EXPECT_EQ(noisy.calls.size(), 1u + 15u);
 }
 
 }  // namespace
