@@ -100,7 +100,7 @@ TEST(CpuBoundsTest, EveryStageALazySearchMeasuresIsAtLeastItsBound) {
     const Graph g = SmallCell(rng);
     SearchOptions options = testing::DefaultOptions();
     options.measure = MeasureMode::kLazy;
-    options.settings = DefaultMeasureSettings(/*simulated_device=*/false);
+    options.settings = DefaultMeasureSettings(DeviceTiming::kHostLaunched);
     ASSERT_EQ(options.settings.protocol, StageProtocol::kExecuted);
     options.bound_violations_max_fraction = 1;  // count only: every stage is checked here
     const SearchPlan plan = PlanSearch(g, options);
