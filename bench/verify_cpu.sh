@@ -18,7 +18,8 @@
 # python3-torchvision and python3-onnx from Debian).
 # Environment: RUNS (ios-run's timed runs, default 20), ROUNDS (default 2),
 # THREADS (default every core), PLAIN (1: run the --no-verify search; 0:
-# estimate it, default 1), BIN (build directory, default build), OUT
+# estimate it, default 1), SEARCH_ARGS (more ios-coordinator options for
+# both searches, e.g. "-r 1 -s 8"), BIN (build directory, default build), OUT
 # (results directory, default a new /tmp/verify_cpu.XXXXXX, kept).
 set -euo pipefail
 
@@ -26,6 +27,7 @@ read -r -a MODELS <<<"${1:-squeezenet}"
 RUNS="${RUNS:-20}"
 ROUNDS="${ROUNDS:-2}"
 PLAIN="${PLAIN:-1}"
+read -r -a SEARCH_ARGS <<<"${SEARCH_ARGS:-}"
 THREADS="${THREADS:-$(nproc)}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${BIN:-$ROOT/build}"
@@ -45,6 +47,7 @@ run_median() {  # model schedule
     --format json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["measured_ms"]["median"])'
 }
 
+echo "search options: ${SEARCH_ARGS[*]:-(defaults)}"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(date -u +%Y-%m-%dT%H:%MZ); device $DEVICE"
 echo
 echo "| model | search s (verify s) | search --no-verify s$( ((PLAIN)) || echo ' (estimated)') | returned | predicted ms | verified ms | ios-run returned / sequential / greedy ms | returned / min(seq, greedy) |"
@@ -61,12 +64,12 @@ for entry in "${MODELS[@]}"; do
   fi
   start=$(seconds)
   "$COORDINATOR" --model "$model" --device "$DEVICE" --db "$dir/verify.db" --out "$dir/returned.json" \
-    -q >"$dir/search.txt" 2>"$dir/search.log"
+    "${SEARCH_ARGS[@]}" -q >"$dir/search.txt" 2>"$dir/search.log"
   search_s=$(echo "$(seconds) - $start" | bc)
   if ((PLAIN)); then
     start=$(seconds)
     "$COORDINATOR" --model "$model" --device "$DEVICE" --db "$dir/plain.db" --no-verify \
-      -q >"$dir/plain.txt" 2>"$dir/plain.log"
+      "${SEARCH_ARGS[@]}" -q >"$dir/plain.txt" 2>"$dir/plain.log"
     plain_s=$(echo "$(seconds) - $start" | bc)
   fi
   read -r returned predicted verified verify_s < <(/usr/bin/python3 - "$dir/search.txt" <<'PY'
