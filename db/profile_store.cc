@@ -473,6 +473,7 @@ class SqliteProfileStore final : public ProfileStore {
     // In WAL mode NORMAL loses no committed data when the process dies; only
     // a power loss can cost the last commits.
     sqlite::Exec(db(), "PRAGMA synchronous = NORMAL");
+    sqlite::Exec(db(), "PRAGMA cache_size = -65536");
   }
 
   // Whether the stage of `key` is stored; throws when its row belongs to
