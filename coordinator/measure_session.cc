@@ -82,14 +82,13 @@ Measurer::MoreSpecs MeasureSession::Prepare(const std::vector<int>& ids) {
 void MeasureSession::Commit() {
   if (pending_ids_.empty()) return;
   const auto start = Clock::now();
-  store_.RunInTransaction([&] {
-    for (size_t i = 0; i < pending_ids_.size(); ++i) {
-      std::string key = plan_.KeyOf(keyer_, pending_ids_[i]);
-      store_.UpsertStage(key, "");
-      store_.Store({std::move(key), device_.fingerprint, options_.batch_size, settings_key_},
-                   pending_[i]);
-    }
-  });
+  std::vector<db::StageMeasurement> measurements;
+  measurements.reserve(pending_ids_.size());
+  for (size_t i = 0; i < pending_ids_.size(); ++i) {
+    measurements.push_back({plan_.key_hashes[pending_ids_[i]], pending_[i]});
+  }
+  store_.StoreMeasurements(device_.fingerprint, options_.batch_size, settings_key_, measurements,
+                           [&](size_t i) { return plan_.KeyOf(keyer_, pending_ids_[i]); });
   MeasureProgress& stats = table_.stats;
   for (const MeasureResult& result : pending_) {
     ++stats.measured;
