@@ -34,6 +34,10 @@ constexpr int kLocalWorkerCapacity = 8;
 // small enough that the first ones go out at once, large enough that the
 // hand-over costs nothing per query.
 constexpr size_t kPostChunk = 256;
+// A batch whose results stop coming for this long hands its caller an empty
+// delivery (Measurer::MeasureStream), so that what the caller holds back
+// (the search commits a few times a second) never waits much longer.
+constexpr auto kQuietDelivery = milliseconds(500);
 // Stages refused before sending that are logged one by one per batch; the
 // rest are counted in one line.
 constexpr int kRefusalsLogged = 10;
@@ -302,6 +306,7 @@ class FarmImpl final : public Farm {
       ~CloseBatchOnExit() { farm.CloseBatch(); }
     } close_batch{*this};
     std::vector<IndexedResult> delivered;
+    auto last_delivery = Clock::now();
     size_t next = 0, answered = 0;
     int refused = 0;
     while (answered < count) {
@@ -319,8 +324,11 @@ class FarmImpl final : public Farm {
         for (IndexedResult& r : shared_.arrived) delivered.push_back(std::move(r));
         shared_.arrived.clear();
       }
-      if (delivered.empty()) continue;
+      if (delivered.empty() && (next < count || Clock::now() - last_delivery < kQuietDelivery)) {
+        continue;
+      }
       answered += delivered.size();
+      last_delivery = Clock::now();
       const size_t more = deliver(delivered);
       delivered.clear();
       if (more > 0) {

@@ -38,6 +38,12 @@ constexpr double kRankPerRoundS = 0.002;
 constexpr double kGapShare = 0.02;
 // Stages of a part ranked by slack in order, at most.
 constexpr size_t kRankedHead = 4096;
+// A round starts while the farm still holds this much work (LowWater)...
+constexpr double kCoverS = 0.005;
+// ...but never more than this many times its credit.
+constexpr int64_t kMaxCreditMultiple = 8;
+// The rate of results is measured over windows of at least this long.
+constexpr double kRateWindowS = 0.05;
 
 enum class StageState : char { kUnmeasured, kInFlight, kDone };
 
@@ -186,6 +192,7 @@ class LazyMeasurement {
       Check(id);
     }
     in_flight_ -= static_cast<int64_t>(arrived.size());
+    UpdateRate(static_cast<int64_t>(arrived.size()));
     if (in_flight_ > LowWater() && !full_pending_) return {};
     return Round();
   }
@@ -401,23 +408,40 @@ class LazyMeasurement {
     return raised;
   }
 
-  //! In flight after a round: twice the farm's credit (its workers'
-  //! capacities summed), so that every worker's queue is full and as much
-  //! again waits at the router while the next round is decided (workers may
-  //! come and go: asked each round). Rounds are then few and wide, and the
-  //! work between them small beside the measuring. One stage at a time
-  //! where the measurer measures one at a time: nothing runs while a round
-  //! is decided, and every stage beyond an optimum would be a wasted
+  //! In flight after a round: twice the low water mark, so that every
+  //! worker's queue is full and as much again waits at the router while the
+  //! next round is decided. Rounds are then few and wide, and the work
+  //! between them small beside the measuring. One stage at a time where the
+  //! measurer measures one at a time: nothing runs while a round is
+  //! decided, and every stage beyond an optimum would be a wasted
   //! measurement.
   int64_t Target() const {
     const int64_t credit = measurer_.Credit();
-    return credit <= 1 ? 1 : 2 * credit;
+    return credit <= 1 ? 1 : 2 * LowWater();
   }
-  //! A round starts when no more than the credit is left (every queue
-  //! still full, none idle while the round is decided).
+  //! A round starts when no more than this is left in flight: the farm's
+  //! credit (its workers' capacities summed; asked each round, workers come
+  //! and go), or what the farm measures in kCoverS if more (a fast farm,
+  //! e.g. the simulator, empties its queues before a round of credit's
+  //! width has been decided, posted and handed on by three threads, and
+  //! then sits idle), at most kMaxCreditMultiple times the credit.
   int64_t LowWater() const {
     const int64_t credit = measurer_.Credit();
-    return credit <= 1 ? 0 : std::max<int64_t>(credit, measurer_.ActiveWorkers());
+    if (credit <= 1) return 0;
+    const auto covered = static_cast<int64_t>(std::ceil(rate_ * kCoverS));
+    return std::max({credit, int64_t{measurer_.ActiveWorkers()},
+                     std::min(covered, kMaxCreditMultiple * credit)});
+  }
+  //! Follows the rate at which results come back, over the last rounds.
+  void UpdateRate(int64_t arrived) {
+    const auto now = std::chrono::steady_clock::now();
+    arrived_since_ += arrived;
+    const double span = std::chrono::duration<double>(now - rate_since_).count();
+    if (span < kRateWindowS) return;
+    const double rate = static_cast<double>(arrived_since_) / span;
+    rate_ = rate_ > 0 ? 0.5 * rate_ + 0.5 * rate : rate;
+    arrived_since_ = 0;
+    rate_since_ = now;
   }
 
   //! Counts stage `id` (with a latency now) if it came in below its bound,
@@ -478,6 +502,9 @@ class LazyMeasurement {
   std::vector<uint32_t> occurs_begin_;  // by stage id, into occurs_
   std::vector<Occurrence> occurs_;
   int64_t in_flight_ = 0;
+  double rate_ = 0;  // results a second, lately; 0: not known yet
+  int64_t arrived_since_ = 0;
+  std::chrono::steady_clock::time_point rate_since_ = std::chrono::steady_clock::now();
   const Measurer& measurer_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   int64_t solves_ = 0, recomputed_ = 0, recomputed_upper_ = 0;  // DP states recomputed

@@ -1,8 +1,9 @@
 // Internal to the search (coordinator/search.cc, lazy_measure.cc): the
 // profiling-DB side of the measure phase. Looks every candidate stage up
 // once, then measures stages by id through a Measurer stream, committing
-// each result as it arrives, and keeps the LatencyTable and its progress
-// counts. What to measure is the caller's choice.
+// results a few times a second (and when the stream ends, however it ends),
+// and keeps the LatencyTable and its progress counts. What to measure is
+// the caller's choice.
 #pragma once
 
 #include <chrono>
@@ -35,7 +36,8 @@ class MeasureSession {
   MeasureProgress& stats() { return table_.stats; }
 
   //! Measures `ids` (none known, none twice) and whatever `next` returns
-  //! after each batch of results. Returns when all have a result.
+  //! after each batch of results. Returns when all have a result, every
+  //! one committed (on an exception too, as far as the DB allows).
   void Measure(const std::vector<int>& ids, const NextFn& next = {});
 
   //! Reports progress at most every 200 ms unless `force`.
@@ -45,8 +47,12 @@ class MeasureSession {
   LatencyTable Finish();
 
  private:
-  //! Specs of `ids` (their stage rows upserted) for the stream.
+  //! Specs of `ids` for the stream.
   Measurer::MoreSpecs Prepare(const std::vector<int>& ids);
+  //! Stores the results not committed yet in one transaction, and counts
+  //! them (progress lines count committed results only: what an interrupt
+  //! keeps).
+  void Commit();
 
   const SearchPlan& plan_;
   db::ProfileStore& store_;
@@ -62,8 +68,13 @@ class MeasureSession {
   // (freed once its result is in).
   std::vector<int> stream_ids_;
   std::vector<std::unique_ptr<StageSpec>> stream_specs_;
-  std::chrono::steady_clock::time_point start_, last_report_{};
+  // Results in the table, not in the DB yet: stage ids and results.
+  std::vector<int> pending_ids_;
+  std::vector<MeasureResult> pending_;
+  std::chrono::steady_clock::time_point start_, last_report_{}, last_commit_{};
   bool reported_ = false;
+  int64_t commits_ = 0;
+  double commit_s_ = 0;  // spent committing
 };
 
 }  // namespace ios::coordinator

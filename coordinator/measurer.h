@@ -31,9 +31,10 @@ class Measurer {
   virtual const DeviceInfo& Device() const = 0;
   //! Measures `specs` at `batch_size`, and whatever `on_results` hands back:
   //! it is called on the calling thread with the results that arrived since
-  //! its last call (at least one), so the caller can commit them together
-  //! and decide what to measure next without the workers waiting; the specs
-  //! it returns are numbered after those given so far. Returns when every
+  //! its last call, so the caller can commit them together and decide what
+  //! to measure next without the workers waiting (none when it has waited a
+  //! while in vain: the caller may commit what it holds back); the specs it
+  //! returns are numbered after those given so far. Returns when every
   //! spec given has exactly one result. A spec must stay valid until its
   //! result has been delivered.
   virtual void MeasureStream(

@@ -154,6 +154,29 @@ class SqliteProfileStore final : public ProfileStore {
     });
   }
 
+  void StoreMeasurements(const std::string& device_fingerprint, int batch_size,
+                         const std::string& settings_key,
+                         std::span<const StageMeasurement> measurements,
+                         const std::function<std::string(size_t i)>& key_of) override {
+    RunInTransaction([&] {
+      const int64_t device_id = DeviceId(device_fingerprint);
+      const int64_t settings_id = SettingsId(settings_key);
+      for (size_t i = 0; i < measurements.size(); ++i) {
+        const StageKeyHash& hash = measurements[i].stage;
+        const StageRow row = FindStage(hash);
+        if (row == StageRow::kCollides) throw Collision(key_of(i), hash);
+        if (row == StageRow::kMissing) {
+          Cursor cursor(statements_->insert_stage_if_missing);
+          cursor.BindInt(1, hash.id)
+              .BindInt(2, hash.check)
+              .BindBlob(3, PackStageText({key_of(i), ""}));
+          cursor.Run();
+        }
+        InsertMeasurement(hash, device_id, batch_size, settings_id, measurements[i].result);
+      }
+    });
+  }
+
   void Store(const MeasurementKey& key, const MeasureResult& result) override {
     const StageKeyHash hash = HashStageKey(key.stage_key);
     // Outside a transaction the look-ups and the insert are separate
@@ -164,32 +187,39 @@ class SqliteProfileStore final : public ProfileStore {
         throw Error("cannot store a measurement for unknown stage '" + Abbreviate(key.stage_key) +
                     "' in " + path_ + ": call UpsertStage first");
       }
-      Cursor device(statements_->device_id);
-      device.BindText(1, key.device_fingerprint);
-      if (!device.Next()) {
-        throw Error("cannot store a measurement for unknown device '" +
-                    Abbreviate(key.device_fingerprint) + "' in " + path_ +
-                    ": call UpsertDevice first");
-      }
-      const int64_t device_id = device.Int(0);
-      const int64_t settings_id = SettingsId(key.settings_key);
-      Cursor cursor(statements_->store);
-      cursor.BindInt(1, hash.id)
-          .BindInt(2, device_id)
-          .BindInt(3, key.batch_size)
-          .BindInt(4, settings_id)
-          .BindReal(5, result.median_ms)
-          .BindReal(6, result.spread_ms)
-          .BindInt(7, result.samples)
-          .BindText(9, result.error_message)
-          .BindText(10, result.detail);
-      if (result.ok()) {
-        cursor.BindNull(8);
-      } else {
-        cursor.BindText(8, ToString(result.error));
-      }
-      cursor.Run();  // autocommit, or the caller's RunInTransaction
+      InsertMeasurement(hash, DeviceId(key.device_fingerprint), key.batch_size,
+                        SettingsId(key.settings_key), result);
     });
+  }
+
+  int64_t DeviceId(const std::string& fingerprint) {
+    Cursor device(statements_->device_id);
+    device.BindText(1, fingerprint);
+    if (!device.Next()) {
+      throw Error("cannot store a measurement for unknown device '" + Abbreviate(fingerprint) +
+                  "' in " + path_ + ": call UpsertDevice first");
+    }
+    return device.Int(0);
+  }
+
+  void InsertMeasurement(const StageKeyHash& hash, int64_t device_id, int batch_size,
+                         int64_t settings_id, const MeasureResult& result) {
+    Cursor cursor(statements_->store);
+    cursor.BindInt(1, hash.id)
+        .BindInt(2, device_id)
+        .BindInt(3, batch_size)
+        .BindInt(4, settings_id)
+        .BindReal(5, result.median_ms)
+        .BindReal(6, result.spread_ms)
+        .BindInt(7, result.samples)
+        .BindText(9, result.error_message)
+        .BindText(10, result.detail);
+    if (result.ok()) {
+      cursor.BindNull(8);
+    } else {
+      cursor.BindText(8, ToString(result.error));
+    }
+    cursor.Run();  // autocommit, or the caller's RunInTransaction
   }
 
   void RunInTransaction(const std::function<void()>& body) override {
@@ -482,6 +512,7 @@ class SqliteProfileStore final : public ProfileStore {
     // In WAL mode NORMAL loses no committed data when the process dies; only
     // a power loss can cost the last commits.
     sqlite::Exec(db(), "PRAGMA synchronous = NORMAL");
+    sqlite::Exec(db(), "PRAGMA cache_size = -65536");
   }
 
   // Whether the stage of `key` is stored; throws when its row belongs to

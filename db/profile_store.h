@@ -25,6 +25,13 @@ struct MeasurementKey {
   std::string settings_key;  // MeasureSettings::Key() (includes dtype)
 };
 
+//! One result for ProfileStore::StoreMeasurements: its stage by the hash of
+//! its key (HashStageKey).
+struct StageMeasurement {
+  StageKeyHash stage;
+  MeasureResult result;
+};
+
 struct DeviceRow {
   std::string fingerprint, backend, name;
   bool simulated = false;
@@ -146,6 +153,15 @@ class ProfileStore {
   //! Stores (or replaces) one result and commits it before returning. The
   //! stage and device must have been upserted.
   virtual void Store(const MeasurementKey& key, const MeasureResult& result) = 0;
+  //! Stores (or replaces) results of one device, batch size and settings in
+  //! one transaction; a stage with no row yet gets one without a
+  //! description, its key from `key_of(i)` (called only for those). The
+  //! device must have been upserted. What a search commits as results come:
+  //! four statements a result fewer than Store.
+  virtual void StoreMeasurements(const std::string& device_fingerprint, int batch_size,
+                                 const std::string& settings_key,
+                                 std::span<const StageMeasurement> measurements,
+                                 const std::function<std::string(size_t i)>& key_of) = 0;
 
   //! Runs body inside one transaction (commit on return, rollback on
   //! exception, which is rethrown). Calls may nest. A Store() inside body is

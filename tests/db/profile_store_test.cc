@@ -375,6 +375,35 @@ TEST_F(ProfileStoreTest, LinksManyStagesInOneCall) {
   EXPECT_EQ(store->GetStats().models, 1);
 }
 
+TEST_F(ProfileStoreTest, StoresManyResultsAddingTheStagesThatHaveNoRow) {
+  auto store = PopulatedMemoryStore();
+  const std::vector<std::string> keys = {"conv3x3", "new-stage"};
+  std::vector<size_t> keys_asked;
+  const std::vector<StageMeasurement> measurements = {{HashStageKey(keys[0]), Ok(1.0)},
+                                                      {HashStageKey(keys[1]), Ok(2.0)}};
+  store->StoreMeasurements(SimV100().fingerprint, 1, "w1-n1-r1-float32", measurements,
+                           [&](size_t i) {
+                             keys_asked.push_back(i);
+                             return keys[i];
+                           });
+  EXPECT_THAT(keys_asked, ElementsAre(1u)) << "only a stage with no row needs its key";
+  const std::optional<MeasureResult> found =
+      store->Lookup(Key("new-stage", SimV100(), 1, "w1-n1-r1-float32"));
+  ASSERT_TRUE(found.has_value());
+  EXPECT_DOUBLE_EQ(found->median_ms, 2.0);
+  EXPECT_EQ(store->Measurements("").size(), 2u);
+  // A stage whose id belongs to another key's row is refused, and nothing
+  // of the batch is kept.
+  StageKeyHash forged = HashStageKey("conv1x1");
+  ++forged.check;
+  EXPECT_THROW(store->StoreMeasurements(SimV100().fingerprint, 1, "w1-n1-r1-float32",
+                                        std::vector<StageMeasurement>{
+                                            {HashStageKey("conv1x1"), Ok(3.0)}, {forged, Ok(4.0)}},
+                                        [](size_t) { return std::string("forged"); }),
+               Error);
+  EXPECT_EQ(store->Measurements("").size(), 2u);
+}
+
 TEST_F(ProfileStoreTest, UpsertingADeviceAgainRefreshesItWithoutDuplicating) {
   auto store = ProfileStore::Open(":memory:");
   DeviceInfo device = SimV100();

@@ -520,6 +520,37 @@ TEST(FarmTest, StalledRouterSendsNothingOfSpecsChangedAfterMeasureAllReturned) {
   }
 }
 
+// The search holds results back to commit them a few times a second; a
+// batch whose workers go quiet hands it an empty delivery, so what it holds
+// is committed while the rest is still being measured.
+TEST(FarmTest, AQuietBatchHandsItsCallerAnEmptyDelivery) {
+  const ZooStages stages = StagesOf("squeezenet", 2);
+  FarmOptions options = LoopbackOptions(0);
+  options.heartbeat = 2s;
+  auto farm = Farm::Start(options);
+  net::Context context;
+  Peer fake = Peer::FakeWorker(context, *farm, /*capacity=*/1);
+  size_t results = 0, empty = 0;
+  auto measuring = std::async(std::launch::async, [&] {
+    farm->MeasureAll(stages.pointers, 1, MeasureSettings{},
+                     [&](std::span<const coordinator::IndexedResult> arrived) {
+                       results += arrived.size();
+                       if (arrived.empty()) ++empty;
+                     });
+  });
+  MeasureResult answer;
+  answer.median_ms = 1.0;
+  for (int i = 0; i < 2; ++i) {
+    const auto query = fake.ReceiveA<schema::StageQuery>(5s);
+    ASSERT_TRUE(query.has_value());
+    if (i == 1) std::this_thread::sleep_for(2s);  // four times the quiet spell
+    fake.Send(schema::StageResult{query->query_id, answer});
+  }
+  measuring.get();
+  EXPECT_EQ(results, 2u);
+  EXPECT_GE(empty, 1u);
+}
+
 // Issue 7 item 9b, as a stress for the sanitizer builds: batches ended by a
 // throwing consumer, their specs freed at once, leave nothing behind for the
 // next batch (no result of theirs, no read of freed specs).
