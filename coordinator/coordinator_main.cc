@@ -122,6 +122,11 @@ int main(int argc, char** argv) {
                  "order, keeping its lowest median (the simulator: once)")
       ->default_val(cli.search.verify.passes)
       ->check(CLI::Range(1, VerifyOptions::kMaxPasses));
+  app.add_option("--verify-budget", cli.search.verify.budget_fraction,
+                 "a pass after the first runs only while the verification stays within this "
+                 "fraction of the search's time before it (0: one pass; the first always runs)")
+      ->default_val(cli.search.verify.budget_fraction)
+      ->check(CLI::Range(0.0, 1000.0));
   bool no_baselines = false;
   app.add_flag("--no-baselines", no_baselines,
                "do not report the sequential and greedy baselines (reported by default)");

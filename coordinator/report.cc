@@ -119,7 +119,11 @@ std::string FormatVerification(const SearchOutcome& o) {
   out << "verified end to end on " << o.device.name
       << (o.device.simulated ? " (SIMULATED: the model's sum of its stages)" : "") << ", batch "
       << o.options.batch_size << " (" << o.options.verify.settings.Key() << "), "
-      << Format("%.1f s", o.verify_s) << ":\n";
+      << Format("%.1f s", o.verify_s);
+  if (v.passes_run < v.passes_planned) {
+    out << ", " << v.passes_run << " of " << v.passes_planned << " passes (--verify-budget)";
+  }
+  out << ":\n";
   out << Format("  %-15s %6s %14s %14s %9s %10s\n", "schedule", "stages", "predicted ms",
                 "measured ms", "spread", "meas/pred");
   for (size_t i = 0; i < v.candidates.size(); ++i) {

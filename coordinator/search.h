@@ -44,6 +44,12 @@ struct VerifyOptions {
   //! alone. The simulator is exact: one pass.
   int passes = 2;
   static constexpr int kMaxPasses = 8;
+  //! A pass after the first runs only while the verification, that pass
+  //! included (taken to cost what the last one did), stays within this
+  //! fraction of the search before it (enumerating, measuring, solving):
+  //! a short search is not doubled by its end-to-end runs. The first pass
+  //! always runs. 0: one pass; a large value: every pass.
+  double budget_fraction = 0.1;
   uint64_t weight_seed = 1;
 };
 
@@ -303,6 +309,9 @@ struct Verification {
   //! Why nothing could be measured (e.g. the device cannot run networks),
   //! when so; the IOS optimum is returned unverified then.
   std::string unverified_reason;
+  //! Passes run (VerifyOptions::passes, less those past the budget; 0 when
+  //! every figure came from the DB) of those planned.
+  int passes_run = 0, passes_planned = 0;
   bool ran() const { return !candidates.empty(); }
 };
 

@@ -8,12 +8,15 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "coordinator/search.h"
 
@@ -120,11 +123,16 @@ NetworkSpec NetworkOf(const Graph& graph, const Schedule& schedule, uint64_t wei
 namespace {
 
 // Looks each candidate's figure up in `store`, measures the missing (and
-// the transient failures) in one batch, which the farm spreads over its
-// workers, and stores what it measured.
-void MeasureOrReuse(const Graph& graph, const std::string& model, const SearchOptions& options,
-                    const DeviceInfo& device, std::vector<VerifiedSchedule>& candidates,
-                    db::ProfileStore& store, Measurer& measurer) {
+// the transient failures), a pass at a time as the budget allows (each
+// pass one batch, which the farm spreads over its workers), and stores what
+// it measured.
+// `search_s`: the time of the search before it, against which the passes
+// after the first are budgeted (infinite: every pass). Returns the passes
+// run and planned (0, 0 when every figure came from the DB).
+std::pair<int, int> MeasureOrReuse(const Graph& graph, const std::string& model,
+                                   const SearchOptions& options, const DeviceInfo& device,
+                                   double search_s, std::vector<VerifiedSchedule>& candidates,
+                                   db::ProfileStore& store, Measurer& measurer) {
   std::vector<NetworkSpec> networks;
   std::vector<db::NetworkRunKey> keys;
   for (const VerifiedSchedule& c : candidates) {
@@ -144,26 +152,42 @@ void MeasureOrReuse(const Graph& graph, const std::string& model, const SearchOp
     missing.push_back(&networks[i]);
     missing_index.push_back(i);
   }
-  if (missing.empty()) return;
+  if (missing.empty()) return {0, 0};
   const int passes =
       device.simulated ? 1 : std::clamp(options.verify.passes, 1, VerifyOptions::kMaxPasses);
-  std::vector<const NetworkSpec*> queries;
+  const double budget_s = options.verify.budget_fraction * search_s;
+  const auto start = std::chrono::steady_clock::now();
+  const auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  // results[pass][k]: candidate missing[k]'s figure in that pass.
+  std::vector<std::vector<MeasureResult>> results;
+  double last_pass_s = 0;
   for (int pass = 0; pass < passes; ++pass) {
-    if (pass % 2 == 0) {
-      queries.insert(queries.end(), missing.begin(), missing.end());
-    } else {
-      queries.insert(queries.end(), missing.rbegin(), missing.rend());
+    if (pass > 0 && seconds_since(start) + last_pass_s > budget_s) {
+      spdlog::info(
+          "verification: {} of {} passes; another would take about {:.1f} s, past the budget of "
+          "{:.1f} s ({:g}% of the search's {:.1f} s, --verify-budget)",
+          pass, passes, last_pass_s, budget_s, 100 * options.verify.budget_fraction, search_s);
+      break;
     }
+    // Alternating order: a slow spell of a shared machine does not fall on
+    // the same candidate in every pass.
+    std::vector<const NetworkSpec*> queries = missing;
+    if (pass % 2 == 1) std::reverse(queries.begin(), queries.end());
+    const auto pass_start = std::chrono::steady_clock::now();
+    std::vector<MeasureResult> figures =
+        measurer.MeasureNetworks(queries, options.batch_size, options.verify.settings);
+    last_pass_s = seconds_since(pass_start);
+    if (pass % 2 == 1) std::reverse(figures.begin(), figures.end());
+    results.push_back(std::move(figures));
   }
-  const std::vector<MeasureResult> results =
-      measurer.MeasureNetworks(queries, options.batch_size, options.verify.settings);
   for (size_t k = 0; k < missing.size(); ++k) {
     const size_t i = missing_index[k];
     // The pass with the lowest median, of those that ran.
     std::optional<MeasureResult> best;
-    for (int pass = 0; pass < passes; ++pass) {
-      const size_t at = pass * missing.size() + (pass % 2 == 0 ? k : missing.size() - 1 - k);
-      const MeasureResult& r = results.at(at);
+    for (const std::vector<MeasureResult>& pass : results) {
+      const MeasureResult& r = pass.at(k);
       if (!best || (r.ok() && (!best->ok() || r.median_ms < best->median_ms))) best = r;
     }
     candidates[i].measured = *best;
@@ -176,6 +200,7 @@ void MeasureOrReuse(const Graph& graph, const std::string& model, const SearchOp
     row.result = candidates[i].measured;
     store.StoreNetworkRun(row);
   }
+  return {static_cast<int>(results.size()), passes};
 }
 
 }  // namespace
@@ -188,8 +213,10 @@ Verification VerifyCandidates(const Graph& graph, const SearchOutcome& outcome,
     verification.unverified_reason = "the DP's optimum has a failed stage";
     return verification;
   }
-  MeasureOrReuse(graph, outcome.model, outcome.options, outcome.device, verification.candidates,
-                 store, measurer);
+  std::tie(verification.passes_run, verification.passes_planned) =
+      MeasureOrReuse(graph, outcome.model, outcome.options, outcome.device,
+                     outcome.enumerate_s + outcome.measure_s + outcome.solve_s,
+                     verification.candidates, store, measurer);
   // The fastest as measured; ties go to the earlier candidate (the IOS
   // optimum first).
   bool any = false;
@@ -217,7 +244,9 @@ VerifiedSchedule VerifySchedule(const Graph& graph, const std::string& model,
                                 const SearchOptions& options, const DeviceInfo& device,
                                 db::ProfileStore& store, Measurer& measurer) {
   std::vector<VerifiedSchedule> one{{name, schedule, {}, false}};
-  MeasureOrReuse(graph, model, options, device, one, store, measurer);
+  // One schedule asked for by name: every pass, no search to budget against.
+  MeasureOrReuse(graph, model, options, device, std::numeric_limits<double>::infinity(), one, store,
+                 measurer);
   return std::move(one.front());
 }
 

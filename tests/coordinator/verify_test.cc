@@ -25,6 +25,9 @@ using testing::StagesOf;
 SearchOptions VerifyingOptions() {
   SearchOptions options = DefaultOptions();
   options.verify.settings = DefaultVerifySettings(DeviceTiming::kModelled);
+  // Every pass, however long the fake search took: what a pass costs is
+  // a matter of time, which these tests do not assert on.
+  options.verify.budget_fraction = 1e6;
   return options;
 }
 
@@ -195,6 +198,28 @@ TEST(VerifyTest, OnARealDeviceEachCandidateRunsTwiceInAlternatingOrderKeepingIts
     EXPECT_EQ(candidates[k].measured.median_ms, static_cast<double>(stages))
         << "the lower median of the two";
   }
+}
+
+// Past the budget (0: one pass) the second pass is left out, and the
+// report says so.
+TEST(VerifyTest, APassPastTheBudgetIsLeftOutAndTheReportSaysSo) {
+  const Graph g = BuildZooModel("squeezenet");
+  auto store = db::ProfileStore::Open(":memory:");
+  SecondRunFast measurer;
+  SearchOptions options = VerifyingOptions();
+  options.verify.budget_fraction = 0;
+  const SearchOutcome outcome = RunSearch(g, "squeezenet", options, *store, measurer);
+  const Verification& v = outcome.verification;
+  ASSERT_TRUE(v.ran());
+  EXPECT_EQ(measurer.order.size(), v.candidates.size()) << "one pass";
+  EXPECT_EQ(v.passes_run, 1);
+  EXPECT_EQ(v.passes_planned, 2);
+  for (const VerifiedSchedule& c : v.candidates) {
+    EXPECT_EQ(c.measured.median_ms, 2.0 * static_cast<double>(StageCount(c.schedule)))
+        << "the first pass's figure";
+  }
+  EXPECT_NE(FormatVerification(outcome).find("1 of 2 passes (--verify-budget)"), std::string::npos)
+      << FormatVerification(outcome);
 }
 
 TEST(VerifyTest, AMeasurerThatCannotRunNetworksLeavesTheOptimumUnverifiedAndSaysSo) {
