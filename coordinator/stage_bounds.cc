@@ -96,9 +96,7 @@ StageBounds::Model MakeBoundModel(const Graph& graph, const SearchPlan& plan,
   model.overhead_ms = bounds.Overhead(latency);
   model.serial_op_ms = facts.serial_op_ms;
   model.max_parallelism = facts.max_parallelism;
-  model.chain_discount =
-      facts.chain_discount_sound || (facts.chain_discount_sound_as_executed &&
-                                     options.settings.protocol == StageProtocol::kExecuted);
+  model.chain_discount = facts.chain_discount_sound;
   model.margin = options.bound_margin;
   if (facts.operator_work_ms) {
     model.work_ms.assign(plan.stage_count(), 0.0);

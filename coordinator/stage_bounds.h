@@ -23,15 +23,14 @@
 // measurement failed are left out of the sums.
 //
 // The sums (the group's and P's) hold only where an operator inside a group
-// costs at least what it costs alone less the overhead: on the simulator
-// always (StageCostFacts::chain_discount_sound), on the cpu when stages are
-// measured as executed (chain_discount_sound_as_executed: an operator alone
-// then reads an input just written, as inside a chain; measured isolated,
-// with its input flushed, it came out dearer than inside one). Elsewhere
-// (cuda, the cpu measuring isolated) a group is bounded by its slowest
-// operator alone and the P term goes. Real devices are noisy: the lazy
-// search counts every measured stage below its bound and measures a part in
-// full past a threshold (docs/search-cost.md).
+// costs at least what it costs alone less the overhead
+// (StageCostFacts::chain_discount_sound: the simulator). Elsewhere (cpu,
+// cuda) a group is bounded by its slowest operator alone and the P term
+// goes: measured isolated, an operator alone reads a cold input, one inside
+// a chain the input its group just wrote; measured as executed, chains still
+// came out below the sums (54 of Inception V3's 127). The lazy search counts every measured
+// stage below its bound and measures a part in full past a threshold
+// (docs/search-cost.md).
 #pragma once
 
 #include <cstdint>
@@ -68,8 +67,7 @@ class StageBounds {
     double serial_op_ms = 0;  // serial cost per operator (L above)
     double margin = 0;        // noise, a fraction in [0, 1)
     int max_parallelism = 0;  // P above; 0: no limit known
-    //! Whether the sums hold (devices::StageCostFacts::chain_discount_sound,
-    //! or chain_discount_sound_as_executed under StageProtocol::kExecuted):
+    //! Whether the sums hold (devices::StageCostFacts::chain_discount_sound):
     //! without it, a group is bounded by its slowest operator alone, and
     //! the P term (a sum too) goes.
     bool chain_discount = false;

@@ -77,14 +77,14 @@ struct StageCostFacts {
   //! Whether an operator inside a multi-operator group costs at least what
   //! it costs measured alone less the per-stage overhead, so that a group
   //! costs at least the sum of its operators less one overhead per extra
-  //! operator (coordinator/stage_bounds.h), whatever the measuring protocol:
-  //! the simulator, whose operators cost the same wherever they run.
+  //! operator (coordinator/stage_bounds.h). True only where the measuring
+  //! protocol makes it so: the simulator, whose operators cost the same
+  //! wherever they run. Not on the cpu, under either protocol: measured
+  //! isolated, an operator alone reads a cold input, one inside a chain the
+  //! input just written (chains came out 6-17% below such sums); measured
+  //! as executed, 54 of Inception V3's 127 chains still came out below
+  //! them, by up to 32% (docs/search-cost.md).
   bool chain_discount_sound = false;
-  //! The same, but only for measurements taken as a schedule executes
-  //! (StageProtocol::kExecuted): the cpu, where an operator measured alone
-  //! reads an input just written as it does inside a chain. Measured
-  //! isolated (input flushed), cpu chains came out 6-17% below the sums.
-  bool chain_discount_sound_as_executed = false;
 };
 
 }  // namespace ios::devices

@@ -19,8 +19,6 @@ BackendKind CpuKind() {
   kind.cost_facts = [](const DeviceInfo& device, StageCostFacts& facts) {
     // A lane never runs faster on fewer threads than the stage's budget.
     facts.max_parallelism = static_cast<int>(FingerprintNumber(device.fingerprint, "|threads="));
-    // Checked on real oneDNN by cpu_bounds_test (docs/search-cost.md).
-    facts.chain_discount_sound_as_executed = true;
     facts.cache_bytes =
         static_cast<int64_t>(FingerprintNumber(device.fingerprint, "|llc_kib=")) * 1024;
   };

@@ -1,7 +1,7 @@
 // The lazy search's lower bounds on the real cpu backend (oneDNN): every
 // stage a search measures as executed comes in at or above the bound the
-// search gave it, sums included (docs/search-cost.md: a group costs at least
-// its operators' sum less the smallest operator per extra one).
+// search gave it (docs/search-cost.md: on the cpu a group is bounded by its
+// slowest operator alone; the chain sums of the simulator do not hold).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,8 +27,8 @@ namespace {
 // tests share (CI runs on 2 cores). Medians of one ~50 us operator measured
 // twice a few seconds apart differ by up to ~10% there; 25% is that twice
 // over and then some. A bound that failed for a reason, not for noise,
-// fails by more: a chain below its sum by a quarter would save far more than
-// the per-run overhead its operators pay once instead of once each.
+// fails by more: a stage below its slowest operator by a quarter would run
+// that operator on fewer threads faster than alone on all threads.
 constexpr double kNoise = 0.25;
 // A preempted run can still lift one median far beyond that (seen: a 40 us
 // operator's median at 360 us on a loaded machine): a stage that comes in
@@ -93,7 +93,7 @@ TEST(CpuBoundsTest, EveryStageALazySearchMeasuresIsAtLeastItsBound) {
   const std::unique_ptr<devices::Backend> remeasure =
       devices::BuiltinRegistry().OpenBackend("cpu,threads=2");
   const devices::StageCostFacts facts = devices::StageCostFactsOf(measurer->Device());
-  ASSERT_TRUE(facts.chain_discount_sound_as_executed) << "the test is of the sums";
+  ASSERT_FALSE(facts.chain_discount_sound) << "the cpu's chains are cheaper than their sums";
   std::mt19937 rng(2211);
   int64_t checked = 0;
   for (int trial = 0; trial < 2; ++trial) {
@@ -109,7 +109,7 @@ TEST(CpuBoundsTest, EveryStageALazySearchMeasuresIsAtLeastItsBound) {
     const StageBounds bounds(plan);
     const StageBounds::Model model =
         MakeBoundModel(g, plan, bounds, table.latency_ms, facts, options);
-    ASSERT_TRUE(model.chain_discount);
+    ASSERT_FALSE(model.chain_discount);
     std::map<NodeId, int> singleton;
     for (const BlockSchedule& block : plan.sequential) {
       for (const auto& [stage, id] : block) singleton[stage.groups[0][0]] = id;

@@ -135,31 +135,10 @@ TEST(StageBoundsTest, DeviceClassesTellWhatTheyKnow) {
   EXPECT_FALSE(
       devices::StageCostFactsOf({"sim", "sim:x", "sim-model-v1|gpu=x", true}).operator_work_ms);
   EXPECT_FALSE(cpu.operator_work_ms);
-  // The simulator's operators cost as much in a chain as alone whatever the
-  // protocol; the cpu's only when measured as executed; cuda's: not known.
+  // Only the simulator's operators cost as much in a chain as alone.
   EXPECT_TRUE(sim.chain_discount_sound);
   EXPECT_FALSE(cpu.chain_discount_sound);
-  EXPECT_TRUE(cpu.chain_discount_sound_as_executed);
-  const devices::StageCostFacts cuda = devices::StageCostFactsOf({"cuda", "gpu", "cuda|x", false});
-  EXPECT_FALSE(cuda.chain_discount_sound);
-  EXPECT_FALSE(cuda.chain_discount_sound_as_executed);
-}
-
-// The cpu's sums hold for stages measured as executed, not for isolated
-// ones (an operator alone then reads a flushed input): the search's model
-// follows the protocol of its settings.
-TEST(StageBoundsTest, TheCpuSumsApplyToStagesMeasuredAsExecutedOnly) {
-  const Graph g = BuildZooModel("squeezenet");
-  SearchOptions options = DefaultOptions();
-  const SearchPlan plan = PlanSearch(g, options);
-  const StageBounds bounds(plan);
-  const std::vector<double> latency(plan.stage_count(), 1.0);
-  const devices::StageCostFacts cpu =
-      devices::StageCostFactsOf({"cpu", "cpu:x", "cpu-v2|threads=2|fp32", false});
-  options.settings.protocol = StageProtocol::kExecuted;
-  EXPECT_TRUE(MakeBoundModel(g, plan, bounds, latency, cpu, options).chain_discount);
-  options.settings.protocol = StageProtocol::kIsolated;
-  EXPECT_FALSE(MakeBoundModel(g, plan, bounds, latency, cpu, options).chain_discount);
+  EXPECT_FALSE(devices::StageCostFactsOf({"cuda", "gpu", "cuda|x", false}).chain_discount_sound);
 }
 
 // Where the sums do not hold (the cpu), a group is bounded by its slowest
