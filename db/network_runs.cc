@@ -104,15 +104,7 @@ std::vector<NetworkRunRow> NetworkRunTable::List(const std::string& model) {
 int64_t NetworkRunTable::Forget(const ForgetFilter& filter) {
   // Built per call like ForgetMeasurements' DELETE: the filters present
   // decide its shape, and forgetting is rare.
-  std::string sql = "DELETE FROM network_runs WHERE ";
-  sql += filter.failures && filter.successes ? "1"
-         : filter.failures                   ? "error IS NOT NULL"
-                                             : "error IS NULL";
-  if (!filter.kinds.empty()) {
-    sql += " AND error IN (";
-    for (size_t i = 0; i < filter.kinds.size(); ++i) sql += i == 0 ? "?" : ", ?";
-    sql += ")";
-  }
+  std::string sql = "DELETE FROM network_runs WHERE " + ForgetConditions(filter);
   if (!filter.device.empty()) {
     // Figures keep the fingerprint as text; a name is one the devices
     // table knows.
@@ -123,11 +115,7 @@ int64_t NetworkRunTable::Forget(const ForgetFilter& filter) {
   if (!filter.model.empty()) sql += " AND model = ?1002";
   sqlite::Statement statement(db_, sql.c_str());
   sqlite::Cursor cursor(statement);
-  for (size_t i = 0; i < filter.kinds.size(); ++i) {
-    cursor.BindText(static_cast<int>(i) + 1, ToString(filter.kinds[i]));
-  }
-  if (!filter.device.empty()) cursor.BindText(1001, filter.device);
-  if (!filter.model.empty()) cursor.BindText(1002, filter.model);
+  BindForgetFilter(cursor, filter);
   cursor.Run();
   return static_cast<int64_t>(sqlite3_changes64(db_));
 }

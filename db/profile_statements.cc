@@ -169,4 +169,24 @@ std::vector<MeasurementRow> ReadMeasurements(Statements& statements, const std::
   return rows;
 }
 
+std::string ForgetConditions(const ForgetFilter& filter) {
+  std::string sql = filter.failures && filter.successes ? "1"
+                    : filter.failures                   ? "error IS NOT NULL"
+                                                        : "error IS NULL";
+  if (!filter.kinds.empty()) {
+    sql += " AND error IN (";
+    for (size_t i = 0; i < filter.kinds.size(); ++i) sql += i == 0 ? "?" : ", ?";
+    sql += ")";
+  }
+  return sql;
+}
+
+void BindForgetFilter(sqlite::Cursor& cursor, const ForgetFilter& filter) {
+  for (size_t i = 0; i < filter.kinds.size(); ++i) {
+    cursor.BindText(static_cast<int>(i) + 1, ToString(filter.kinds[i]));
+  }
+  if (!filter.device.empty()) cursor.BindText(1001, filter.device);
+  if (!filter.model.empty()) cursor.BindText(1002, filter.model);
+}
+
 }  // namespace ios::db::detail

@@ -26,6 +26,13 @@ struct Statements {
       model_measurements;
 };
 
+//! The conditions every forgetting DELETE shares (tables with an `error`
+//! column): good and/or failed rows, failures narrowed by kind (parameters
+//! ?1..?k). The caller adds its own device (?1001) and model (?1002)
+//! conditions; BindForgetFilter binds all of them.
+std::string ForgetConditions(const ForgetFilter& filter);
+void BindForgetFilter(sqlite::Cursor& cursor, const ForgetFilter& filter);
+
 //! Reads columns [first, first + 6) laid out as median, spread, samples,
 //! error, error_message, detail.
 MeasureResult ReadResult(const sqlite::Cursor& cursor, int first);

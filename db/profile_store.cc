@@ -236,15 +236,7 @@ class SqliteProfileStore final : public ProfileStore {
 
   int64_t ForgetMeasurements(const ForgetFilter& filter) override {
     CheckForgetFilter(filter, "measurements");
-    std::string sql = "DELETE FROM measurements WHERE ";
-    sql += filter.failures && filter.successes ? "1"
-           : filter.failures                   ? "error IS NOT NULL"
-                                               : "error IS NULL";
-    if (!filter.kinds.empty()) {
-      sql += " AND error IN (";
-      for (size_t i = 0; i < filter.kinds.size(); ++i) sql += i == 0 ? "?" : ", ?";
-      sql += ")";
-    }
+    std::string sql = "DELETE FROM measurements WHERE " + detail::ForgetConditions(filter);
     if (!filter.device.empty()) {
       sql += " AND device_id IN (SELECT id FROM devices WHERE name = ?1001 OR fingerprint = ?1001)";
     }
@@ -256,11 +248,7 @@ class SqliteProfileStore final : public ProfileStore {
     return Waiting("forgetting measurements", [&] {
       Statement statement(db(), sql.c_str());
       Cursor cursor(statement);
-      for (size_t i = 0; i < filter.kinds.size(); ++i) {
-        cursor.BindText(static_cast<int>(i) + 1, ToString(filter.kinds[i]));
-      }
-      if (!filter.device.empty()) cursor.BindText(1001, filter.device);
-      if (!filter.model.empty()) cursor.BindText(1002, filter.model);
+      detail::BindForgetFilter(cursor, filter);
       cursor.Run();
       return static_cast<int64_t>(sqlite3_changes64(db()));
     });
