@@ -112,17 +112,7 @@ class SqliteProfileStore final : public ProfileStore {
         const StageKeyHash& hash = stages[i];
         const auto it = linked.find(hash.id);
         if (it != linked.end() && it->second == hash.check) continue;
-        const StageRow row = FindStage(hash);
-        if (row == StageRow::kCollides) throw Collision(key_of(i), hash);
-        if (row == StageRow::kMissing) {
-          // A stage not upserted yet is registered without a description
-          // (packed only then: deflating every key of a rerun costs seconds).
-          Cursor cursor(statements_->insert_stage_if_missing);
-          cursor.BindInt(1, hash.id)
-              .BindInt(2, hash.check)
-              .BindBlob(3, PackStageText({key_of(i), ""}));
-          cursor.Run();
-        }
+        EnsureStage(hash, [&] { return key_of(i); });
         Cursor cursor(statements_->link_model_stage);
         cursor.BindInt(1, model_id).BindInt(2, hash.id).Run();
       }
@@ -163,15 +153,7 @@ class SqliteProfileStore final : public ProfileStore {
       const int64_t settings_id = SettingsId(settings_key);
       for (size_t i = 0; i < measurements.size(); ++i) {
         const StageKeyHash& hash = measurements[i].stage;
-        const StageRow row = FindStage(hash);
-        if (row == StageRow::kCollides) throw Collision(key_of(i), hash);
-        if (row == StageRow::kMissing) {
-          Cursor cursor(statements_->insert_stage_if_missing);
-          cursor.BindInt(1, hash.id)
-              .BindInt(2, hash.check)
-              .BindBlob(3, PackStageText({key_of(i), ""}));
-          cursor.Run();
-        }
+        EnsureStage(hash, [&] { return key_of(i); });
         InsertMeasurement(hash, device_id, batch_size, settings_id, measurements[i].result);
       }
     });
@@ -255,6 +237,18 @@ class SqliteProfileStore final : public ProfileStore {
   }
 
  private:
+  // Gives the stage of `hash` a row if it has none, without a description
+  // (its key packed only then, from key(): deflating every key of a rerun
+  // costs seconds); throws when another key holds its hash.
+  void EnsureStage(const StageKeyHash& hash, const std::function<std::string()>& key) {
+    const StageRow row = FindStage(hash);
+    if (row == StageRow::kCollides) throw Collision(key(), hash);
+    if (row == StageRow::kPresent) return;
+    Cursor cursor(statements_->insert_stage_if_missing);
+    cursor.BindInt(1, hash.id).BindInt(2, hash.check).BindBlob(3, PackStageText({key(), ""}));
+    cursor.Run();
+  }
+
   // Refuses a filter that selects nothing or narrows good rows by kind.
   void CheckForgetFilter(const ForgetFilter& filter, const std::string& what) const {
     if (!filter.failures && !filter.successes) {
