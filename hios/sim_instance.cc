@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -111,11 +112,13 @@ MultiSchedule Stages(const Reader& r, const json& map, const std::string& field,
 
 SimInstance LoadSimInstance(const std::string& path) {
   const Reader r(path);
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot open the file");
+  // Parsed from memory: nlohmann's stream input reads a character at a time.
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   json doc;
   try {
-    doc = json::parse(in);
+    doc = json::parse(text);
   } catch (const json::parse_error& e) {
     throw Error(path + ": not JSON: " + e.what());
   }
@@ -185,14 +188,24 @@ SimInstance LoadSimInstance(const std::string& path) {
   const json& table =
       r.Array(r.At(doc, "pair_group_times", "pair_group_times"), "pair_group_times");
   for (size_t i = 0; i < table.size(); ++i) {
-    const std::string f = "pair_group_times[" + std::to_string(i) + "]";
-    if (!table[i].is_array() || table[i].size() != 3) r.Fail(f, "[a, b, time]", &table[i]);
-    const std::vector<OpId> pair{r.Int(table[i][0], f + "[0]", 0, n),
-                                 r.Int(table[i][1], f + "[1]", 0, n)};
+    const json& row = table[i];
+    // Field names are built only to report a bad row: ~10k rows per file.
+    const bool well_formed = row.is_array() && row.size() == 3 && row[0].is_number_integer() &&
+                             row[1].is_number_integer() && row[0].get<int64_t>() >= 0 &&
+                             row[0].get<int64_t>() < n && row[1].get<int64_t>() >= 0 &&
+                             row[1].get<int64_t>() < n && row[2].is_number();
+    if (!well_formed) {
+      const std::string f = "pair_group_times[" + std::to_string(i) + "]";
+      if (!row.is_array() || row.size() != 3) r.Fail(f, "[a, b, time]", &row);
+      r.Int(row[0], f + "[0]", 0, n);
+      r.Int(row[1], f + "[1]", 0, n);
+      r.Number(row[2], f + "[2]", 0);
+    }
+    const OpId pair[2] = {row[0].get<OpId>(), row[1].get<OpId>()};
     const double priced = stage_ms(pair, 0);
-    if (std::abs(r.Number(table[i][2], f + "[2]", 0) - priced) > 1e-6) {
-      r.Fail(f + "[2]", "the group time model's " + std::to_string(priced) + " within 1e-6",
-             &table[i][2]);
+    if (!(std::abs(row[2].get<double>() - priced) <= 1e-6)) {
+      r.Fail("pair_group_times[" + std::to_string(i) + "][2]",
+             "the group time model's " + std::to_string(priced) + " within 1e-6", &row[2]);
     }
   }
   sim.costs = std::make_shared<TableCosts>(sim.devices, sim.op_ms, std::move(transfer), stage_ms);
