@@ -100,6 +100,36 @@ TEST(ReferenceEvalTest, LowestIdListScheduleGivesTheCorrectedFiguresOfFormatMd) 
   EXPECT_NEAR(seq / mr, 1.48, 0.005);
 }
 
+TEST(ReferenceEvalTest, ThePriorityOrderGivesTheDesignsFiguresForTheReferenceMappings) {
+  // hios-design.md §0: the reference's own mappings and stages, list
+  // scheduled by descending p(v) instead of by id; pins Priorities.
+  IOS_REQUIRE_FIXTURE(kDir);
+  double lp_map = 0, mr_map = 0, lp_stages = 0, mr_stages = 0;
+  int n = 0;
+  for (const SimInstance* one : LoadAll(false)) {
+    const SimInstance& sim = *one;
+    const UpstreamResults& up = *sim.upstream;
+    const std::vector<OpId> order = PriorityOrder(sim.dag, *sim.costs);
+    std::vector<double> key = Priorities(sim.dag, *sim.costs);
+    for (double& k : key) k = -k;
+    auto latency = [&](const MultiSchedule& q) {
+      const Timeline t = Evaluate(sim.dag, *sim.costs, q);
+      EXPECT_TRUE(t.acyclic) << sim.path << ": " << t.problem;
+      return t.latency_ms;
+    };
+    lp_map += latency(SingletonSchedule(sim.devices, up.lp_device_of, order));
+    mr_map += latency(SingletonSchedule(sim.devices, up.mr_device_of, order));
+    lp_stages += latency(ListScheduleByKey(sim.dag, up.lp_stages, key));
+    mr_stages += latency(ListScheduleByKey(sim.dag, up.mr_stages, key));
+    ++n;
+  }
+  ASSERT_EQ(n, 78);
+  EXPECT_NEAR(lp_map / n, 140.31, 0.01);
+  EXPECT_NEAR(mr_map / n, 126.21, 0.01);
+  EXPECT_NEAR(lp_stages / n, 172.09, 0.01);
+  EXPECT_NEAR(mr_stages / n, 213.91, 0.01);
+}
+
 // Asserts finish(u) + transfer <= start(v) on every edge, here and in CheckTimeline.
 void ExpectEveryEdgeRespected(const SimInstance& sim, const MultiSchedule& q, const char* what) {
   const Timeline t = Evaluate(sim.dag, *sim.costs, q);
