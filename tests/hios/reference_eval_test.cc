@@ -182,22 +182,24 @@ TEST(ReferenceEvalTest, TheFixturesIdOrderStageListsAreReportedAsARealCycle) {
   IOS_REQUIRE_FIXTURE(kDir);
   for (const SimInstance* one : LoadAll(false)) {
     const SimInstance& sim = *one;
-    const MultiSchedule& q = sim.upstream->lp_stages;
-    const Timeline t = Evaluate(sim.dag, *sim.costs, q);
-    ASSERT_FALSE(t.acyclic) << sim.path;
-    ASSERT_GE(t.cycle.size(), 2u) << sim.path << ": " << t.problem;
-    for (size_t i = 0; i < t.cycle.size(); ++i) {
-      const StageRef from = t.cycle[i];
-      const StageRef to = t.cycle[(i + 1) % t.cycle.size()];
-      bool waits = from.device == to.device && from.index + 1 == to.index;
-      for (OpId v : q.stages[static_cast<size_t>(to.device)][static_cast<size_t>(to.index)]) {
-        for (EdgeId e : sim.dag.in_edges(v)) {
-          const auto& ops =
-              q.stages[static_cast<size_t>(from.device)][static_cast<size_t>(from.index)];
-          waits |= std::find(ops.begin(), ops.end(), sim.dag.edge(e).src) != ops.end();
+    for (const MultiSchedule* stages : {&sim.upstream->lp_stages, &sim.upstream->mr_stages}) {
+      const MultiSchedule& q = *stages;
+      const Timeline t = Evaluate(sim.dag, *sim.costs, q);
+      ASSERT_FALSE(t.acyclic) << sim.path;
+      ASSERT_GE(t.cycle.size(), 2u) << sim.path << ": " << t.problem;
+      for (size_t i = 0; i < t.cycle.size(); ++i) {
+        const StageRef from = t.cycle[i];
+        const StageRef to = t.cycle[(i + 1) % t.cycle.size()];
+        bool waits = from.device == to.device && from.index + 1 == to.index;
+        for (OpId v : q.stages[static_cast<size_t>(to.device)][static_cast<size_t>(to.index)]) {
+          for (EdgeId e : sim.dag.in_edges(v)) {
+            const auto& ops =
+                q.stages[static_cast<size_t>(from.device)][static_cast<size_t>(from.index)];
+            waits |= std::find(ops.begin(), ops.end(), sim.dag.edge(e).src) != ops.end();
+          }
         }
+        EXPECT_TRUE(waits) << sim.path << ": " << t.problem;
       }
-      EXPECT_TRUE(waits) << sim.path << ": " << t.problem;
     }
   }
 }
