@@ -23,7 +23,8 @@ class Dag {
   //! is a self-loop or a duplicate, or the edges form a cycle (naming one op on it).
   static Dag Make(int ops, std::vector<Edge> edges);
 
-  int ops() const { return static_cast<int>(in_begin_.size()) - 1; }
+  //! A default-constructed Dag is empty.
+  int ops() const { return in_begin_.empty() ? 0 : static_cast<int>(in_begin_.size()) - 1; }
   int edge_count() const { return static_cast<int>(edges_.size()); }
   const std::vector<Edge>& edges() const { return edges_; }
   const Edge& edge(EdgeId e) const { return edges_[static_cast<size_t>(e)]; }

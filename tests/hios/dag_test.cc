@@ -17,6 +17,11 @@ TEST(DagTest, TopologicalOrderTakesTheSmallestReadyIdFirst) {
   EXPECT_EQ(dag.edge(dag.in_edges(0)[0]).src, 1);
 }
 
+TEST(DagTest, ADefaultDagHasNoOperators) {
+  EXPECT_EQ(Dag().ops(), 0);
+  EXPECT_EQ(Dag::Make(0, {}).ops(), 0);
+}
+
 TEST(DagTest, RefusesACycleAnOutOfRangeEndASelfLoopAndADuplicate) {
   EXPECT_THROW(Dag::Make(3, {{0, 1}, {1, 2}, {2, 0}}), Error);
   EXPECT_THROW(Dag::Make(2, {{0, 2}}), Error);
