@@ -24,6 +24,9 @@ class Costs {
   //! Wait charged on edge `edge` when its source runs on `from` and its
   //! destination on `to`; callers never ask for from == to (that costs 0).
   virtual double TransferMs(EdgeId edge, int from, int to) const = 0;
+  //! True when every device prices everything alike (and every link is the
+  //! same), so a search may treat devices as interchangeable.
+  virtual bool identical_devices() const { return false; }
 };
 
 //! Identical devices priced from vectors: the fixtures and the tests.
@@ -43,6 +46,7 @@ class TableCosts : public Costs {
   double TransferMs(EdgeId edge, int, int) const override {
     return transfer_ms_[static_cast<size_t>(edge)];
   }
+  bool identical_devices() const override { return true; }
 
  private:
   int devices_;

@@ -3,44 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <numeric>
 
 #include "hios/schedule.h"
 #include "hios/sim_instance.h"
+#include "tests/hios/sim_fixtures.h"
 #include "tests/testing/paths.h"
 
 namespace ios::hios {
 namespace {
 
-const std::string kDir = IOS_HIOS_INSTANCES;
-
-// Every instance, loaded once for the whole file (about 60 ms each): the 78
-// the reference completed first (sorted by path), then the 22 it did not.
-const std::vector<SimInstance>& AllInstances() {
-  static const std::vector<SimInstance> all = [] {
-    std::vector<SimInstance> loaded;
-    for (const std::string& dir : {kDir, kDir + "/upstream_failed"}) {
-      std::vector<std::string> paths;
-      for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-        if (entry.path().extension() == ".json") paths.push_back(entry.path().string());
-      }
-      std::sort(paths.begin(), paths.end());
-      for (const std::string& path : paths) loaded.push_back(LoadSimInstance(path));
-    }
-    return loaded;
-  }();
-  return all;
-}
-
-// The 78 instances the reference completed, or with `failed` also the 22 it did not.
-std::vector<const SimInstance*> LoadAll(bool failed) {
-  std::vector<const SimInstance*> chosen;
-  for (const SimInstance& sim : AllInstances()) {
-    if (failed || sim.upstream_error.empty()) chosen.push_back(&sim);
-  }
-  return chosen;
-}
+using fixtures::LoadAll;
+const std::string& kDir = fixtures::kInstanceDir;
 
 std::vector<OpId> IdOrder(int n) {
   std::vector<OpId> ids(static_cast<size_t>(n));
