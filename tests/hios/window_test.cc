@@ -130,20 +130,18 @@ TEST(WindowTest, StartsAtTheVisitedOperatorsOwnStage) {
     EXPECT_EQ(LatencyOf(dag, costs, out), 4);
   }
   {
-    // Four independent ops of 4, 3, 2, 1 ms (visited in that order), any
-    // pair at 3/4 of its sum. At 0: {0,1} in 5.25. At 1: its stage is now
-    // {0,1}, full. At 2: its CURRENT stage is index 1 (index 2 before the
-    // first merge, now 3's): {2,3} in 2.25. 5.25 + 2.25 = 7.5 ms; a stale
-    // index would leave [2][3] apart: 8.25 ms.
-    const Dag dag = Dag::Make(4, {});
-    const TableCosts costs(1, {4, 3, 2, 1}, {}, [](std::span<const OpId> ops, int) {
-      double sum = 0;
-      for (OpId op : ops) sum += 4 - op;
-      return 0.75 * sum;
-    });
-    const MultiSchedule out = Parallelize(dag, costs, {{{{0}, {1}, {2}, {3}}}}, {});
+    // One device runs a=0 (2 ms), b=1 (4), x=2 (1), y=3 (4.5) with b -> x;
+    // priorities b 5, y 4.5, a 2, x 1 visit b, y, a, x. At b: {b,x} is
+    // dependent. At y: the last stage. At a: {a,b} in 4 ms, 11.5 -> 9.5. At
+    // x: its CURRENT stage is index 1 ({x,y} in 4.5 ms: 8.5); its index
+    // before the merge, 2, now holds y, the last stage: nothing to merge.
+    const Dag dag = Dag::Make(4, {{1, 2}});
+    const TableCosts costs = Priced(1, {2, 4, 1, 4.5}, {0}, {{{0, 1}, 4}, {{2, 3}, 4.5}});
+    const MultiSchedule q{{{{0}, {1}, {2}, {3}}}};
+    ASSERT_EQ(PriorityOrder(dag, costs), (std::vector<OpId>{1, 3, 0, 2}));
+    const MultiSchedule out = Parallelize(dag, costs, q, {});
     EXPECT_EQ(out.stages, (Stages{{{0, 1}, {2, 3}}}));
-    EXPECT_EQ(LatencyOf(dag, costs, out), 7.5);
+    EXPECT_EQ(LatencyOf(dag, costs, out), 8.5);
   }
 }
 
