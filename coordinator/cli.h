@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "coordinator/farm.h"
+#include "coordinator/multi_device.h"
 #include "coordinator/search.h"
 
 namespace ios::coordinator::cli {
@@ -31,6 +32,9 @@ struct CliOptions {
   std::vector<std::string> unused_by_evaluate;  // given options --evaluate ignores
   SearchOptions search;
   FarmOptions farm;
+  //! --devices with more than one device: a HIOS schedule over them too.
+  int device_count = 1;
+  MultiDeviceOptions multi;
 };
 
 //! What is wrong with --device or --bind, before anything is opened or

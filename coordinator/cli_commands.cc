@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -176,7 +177,24 @@ int Search(CliOptions cli) {
   record.measure_s = outcome.measure_s;
   record.solve_s = outcome.solve_s;
   record.started_at = started_at;
-  if (!cli.out.empty()) WriteOutput(cli.out, schedule_json);  // fails before anything is recorded
+  // With --devices: HIOS over them, from the same DB and farm; its file is the output.
+  std::optional<MultiDeviceOutcome> multi;
+  std::string out_json = schedule_json;
+  if (cli.device_count > 1) {
+    multi = ScheduleMultiDevice(graph, cli.multi, cli.search, *store, *farm, std::ref(progress));
+    MultiScheduleInfo multi_info;
+    multi_info.model = model_name;
+    multi_info.batch_size = cli.search.batch_size;
+    multi_info.mapper = hios::ToString(cli.multi.hios.mapper);
+    multi_info.window = cli.multi.hios.window.window;
+    multi_info.streams = cli.multi.hios.window.streams;
+    multi_info.simulated = outcome.device.simulated;
+    multi_info.predicted_ms = multi->hios.final_ms;
+    multi_info.single_device_ms = returned.latency_ms;
+    if (cli.baselines) multi_info.sequential_ms = outcome.sequential.latency_ms;
+    out_json = MultiScheduleToJson(graph, multi->schedule, multi_info);
+  }
+  if (!cli.out.empty()) WriteOutput(cli.out, out_json);  // fails before anything is recorded
   store->RecordSearch(record);
   if (cli.out != "-") {
     std::cout << (outcome.ReturnedName() == "ios"
@@ -189,7 +207,18 @@ int Search(CliOptions cli) {
       outcome.greedy.latency_ms = NAN;
     }
     std::cout << FormatReport(graph, outcome) << FormatVerification(outcome);
-    if (!cli.out.empty()) std::cout << "schedule written to " << cli.out << "\n";
+    if (multi) {
+      std::cout << "\n" << FormatMultiDevice(graph, *multi, cli.multi, outcome.device.simulated);
+      std::printf("  speed-up over one device's schedule (%s, %.3f ms): %.2fx%s\n",
+                  outcome.ReturnedName().c_str(), returned.latency_ms,
+                  returned.latency_ms / multi->hios.final_ms,
+                  outcome.device.simulated ? " (simulated)" : "");
+      std::fflush(stdout);
+    }
+    if (!cli.out.empty()) {
+      std::cout << (multi ? "multi-device schedule" : "schedule") << " written to " << cli.out
+                << "\n";
+    }
     std::cout.flush();
     std::cout << FormatWorkers(farm->Workers());
   }

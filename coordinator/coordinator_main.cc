@@ -35,15 +35,38 @@ int main(int argc, char** argv) {
   app.add_option("--batch,-b", cli.search.batch_size, "batch size")
       ->default_val(1)
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option(
-         "--device", cli.device,
-         "device to measure on (" + devices::BuiltinRegistry().Grammars() +
-             "): the embedded workers' backend (cpu: this machine's CPU through oneDNN; sim: "
-             "simulated GPUs), and which ios-worker processes may serve the search (those "
-             "whose device name, backend or fingerprint it equals); cuda: NVIDIA GPUs, "
-             "measured by ios-worker processes: with --bind, those you start "
-             "(`ios-worker --backend cuda`); without, one this tool starts itself (docs/gpu.md)")
-      ->default_val("cpu");
+  CLI::Option* device_option =
+      app.add_option(
+             "--device", cli.device,
+             "device to measure on (" + devices::BuiltinRegistry().Grammars() +
+                 "): the embedded workers' backend (cpu: this machine's CPU through oneDNN; sim: "
+                 "simulated GPUs), and which ios-worker processes may serve the search (those "
+                 "whose device name, backend or fingerprint it equals); cuda: NVIDIA GPUs, "
+                 "measured by ios-worker processes: with --bind, those you start "
+                 "(`ios-worker --backend cuda`); without, one this tool starts itself "
+                 "(docs/gpu.md)")
+          ->default_val("cpu");
+  std::string devices, mapper = "lp", link;
+  CLI::Option* devices_option = app.add_option(
+      "--devices", devices,
+      "schedule one inference over several identical devices (HIOS): BASExN (sim:v100x4, cpux2) "
+      "or names separated by ';'; the IOS search on one of them runs first, as the baseline");
+  app.add_option("--multi-gpu", mapper,
+                 "with --devices: map operators by longest paths (lp) or mapping recording (mr)")
+      ->default_val(mapper)
+      ->check(CLI::IsMember({"lp", "mr"}));
+  app.add_option("--window", cli.multi.hios.window.window,
+                 "with --devices: stages one sliding window may merge on a device (1: none)")
+      ->default_val(cli.multi.hios.window.window)
+      ->check(CLI::Range(1, 64));
+  app.add_option("--streams", cli.multi.hios.window.streams,
+                 "with --devices: operators one merged stage may run side by side")
+      ->default_val(cli.multi.hios.window.streams)
+      ->check(CLI::Range(1, 64));
+  CLI::Option* link_option = app.add_option(
+      "--link", link,
+      "with --devices: the link between devices: nvlink, pcie, host, or GBPS:US (default: "
+      "nvlink for sim, host for cpu, pcie otherwise; modelled, not measured)");
   app.add_option("--strategy", cli.strategy, "stage strategies the DP may use")
       ->default_val("both")
       ->check(CLI::IsMember({"both", "parallel", "merge"}));
@@ -214,6 +237,30 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   cli.bind_given = bind_option->count() > 0;
+  if (devices_option->count() > 0) {
+    try {
+      const DeviceList list = ParseDeviceList(devices);
+      if (device_option->count() > 0 && cli.device != list.device) {
+        std::fprintf(stderr, "ios-coordinator: error: --device %s and --devices %s disagree\n",
+                     cli.device.c_str(), devices.c_str());
+        return 2;
+      }
+      cli.device = list.device;
+      cli.device_count = list.count;
+      cli.multi.devices = list.count;
+      cli.multi.hios.mapper = hios::ParseMapper(mapper);
+      // Core groups of one cpu copy through host memory; simulated GPUs
+      // model V100s with NVLink; real GPUs are assumed on PCIe.
+      const std::string& kind = devices::BuiltinRegistry().Get(cli.device).prefix;
+      cli.multi.link = link_option->count() > 0 ? hios::ParseLink(link)
+                       : kind == "cpu"          ? hios::PresetLink(hios::LinkKind::kHost)
+                       : kind == "sim"          ? hios::PresetLink(hios::LinkKind::kNvlink)
+                                                : hios::PresetLink(hios::LinkKind::kPcie);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "ios-coordinator: error: %s\n", e.what());
+      return 2;
+    }
+  }
   // The device's kind decides its defaults, not the look of its name.
   const DeviceTiming timing = devices::BuiltinRegistry().TimingOf(cli.device);
   {

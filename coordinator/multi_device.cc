@@ -1,0 +1,224 @@
+#include "coordinator/multi_device.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "common/error.h"
+
+namespace ios::coordinator {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+NodeId NodeOf(hios::OpId op) { return op + 1; }
+
+// Operator and stage prices from the farm; copies from the link model.
+class GraphCosts : public hios::Costs {
+ public:
+  GraphCosts(int devices, std::vector<double> op_ms, std::vector<double> transfer_ms)
+      : devices_(devices), op_ms_(std::move(op_ms)), transfer_ms_(std::move(transfer_ms)) {}
+
+  int devices() const override { return devices_; }
+  double OpMs(hios::OpId op, int) const override { return op_ms_[static_cast<size_t>(op)]; }
+  double StageMs(std::span<const hios::OpId> ops, int) const override {
+    if (ops.size() == 1) return op_ms_[static_cast<size_t>(ops[0])];
+    std::vector<hios::OpId> key(ops.begin(), ops.end());
+    std::sort(key.begin(), key.end());
+    const auto it = stage_ms_.find(key);
+    return it == stage_ms_.end() ? kInf : it->second;
+  }
+  double TransferMs(hios::EdgeId edge, int, int) const override {
+    return transfer_ms_[static_cast<size_t>(edge)];
+  }
+  bool identical_devices() const override { return true; }
+
+  //! Not thread-safe: called before the window runs.
+  void SetStageMs(std::vector<hios::OpId> ops, double ms) {
+    std::sort(ops.begin(), ops.end());
+    stage_ms_[std::move(ops)] = ms;
+  }
+
+ private:
+  int devices_;
+  std::vector<double> op_ms_, transfer_ms_;
+  std::map<std::vector<hios::OpId>, double> stage_ms_;
+};
+
+// A HIOS stage as the farm measures it: one group (stream) per operator.
+Stage StageOfOps(const std::vector<hios::OpId>& ops) {
+  Stage stage;
+  stage.strategy = Strategy::kParallel;
+  for (hios::OpId op : ops) stage.groups.push_back({NodeOf(op)});
+  return stage;
+}
+
+int64_t OutputBytes(const Graph& graph, NodeId node, int batch) {
+  const Shape& s = graph.node(node).output;
+  return int64_t{batch} * s.c * s.h * s.w * 4;
+}
+
+}  // namespace
+
+DeviceList ParseDeviceList(const std::string& text) {
+  const std::string expected =
+      "expected BASExN (e.g. sim:v100x4, cpux2) or identical device names separated by ';'";
+  if (text.empty()) throw Error("--devices: empty; " + expected);
+  if (text.find(';') != std::string::npos) {
+    DeviceList list{"", 0};
+    size_t from = 0;
+    while (true) {
+      const size_t end = text.find(';', from);
+      const std::string name = text.substr(from, end == std::string::npos ? end : end - from);
+      if (name.empty()) throw Error("--devices '" + text + "': an empty name; " + expected);
+      if (list.count > 0 && name != list.device) {
+        throw Error("--devices '" + text + "': '" + name + "' differs from '" + list.device +
+                    "': devices of one schedule must be identical for now; " + expected);
+      }
+      list.device = name;
+      ++list.count;
+      if (end == std::string::npos) return list;
+      from = end + 1;
+    }
+  }
+  const size_t x = text.find_last_of('x');
+  if (x != std::string::npos && x > 0 && x + 1 < text.size() &&
+      text.find_first_not_of("0123456789", x + 1) == std::string::npos && text.size() - x <= 4) {
+    const int count = std::stoi(text.substr(x + 1));
+    if (count < 1) throw Error("--devices '" + text + "': a count of 0; " + expected);
+    return {text.substr(0, x), count};
+  }
+  return {text, 1};
+}
+
+hios::Dag DagOfGraph(const Graph& graph) {
+  std::vector<hios::Edge> edges;
+  for (NodeId v = 1; v < static_cast<NodeId>(graph.nodes.size()); ++v) {
+    std::set<NodeId> producers;
+    for (const Term& term : graph.node(v).inputs) {
+      for (const Slice& slice : term) {
+        if (slice.producer > 0) producers.insert(slice.producer);
+      }
+    }
+    for (NodeId p : producers) edges.push_back({p - 1, v - 1});
+  }
+  return hios::Dag::Make(graph.OperatorCount(), std::move(edges));
+}
+
+MultiDeviceOutcome ScheduleMultiDevice(
+    const Graph& graph, const MultiDeviceOptions& options, const SearchOptions& search,
+    db::ProfileStore& store, Measurer& measurer,
+    const std::function<void(const MeasureProgress&)>& progress) {
+  if (options.devices < 1) {
+    throw Error("multi-device: expected at least one device, found " +
+                std::to_string(options.devices));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  MultiDeviceOutcome out;
+  const hios::Dag dag = DagOfGraph(graph);
+  StageKeyer keyer(graph);
+
+  // Prices `stages` through the DB and the farm, in one batch.
+  auto price = [&](const std::vector<std::vector<hios::OpId>>& sets) {
+    SearchPlan plan;
+    std::vector<int> ids;
+    for (const auto& ops : sets) ids.push_back(plan.Intern(keyer, StageOfOps(ops)));
+    const LatencyTable table = MeasureStages(graph, plan, store, measurer, search, progress);
+    out.stages_measured += table.stats.measured;
+    out.stages_reused += table.stats.reused;
+    out.stages_failed += table.stats.failed;
+    std::vector<double> ms;
+    for (int id : ids) ms.push_back(table.latency_ms[static_cast<size_t>(id)]);
+    return ms;
+  };
+
+  std::vector<std::vector<hios::OpId>> singletons;
+  for (hios::OpId op = 0; op < dag.ops(); ++op) singletons.push_back({op});
+  const std::vector<double> op_ms = price(singletons);
+  for (hios::OpId op = 0; op < dag.ops(); ++op) {
+    if (!std::isfinite(op_ms[static_cast<size_t>(op)])) {
+      throw Error("multi-device: operator " + graph.node(NodeOf(op)).name +
+                  " could not be measured on " + measurer.Device().name);
+    }
+  }
+  std::vector<double> transfer_ms;
+  for (const hios::Edge& e : dag.edges()) {
+    transfer_ms.push_back(options.link.Ms(OutputBytes(graph, NodeOf(e.src), search.batch_size)));
+  }
+  GraphCosts costs(options.devices, op_ms, std::move(transfer_ms));
+  double prefetch_s = 0;
+  out.hios = hios::Schedule(dag, costs, options.hios, [&](const auto& candidates) {
+    const auto prefetch_start = std::chrono::steady_clock::now();
+    const std::vector<double> ms = price(candidates);
+    for (size_t i = 0; i < candidates.size(); ++i) costs.SetStageMs(candidates[i], ms[i]);
+    prefetch_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - prefetch_start).count();
+  });
+  out.hios.window_s -= prefetch_s;  // the window's own time, not the farm's
+  out.measure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() -
+                  out.hios.map_s - out.hios.window_s;
+
+  MultiDeviceSchedule& schedule = out.schedule;
+  schedule.devices.assign(static_cast<size_t>(options.devices), measurer.Device().name);
+  schedule.device_of.assign(graph.nodes.size(), -1);
+  schedule.stages.resize(static_cast<size_t>(options.devices));
+  out.loads.resize(static_cast<size_t>(options.devices));
+  for (int d = 0; d < options.devices; ++d) {
+    DeviceLoad& load = out.loads[static_cast<size_t>(d)];
+    for (const auto& ops : out.hios.final.stages[static_cast<size_t>(d)]) {
+      for (hios::OpId op : ops) schedule.device_of[static_cast<size_t>(NodeOf(op))] = d;
+      schedule.stages[static_cast<size_t>(d)].push_back(StageOfOps(ops));
+      load.operators += static_cast<int>(ops.size());
+      ++load.stages;
+      if (ops.size() > 1) ++load.merged_stages;
+      load.busy_ms += costs.StageMs(ops, d);
+    }
+  }
+  out.transfers = MultiTransfers(graph, schedule, search.batch_size);
+  for (const Transfer& t : out.transfers) out.transfer_ms += options.link.Ms(t.bytes);
+  return out;
+}
+
+std::string FormatMultiDevice(const Graph& graph, const MultiDeviceOutcome& outcome,
+                              const MultiDeviceOptions& options, bool simulated) {
+  (void)graph;
+  const char* sim = simulated ? " (simulated)" : "";
+  std::string text;
+  char line[256];
+  std::snprintf(line, sizeof line, "HIOS-%s on %d devices, link %s, window %d, streams %d%s:\n",
+                options.hios.mapper == hios::Mapper::kLp ? "LP" : "MR", options.devices,
+                hios::Describe(options.link).c_str(), options.hios.window.window,
+                options.hios.window.streams, sim);
+  text += line;
+  text += "  device  operators  stages  merged  busy ms\n";
+  for (size_t d = 0; d < outcome.loads.size(); ++d) {
+    const DeviceLoad& l = outcome.loads[d];
+    std::snprintf(line, sizeof line, "  %6zu  %9d  %6d  %6d  %7.3f\n", d, l.operators, l.stages,
+                  l.merged_stages, l.busy_ms);
+    text += line;
+  }
+  std::snprintf(
+      line, sizeof line,
+      "  copies: %zu (%.3f ms on the link in all)\n"
+      "  predicted latency: mapping %.3f ms, after the window %.3f ms%s; one device "
+      "without merging %.3f ms%s\n",
+      outcome.transfers.size(), outcome.transfer_ms, outcome.hios.mapped_ms, outcome.hios.final_ms,
+      sim, outcome.hios.one_device_ms,
+      outcome.hios.one_device_won ? " (faster than the mapping: kept on one device)" : "");
+  text += line;
+  std::snprintf(line, sizeof line,
+                "  scheduling: mapping %.3f s, window %.3f s; pricing %.1f s (%lld measured, %lld "
+                "reused, %lld failed)\n",
+                outcome.hios.map_s, outcome.hios.window_s, outcome.measure_s,
+                static_cast<long long>(outcome.stages_measured),
+                static_cast<long long>(outcome.stages_reused),
+                static_cast<long long>(outcome.stages_failed));
+  text += line;
+  return text;
+}
+
+}  // namespace ios::coordinator

@@ -1,0 +1,75 @@
+// One inference over several identical devices (HIOS, issue 23): the
+// operators' and the window's stages priced through the farm and the
+// profiling DB like any IOS stage, copies priced by a link model, and the
+// HIOS schedule turned into the multi-device schedule file's form.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/graph.h"
+#include "coordinator/measurer.h"
+#include "coordinator/multi_schedule.h"
+#include "coordinator/search.h"
+#include "db/profile_store.h"
+#include "hios/dag.h"
+#include "hios/hios.h"
+#include "hios/link.h"
+
+namespace ios::coordinator {
+
+struct MultiDeviceOptions {
+  int devices = 2;  // identical devices of the measurer's class
+  hios::HiosOptions hios;
+  hios::Link link = hios::PresetLink(hios::LinkKind::kNvlink);
+};
+
+//! `--devices`: identical devices of one class, as the farm measures one
+//! and the schedule places operators on several.
+struct DeviceList {
+  std::string device;  // a name --device takes
+  int count = 1;
+};
+
+//! "BASExN" (sim:v100x4, cpux2: N >= 1 devices named BASE) or device names
+//! separated by ';' (a name may itself hold ','), all the same name.
+//! Throws ios::Error naming the text and what is expected.
+DeviceList ParseDeviceList(const std::string& text);
+
+//! Operators are nodes 1..N-1 of `graph` as hios ops 0..N-2; one edge per
+//! (producer, consumer) pair, the network input (node 0) left out: every
+//! device holds it before a run.
+hios::Dag DagOfGraph(const Graph& graph);
+
+//! Per device: what it runs and how long it is busy.
+struct DeviceLoad {
+  int operators = 0, stages = 0, merged_stages = 0;
+  double busy_ms = 0;  // its stages' prices summed
+};
+
+struct MultiDeviceOutcome {
+  MultiDeviceSchedule schedule;  // device names: the measurer's device, repeated
+  hios::HiosResult hios;
+  std::vector<Transfer> transfers;
+  std::vector<DeviceLoad> loads;
+  double transfer_ms = 0;  // every copy's link price summed
+  int64_t stages_measured = 0, stages_reused = 0, stages_failed = 0;
+  double measure_s = 0;  // pricing operators and window candidates
+};
+
+//! Prices every operator and every stage the window may ask for on the
+//! measurer's device (stored results reused, misses measured and stored),
+//! then runs HIOS. A stage that failed to measure is never chosen. Throws
+//! ios::Error when an operator cannot be measured.
+MultiDeviceOutcome ScheduleMultiDevice(
+    const Graph& graph, const MultiDeviceOptions& options, const SearchOptions& search,
+    db::ProfileStore& store, Measurer& measurer,
+    const std::function<void(const MeasureProgress&)>& progress = {});
+
+//! The per-device table the coordinator prints.
+std::string FormatMultiDevice(const Graph& graph, const MultiDeviceOutcome& outcome,
+                              const MultiDeviceOptions& options, bool simulated);
+
+}  // namespace ios::coordinator
