@@ -182,6 +182,11 @@ int Search(CliOptions cli) {
   std::string out_json = schedule_json;
   if (cli.device_count > 1) {
     multi = ScheduleMultiDevice(graph, cli.multi, cli.search, *store, *farm, std::ref(progress));
+    // More devices must never cost more: where HIOS loses to the one-device
+    // schedule, that schedule is written, on device 0.
+    if (!(multi->hios.final_ms < returned.latency_ms)) {
+      KeepOnOneDevice(graph, returned, cli.search.batch_size, *multi);
+    }
     MultiScheduleInfo multi_info;
     multi_info.model = model_name;
     multi_info.batch_size = cli.search.batch_size;
@@ -189,7 +194,7 @@ int Search(CliOptions cli) {
     multi_info.window = cli.multi.hios.window.window;
     multi_info.streams = cli.multi.hios.window.streams;
     multi_info.simulated = outcome.device.simulated;
-    multi_info.predicted_ms = multi->hios.final_ms;
+    multi_info.predicted_ms = multi->predicted_ms;
     multi_info.single_device_ms = returned.latency_ms;
     if (cli.baselines) multi_info.sequential_ms = outcome.sequential.latency_ms;
     out_json = MultiScheduleToJson(graph, multi->schedule, multi_info);
@@ -213,6 +218,9 @@ int Search(CliOptions cli) {
                   outcome.ReturnedName().c_str(), returned.latency_ms,
                   returned.latency_ms / multi->hios.final_ms,
                   outcome.device.simulated ? " (simulated)" : "");
+      if (multi->one_device_kept) {
+        std::printf("  written: the one-device schedule on device 0 (HIOS is not faster here)\n");
+      }
       std::fflush(stdout);
     }
     if (!cli.out.empty()) {

@@ -180,7 +180,30 @@ MultiDeviceOutcome ScheduleMultiDevice(
   }
   out.transfers = MultiTransfers(graph, schedule, search.batch_size);
   for (const Transfer& t : out.transfers) out.transfer_ms += options.link.Ms(t.bytes);
+  out.predicted_ms = out.hios.final_ms;
   return out;
+}
+
+void KeepOnOneDevice(const Graph& graph, const Schedule& single, int batch_size,
+                     MultiDeviceOutcome& outcome) {
+  MultiDeviceSchedule& schedule = outcome.schedule;
+  for (auto& stages : schedule.stages) stages.clear();
+  std::fill(schedule.device_of.begin() + 1, schedule.device_of.end(), 0);
+  for (DeviceLoad& load : outcome.loads) load = {};
+  DeviceLoad& load = outcome.loads[0];
+  for (const auto& block : single.blocks) {
+    for (const ScheduledStage& s : block) {
+      schedule.stages[0].push_back(s.stage);
+      load.operators += s.stage.OperatorCount();
+      ++load.stages;
+      if (s.stage.OperatorCount() > 1) ++load.merged_stages;
+      load.busy_ms += s.latency_ms;
+    }
+  }
+  outcome.transfers = MultiTransfers(graph, schedule, batch_size);
+  outcome.transfer_ms = 0;
+  outcome.predicted_ms = single.latency_ms;
+  outcome.one_device_kept = true;
 }
 
 std::string FormatMultiDevice(const Graph& graph, const MultiDeviceOutcome& outcome,

@@ -55,6 +55,10 @@ struct MultiDeviceOutcome {
   std::vector<Transfer> transfers;
   std::vector<DeviceLoad> loads;
   double transfer_ms = 0;  // every copy's link price summed
+  //! The schedule's predicted latency: HIOS's, or the one-device
+  //! schedule's after KeepOnOneDevice.
+  double predicted_ms = 0;
+  bool one_device_kept = false;
   int64_t stages_measured = 0, stages_reused = 0, stages_failed = 0;
   double measure_s = 0;  // pricing operators and window candidates
 };
@@ -67,6 +71,12 @@ MultiDeviceOutcome ScheduleMultiDevice(
     const Graph& graph, const MultiDeviceOptions& options, const SearchOptions& search,
     db::ProfileStore& store, Measurer& measurer,
     const std::function<void(const MeasureProgress&)>& progress = {});
+
+//! Replaces outcome.schedule by `single`'s stages all on device 0 (IOS's
+//! merged and multi-group stages included), with no copies: what to run
+//! when HIOS does not beat one device.
+void KeepOnOneDevice(const Graph& graph, const Schedule& single, int batch_size,
+                     MultiDeviceOutcome& outcome);
 
 //! The per-device table the coordinator prints.
 std::string FormatMultiDevice(const Graph& graph, const MultiDeviceOutcome& outcome,

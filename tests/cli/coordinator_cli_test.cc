@@ -436,10 +436,64 @@ TEST_F(CoordinatorCliTest, ListModelsNamesTheFourZooModels) {
 TEST_F(CoordinatorCliTest, HelpExitsZeroAndDescribesEveryOption) {
   const CliResult r = Coordinator("--help");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* option : {"--model", "--batch", "--device", "--strategy", "--db", "--out",
-                             "--evaluate", "-r", "-s"}) {
+  for (const char* option :
+       {"--model", "--batch", "--device", "--strategy", "--db", "--out", "--evaluate", "-r", "-s",
+        "--devices", "--multi-gpu", "--window", "--streams", "--link"}) {
     EXPECT_THAT(r.out, HasSubstr(option));
   }
+}
+
+// ------------------------------------------------------------ --devices (HIOS)
+
+TEST_F(CoordinatorCliTest, DevicesSchedulesOverSeveralDevicesAndWritesTheMultiDeviceFile) {
+  const CliResult r =
+      Coordinator("--model randwire --devices sim:v100x4 --multi-gpu mr --db p.db -q -o m.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("HIOS-MR on 4 devices, link nvlink"));
+  EXPECT_THAT(r.out, HasSubstr("speed-up over one device's schedule"));
+  EXPECT_THAT(r.out, HasSubstr("multi-device schedule written to m.json"));
+  const json file = json::parse(ReadFile(Path("m.json")));
+  EXPECT_EQ(file["format"], "ios-farm-multi/v1");
+  EXPECT_EQ(file["devices"].size(), 4u);
+  EXPECT_EQ(file["mapper"], "mr");
+  EXPECT_TRUE(file["simulated"].get<bool>());
+  // Whichever schedule was written, its device loads list every operator.
+  long long operators = 0;
+  for (long long d = 0; d < 4; ++d) {
+    operators +=
+        Number(r.out, "\n +" + std::to_string(d) + " +([0-9]+) +[0-9]+ +[0-9]+ +[0-9.]+\n");
+  }
+  EXPECT_EQ(operators, static_cast<long long>(file["device_of"].size()))
+      << r.out;  // operators only
+}
+
+TEST_F(CoordinatorCliTest, DevicesWhereHiosLosesWritesTheOneDeviceSchedule) {
+  // SqueezeNet's fire modules are too small for copies between devices.
+  const CliResult r = Coordinator("--model squeezenet --devices sim:v100x2 --db p.db -q -o m.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("written: the one-device schedule on device 0"));
+  const json file = json::parse(ReadFile(Path("m.json")));
+  EXPECT_TRUE(file["transfers"].empty());
+  EXPECT_TRUE(file["stages"][1].empty());
+}
+
+TEST_F(CoordinatorCliTest, DevicesRefusesMixedDevicesADisagreeingDeviceAndAnUnknownLink) {
+  const struct {
+    const char* args;
+    const char* message;
+  } cases[] = {
+      {"--devices 'sim:v100;sim:k80'", "differs from 'sim:v100'"},
+      {"--devices sim:v100x2 --device sim:k80",
+       "--device sim:k80 and --devices sim:v100x2 disagree"},
+      {"--devices sim:v100x2 --link fast", "expected nvlink, pcie, host, or GBPS:US"},
+      {"--devices sim:v100x2 --multi-gpu best", "--multi-gpu"},
+  };
+  for (const auto& c : cases) {
+    const CliResult r = Coordinator(std::string("--model squeezenet --db p.db -q ") + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.out << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << c.args;
+  }
+  EXPECT_FALSE(fs::exists(Path("p.db"))) << "a usage error must not open the DB";
 }
 
 // ------------------------------------------------------------------- ios-db

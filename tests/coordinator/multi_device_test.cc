@@ -1,0 +1,101 @@
+#include "coordinator/multi_device.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "common/error.h"
+#include "common/zoo.h"
+#include "db/profile_store.h"
+#include "tests/coordinator/search_testing.h"
+
+namespace ios::coordinator {
+namespace {
+
+using testing::CountingMeasurer;
+using testing::DefaultOptions;
+
+TEST(MultiDeviceTest, ParsesACountedDeviceOrIdenticalNames) {
+  const auto parsed = [](const std::string& text) {
+    const DeviceList list = ParseDeviceList(text);
+    return list.device + " x" + std::to_string(list.count);
+  };
+  EXPECT_EQ(parsed("sim:v100x4"), "sim:v100 x4");
+  EXPECT_EQ(parsed("cpux2"), "cpu x2");
+  EXPECT_EQ(parsed("cpu,threads=1;cpu,threads=1"), "cpu,threads=1 x2");
+  EXPECT_EQ(parsed("sim:2080ti"), "sim:2080ti x1");
+  for (const char* bad : {"", "sim:v100;sim:k80", "cpu;;cpu", "cpu;", "sim:v100x0"}) {
+    EXPECT_THROW(ParseDeviceList(bad), Error) << "'" << bad << "'";
+  }
+}
+
+TEST(MultiDeviceTest, DagOfAGraphHasOneEdgePerProducerAndLeavesTheInputOut) {
+  const Graph g = BuildZooModel("squeezenet");
+  const hios::Dag dag = DagOfGraph(g);
+  ASSERT_EQ(dag.ops(), g.OperatorCount());
+  size_t pairs = 0;
+  for (NodeId v = 1; v < static_cast<NodeId>(g.nodes.size()); ++v) {
+    std::set<NodeId> producers;
+    for (const Term& term : g.node(v).inputs) {
+      for (const Slice& s : term) {
+        if (s.producer > 0) producers.insert(s.producer);
+      }
+    }
+    pairs += producers.size();
+    for (hios::EdgeId e : dag.in_edges(v - 1)) {
+      EXPECT_EQ(producers.count(dag.edge(e).src + 1), 1u) << g.node(v).name;
+    }
+  }
+  EXPECT_EQ(static_cast<size_t>(dag.edge_count()), pairs);
+}
+
+TEST(MultiDeviceTest, SchedulesEveryOperatorOnceAndASecondRunMeasuresNothing) {
+  const Graph g = BuildZooModel("randwire");
+  auto store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer measurer;
+  MultiDeviceOptions options;
+  options.devices = 4;
+  const MultiDeviceOutcome first =
+      ScheduleMultiDevice(g, options, DefaultOptions(), *store, measurer);
+  EXPECT_NO_THROW(CheckMultiSchedule(g, first.schedule, "test"));
+  // Operators with equal shapes share a measurement: distinct stages only.
+  EXPECT_GT(first.stages_measured, 0);
+  EXPECT_EQ(first.stages_measured, measurer.asked);
+  EXPECT_EQ(first.stages_failed, 0);
+  int operators = 0, used = 0;
+  for (const DeviceLoad& load : first.loads) {
+    operators += load.operators;
+    used += load.operators > 0 ? 1 : 0;
+  }
+  EXPECT_EQ(operators, g.OperatorCount());
+  EXPECT_GT(used, 1) << "randwire's wide cells spread over devices";
+  EXPECT_FALSE(first.transfers.empty());
+  EXPECT_LT(first.hios.final_ms, first.hios.one_device_ms);
+  EXPECT_DOUBLE_EQ(first.predicted_ms, first.hios.final_ms);
+
+  const int asked = measurer.asked;
+  const MultiDeviceOutcome again =
+      ScheduleMultiDevice(g, options, DefaultOptions(), *store, measurer);
+  EXPECT_EQ(measurer.asked, asked);
+  EXPECT_EQ(again.stages_measured, 0);
+  EXPECT_EQ(again.schedule.device_of, first.schedule.device_of);
+}
+
+TEST(MultiDeviceTest, KeepingTheOneDeviceScheduleNeedsNoCopies) {
+  const Graph g = BuildZooModel("squeezenet");
+  auto store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer measurer;
+  const SearchOutcome search = RunSearch(g, "squeezenet", DefaultOptions(), *store, measurer);
+  MultiDeviceOptions options;
+  MultiDeviceOutcome outcome = ScheduleMultiDevice(g, options, DefaultOptions(), *store, measurer);
+  KeepOnOneDevice(g, search.ios, 1, outcome);
+  EXPECT_NO_THROW(CheckMultiSchedule(g, outcome.schedule, "test"));
+  EXPECT_TRUE(outcome.one_device_kept);
+  EXPECT_TRUE(outcome.transfers.empty());
+  EXPECT_TRUE(outcome.schedule.stages[1].empty());
+  EXPECT_EQ(outcome.loads[0].operators, g.OperatorCount());
+  EXPECT_DOUBLE_EQ(outcome.predicted_ms, search.ios.latency_ms);
+}
+
+}  // namespace
+}  // namespace ios::coordinator
