@@ -9,7 +9,7 @@
 
 namespace ios::devices {
 
-//! "cpu[,threads=N][,cache=cold|warm]": oneDNN (devices/cpu). Where this
+//! "cpu[,threads=N][,cpus=LIST][,cache=cold|warm]": oneDNN (devices/cpu). Where this
 //! build has no oneDNN, a kind that says so when opened.
 BackendKind CpuKind();
 //! "cuda[:GPU][,...]" by name (devices/cuda/cuda_kind.cc): it opens only in

@@ -50,6 +50,16 @@ class PreparedProgram {
   //! milliseconds by the device's own clock; whatever a run pays (layout
   //! reorders, thread fork and join) is inside it.
   virtual double TimedRuns(int runs) = 0;
+  //! Runs stages [begin, end) once, in order, untimed: a multi-device run
+  //! (run/multi_device_run.h) plays a program in pieces, copying tensors
+  //! between devices between them. Requires 0 <= begin <= end <= the
+  //! program's stage count. Throws ExecError kUnsupported where the device
+  //! cannot (the default).
+  virtual void RunStages(int begin, int end) {
+    (void)begin;
+    (void)end;
+    throw ExecError(MeasureError::kUnsupported, "this device cannot run a program in pieces");
+  }
   //! Like TimedRuns, but each run starts with the run's own data (weights,
   //! activations, scratch) flushed from the caches, as a stage inside a
   //! whole network finds it: the rest of the network has displaced it. The
@@ -90,6 +100,9 @@ class Device {
   virtual ~Device() = default;
   //! Stable for the device's lifetime and across instances on one machine.
   virtual const DeviceInfo& Info() const = 0;
+  //! The host cores the thread driving this device should run on (a cpu
+  //! device opened on a share of the cores); empty: anywhere.
+  virtual std::vector<int> HostCpus() const { return {}; }
   //! Prepares `program` (Validate must pass) at `batch`. Throws ExecError:
   //! kOutOfMemory when the storage does not fit (checked before allocating),
   //! kUnsupported for an op the device cannot run, kBackendFailure otherwise.

@@ -33,8 +33,9 @@ std::vector<NodeId> Members(const Stage& stage) {
   return all;
 }
 
-// Checks that `stages` run every operator once, after its producers.
-Placement Place(const Graph& graph, const std::vector<Stage>& stages) {
+// Checks that `stages` run every operator once (with `io`: every operator
+// they list), after its producers (with `io`: or received).
+Placement Place(const Graph& graph, const std::vector<Stage>& stages, const DeviceProgramIo* io) {
   const size_t n = graph.nodes.size();
   Placement at{std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<int>(n, -1)};
   for (size_t s = 0; s < stages.size(); ++s) {
@@ -61,15 +62,42 @@ Placement Place(const Graph& graph, const std::vector<Stage>& stages) {
       throw Error(where + ": a merge stage whose operators do not merge");
     }
   }
+  std::vector<bool> received(n, false);
+  if (io != nullptr) {
+    for (NodeId id : io->received) {
+      if (id <= 0 || id >= static_cast<NodeId>(n)) {
+        throw Error("device program: received operator #" + std::to_string(id) + " does not exist");
+      }
+      if (at.stage[static_cast<size_t>(id)] != -1) {
+        throw Error("device program: node " + Quoted(graph.node(id).name) +
+                    " is received but also computed here (stage " +
+                    std::to_string(at.stage[static_cast<size_t>(id)]) + ")");
+      }
+      received[static_cast<size_t>(id)] = true;
+    }
+    for (NodeId id : io->sent) {
+      if (id <= 0 || id >= static_cast<NodeId>(n) || at.stage[static_cast<size_t>(id)] == -1) {
+        throw Error("device program: sent operator #" + std::to_string(id) +
+                    " is not computed here");
+      }
+    }
+  }
   for (NodeId id = 1; id < static_cast<NodeId>(n); ++id) {
     const auto u = static_cast<size_t>(id);
     if (at.stage[u] == -1) {
+      if (io != nullptr) continue;  // another device's
       throw Error("schedule: node " + Quoted(graph.node(id).name) + " is in no stage");
     }
     for (const Term& term : graph.node(id).inputs) {
       for (const Slice& slice : term) {
         if (slice.producer == 0) continue;
         const auto p = static_cast<size_t>(slice.producer);
+        if (received[p]) continue;
+        if (at.stage[p] == -1) {
+          throw Error("device program: node " + Quoted(graph.node(id).name) + " reads " +
+                      Quoted(graph.node(slice.producer).name) +
+                      ", which is neither computed here nor received");
+        }
         const bool earlier_stage = at.stage[p] < at.stage[u];
         const bool earlier_in_group = at.stage[p] == at.stage[u] && at.group[p] == at.group[u] &&
                                       at.position[p] < at.position[u] &&
@@ -104,11 +132,13 @@ std::vector<NodeId> WholeConcatenation(const Graph& graph, const Node& node) {
 
 class NetworkBuilder {
  public:
-  NetworkBuilder(const Graph& graph, const std::vector<Stage>& stages, const WeightStore& weights)
+  NetworkBuilder(const Graph& graph, const std::vector<Stage>& stages, const WeightStore& weights,
+                 const DeviceProgramIo* io)
       : graph_(graph),
         stages_(stages),
         weights_(weights),
-        at_(Place(graph, stages)),
+        io_(io),
+        at_(Place(graph, stages, io)),
         builder_(result_.program),
         home_(graph.nodes.size()),
         fixed_(graph.nodes.size(), false),
@@ -120,11 +150,59 @@ class NetworkBuilder {
     PlanMemory();
     Program& p = result_.program;
     p.inputs = {home_[0].buffer};
-    p.outputs = {Home(static_cast<NodeId>(graph_.nodes.size()) - 1)};
+    p.outputs = {Home(Last())};
     return std::move(result_);
   }
 
+  DeviceProgram BuildForDevice() {
+    PlaceTensors();
+    Emit();
+    PlanMemory();
+    DeviceProgram device;
+    Program& p = result_.program;
+    if (home_[0].buffer >= 0) {
+      device.input = home_[0].buffer;
+      p.inputs.push_back(device.input);
+    }
+    for (NodeId id : io_->received) {
+      int first = static_cast<int>(stages_.size());
+      for (NodeId reader = 1; reader < static_cast<NodeId>(graph_.nodes.size()); ++reader) {
+        if (Local(reader) && Reads(reader, id)) first = std::min(first, StageOf(reader));
+      }
+      if (first == static_cast<int>(stages_.size())) {
+        throw Error("device program: node " + Quoted(graph_.node(id).name) +
+                    " is received but no operator here reads it");
+      }
+      device.received.push_back({id, Home(id).buffer, first});
+      p.inputs.push_back(Home(id).buffer);
+    }
+    for (NodeId id : io_->sent) {
+      device.sent.push_back({id, Home(id), StageOf(id)});
+      p.outputs.push_back(Home(id));
+    }
+    if (Local(Last())) {
+      device.output = Home(Last());
+      p.outputs.push_back(*device.output);
+    }
+    device.program = std::move(p);
+    device.memory = result_.memory;
+    return device;
+  }
+
  private:
+  NodeId Last() const { return static_cast<NodeId>(graph_.nodes.size()) - 1; }
+  int StageOf(NodeId id) const { return at_.stage[static_cast<size_t>(id)]; }
+  // Computed by this program (always, for a whole network).
+  bool Local(NodeId id) const { return id > 0 && StageOf(id) >= 0; }
+  bool Reads(NodeId reader, NodeId producer) const {
+    for (const Term& term : graph_.node(reader).inputs) {
+      for (const Slice& slice : term) {
+        if (slice.producer == producer) return true;
+      }
+    }
+    return false;
+  }
+
   // The view holding a node's output; its own buffer unless placed.
   View Home(NodeId id) {
     View& home = home_[static_cast<size_t>(id)];
@@ -140,8 +218,21 @@ class NetworkBuilder {
   // of a whole concatenation in one buffer at channel offsets, single-view
   // identities as aliases.
   void PlaceTensors() {
-    Home(0);
-    fixed_[0] = true;  // the network input is written by the caller, never moved
+    // The network input is written by the caller, never moved; a device
+    // program has it only where an operator reads it.
+    bool reads_input = io_ == nullptr;
+    for (NodeId id = 1; id < static_cast<NodeId>(graph_.nodes.size()) && !reads_input; ++id) {
+      reads_input = Local(id) && Reads(id, 0);
+    }
+    if (reads_input) Home(0);
+    fixed_[0] = true;
+    // Received tensors are written by the caller too, whole.
+    if (io_ != nullptr) {
+      for (NodeId id : io_->received) {
+        Home(id);
+        fixed_[static_cast<size_t>(id)] = true;
+      }
+    }
     for (size_t s = 0; s < stages_.size(); ++s) {
       if (!IsMerge(stages_[s])) continue;
       const std::vector<NodeId> members = Members(stages_[s]);
@@ -161,6 +252,7 @@ class NetworkBuilder {
     }
     std::map<std::vector<NodeId>, View> concat_views;
     for (NodeId id = 1; id < static_cast<NodeId>(graph_.nodes.size()); ++id) {
+      if (!Local(id)) continue;
       const Node& node = graph_.node(id);
       const std::vector<NodeId> producers = WholeConcatenation(graph_, node);
       if (!producers.empty() && !concat_views.count(producers)) {
@@ -283,10 +375,16 @@ class NetworkBuilder {
       last[static_cast<size_t>(buffer)] = std::max(last[static_cast<size_t>(buffer)], to);
     };
     // A program runs many times: the input lives throughout (the caller
-    // writes it once), the output from its writer to the end.
-    live(home_[0].buffer, 0, end);
-    live(Home(static_cast<NodeId>(graph_.nodes.size()) - 1).buffer, end, end);
+    // writes it once), the output and sent tensors from their writer to the
+    // end, received tensors from their first reader (the caller writes them
+    // just before it) to their last.
+    if (home_[0].buffer >= 0) live(home_[0].buffer, 0, end);
+    if (Local(Last())) live(Home(Last()).buffer, end, end);
+    if (io_ != nullptr) {
+      for (NodeId id : io_->sent) live(Home(id).buffer, end, end);
+    }
     for (NodeId id = 1; id < static_cast<NodeId>(graph_.nodes.size()); ++id) {
+      if (!Local(id)) continue;
       const int s = at_.stage[static_cast<size_t>(id)];
       live(Home(id).buffer, s, s);
       for (const Term& term : graph_.node(id).inputs) {
@@ -336,6 +434,7 @@ class NetworkBuilder {
   const Graph& graph_;
   const std::vector<Stage>& stages_;
   const WeightStore& weights_;
+  const DeviceProgramIo* io_;  // null: the whole network
   const Placement at_;
   NetworkProgram result_;
   detail::ProgramBuilder builder_;
@@ -349,7 +448,12 @@ class NetworkBuilder {
 
 NetworkProgram BuildNetworkProgram(const Graph& graph, const std::vector<Stage>& stages,
                                    const WeightStore& weights) {
-  return NetworkBuilder(graph, stages, weights).Build();
+  return NetworkBuilder(graph, stages, weights, nullptr).Build();
+}
+
+DeviceProgram BuildDeviceProgram(const Graph& graph, const std::vector<Stage>& stages,
+                                 const WeightStore& weights, const DeviceProgramIo& io) {
+  return NetworkBuilder(graph, stages, weights, &io).BuildForDevice();
 }
 
 }  // namespace ios::exec

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -106,5 +107,49 @@ struct NetworkProgram {
 };
 NetworkProgram BuildNetworkProgram(const Graph& graph, const std::vector<Stage>& stages,
                                    const WeightStore& weights);
+
+//! The tensors a device's part of a multi-device run exchanges with the
+//! other devices (run/multi_device_run.h): those it receives are computed
+//! elsewhere and read here; those it sends are computed here and read
+//! elsewhere.
+struct DeviceProgramIo {
+  std::vector<NodeId> received, sent;
+};
+
+//! A received tensor's buffer: the caller writes it after stage
+//! `first_stage - 1` has run and before `first_stage` (its first reader).
+struct ReceivedTensor {
+  NodeId node = -1;
+  int buffer = -1;
+  int first_stage = 0;
+};
+
+//! A sent tensor's view: the caller may read it once `stage` has run, until
+//! the next run starts (no other tensor reuses its storage).
+struct SentTensor {
+  NodeId node = -1;
+  View view;
+  int stage = 0;
+};
+
+//! One device's part of a network run over several devices: the program of
+//! its `stages` (the operators it runs, in its order), planned like
+//! BuildNetworkProgram's, where received tensors get buffers of their own
+//! (never channel views of a concatenation buffer: their producers are
+//! elsewhere). Program::inputs: `input` (when >= 0) then the received
+//! buffers; Program::outputs: the sent views, then `output` when present.
+struct DeviceProgram {
+  Program program;
+  MemoryPlanSummary memory;              // at batch 1
+  int input = -1;                        // node 0's buffer; -1 when no operator here reads it
+  std::vector<ReceivedTensor> received;  // in io.received's order
+  std::vector<SentTensor> sent;          // in io.sent's order
+  std::optional<View> output;            // the graph's last node, when computed here
+};
+//! Throws ios::Error when a stage reads a tensor neither computed in an
+//! earlier stage (or earlier in its group) nor received, a received tensor
+//! is computed here or read by no stage, or a sent one is not computed here.
+DeviceProgram BuildDeviceProgram(const Graph& graph, const std::vector<Stage>& stages,
+                                 const WeightStore& weights, const DeviceProgramIo& io);
 
 }  // namespace ios::exec

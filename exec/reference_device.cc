@@ -80,15 +80,22 @@ class ReferenceProgram : public PreparedProgram {
 
   double TimedRuns(int runs) override {
     const auto start = std::chrono::steady_clock::now();
-    for (int r = 0; r < runs; ++r) {
-      for (const ProgramStage& stage : program_.stages) {
-        for (const Lane& lane : stage.lanes) {
-          for (const Step& step : lane.steps) RunStep(step);
-        }
-      }
-    }
+    for (int r = 0; r < runs; ++r) RunStages(0, static_cast<int>(program_.stages.size()));
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
         .count();
+  }
+
+  void RunStages(int begin, int end) override {
+    if (begin < 0 || begin > end || end > static_cast<int>(program_.stages.size())) {
+      throw Error("reference device: RunStages: [" + std::to_string(begin) + ", " +
+                  std::to_string(end) + ") is not a range of the program's " +
+                  std::to_string(program_.stages.size()) + " stages");
+    }
+    for (int s = begin; s < end; ++s) {
+      for (const Lane& lane : program_.stages[static_cast<size_t>(s)].lanes) {
+        for (const Step& step : lane.steps) RunStep(step);
+      }
+    }
   }
 
  private:

@@ -41,12 +41,8 @@ NetworkSchedule GreedyNetworkSchedule(const Graph& graph) {
   return schedule;
 }
 
-namespace {
-
-//! The shared protocol over `timed_runs` (n runs -> elapsed ms), keeping
-//! every repeat mean for the min and max.
-template <class TimedRuns>
-Timing TimeRuns(const MeasureSettings& settings, const TimedRuns& timed_runs) {
+Timing TimeRuns(const MeasureSettings& settings,
+                const std::function<double(int runs)>& timed_runs) {
   Timing timing;
   // Record every repeat mean for min and max; the first call is the warmup.
   std::vector<double> means;
@@ -65,8 +61,6 @@ Timing TimeRuns(const MeasureSettings& settings, const TimedRuns& timed_runs) {
   timing.repeats = static_cast<int>(means.size());
   return timing;
 }
-
-}  // namespace
 
 Execution Execute(exec::Device& device, const Graph& graph, const NetworkSchedule& schedule,
                   const exec::WeightStore& weights, int batch, std::span<const float> input,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -35,6 +36,11 @@ struct Timing {
   double min_ms = 0, max_ms = 0;  // fastest and slowest repeat mean
   int repeats = 0;
 };
+
+//! Times whole runs with the shared protocol (exec/protocol.h) over
+//! `timed_runs` (n runs -> elapsed ms), keeping the fastest and slowest
+//! repeat mean.
+Timing TimeRuns(const MeasureSettings& settings, const std::function<double(int runs)>& timed_runs);
 
 struct Execution {
   std::vector<float> output;  // the network's output, batch x c x h x w

@@ -17,6 +17,7 @@
 #include "common/input_file.h"
 #include "common/model_source.h"
 #include "common/printable.h"
+#include "coordinator/multi_schedule.h"
 #include "coordinator/schedule_json.h"
 #include "coordinator/search.h"
 #include "coordinator/weight_warmth.h"
@@ -24,6 +25,7 @@
 #include "devices/linked.h"
 #include "exec/device.h"
 #include "onnx/model_loader.h"
+#include "run/multi_device_cli.h"
 #include "run/network_run.h"
 
 namespace {
@@ -47,6 +49,9 @@ struct CliOptions {
   bool predict = true;
   bool cuda_graph = false;
   bool streams = false;
+  bool device_given = false;
+  std::string devices;  // a multi-device schedule's devices (run/multi_device_run.h)
+  int transfer_timeout_s = 120;
 };
 
 // Relative tolerance of --check: schedules change the order of floating-point
@@ -65,7 +70,8 @@ struct Loaded {
   std::string model_name;
   std::optional<exec::WeightStore> file_weights;  // an ONNX file's own
   run::NetworkSchedule schedule;
-  std::optional<MeasureSettings> settings;  // the search's, from a schedule file
+  std::optional<MeasureSettings> settings;                // the search's, from a schedule file
+  std::optional<coordinator::LoadedMultiSchedule> multi;  // an ios-farm-multi/v1 file's
 };
 
 Loaded LoadInputs(const CliOptions& cli) {
@@ -84,12 +90,17 @@ Loaded LoadInputs(const CliOptions& cli) {
   }
   coordinator::LoadedSchedule file;
   try {
-    file = coordinator::LoadSchedule(cli.schedule);
+    if (coordinator::IsMultiScheduleFile(cli.schedule)) {
+      loaded.multi = coordinator::LoadMultiSchedule(cli.schedule);
+      file.graph = loaded.multi->graph;
+    } else {
+      file = coordinator::LoadSchedule(cli.schedule);
+    }
   } catch (const Error& e) {
     throw Error("--schedule " + std::string(e.what()));
   }
   loaded.graph = std::move(file.graph);
-  loaded.model_name = loaded.graph.name;
+  loaded.model_name = loaded.multi ? loaded.multi->info.model : loaded.graph.name;
   loaded.settings = file.settings;
   if (!cli.model.empty()) {
     // The file carries its graph; --model must name the same network.
@@ -256,16 +267,36 @@ void CheckAgainstOtherDevice(const std::string& other, const CliOptions& cli, co
                                {"passed", c.Within(kCrossDeviceTolerance)}};
 }
 
+// A multi-device schedule file: run/multi_device_cli.h does the rest.
+int RunMulti(const CliOptions& cli, const Loaded& loaded, const exec::WeightStore& weights,
+             const std::vector<float>& input, const std::optional<std::vector<float>>& expected,
+             const MeasureSettings& timing) {
+  if (cli.device_given || cli.cuda_graph) {
+    throw Error(std::string(cli.cuda_graph ? "--cuda-graph" : "--device") +
+                ": a multi-device schedule runs on --devices (default: the file's)");
+  }
+  run::MultiCliOptions multi;
+  multi.schedule_path = cli.schedule;
+  multi.model_name = loaded.model_name;
+  multi.devices = cli.devices;
+  multi.batch = cli.batch;
+  multi.timing = timing;
+  multi.transfer_timeout = std::chrono::seconds(cli.transfer_timeout_s);
+  multi.check = cli.check;
+  multi.check_tolerance = kCheckTolerance;
+  multi.json = cli.format == "json";
+  multi.expected = expected ? &*expected : nullptr;
+  multi.expect_file = cli.expect_file;
+  multi.expect_tolerance = kExpectTolerance;
+  return run::RunMultiDeviceCli(multi, *loaded.multi, weights, input);
+}
+
 int Run(const CliOptions& cli) {
   const Loaded loaded = LoadInputs(cli);
   const exec::WeightStore weights =
       !cli.weights_file.empty() ? exec::WeightStore::Load(loaded.graph, cli.weights_file)
       : loaded.file_weights     ? *loaded.file_weights
                                 : exec::WeightStore::Random(loaded.graph, cli.seed);
-  const devices::BackendKind& kind = devices::LinkedRegistry().Get(cli.device);
-  const run::RunModes modes =
-      run::ChooseRunModes(kind.replays_graphs, cli.streams, cli.cuda_graph, cli.device);
-  std::unique_ptr<exec::Device> device = kind.open_device(cli.device, {});
   const Shape in = loaded.graph.node(0).output;
   const size_t input_count =
       static_cast<size_t>(cli.batch) * static_cast<size_t>(in.c) * in.h * in.w;
@@ -285,6 +316,17 @@ int Run(const CliOptions& cli) {
   timing.warmup = cli.warmup;
   timing.number = 1;
   timing.repeat = cli.runs;
+  if (loaded.multi) return RunMulti(cli, loaded, weights, input, expected, timing);
+  if (!cli.devices.empty()) {
+    throw Error(
+        "--devices needs a multi-device schedule file (ios-farm-multi/v1) as --schedule, "
+        "not " +
+        cli.schedule);
+  }
+  const devices::BackendKind& kind = devices::LinkedRegistry().Get(cli.device);
+  const run::RunModes modes =
+      run::ChooseRunModes(kind.replays_graphs, cli.streams, cli.cuda_graph, cli.device);
+  std::unique_ptr<exec::Device> device = kind.open_device(cli.device, {});
   const bool text = cli.format == "text";
   if (text) {
     std::printf("ios-run: %s on %s, batch %d, schedule %s (%zu stages)\n",
@@ -445,13 +487,26 @@ int main(int argc, char** argv) {
                  "name that is also a file here is refused: write ./NAME or zoo:NAME");
   app.add_option("--schedule", cli.schedule,
                  "sequential, greedy, or a schedule file (ios-coordinator --out, or an IOS "
-                 "reference schedule)")
+                 "reference schedule); a multi-device schedule file (\"format\": "
+                 "\"ios-farm-multi/v1\", docs/run.md) runs on several devices at once, one "
+                 "thread each, with copies between them")
       ->default_val(cli.schedule);
-  app.add_option("--device", cli.device,
-                 "the device to run on, one of: " + devices::LinkedRegistry().Grammars() +
-                     " (sim models latencies only and cannot run a network; reference: naive "
-                     "loops, slow; cuda: docs/gpu.md)")
-      ->default_val(cli.device);
+  app.add_option("--devices", cli.devices,
+                 "with a multi-device schedule: its devices instead of the file's, ';'-separated "
+                 "(a name may hold ','), or BASExN for N of them: cpuxN splits this process's "
+                 "cores into N cpu devices (cpux2: cpu,threads=1,cpus=0;cpu,threads=1,cpus=1). "
+                 "cpu and reference devices only for now");
+  app.add_option("--transfer-timeout", cli.transfer_timeout_s,
+                 "multi-device runs: seconds a device waits for a tensor from another before the "
+                 "run fails naming the copy")
+      ->default_val(cli.transfer_timeout_s)
+      ->check(CLI::Range(1, 86400));
+  CLI::Option* device_option =
+      app.add_option("--device", cli.device,
+                     "the device to run on, one of: " + devices::LinkedRegistry().Grammars() +
+                         " (sim models latencies only and cannot run a network; reference: naive "
+                         "loops, slow; cuda: docs/gpu.md)")
+          ->default_val(cli.device);
   app.add_flag("--streams", cli.streams,
                "cuda: time the schedule as streamed runs (a CUDA stream per lane, events at "
                "forks and joins) instead of as one replayed CUDA graph, cuda's default; with "
@@ -503,6 +558,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   cli.predict = !no_predict;
+  cli.device_given = device_option->count() > 0;
   if (devices::LinkedRegistry().Find(cli.device) == nullptr) {
     // A name no backend answers to is a bad command line, like an unknown
     // option; one it answers to is checked (and opened) by Run.

@@ -14,14 +14,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <sstream>
 #include <utility>
 
 #include "devices/cpu/cpu_caches.h"
@@ -177,6 +175,16 @@ class CpuPreparedProgram : public exec::PreparedProgram {
     }
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
         .count();
+  }
+
+  void RunStages(int begin, int end) override {
+    if (begin < 0 || begin > end || end > static_cast<int>(stages_.size())) {
+      throw Error("cpu: RunStages: [" + std::to_string(begin) + ", " + std::to_string(end) +
+                  ") is not a range of the program's " + std::to_string(stages_.size()) +
+                  " stages");
+    }
+    const OmpThreads omp(threads_);
+    for (int s = begin; s < end; ++s) RunStage(stages_[static_cast<size_t>(s)]);
   }
 
   double TimedColdRuns(int runs) override {
@@ -470,11 +478,20 @@ std::string LastLevelCacheText() {
 
 class CpuDevice : public exec::Device {
  public:
-  explicit CpuDevice(const CpuOptions& options) : cpus_(AllowedCpus()) {
+  explicit CpuDevice(const CpuOptions& options) : cpus_(AllowedCpus()), host_cpus_(options.cpus) {
 #if defined(__x86_64__)
     cold_runs_ = options.cold_stage_runs;
 #endif
     if (options.threads < 0) throw Error("cpu: threads must be >= 1 (0: every core)");
+    for (int cpu : options.cpus) {
+      if (std::find(cpus_.begin(), cpus_.end(), cpu) == cpus_.end()) {
+        throw Error("cpu: cpus: core " + std::to_string(cpu) +
+                    " is not one this process may run on (" + std::to_string(cpus_.size()) +
+                    " allowed, from " + std::to_string(cpus_.front()) + " to " +
+                    std::to_string(cpus_.back()) + ")");
+      }
+    }
+    if (!options.cpus.empty()) cpus_ = options.cpus;
     threads_ = options.threads > 0 ? options.threads : static_cast<int>(cpus_.size());
     try {
       engine_ = dnnl::engine(dnnl::engine::kind::cpu, 0);
@@ -497,6 +514,7 @@ class CpuDevice : public exec::Device {
   }
 
   const DeviceInfo& Info() const override { return info_; }
+  std::vector<int> HostCpus() const override { return host_cpus_; }
 
   std::unique_ptr<exec::PreparedProgram> Prepare(const exec::Program& program, int batch) override {
     if (batch < 1) throw ExecError(MeasureError::kUnsupported, "cpu: batch size must be >= 1");
@@ -527,7 +545,8 @@ class CpuDevice : public exec::Device {
   }
 
  private:
-  std::vector<int> cpus_;
+  std::vector<int> cpus_;       // where its lanes may be pinned
+  std::vector<int> host_cpus_;  // the cpus option: where its driving thread belongs
   int threads_ = 1;
   bool cold_runs_ = false;
   dnnl::engine engine_;
@@ -538,40 +557,6 @@ class CpuDevice : public exec::Device {
 
 std::unique_ptr<exec::Device> MakeCpuDevice(const CpuOptions& options) {
   return std::make_unique<CpuDevice>(options);
-}
-
-CpuOptions ParseCpuOptions(const std::string& name) {
-  const std::string grammar = "the grammar is cpu[,threads=N][,cache=cold|warm] (N from 1 to 4096)";
-  if (name == "cpu") return {};
-  if (name == "cpu,") throw Error("backend 'cpu,': an option is missing; " + grammar);
-  if (!name.starts_with("cpu,")) throw Error("backend '" + name + "': " + grammar);
-  CpuOptions options;
-  std::stringstream rest(name.substr(4));
-  std::string option;
-  while (std::getline(rest, option, ',')) {
-    const size_t equals = option.find('=');
-    const std::string key = option.substr(0, equals);
-    const std::string value = equals == std::string::npos ? "" : option.substr(equals + 1);
-    if (key == "cache") {
-      if (value != "cold" && value != "warm") {
-        throw Error("backend '" + name + "': cache must be cold or warm, not '" + value + "'");
-      }
-      options.cold_stage_runs = value == "cold";
-      continue;
-    }
-    if (key != "threads") {
-      throw Error("backend '" + name + "': unknown option '" + key + "'; " + grammar);
-    }
-    int threads = 0;
-    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), threads);
-    if (error != std::errc() || end != value.data() + value.size() || threads < 1 ||
-        threads > 4096) {
-      throw Error("backend '" + name + "': threads must be a whole number from 1 to 4096, not '" +
-                  value + "'");
-    }
-    options.threads = threads;
-  }
-  return options;
 }
 
 }  // namespace ios::devices

@@ -8,7 +8,7 @@ namespace ios::devices {
 BackendKind CpuKind() {
   BackendKind kind;
   kind.prefix = "cpu";
-  kind.grammar = "cpu[,threads=N][,cache=cold|warm]";
+  kind.grammar = "cpu[,threads=N][,cpus=LIST][,cache=cold|warm]";
   kind.timing = DeviceTiming::kHostLaunched;
   kind.open_backend = [](const std::string& name, const BackendOptions&) {
     return MakeExecBackend(MakeCpuDevice(ParseCpuOptions(name)));

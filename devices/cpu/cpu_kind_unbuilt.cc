@@ -17,7 +17,7 @@ namespace {
 BackendKind CpuKind() {
   BackendKind kind;
   kind.prefix = "cpu";
-  kind.grammar = "cpu[,threads=N][,cache=cold|warm] (not in this build)";
+  kind.grammar = "cpu[,threads=N][,cpus=LIST][,cache=cold|warm] (not in this build)";
   RefuseToOpen(kind, Unbuilt);
   return kind;
 }

@@ -403,5 +403,29 @@ TEST(CpuOptionsTest, ParsesTheThreadBudgetAndRefusesAnythingElse) {
   }
 }
 
+TEST(CpuOptionsTest, ParsesTheCoresOfADeviceAndRefusesABadList) {
+  EXPECT_TRUE(ParseCpuOptions("cpu").cpus.empty());
+  EXPECT_EQ(ParseCpuOptions("cpu,cpus=1").cpus, (std::vector<int>{1}));
+  EXPECT_EQ(ParseCpuOptions("cpu,threads=4,cpus=0-2+5").cpus, (std::vector<int>{0, 1, 2, 5}));
+  for (const char* bad : {"cpu,cpus=", "cpu,cpus=2-1", "cpu,cpus=1+1", "cpu,cpus=3+1",
+                          "cpu,cpus=0+", "cpu,cpus=a", "cpu,cpus=-1", "cpu,cpus=0-4096"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(ParseCpuOptions(bad), Error);
+  }
+}
+
+TEST(CpuOptionsTest, ADeviceOnItsOwnCoresNamesThemForItsDrivingThread) {
+  const std::vector<int> allowed = AllowedCpus();
+  CpuOptions options;
+  options.cpus = {allowed.back()};
+  EXPECT_EQ(MakeCpuDevice(options)->HostCpus(), options.cpus);
+  EXPECT_TRUE(MakeCpuDevice()->HostCpus().empty());
+  options.cpus = {allowed.back() + 1};
+  EXPECT_THAT(
+      [&] { MakeCpuDevice(options); },
+      ::testing::ThrowsMessage<Error>(::testing::HasSubstr(
+          "cpus: core " + std::to_string(allowed.back() + 1) + " is not one this process")));
+}
+
 }  // namespace
 }  // namespace ios::devices

@@ -2,6 +2,7 @@
 // and greedy schedules computes what a naive node-by-node evaluation does;
 // concatenations become views where they can; the memory plan reuses
 // storage; the zoo models' programs validate.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -26,6 +27,7 @@ using ::ios::testing::ConvOp;
 using ::ios::testing::EltwiseOp;
 using ::ios::testing::IdentityOp;
 using ::ios::testing::PoolOp;
+using ::testing::HasSubstr;
 
 Stage Parallel(std::vector<std::vector<NodeId>> groups) {
   return {Strategy::kParallel, std::move(groups)};
@@ -265,6 +267,68 @@ TEST(NetworkProgramTest, ZooModelsValidateUnderSequentialAndGreedySchedules) {
       EXPECT_LE(net.memory.peak_live_bytes, net.memory.allocated_bytes);
     }
   }
+}
+
+// in -> a, in -> b; c = concat(a, b) (a concatenation view when both are
+// local); d = conv(c). Ids: a 1, b 2, c 3, d 4.
+Graph ConcatOfTwo() {
+  GraphBuilder g({4, 6, 6});
+  const NodeId a = g.Add("a", ConvOp(4, 1), {{g.S(0)}});
+  const NodeId b = g.Add("b", ConvOp(4, 3, 1, 1), {{g.S(0)}});
+  const NodeId c = g.Add("c", IdentityOp(), {{g.S(a)}, {g.S(b)}});
+  g.Add("d", ConvOp(4, 1), {{g.S(c)}});
+  return g.Done();
+}
+
+TEST(DeviceProgramTest, AReceivedTensorHasItsOwnBufferWrittenBeforeItsFirstReader) {
+  const Graph graph = ConcatOfTwo();
+  const WeightStore w = WeightStore::Random(graph, 1);
+  // Here: a, then c and d; b comes from another device, c goes to one.
+  const std::vector<Stage> stages = {Parallel({{1}}), Parallel({{3}}), Parallel({{4}})};
+  const DeviceProgram device = BuildDeviceProgram(graph, stages, w, {{2}, {3}});
+  EXPECT_NO_THROW(Validate(device.program));
+  ASSERT_EQ(device.received.size(), 1u);
+  EXPECT_EQ(device.received[0].node, 2);
+  EXPECT_EQ(device.received[0].first_stage, 1);
+  EXPECT_EQ(device.memory.concat_views, 0) << "b's producer is elsewhere: c gathers a copy";
+  ASSERT_EQ(device.sent.size(), 1u);
+  EXPECT_EQ(device.sent[0].node, 3);
+  EXPECT_EQ(device.sent[0].stage, 1);
+  ASSERT_TRUE(device.output.has_value());
+  EXPECT_EQ(device.program.inputs, (std::vector<int>{device.input, device.received[0].buffer}));
+  EXPECT_EQ(device.program.outputs, (std::vector<View>{device.sent[0].view, *device.output}));
+  // Nothing shares storage with the sent tensor after its stage: it can be
+  // read once the program has run on.
+  const int sent_slot =
+      device.program.buffers[static_cast<size_t>(device.sent[0].view.buffer)].slot;
+  for (size_t b = 0; b < device.program.buffers.size(); ++b) {
+    if (static_cast<int>(b) == device.sent[0].view.buffer) continue;
+    EXPECT_NE(device.program.buffers[b].slot, sent_slot) << device.program.buffers[b].label;
+  }
+  // The same stages with b computed here serve c as a view.
+  const DeviceProgram whole = BuildDeviceProgram(
+      graph, {Parallel({{1}}), Parallel({{2}}), Parallel({{3}}), Parallel({{4}})}, w, {});
+  EXPECT_EQ(whole.memory.concat_views, 1);
+  EXPECT_TRUE(whole.received.empty());
+}
+
+TEST(DeviceProgramTest, RefusesWhatItCanNeitherComputeNorReceive) {
+  const Graph graph = ConcatOfTwo();
+  const WeightStore w = WeightStore::Random(graph, 1);
+  const std::vector<Stage> stages = {Parallel({{1}}), Parallel({{3}})};
+  const auto refusal = [&](const DeviceProgramIo& io) {
+    try {
+      BuildDeviceProgram(graph, stages, w, io);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("built");
+  };
+  EXPECT_THAT(refusal({}), HasSubstr("node 'c' reads 'b', which is neither computed here nor "
+                                     "received"));
+  EXPECT_THAT(refusal({{2, 1}, {}}), HasSubstr("node 'a' is received but also computed here"));
+  EXPECT_THAT(refusal({{2}, {4}}), HasSubstr("sent operator #4 is not computed here"));
+  EXPECT_THAT(refusal({{2, 4}, {}}), HasSubstr("node 'd' is received but no operator here reads"));
 }
 
 }  // namespace
