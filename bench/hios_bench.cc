@@ -4,7 +4,8 @@
 // Results are recorded in docs/benchmarks.md; the reference's own time
 // comes from bench/hios_ref_time.py in the same run.
 //
-//   hios_bench DIR [--repeat N]   DIR: the unpacked hios-instances folder
+//   hios_bench [--repeat N] PATH...   PATH: an instance file, or a folder of
+//   them (the unpacked hios-instances, with its upstream_failed/ inside)
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -28,28 +29,41 @@ struct Row {
   int one_device = 0;
 };
 
-std::vector<std::string> Instances(const std::string& dir) {
-  std::vector<std::string> paths;
-  for (const std::string& sub : {dir, dir + "/upstream_failed"}) {
+void AddInstances(const std::string& path, std::vector<std::string>& paths) {
+  if (!std::filesystem::is_directory(path)) {
+    paths.push_back(path);
+    return;
+  }
+  for (const std::string& sub : {path, path + "/upstream_failed"}) {
+    if (!std::filesystem::is_directory(sub)) continue;
     for (const auto& entry : std::filesystem::directory_iterator(sub)) {
       if (entry.path().extension() == ".json") paths.push_back(entry.path().string());
     }
   }
-  std::sort(paths.begin(), paths.end());
-  return paths;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) == "--help") {
-    std::fprintf(stderr, "usage: hios_bench HIOS_INSTANCES_DIR [--repeat N]\n");
-    return argc < 2 ? 2 : 0;
-  }
   int repeat = 5;
-  if (argc == 4 && std::string(argv[2]) == "--repeat") repeat = std::max(1, std::atoi(argv[3]));
+  std::vector<std::string> paths;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--repeat" && i + 1 < argc) {
+      repeat = std::max(1, std::atoi(argv[++i]));
+    } else if (arg.starts_with("-")) {
+      std::fprintf(stderr, "usage: hios_bench [--repeat N] INSTANCE.json|DIR...\n");
+      return arg == "--help" ? 0 : 2;
+    } else {
+      AddInstances(arg, paths);
+    }
+  }
+  if (paths.empty()) {
+    std::fprintf(stderr, "usage: hios_bench [--repeat N] INSTANCE.json|DIR...\n");
+    return 2;
+  }
+  std::sort(paths.begin(), paths.end());
   try {
-    const std::vector<std::string> paths = Instances(argv[1]);
     // [mapper][completed by the reference?]
     Row sum[2][2];
     int count[2] = {0, 0};
@@ -102,9 +116,10 @@ int main(int argc, char** argv) {
       }
     }
     if (!lp_seconds.empty()) {
-      std::printf("\nHIOS-LP scheduling time over the 78: mean %.5f s, median %.5f s, max %.5f s\n",
-                  sum[0][1].seconds / count[1], ios::bench::Median(lp_seconds),
-                  *std::max_element(lp_seconds.begin(), lp_seconds.end()));
+      std::printf(
+          "\nHIOS-LP scheduling time over the completed: mean %.5f s, median %.5f s, max %.5f s\n",
+          sum[0][1].seconds / count[1], ios::bench::Median(lp_seconds),
+          *std::max_element(lp_seconds.begin(), lp_seconds.end()));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hios_bench: %s\n", e.what());

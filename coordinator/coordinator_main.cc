@@ -239,15 +239,16 @@ int main(int argc, char** argv) {
   cli.bind_given = bind_option->count() > 0;
   if (devices_option->count() > 0) {
     try {
-      const DeviceList list = ParseDeviceList(devices);
-      if (device_option->count() > 0 && cli.device != list.device) {
+      const DeviceList list = ParseDeviceList(devices, ProcessCpus());
+      if (device_option->count() > 0 && cli.device != list.measure_on) {
         std::fprintf(stderr, "ios-coordinator: error: --device %s and --devices %s disagree\n",
                      cli.device.c_str(), devices.c_str());
         return 2;
       }
-      cli.device = list.device;
-      cli.device_count = list.count;
-      cli.multi.devices = list.count;
+      cli.device = list.measure_on;
+      cli.device_count = list.count();
+      cli.multi.devices = list.count();
+      cli.multi.names = list.names;
       cli.multi.hios.mapper = hios::ParseMapper(mapper);
       // Core groups of one cpu copy through host memory; simulated GPUs
       // model V100s with NVLink; real GPUs are assumed on PCIe.

@@ -64,35 +64,25 @@ int64_t OutputBytes(const Graph& graph, NodeId node, int batch) {
 
 }  // namespace
 
-DeviceList ParseDeviceList(const std::string& text) {
-  const std::string expected =
-      "expected BASExN (e.g. sim:v100x4, cpux2) or identical device names separated by ';'";
-  if (text.empty()) throw Error("--devices: empty; " + expected);
-  if (text.find(';') != std::string::npos) {
-    DeviceList list{"", 0};
-    size_t from = 0;
-    while (true) {
-      const size_t end = text.find(';', from);
-      const std::string name = text.substr(from, end == std::string::npos ? end : end - from);
-      if (name.empty()) throw Error("--devices '" + text + "': an empty name; " + expected);
-      if (list.count > 0 && name != list.device) {
-        throw Error("--devices '" + text + "': '" + name + "' differs from '" + list.device +
-                    "': devices of one schedule must be identical for now; " + expected);
-      }
-      list.device = name;
-      ++list.count;
-      if (end == std::string::npos) return list;
-      from = end + 1;
+DeviceList ParseDeviceList(const std::string& text, const std::vector<int>& cpus) {
+  DeviceList list;
+  list.names = ExpandDeviceList(text, cpus);
+  // A cpu share is named by its cores too; what it measures is the rest.
+  auto measured_as = [](const std::string& name) {
+    const size_t at = name.find(",cpus=");
+    if (at == std::string::npos) return name;
+    const size_t end = name.find(',', at + 1);
+    return name.substr(0, at) + (end == std::string::npos ? "" : name.substr(end));
+  };
+  for (const std::string& name : list.names) {
+    if (measured_as(name) != measured_as(list.names[0])) {
+      throw Error("--devices '" + text + "': '" + name + "' differs from '" + list.names[0] +
+                  "': the devices of one schedule must be identical for now (a search "
+                  "measures one of them)");
     }
   }
-  const size_t x = text.find_last_of('x');
-  if (x != std::string::npos && x > 0 && x + 1 < text.size() &&
-      text.find_first_not_of("0123456789", x + 1) == std::string::npos && text.size() - x <= 4) {
-    const int count = std::stoi(text.substr(x + 1));
-    if (count < 1) throw Error("--devices '" + text + "': a count of 0; " + expected);
-    return {text.substr(0, x), count};
-  }
-  return {text, 1};
+  list.measure_on = list.names[0];
+  return list;
 }
 
 hios::Dag DagOfGraph(const Graph& graph) {
@@ -163,7 +153,14 @@ MultiDeviceOutcome ScheduleMultiDevice(
                   out.hios.map_s - out.hios.window_s;
 
   MultiDeviceSchedule& schedule = out.schedule;
-  schedule.devices.assign(static_cast<size_t>(options.devices), measurer.Device().name);
+  schedule.devices = options.names;
+  if (schedule.devices.empty()) {
+    schedule.devices.assign(static_cast<size_t>(options.devices), measurer.Device().name);
+  }
+  if (static_cast<int>(schedule.devices.size()) != options.devices) {
+    throw Error("multi-device: " + std::to_string(schedule.devices.size()) + " device names for " +
+                std::to_string(options.devices) + " devices");
+  }
   schedule.device_of.assign(graph.nodes.size(), -1);
   schedule.stages.resize(static_cast<size_t>(options.devices));
   out.loads.resize(static_cast<size_t>(options.devices));

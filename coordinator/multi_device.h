@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/graph.h"
+#include "coordinator/device_list.h"
 #include "coordinator/measurer.h"
 #include "coordinator/multi_schedule.h"
 #include "coordinator/search.h"
@@ -22,21 +23,25 @@ namespace ios::coordinator {
 
 struct MultiDeviceOptions {
   int devices = 2;  // identical devices of the measurer's class
+  //! Their names in the schedule file (empty: the measurer's device name,
+  //! repeated): cpu core groups differ in their cpus=.
+  std::vector<std::string> names;
   hios::HiosOptions hios;
   hios::Link link = hios::PresetLink(hios::LinkKind::kNvlink);
 };
 
-//! `--devices`: identical devices of one class, as the farm measures one
-//! and the schedule places operators on several.
+//! `--devices` for a search: devices that measure alike, one of which the
+//! farm measures on.
 struct DeviceList {
-  std::string device;  // a name --device takes
-  int count = 1;
+  std::vector<std::string> names;  // ExpandDeviceList's
+  std::string measure_on;          // a name --device takes: names[0]
+  int count() const { return static_cast<int>(names.size()); }
 };
 
-//! "BASExN" (sim:v100x4, cpux2: N >= 1 devices named BASE) or device names
-//! separated by ';' (a name may itself hold ','), all the same name.
-//! Throws ios::Error naming the text and what is expected.
-DeviceList ParseDeviceList(const std::string& text);
+//! ExpandDeviceList(text, cpus), then checks that the devices are
+//! identical: equal names, or cpu devices that differ only in their cores
+//! (cpus=) and not in their thread count. Throws ios::Error naming the text.
+DeviceList ParseDeviceList(const std::string& text, const std::vector<int>& cpus);
 
 //! Operators are nodes 1..N-1 of `graph` as hios ops 0..N-2; one edge per
 //! (producer, consumer) pair, the network input (node 0) left out: every

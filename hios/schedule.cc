@@ -78,7 +78,7 @@ std::vector<StageRef> FindCycle(const Dag& dag, const MultiSchedule& q, const La
     for (OpId v : OpsOf(q, ref)) {
       for (EdgeId e : dag.in_edges(v)) {
         const int s = lay.stage_of[static_cast<size_t>(dag.edge(e).src)];
-        if (pred < 0 && s >= 0 && waiting[static_cast<size_t>(s)] > 0) pred = s;
+        if (pred < 0 && s >= 0 && s != at && waiting[static_cast<size_t>(s)] > 0) pred = s;
       }
     }
     at = pred;  // never -1: `at` is unreached, so some predecessor is too
@@ -108,7 +108,7 @@ Timeline Evaluate(const Dag& dag, const Costs& costs, const MultiSchedule& q) {
     for (OpId v : OpsOf(q, ref)) {
       for (EdgeId e : dag.in_edges(v)) {
         const int u = lay.stage_of[static_cast<size_t>(dag.edge(e).src)];
-        if (u < 0) continue;
+        if (u < 0 || (q.ordered_stages && u == static_cast<int>(s))) continue;
         if (u == static_cast<int>(s)) {
           t.acyclic = false;
           t.cycle = {ref};
@@ -139,7 +139,7 @@ Timeline Evaluate(const Dag& dag, const Costs& costs, const MultiSchedule& q) {
     for (OpId v : ops) {
       for (EdgeId e : dag.in_edges(v)) {
         const int u = lay.stage_of[static_cast<size_t>(dag.edge(e).src)];
-        if (u < 0) continue;
+        if (u < 0 || u == static_cast<int>(s)) continue;  // inside an ordered stage
         const int from = lay.refs[static_cast<size_t>(u)].device;
         const double wait = from == ref.device ? 0.0 : costs.TransferMs(e, from, ref.device);
         start = std::max(start, finish[static_cast<size_t>(u)] + wait);
@@ -159,7 +159,7 @@ Timeline Evaluate(const Dag& dag, const Costs& costs, const MultiSchedule& q) {
     for (OpId v : ops) {
       for (EdgeId e : dag.out_edges(v)) {
         const int w = lay.stage_of[static_cast<size_t>(dag.edge(e).dst)];
-        if (w >= 0) release(w);
+        if (w >= 0 && w != static_cast<int>(s)) release(w);
       }
     }
   }
@@ -187,6 +187,11 @@ void CheckTimeline(const Dag& dag, const Costs& costs, const MultiSchedule& q,
     const int su = lay.stage_of[static_cast<size_t>(edge.src)];
     const int sv = lay.stage_of[static_cast<size_t>(edge.dst)];
     if (su < 0 || sv < 0) continue;
+    if (su == sv) {
+      if (q.ordered_stages) continue;
+      throw Error("hios timeline: operators " + std::to_string(edge.src) + " and " +
+                  std::to_string(edge.dst) + " depend on each other yet share a stage");
+    }
     const int a = lay.refs[static_cast<size_t>(su)].device;
     const int b = lay.refs[static_cast<size_t>(sv)].device;
     const double need = timeline.finish_ms[static_cast<size_t>(edge.src)] +

@@ -17,6 +17,10 @@ namespace ios::hios {
 //! and their edges are ignored.
 struct MultiSchedule {
   std::vector<std::vector<std::vector<OpId>>> stages;
+  //! When set, a stage may hold dependent ops (an IOS stage's chains and
+  //! merges, ordered inside it): an edge within a stage is the stage's own
+  //! business and its price covers it. HIOS's own stages never do.
+  bool ordered_stages = false;
 };
 
 struct StageRef {

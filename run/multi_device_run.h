@@ -13,6 +13,7 @@
 
 #include "common/graph.h"
 #include "common/measurement.h"
+#include "coordinator/device_list.h"
 #include "coordinator/multi_schedule.h"
 #include "exec/device.h"
 #include "exec/weights.h"
@@ -69,18 +70,8 @@ MultiDeviceExecution ExecuteMultiDevice(const std::vector<exec::Device*>& device
                                         std::span<const float> input, const MeasureSettings* timing,
                                         const MultiRunOptions& options = {});
 
-//! The cores this process may run on (sched_getaffinity), ascending; never
-//! empty.
-std::vector<int> ProcessCpus();
-
-//! Device names from ios-run's --devices: ';'-separated names (a name may
-//! itself hold ',': "cpu,threads=1"), each either a device name or BASExN,
-//! N devices of BASE. For the cpu, "cpuxN" (or "cpu,cache=...xN") gives
-//! each of N devices its own share of `cpus`, contiguous and as equal as
-//! can be ("cpu,threads=1,cpus=0", "cpu,threads=1,cpus=1" for cpux2 on
-//! cores 0 and 1). Throws ios::Error naming the item: an empty one, N
-//! outside 1..64, a cpu BASE that sets threads or cpus itself, or more cpu
-//! devices than cores.
-std::vector<std::string> ExpandDeviceList(const std::string& list, const std::vector<int>& cpus);
+// ios-run's --devices grammar lives with ios-coordinator's (one grammar).
+using coordinator::ExpandDeviceList;
+using coordinator::ProcessCpus;
 
 }  // namespace ios::run

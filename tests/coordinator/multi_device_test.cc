@@ -15,17 +15,21 @@ namespace {
 using testing::CountingMeasurer;
 using testing::DefaultOptions;
 
-TEST(MultiDeviceTest, ParsesACountedDeviceOrIdenticalNames) {
+TEST(MultiDeviceTest, ParsesIdenticalDevicesAndMeasuresOnTheFirst) {
   const auto parsed = [](const std::string& text) {
-    const DeviceList list = ParseDeviceList(text);
-    return list.device + " x" + std::to_string(list.count);
+    const DeviceList list = ParseDeviceList(text, {0, 1});
+    std::string all = list.measure_on + " |";
+    for (const std::string& name : list.names) all += " " + name;
+    return all;
   };
-  EXPECT_EQ(parsed("sim:v100x4"), "sim:v100 x4");
-  EXPECT_EQ(parsed("cpux2"), "cpu x2");
-  EXPECT_EQ(parsed("cpu,threads=1;cpu,threads=1"), "cpu,threads=1 x2");
-  EXPECT_EQ(parsed("sim:2080ti"), "sim:2080ti x1");
-  for (const char* bad : {"", "sim:v100;sim:k80", "cpu;;cpu", "cpu;", "sim:v100x0"}) {
-    EXPECT_THROW(ParseDeviceList(bad), Error) << "'" << bad << "'";
+  EXPECT_EQ(parsed("sim:v100x2"), "sim:v100 | sim:v100 sim:v100");
+  EXPECT_EQ(parsed("cpux2"), "cpu,threads=1,cpus=0 | cpu,threads=1,cpus=0 cpu,threads=1,cpus=1");
+  EXPECT_EQ(parsed("cpu,threads=1,cpus=1;cpu,threads=1,cpus=0"),
+            "cpu,threads=1,cpus=1 | cpu,threads=1,cpus=1 cpu,threads=1,cpus=0");
+  EXPECT_EQ(parsed("sim:2080ti"), "sim:2080ti | sim:2080ti");
+  for (const char* bad : {"", "sim:v100;sim:k80", "cpu;;cpu", "cpu;", "sim:v100x0",
+                          "cpu,threads=1,cpus=0;cpu,threads=2,cpus=1"}) {
+    EXPECT_THROW(ParseDeviceList(bad, {0, 1}), Error) << "'" << bad << "'";
   }
 }
 

@@ -96,6 +96,31 @@ TEST(EvaluatorTest, RefusesDependentOperatorsInOneStage) {
       << t.problem;
 }
 
+TEST(EvaluatorTest, AnOrderedStageHoldsItsOwnChainAndStillWaitsForOtherDevices) {
+  // 0 -> 1 -> 2 and 3 -> 2: {1, 2} is one IOS-style stage (a chain) on
+  // device 0 after 0; 3 runs on device 1 and its result (4 ms later) is
+  // awaited by the stage that holds 2.
+  const Dag dag = Dag::Make(4, {{0, 1}, {1, 2}, {3, 2}});
+  const TableCosts costs(2, {1, 2, 3, 5}, {10, 10, 4},
+                         [](std::span<const OpId>, int) { return 4.5; });
+  MultiSchedule q{{{{0}, {1, 2}}, {{3}}}};
+  q.ordered_stages = true;
+  const Timeline t = Evaluate(dag, costs, q);
+  ASSERT_TRUE(t.acyclic) << t.problem;
+  EXPECT_NO_THROW(CheckTimeline(dag, costs, q, t));
+  EXPECT_DOUBLE_EQ(t.start_ms[1], 5 + 4);  // after 3's finish and its copy
+  EXPECT_DOUBLE_EQ(t.latency_ms, 9 + 4.5);
+  // A real cycle is still found: 3 now waits for the stage that waits for it.
+  MultiSchedule cyclic{{{{0}, {1, 2}}, {{3}}}};
+  cyclic.ordered_stages = true;
+  const Dag back = Dag::Make(4, {{0, 1}, {1, 2}, {3, 2}, {1, 3}});
+  const TableCosts back_costs(2, {1, 2, 3, 5}, {10, 10, 4, 1},
+                              [](std::span<const OpId>, int) { return 4.5; });
+  const Timeline c = Evaluate(back, back_costs, cyclic);
+  EXPECT_FALSE(c.acyclic);
+  EXPECT_EQ(c.cycle.size(), 2u) << c.problem;
+}
+
 TEST(EvaluatorTest, IgnoresUnmappedOperatorsAndTheirEdges) {
   const Dag dag = Dag::Make(3, {{0, 1}, {1, 2}});
   const TableCosts costs(2, {1, 100, 1}, {5, 5});
