@@ -35,6 +35,8 @@ struct CliOptions {
   //! --devices with more than one device: a HIOS schedule over them too.
   int device_count = 1;
   MultiDeviceOptions multi;
+  //! --force-devices: write HIOS's schedule even where one device's is faster.
+  bool force_devices = false;
 };
 
 //! What is wrong with --device or --bind, before anything is opened or

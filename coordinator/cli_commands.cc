@@ -184,7 +184,7 @@ int Search(CliOptions cli) {
     multi = ScheduleMultiDevice(graph, cli.multi, cli.search, *store, *farm, std::ref(progress));
     // More devices must never cost more: where HIOS loses to the one-device
     // schedule, that schedule is written, on device 0.
-    if (!(multi->hios.final_ms < returned.latency_ms)) {
+    if (!cli.force_devices && !(multi->multi_device_ms < returned.latency_ms)) {
       KeepOnOneDevice(graph, returned, cli.search.batch_size, *multi);
     }
     MultiScheduleInfo multi_info;
@@ -216,7 +216,7 @@ int Search(CliOptions cli) {
       std::cout << "\n" << FormatMultiDevice(graph, *multi, cli.multi, outcome.device.simulated);
       std::printf("  speed-up over one device's schedule (%s, %.3f ms): %.2fx%s\n",
                   outcome.ReturnedName().c_str(), returned.latency_ms,
-                  returned.latency_ms / multi->hios.final_ms,
+                  returned.latency_ms / multi->multi_device_ms,
                   outcome.device.simulated ? " (simulated)" : "");
       if (multi->one_device_kept) {
         std::printf("  written: the one-device schedule on device 0 (HIOS is not faster here)\n");

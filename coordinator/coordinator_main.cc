@@ -63,6 +63,9 @@ int main(int argc, char** argv) {
                  "with --devices: operators one merged stage may run side by side")
       ->default_val(cli.multi.hios.window.streams)
       ->check(CLI::Range(1, 64));
+  app.add_flag("--force-devices", cli.force_devices,
+               "with --devices: write the multi-device schedule even where one device's schedule "
+               "is predicted faster (by default that one is written, on device 0)");
   CLI::Option* link_option = app.add_option(
       "--link", link,
       "with --devices: the link between devices: nvlink, pcie, host, or GBPS:US (default: "

@@ -9,53 +9,10 @@
 #include <set>
 
 #include "common/error.h"
+#include "coordinator/multi_device_dp.h"
 
 namespace ios::coordinator {
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-NodeId NodeOf(hios::OpId op) { return op + 1; }
-
-// Operator and stage prices from the farm; copies from the link model.
-class GraphCosts : public hios::Costs {
- public:
-  GraphCosts(int devices, std::vector<double> op_ms, std::vector<double> transfer_ms)
-      : devices_(devices), op_ms_(std::move(op_ms)), transfer_ms_(std::move(transfer_ms)) {}
-
-  int devices() const override { return devices_; }
-  double OpMs(hios::OpId op, int) const override { return op_ms_[static_cast<size_t>(op)]; }
-  double StageMs(std::span<const hios::OpId> ops, int) const override {
-    if (ops.size() == 1) return op_ms_[static_cast<size_t>(ops[0])];
-    std::vector<hios::OpId> key(ops.begin(), ops.end());
-    std::sort(key.begin(), key.end());
-    const auto it = stage_ms_.find(key);
-    return it == stage_ms_.end() ? kInf : it->second;
-  }
-  double TransferMs(hios::EdgeId edge, int, int) const override {
-    return transfer_ms_[static_cast<size_t>(edge)];
-  }
-  bool identical_devices() const override { return true; }
-
-  //! Not thread-safe: called before the window runs.
-  void SetStageMs(std::vector<hios::OpId> ops, double ms) {
-    std::sort(ops.begin(), ops.end());
-    stage_ms_[std::move(ops)] = ms;
-  }
-
- private:
-  int devices_;
-  std::vector<double> op_ms_, transfer_ms_;
-  std::map<std::vector<hios::OpId>, double> stage_ms_;
-};
-
-// A HIOS stage as the farm measures it: one group (stream) per operator.
-Stage StageOfOps(const std::vector<hios::OpId>& ops) {
-  Stage stage;
-  stage.strategy = Strategy::kParallel;
-  for (hios::OpId op : ops) stage.groups.push_back({NodeOf(op)});
-  return stage;
-}
 
 int64_t OutputBytes(const Graph& graph, NodeId node, int batch) {
   const Shape& s = graph.node(node).output;
@@ -149,6 +106,33 @@ MultiDeviceOutcome ScheduleMultiDevice(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - prefetch_start).count();
   });
   out.hios.window_s -= prefetch_s;  // the window's own time, not the farm's
+
+  // Each device's stages: the window's, or the IOS DP's where faster.
+  std::vector<std::vector<Stage>> stages;
+  hios::MultiSchedule chosen = out.hios.final;
+  out.predicted_ms = out.hios.final_ms;
+  if (options.device_dp) {
+    const auto dp_start = std::chrono::steady_clock::now();
+    DeviceDpOutcome dp =
+        RunDeviceDp(graph, dag, costs, out.hios.final, search, store, measurer, progress);
+    out.dp_ran = true;
+    out.dp_ms = dp.latency_ms;
+    out.dp_devices_improved = dp.devices_improved;
+    out.dp_segments = dp.segments;
+    out.dp_segments_over_budget = dp.segments_over_budget;
+    out.stages_measured += dp.stages_measured;
+    out.stages_reused += dp.stages_reused;
+    out.stages_failed += dp.stages_failed;
+    out.dp_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - dp_start).count();
+    stages = std::move(dp.stages);
+    chosen = std::move(dp.schedule);
+    out.predicted_ms = dp.latency_ms;
+  } else {
+    for (const auto& list : chosen.stages) {
+      stages.emplace_back();
+      for (const auto& ops : list) stages.back().push_back(StageOfOps(ops));
+    }
+  }
   out.measure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() -
                   out.hios.map_s - out.hios.window_s;
 
@@ -162,13 +146,12 @@ MultiDeviceOutcome ScheduleMultiDevice(
                 std::to_string(options.devices) + " devices");
   }
   schedule.device_of.assign(graph.nodes.size(), -1);
-  schedule.stages.resize(static_cast<size_t>(options.devices));
+  schedule.stages = std::move(stages);
   out.loads.resize(static_cast<size_t>(options.devices));
   for (int d = 0; d < options.devices; ++d) {
     DeviceLoad& load = out.loads[static_cast<size_t>(d)];
-    for (const auto& ops : out.hios.final.stages[static_cast<size_t>(d)]) {
+    for (const auto& ops : chosen.stages[static_cast<size_t>(d)]) {
       for (hios::OpId op : ops) schedule.device_of[static_cast<size_t>(NodeOf(op))] = d;
-      schedule.stages[static_cast<size_t>(d)].push_back(StageOfOps(ops));
       load.operators += static_cast<int>(ops.size());
       ++load.stages;
       if (ops.size() > 1) ++load.merged_stages;
@@ -177,7 +160,7 @@ MultiDeviceOutcome ScheduleMultiDevice(
   }
   out.transfers = MultiTransfers(graph, schedule, search.batch_size);
   for (const Transfer& t : out.transfers) out.transfer_ms += options.link.Ms(t.bytes);
-  out.predicted_ms = out.hios.final_ms;
+  out.multi_device_ms = out.predicted_ms;
   return out;
 }
 
@@ -230,6 +213,15 @@ std::string FormatMultiDevice(const Graph& graph, const MultiDeviceOutcome& outc
       sim, outcome.hios.one_device_ms,
       outcome.hios.one_device_won ? " (faster than the mapping: kept on one device)" : "");
   text += line;
+  if (outcome.dp_ran) {
+    std::snprintf(
+        line, sizeof line,
+        "  inside devices: the window %.3f ms; the IOS DP per device %.3f ms%s (kept on %d "
+        "of %d devices; %d segments, %d over a DP budget)\n",
+        outcome.hios.final_ms, outcome.dp_ms, sim, outcome.dp_devices_improved, options.devices,
+        outcome.dp_segments, outcome.dp_segments_over_budget);
+    text += line;
+  }
   std::snprintf(line, sizeof line,
                 "  scheduling: mapping %.3f s, window %.3f s; pricing %.1f s (%lld measured, %lld "
                 "reused, %lld failed)\n",

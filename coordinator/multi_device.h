@@ -28,6 +28,9 @@ struct MultiDeviceOptions {
   std::vector<std::string> names;
   hios::HiosOptions hios;
   hios::Link link = hios::PresetLink(hios::LinkKind::kNvlink);
+  //! After the window, the IOS DP inside each device, kept per device where
+  //! the whole schedule gets faster (the "compare both").
+  bool device_dp = true;
 };
 
 //! `--devices` for a search: devices that measure alike, one of which the
@@ -60,9 +63,16 @@ struct MultiDeviceOutcome {
   std::vector<Transfer> transfers;
   std::vector<DeviceLoad> loads;
   double transfer_ms = 0;  // every copy's link price summed
-  //! The schedule's predicted latency: HIOS's, or the one-device
-  //! schedule's after KeepOnOneDevice.
+  //! The IOS DP inside devices (MultiDeviceOptions::device_dp): the
+  //! latency with its stages where they won, on how many devices, and the
+  //! segments it ran on.
+  bool dp_ran = false;
+  double dp_ms = 0, dp_s = 0;
+  int dp_devices_improved = 0, dp_segments = 0, dp_segments_over_budget = 0;
+  //! The schedule's predicted latency: HIOS's (after the DP inside devices
+  //! when it ran), or the one-device schedule's after KeepOnOneDevice.
   double predicted_ms = 0;
+  double multi_device_ms = 0;  // HIOS's (after the DP), whatever is kept
   bool one_device_kept = false;
   int64_t stages_measured = 0, stages_reused = 0, stages_failed = 0;
   double measure_s = 0;  // pricing operators and window candidates
