@@ -85,6 +85,37 @@ TEST(MultiDeviceTest, SchedulesEveryOperatorOnceAndASecondRunMeasuresNothing) {
   EXPECT_EQ(again.schedule.device_of, first.schedule.device_of);
 }
 
+TEST(MultiDeviceTest, TheDpInsideDevicesNeverLosesToTheWindowAndItsStagesRun) {
+  const Graph g = BuildZooModel("inception_v3");
+  auto store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer measurer;
+  MultiDeviceOptions options;
+  options.devices = 4;
+  options.device_dp = false;
+  const MultiDeviceOutcome window =
+      ScheduleMultiDevice(g, options, DefaultOptions(), *store, measurer);
+  EXPECT_FALSE(window.dp_ran);
+  EXPECT_DOUBLE_EQ(window.predicted_ms, window.hios.final_ms);
+  options.device_dp = true;
+  const MultiDeviceOutcome dp = ScheduleMultiDevice(g, options, DefaultOptions(), *store, measurer);
+  ASSERT_TRUE(dp.dp_ran);
+  EXPECT_GT(dp.dp_segments, 0);
+  EXPECT_LE(dp.dp_ms, dp.hios.final_ms);
+  EXPECT_DOUBLE_EQ(dp.predicted_ms, dp.dp_ms);
+  EXPECT_DOUBLE_EQ(dp.hios.final_ms, window.hios.final_ms);  // the same HIOS underneath
+  EXPECT_NO_THROW(CheckMultiSchedule(g, dp.schedule, "test"));
+  // Where the DP won, a device runs IOS stages: a chain or a merge inside one.
+  bool ios_stage = false;
+  for (const auto& list : dp.schedule.stages) {
+    for (const Stage& stage : list) {
+      for (const auto& group : stage.groups) ios_stage |= group.size() > 1;
+      ios_stage |= stage.strategy == Strategy::kMerge;
+    }
+  }
+  EXPECT_EQ(ios_stage, dp.dp_devices_improved > 0);
+  RecordProperty("dp_devices_improved", dp.dp_devices_improved);
+}
+
 TEST(MultiDeviceTest, KeepingTheOneDeviceScheduleNeedsNoCopies) {
   const Graph g = BuildZooModel("squeezenet");
   auto store = db::ProfileStore::Open(":memory:");

@@ -24,6 +24,7 @@ using ::ios::testing::kIosRun;
 using ::ios::testing::ShellQuote;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Two devices of one core each where this process has two cores; else two
 // unpinned one-thread devices (the run is the same, only slower).
@@ -89,6 +90,22 @@ TEST_F(IosRunMultiTest, SqueezenetWithAlternatingBranchesPassesCheckOnTwoCpuDevi
   EXPECT_THAT(r.out, HasSubstr("ios-run: squeezenet on 2 devices"));
   EXPECT_THAT(r.out, HasSubstr("check: PASSED"));
   EXPECT_THAT(r.out, HasSubstr("through host staging buffers"));
+}
+
+TEST_F(IosRunMultiTest, TheCoordinatorsHiosScheduleOfInceptionPassesCheck) {
+  // ios-coordinator plans on four simulated V100s (HIOS, the window and the
+  // IOS DP inside devices); the same file then runs on four cpu devices.
+  const CliResult plan = ::ios::testing::RunBinary(
+      dir_.path(), ::ios::testing::kCoordinator,
+      "--model inception_v3 --devices sim:v100x4 --force-devices --db p.db -q --out m.json", 600);
+  ASSERT_EQ(plan.exit_code, 0) << plan.out << plan.err;
+  const CliResult r =
+      Run("--schedule m.json --devices "
+          "'cpu,threads=1;cpu,threads=1;cpu,threads=1;cpu,threads=1' --check "
+          "--runs 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("check: PASSED"));
+  EXPECT_THAT(r.out, Not(HasSubstr("copies between devices: 0,")));
 }
 
 TEST_F(IosRunMultiTest, WhatAMultiDeviceRunCannotDoIsOneLine) {
