@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # HIOS on the zoo models over 2 and 4 simulated V100s, NVLink and PCIe
 # (issue 23): each row is one ios-coordinator --devices run; the speed-up is
-# over the IOS schedule of one simulated V100 from the same run. Every figure
+# over the IOS schedule of one simulated V100 from the same run, of HIOS
+# after the window and the IOS DP inside devices (+DP). Every figure
 # is SIMULATED (the analytical V100 model and the modelled links).
 #
 #   bash bench/hios_zoo.sh [MODEL...]   (default: the four zoo models)
@@ -14,8 +15,8 @@ models=("$@")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo "# $(date -u +%FT%TZ), SIMULATED V100s (sim:v100), batch 1"
-printf "%-13s %4s %-6s %-6s %10s %10s %10s %8s %9s  %s\n" model gpus link mapper "1-GPU ms" \
-  "mapped ms" "HIOS ms" speed-up "sched s" written
+printf "%-13s %4s %-6s %-6s %9s %9s %9s %9s %8s %8s  %s\n" model gpus link mapper "1-GPU ms" \
+  "mapped" "window" "+DP" speed-up "sched s" written
 for model in "${models[@]}"; do
   for n in 2 4; do
     for link in nvlink pcie; do
@@ -30,9 +31,10 @@ for model in "${models[@]}"; do
           awk '{printf "%.4f", $1 + $2}')
         written=HIOS
         grep -q "written: the one-device schedule" <<<"$out" && written="one device (IOS)"
+        dp=$(grep -m1 "inside devices" <<<"$out" | sed -E 's/.*per device ([0-9.]+) ms.*/\1/')
         read -r one_ms speedup <<<"$one"
-        printf "%-13s %4d %-6s %-6s %10s %10s %10s %7sx %9s  %s\n" "$model" "$n" "$link" "$mapper" \
-          "$one_ms" "$mapped" "$final" "$speedup" "$sched" "$written"
+        printf "%-13s %4d %-6s %-6s %9s %9s %9s %9s %7sx %8s  %s\n" "$model" "$n" "$link" "$mapper" \
+          "$one_ms" "$mapped" "$final" "$dp" "$speedup" "$sched" "$written"
       done
     done
   done
