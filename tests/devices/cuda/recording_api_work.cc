@@ -223,6 +223,7 @@ Status RecordingApi::StridedKernel(const std::string& call, Stream stream, const
   Span(src, src_bytes, call + " (source)");
   Work(stream.value, call);
   journal_->ops.push_back({call, nullptr, stream.value, -1});
+  Trace(call, stream.value);
   return Ok();
 }
 
@@ -252,6 +253,7 @@ Status RecordingApi::MaxPool(Stream stream, const MaxPoolShape& g, const float* 
   }
   Work(stream.value, call);
   journal_->ops.push_back({call, nullptr, stream.value, -1});
+  Trace(call, stream.value);
   return Ok();
 }
 
