@@ -30,8 +30,9 @@ std::string Gpu(int device) { return "GPU " + std::to_string(device); }
 RecordingApi::RecordingApi(std::shared_ptr<Journal> journal)
     : journal_(std::move(journal)), machine_(MachineOf(*journal_)) {}
 
-void RecordingApi::Trace(const std::string& call, void* stream, void* event) {
-  journal_->timeline.push_back({call, stream, event, current_device_});
+void RecordingApi::Trace(const std::string& call, void* stream, void* event, const void* reads,
+                         const void* writes) {
+  journal_->timeline.push_back({call, stream, event, current_device_, reads, writes});
 }
 
 const Allocation* RecordingApi::AllocationOf(const void* pointer) const {
@@ -161,12 +162,13 @@ void RecordingApi::Extent(const void* pointer, TensorDesc desc, const std::strin
   Span(pointer, static_cast<size_t>(last + 1) * sizeof(float), call);
 }
 
-Status RecordingApi::Op(const std::string& call, DnnHandle handle, int algo) {
+Status RecordingApi::Op(const std::string& call, DnnHandle handle, int algo, const void* reads,
+                        const void* writes) {
   if (Status s = Enter(call); !s.ok()) return s;
   void* stream = StreamOf(handle, call);
   if (stream != nullptr) Work(stream, call);
   journal_->ops.push_back({call, handle.value, stream, algo});
-  Trace(call, stream);
+  Trace(call, stream, nullptr, reads, writes);
   return Ok();
 }
 
@@ -293,7 +295,7 @@ Status RecordingApi::CopyPeerAsync(void* dst, int dst_device, const void* src, i
     }
   }
   Work(stream.value, call);
-  Trace(call, stream.value);
+  Trace(call, stream.value, nullptr, src, dst);
   journal_->peer_copies.push_back({dst, dst_device, src, src_device, bytes, stream.value});
   return Ok();
 }

@@ -49,6 +49,10 @@ struct StreamRecord {
   void* stream = nullptr;
   void* event = nullptr;  // cudaEventRecord, cudaStreamWaitEvent
   int device = 0;         // the current GPU when it was made
+  //! The first input and the output, where the call has them (convolutions,
+  //! same-shape cuDNN ops, our kernels, peer copies): who writes what.
+  const void* reads = nullptr;
+  const void* writes = nullptr;
 };
 
 //! One cudaMemcpyPeerAsync as it was asked for.
@@ -262,7 +266,8 @@ class RecordingApi final : public Api {
   void Span(const void* pointer, size_t bytes, const std::string& call);
   void OpenRegion(void* origin, const std::string& what);
   void CloseRegion(const std::string& what);
-  Status Op(const std::string& call, DnnHandle handle, int algo = -1);
+  Status Op(const std::string& call, DnnHandle handle, int algo = -1, const void* reads = nullptr,
+            const void* writes = nullptr);
   //! One of our strided kernels: `count` floats per sample of `batch`.
   Status StridedKernel(const std::string& call, Stream stream, const float* dst, int64_t dst_stride,
                        const float* src, int64_t src_stride, int64_t count, int batch);
@@ -278,7 +283,8 @@ class RecordingApi final : public Api {
                      TensorDesc y_desc, const void* y);
 
   //! A stream call, in the journal's timeline.
-  void Trace(const std::string& call, void* stream, void* event = nullptr);
+  void Trace(const std::string& call, void* stream, void* event = nullptr,
+             const void* reads = nullptr, const void* writes = nullptr);
   //! The live allocation `pointer` lies in, or null.
   const Allocation* AllocationOf(const void* pointer) const;
 
