@@ -251,7 +251,7 @@ TEST(CudaMultiTest, AFailedPeerCopyIsAnErrorNamingTheCallAndTheCopy) {
       Execute(m, tiny.graph, tiny.schedule);
       ADD_FAILURE() << "a failed copy went unnoticed";
     } catch (const Error& e) {
-      EXPECT_THAT(e.what(), HasSubstr("cudaMemcpyPeerAsync failed"));
+      EXPECT_THAT(e.what(), HasSubstr("(16384 bytes): cudaMemcpyPeerAsync failed"));
       EXPECT_THAT(e.what(), HasSubstr("the copy of 'c' from device 1 (cuda:1) to device 0"));
     }
     m.owned.clear();
