@@ -70,7 +70,8 @@ class CudaMultiProgram final : public exec::PreparedMultiProgram {
       part.gpu = part.state->options.gpu;
       part.name = "device " + std::to_string(d) + " (GPU " + std::to_string(part.gpu) + ")";
       // Prepare() checks the program and remembers a lost device.
-      std::unique_ptr<exec::PreparedProgram> prepared = devices[d]->Prepare(*programs[d], batch);
+      std::unique_ptr<exec::PreparedProgram> prepared;
+      Named(part, [&] { prepared = devices[d]->Prepare(*programs[d], batch); });
       part.program.reset(static_cast<CudaPreparedProgram*>(prepared.release()));
       part.receive_before.resize(programs[d]->stages.size());
       part.send_after.resize(programs[d]->stages.size());
@@ -90,23 +91,24 @@ class CudaMultiProgram final : public exec::PreparedMultiProgram {
   ~CudaMultiProgram() override {
     // A run that failed half-way leaves copies in flight: they end before
     // the buffers they write go (each program waits for its own streams).
+    // Neither this nor the destroys that follow need the GPU current.
     for (Part& part : parts_) {
-      if (part.copy_stream.get() && part.api().SetDevice(part.gpu).ok()) {
-        (void)part.api().SynchronizeStream(part.copy_stream.get());
-      }
+      if (part.copy_stream.get()) (void)part.api().SynchronizeStream(part.copy_stream.get());
     }
   }
 
   void Write(int device, int buffer, std::span<const float> values) override {
     Part& part = At(device);
     On(part, "writing buffer " + std::to_string(buffer));
-    part.program->Write(buffer, values);
+    Named(part, [&] { part.program->Write(buffer, values); });
   }
 
   std::vector<float> Read(int device, const exec::View& view) override {
     Part& part = At(device);
     On(part, "reading buffer " + std::to_string(view.buffer));
-    return part.program->Read(view);
+    std::vector<float> values;
+    Named(part, [&] { values = part.program->Read(view); });
+    return values;
   }
 
   double TimedRuns(int runs) override {
@@ -159,6 +161,18 @@ class CudaMultiProgram final : public exec::PreparedMultiProgram {
     if (status.ok()) return;
     if (status.code == cuda::Code::kDeviceLost) part.state->lost = true;
     Fail(status, part.name + ": " + where);
+  }
+
+  // Runs what the part's program does, its errors naming the device.
+  template <class F>
+  static void Named(const Part& part, F&& work) {
+    try {
+      work();
+    } catch (const exec::DeviceLostError& e) {
+      throw exec::DeviceLostError(part.name + ": " + e.what());
+    } catch (const ExecError& e) {
+      throw ExecError(e.kind(), part.name + ": " + e.what());
+    }
   }
 
   // Makes the part's GPU current: every call that follows is about it.
@@ -262,13 +276,7 @@ class CudaMultiProgram final : public exec::PreparedMultiProgram {
                  part.receive_before[static_cast<size_t>(end)].empty()) {
             ++end;
           }
-          try {
-            part.program->EnqueueStages(k, end);
-          } catch (const exec::DeviceLostError& e) {
-            throw exec::DeviceLostError(part.name + ": " + e.what());
-          } catch (const ExecError& e) {
-            throw ExecError(e.kind(), part.name + ": " + e.what());
-          }
+          Named(part, [&] { part.program->EnqueueStages(k, end); });
           for (size_t c : part.send_after[static_cast<size_t>(end - 1)]) {
             Check(part,
                   part.api().RecordEvent(copies_[c].produced.get(), part.program->OriginStream()),

@@ -259,5 +259,46 @@ TEST(CudaMultiTest, AFailedPeerCopyIsAnErrorNamingTheCallAndTheCopy) {
   }
 }
 
+// A failure at any call of a run over two GPUs (prepare, peer access, the
+// copies, the timed runs, the read): an error naming the device and the
+// call, returned at once (nothing waits on the host), nothing left alive.
+TEST(CudaMultiTest, AFailureAtAnyCallIsAnErrorNamingTheDeviceAndLeavesNothingBehind) {
+  const coordinator::LoadedMultiSchedule tiny = Tiny();
+  MeasureSettings timing;
+  timing.warmup = 0;
+  timing.number = 2;
+  timing.repeat = 1;
+  int calls = 0;
+  {
+    Machine m({0, 1});
+    const int before = m.journal->counted_calls;
+    Execute(m, tiny.graph, tiny.schedule, 1, &timing);
+    calls = m.journal->counted_calls - before;
+  }
+  ASSERT_GT(calls, 50);
+  for (int k = 1; k <= calls; ++k) {
+    Machine m({0, 1});
+    m.journal->fail_at = m.journal->counted_calls + k;
+    bool threw = false;
+    try {
+      Execute(m, tiny.graph, tiny.schedule, 1, &timing);
+    } catch (const Error& e) {
+      threw = true;
+      EXPECT_THAT(e.what(), HasSubstr(m.journal->injected + " failed: injected failure"))
+          << "call " << k;
+      EXPECT_THAT(e.what(), HasSubstr("device ")) << "call " << k;
+    }
+    // A refused trial of the fused convolution at prepare is not an error
+    // (cuda_refusal_test.cc): the first fused call on each device.
+    const bool trial = m.journal->injected == "cudnnConvolutionBiasActivationForward";
+    EXPECT_TRUE(threw || trial) << "call " << k << " (" << m.journal->injected
+                                << ") failed silently";
+    m.owned.clear();
+    ExpectNothingAlive(*m.journal);
+    ExpectNoViolations(*m.journal);
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
 }  // namespace
 }  // namespace ios::devices::cuda_testing
