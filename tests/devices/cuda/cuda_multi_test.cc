@@ -194,6 +194,39 @@ TEST(CudaMultiTest, TimedRunsEnablePeerAccessOnceAndStartEachRunAfterEveryDevice
   EXPECT_TRUE(waited) << "device 1 starts a run while device 0 may still read its last copy";
 }
 
+TEST(CudaMultiTest, CopiesBothWaysEnableEachOrderedPairOnce) {
+  // b crosses to GPU 0, c (a's and b's concatenation) to GPU 1, d and e
+  // back to GPU 0: four copies, three of them from GPU 1 to GPU 0.
+  exec::testing::GraphBuilder b({4, 8, 8}, "crossing");
+  const NodeId a = b.Add("a", ::ios::testing::ConvOp(8, 3, 1, 1), {{b.S(0)}});
+  const NodeId bb = b.Add("b", ::ios::testing::ConvOp(8, 1), {{b.S(0)}});
+  const NodeId c = b.Add("c", ::ios::testing::IdentityOp(), {{b.S(a)}, {b.S(bb)}});
+  const NodeId s = b.Add("s", ::ios::testing::IdentityOp(), {{b.S(c, 4, 12)}});
+  const NodeId d = b.Add("d", ::ios::testing::ConvOp(8, 1), {{b.S(s)}});
+  const NodeId e = b.Add("e", ::ios::testing::PoolOp(PoolType::kMax, 3, 1, 1), {{b.S(bb)}});
+  b.Add("f", ::ios::testing::EltwiseOp(EltwiseType::kAdd), {{b.S(d)}, {b.S(e)}});
+  const Graph g = b.Done();
+  coordinator::MultiDeviceSchedule q =
+      coordinator::SingletonMultiSchedule(g, {-1, 0, 1, 0, 1, 1, 1, 0}, 2);
+  q.devices = {"cuda:0", "cuda:1"};
+  Machine m({0, 1});
+  MeasureSettings timing;
+  timing.warmup = 1;
+  timing.number = 2;
+  timing.repeat = 2;
+  Execute(m, g, q, 1, &timing);
+  ExpectNoViolations(*m.journal);
+  EXPECT_THAT(m.journal->peer_enabled, ::testing::UnorderedElementsAre(Pair(0, 1), Pair(1, 0)));
+  int to_gpu0 = 0, to_gpu1 = 0;
+  for (const PeerCopy& copy : m.journal->peer_copies) {
+    (copy.dst_device == 0 ? to_gpu0 : to_gpu1) += 1;
+    EXPECT_NE(copy.dst_device, copy.src_device);
+  }
+  const int runs = 1 + timing.warmup + timing.repeat * timing.number;
+  EXPECT_EQ(to_gpu0, 3 * runs);
+  EXPECT_EQ(to_gpu1, runs);
+}
+
 TEST(CudaMultiTest, GpusWithoutPeerAccessStillCopyThroughTheDriver) {
   const coordinator::LoadedMultiSchedule tiny = Tiny();
   Machine m({0, 1});
