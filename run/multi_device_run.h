@@ -1,7 +1,9 @@
 // One inference over several devices (HIOS, issue 23): each device plays its
 // part of a multi-device schedule on a thread of its own, and tensors cross
-// between devices as real copies through host staging buffers. What
-// ios-run does with a multi-device schedule file, as a library.
+// between devices as real copies through host staging buffers; GPUs instead
+// play the whole run from one thread with peer copies between their streams
+// (devices/cuda/cuda_multi.h). What ios-run does with a multi-device
+// schedule file, as a library.
 #pragma once
 
 #include <chrono>
