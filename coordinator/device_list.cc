@@ -44,6 +44,11 @@ std::string CpuListText(const std::vector<int>& cpus) {
 
 bool IsCpuName(const std::string& name) { return name == "cpu" || name.starts_with("cpu,"); }
 
+// "cuda" or "cuda,OPTIONS": a cuda name that picks no GPU.
+bool IsAnyGpuCudaName(const std::string& name) {
+  return name == "cuda" || name.starts_with("cuda,");
+}
+
 }  // namespace
 
 std::vector<std::string> ExpandDeviceList(const std::string& list, const std::vector<int>& cpus) {
@@ -69,6 +74,11 @@ std::vector<std::string> ExpandDeviceList(const std::string& list, const std::ve
     const int count = digits.size() > 2 ? kMaxDevices + 1 : std::stoi(digits);
     if (count < 1 || count > kMaxDevices) {
       throw Error(where + ": the count must be from 1 to " + std::to_string(kMaxDevices));
+    }
+    if (IsAnyGpuCudaName(base)) {
+      // One GPU each: cuda:0, cuda:1, ... with the base's options.
+      for (int i = 0; i < count; ++i) names.push_back("cuda:" + std::to_string(i) + base.substr(4));
+      continue;
     }
     if (!IsCpuName(base)) {
       names.insert(names.end(), static_cast<size_t>(count), base);

@@ -16,8 +16,9 @@ std::vector<int> ProcessCpus();
 //! devices of BASE. For the cpu, "cpuxN" (or "cpu,cache=...xN") gives each
 //! of N devices its own share of `cpus`, contiguous and as equal as can be
 //! ("cpu,threads=1,cpus=0", "cpu,threads=1,cpus=1" for cpux2 on cores 0
-//! and 1). Throws ios::Error naming the item: an empty one, N outside
-//! 1..64, a cpu BASE that sets threads or cpus itself, or more cpu devices
+//! and 1). "cudaxN" (or "cuda,...xN") gives GPUs 0..N-1 ("cuda:0",
+//! "cuda:1" for cudax2); a BASE naming a GPU repeats it. Throws ios::Error naming the item: an
+//! empty one, N outside 1..64, a cpu BASE that sets threads or cpus itself, or more cpu devices
 //! than cores.
 std::vector<std::string> ExpandDeviceList(const std::string& list, const std::vector<int>& cpus);
 

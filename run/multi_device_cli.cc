@@ -40,11 +40,20 @@ void CheckMultiRunDevice(const std::string& name) {
     throw Error("--devices: unknown device " + Quoted(name) +
                 "; valid: " + devices::LinkedRegistry().Grammars());
   }
+#ifdef IOS_HAVE_CUDA_BACKEND
+  // GPUs copy between themselves (devices/cuda/cuda_multi.h).
+  if (kind->prefix == "cuda") return;
+  constexpr const char* kCuda = "; or cuda devices, e.g. cudax2";
+  constexpr const char* kWhyNot = " (sim models latencies only)";
+#else
+  constexpr const char* kCuda = "";
+  constexpr const char* kWhyNot =
+      " (sim models latencies only; cuda needs an ios-run built with CUDA, docs/gpu.md)";
+#endif
   if (kind->prefix != "cpu" && kind->prefix != "reference") {
     throw Error("--devices: " + Quoted(name) +
-                ": multi-device runs take cpu devices only for now " +
-                "(core groups as devices, e.g. cpux2; or reference), not " + kind->prefix +
-                " (sim models latencies only; cuda peer copies are a later step)");
+                ": multi-device runs take cpu devices (core groups as devices, e.g. cpux2; or " +
+                "reference" + kCuda + "), not " + kind->prefix + kWhyNot);
   }
 }
 
@@ -138,6 +147,7 @@ int RunMultiDeviceCli(const MultiCliOptions& cli, const coordinator::LoadedMulti
         {"devices", std::move(per_device)},
         {"copies", run.transfers.size()},
         {"copied_bytes", copied},
+        {"copies_by", run.device_copies ? "device" : "host staging"},
         {"measured_ms", TimingJson(t)},
         {"predicted_ms", info.predicted_ms ? json(*info.predicted_ms) : json(nullptr)},
         {"predicted_simulated", info.simulated},
@@ -154,8 +164,10 @@ int RunMultiDeviceCli(const MultiCliOptions& cli, const coordinator::LoadedMulti
         d, Printable(s.name).c_str(), s.operators, s.stages, s.steps, s.received, s.sent,
         MiB(s.memory.allocated_bytes * cli.batch));
   }
-  std::printf("copies between devices: %zu, %.3f MiB per run, through host staging buffers\n",
-              run.transfers.size(), MiB(copied));
+  std::printf("copies between devices: %zu, %.3f MiB per run, %s\n", run.transfers.size(),
+              MiB(copied),
+              run.device_copies ? "peer copies enqueued between the GPUs' streams"
+                                : "through host staging buffers");
   std::printf("measured end to end: median %.3f ms (min %.3f, max %.3f, spread %.3f; %d runs)\n",
               t.protocol.median_ms, t.min_ms, t.max_ms, t.protocol.spread_ms, t.repeats);
   if (info.predicted_ms) {

@@ -32,9 +32,10 @@ struct MultiCliOptions {
 };
 
 //! The device kinds a multi-device run accepts: "cpu" (core groups as
-//! devices) and "reference" (naive loops, for small checks). Throws
-//! ios::Error naming the device otherwise (sim models latencies only; cuda
-//! peer copies are not there yet) or when no backend answers to it.
+//! devices), "reference" (naive loops, for small checks) and, where ios-run
+//! is built with CUDA, "cuda" (peer copies between GPUs; "cuda:0;cuda:0"
+//! runs the protocol on one GPU). Throws ios::Error naming the device
+//! otherwise (sim models latencies only) or when no backend answers to it.
 void CheckMultiRunDevice(const std::string& name);
 
 //! Runs `file`'s schedule with `weights` on `input` (batch x input shape)

@@ -14,6 +14,8 @@
 
 #include "common/error.h"
 #include "common/printable.h"
+#include "devices/cuda/cuda_multi.h"
+#include "exec/multi_program.h"
 #include "exec/program.h"
 
 namespace ios::run {
@@ -195,7 +197,8 @@ class MultiDeviceRunner {
       : graph_(graph),
         options_(options),
         transfers_(coordinator::MultiTransfers(graph, schedule, options.batch)),
-        exchange_(transfers_.size(), static_cast<int>(devices.size())) {
+        exchange_(transfers_.size(), static_cast<int>(devices.size())),
+        together_(devices::AreCudaDevices(devices)) {
     for (size_t d = 0; d < devices.size(); ++d) {
       DevicePart& part = parts_.emplace_back();
       part.device = devices[d];
@@ -229,14 +232,19 @@ class MultiDeviceRunner {
         part.send_after[static_cast<size_t>(s.stage)].emplace_back(s.view, std::move(copies));
       }
       if (part.program.output) output_device_ = static_cast<int>(d);
-      threads_.push_back(std::make_unique<DeviceThread>(devices[d]->HostCpus()));
+      if (!together_) threads_.push_back(std::make_unique<DeviceThread>(devices[d]->HostCpus()));
     }
   }
 
   const std::vector<Transfer>& transfers() const { return transfers_; }
   const std::vector<DevicePart>& parts() const { return parts_; }
+  bool together() const { return together_; }
 
   void Prepare(std::span<const float> input) {
+    if (together_) {
+      PrepareTogether(input);
+      return;
+    }
     OnEveryDevice([&](int d) {
       DevicePart& part = parts_[static_cast<size_t>(d)];
       part.prepared = part.device->Prepare(part.program.program, options_.batch);
@@ -246,6 +254,7 @@ class MultiDeviceRunner {
 
   //! `runs` whole runs; returns their elapsed milliseconds.
   double Runs(int runs) {
+    if (together_) return played_->TimedRuns(runs);
     const int64_t first = next_run_;
     next_run_ += runs;
     const auto start = Clock::now();
@@ -259,6 +268,10 @@ class MultiDeviceRunner {
   }
 
   std::vector<float> ReadOutput() {
+    if (together_) {
+      return played_->Read(output_device_,
+                           *parts_[static_cast<size_t>(output_device_)].program.output);
+    }
     std::vector<float> output;
     OnEveryDevice([&](int d) {
       if (d != output_device_) return;
@@ -269,6 +282,43 @@ class MultiDeviceRunner {
   }
 
  private:
+  // Devices that play the whole run themselves from this thread (cuda:
+  // streams and events across GPUs, peer copies), given every program and
+  // the copies between them.
+  void PrepareTogether(std::span<const float> input) {
+    std::vector<exec::Device*> devices;
+    std::vector<const exec::Program*> programs;
+    for (const DevicePart& part : parts_) {
+      devices.push_back(part.device);
+      programs.push_back(&part.program.program);
+    }
+    std::vector<exec::ProgramCopy> copies;
+    for (size_t t = 0; t < transfers_.size(); ++t) {
+      const Transfer& transfer = transfers_[t];
+      exec::ProgramCopy& copy = copies.emplace_back();
+      copy.from = transfer.from;
+      copy.to = transfer.to;
+      copy.label = CopyText(t);
+      for (const exec::SentTensor& s : parts_[static_cast<size_t>(transfer.from)].program.sent) {
+        if (s.node != transfer.producer) continue;
+        copy.source = s.view;
+        copy.after_stage = s.stage;
+      }
+      for (const exec::ReceivedTensor& r :
+           parts_[static_cast<size_t>(transfer.to)].program.received) {
+        if (r.node != transfer.producer) continue;
+        copy.buffer = r.buffer;
+        copy.before_stage = r.first_stage;
+      }
+    }
+    played_ = devices::PrepareCudaMultiProgram(devices, programs, copies, options_.batch);
+    for (size_t d = 0; d < parts_.size(); ++d) {
+      if (parts_[d].program.input >= 0) {
+        played_->Write(static_cast<int>(d), parts_[d].program.input, input);
+      }
+    }
+  }
+
   size_t CopyIndex(NodeId producer, int to) const {
     for (size_t t = 0; t < transfers_.size(); ++t) {
       if (transfers_[t].producer == producer && transfers_[t].to == to) return t;
@@ -351,6 +401,8 @@ class MultiDeviceRunner {
   std::vector<DevicePart> parts_;
   int output_device_ = -1;
   int64_t next_run_ = 1;
+  const bool together_;
+  std::unique_ptr<exec::PreparedMultiProgram> played_;  // when together_
   std::vector<std::unique_ptr<DeviceThread>> threads_;  // last: joined before the rest goes
 };
 
@@ -382,6 +434,7 @@ MultiDeviceExecution ExecuteMultiDevice(const std::vector<exec::Device*>& device
   execution.output = runner.ReadOutput();
   execution.output_shape = graph.nodes.back().output;
   execution.transfers = runner.transfers();
+  execution.device_copies = runner.together();
   for (const DevicePart& part : runner.parts()) {
     DeviceRunSummary summary;
     summary.name = part.name;

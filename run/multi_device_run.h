@@ -1,7 +1,9 @@
 // One inference over several devices (HIOS, issue 23): each device plays its
 // part of a multi-device schedule on a thread of its own, and tensors cross
-// between devices as real copies through host staging buffers. What
-// ios-run does with a multi-device schedule file, as a library.
+// between devices as real copies through host staging buffers; GPUs instead
+// play the whole run from one thread with peer copies between their streams
+// (devices/cuda/cuda_multi.h). What ios-run does with a multi-device
+// schedule file, as a library.
 #pragma once
 
 #include <chrono>
@@ -45,10 +47,17 @@ struct MultiDeviceExecution {
   Shape output_shape;
   std::vector<DeviceRunSummary> devices;
   std::vector<coordinator::Transfer> transfers;
+  //! The devices copied between themselves, the run enqueued from one
+  //! thread (cuda: peer copies, events across GPUs); else host staging.
+  bool device_copies = false;
   Timing timing;  // only when timed
 };
 
-//! Runs `schedule` of `graph`: device d (`devices[d]`, borrowed; one per
+//! Runs `schedule` of `graph`. Where every device is a cuda device, they
+//! play the run themselves (devices/cuda/cuda_multi.h): one host thread
+//! enqueues every device's stages and the peer copies between them, and
+//! times runs by the GPUs' clocks; options.drop and transfer_timeout do not
+//! apply (nothing waits on the host). Otherwise device d (`devices[d]`, borrowed; one per
 //! schedule.devices) plays schedule.stages[d] as one program
 //! (exec::BuildDeviceProgram), prepared and run on a thread of its own
 //! pinned to the device's HostCpus(). Before each piece of its stages a

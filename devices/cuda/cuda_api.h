@@ -151,6 +151,19 @@ class Api {
   virtual Status CopyToDevice(void* device, const void* host, size_t bytes) = 0;
   virtual Status CopyToHost(void* host, const void* device, size_t bytes) = 0;
 
+  // ---- Several GPUs (a multi-device run, cuda_multi.h) ---------------------
+  //! Whether `device` can read and write `peer`'s memory directly (NVLink,
+  //! PCIe peer-to-peer). False for a device and itself.
+  virtual Status CanAccessPeer(int device, int peer, bool& can) = 0;
+  //! Lets the current device access `peer`'s memory; enabling it again is
+  //! not a failure. Only where CanAccessPeer says it can.
+  virtual Status EnablePeerAccess(int peer) = 0;
+  //! Enqueues a copy of `bytes` from `src` on `src_device` to `dst` on
+  //! `dst_device` (the same device: a plain device copy) on `stream`. Works
+  //! without peer access too: the driver stages it through the host.
+  virtual Status CopyPeerAsync(void* dst, int dst_device, const void* src, int src_device,
+                               size_t bytes, Stream stream) = 0;
+
   // ---- Streams, events, graphs ---------------------------------------------
   //! A non-blocking stream (no implicit synchronisation with stream 0).
   virtual Status CreateStream(Stream& stream) = 0;

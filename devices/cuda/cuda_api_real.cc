@@ -125,6 +125,30 @@ class RealApi final : public Api {
                     "cudaMemcpy(device to host)");
   }
 
+  Status CanAccessPeer(int device, int peer, bool& can) override {
+    int answer = 0;
+    const Status status =
+        FromCuda(cudaDeviceCanAccessPeer(&answer, device, peer), "cudaDeviceCanAccessPeer");
+    can = status.ok() && answer != 0;
+    return status;
+  }
+  Status EnablePeerAccess(int peer) override {
+    const cudaError_t error = cudaDeviceEnablePeerAccess(peer, 0);
+    if (error == cudaErrorPeerAccessAlreadyEnabled) {
+      // Not sticky, but it stays as the thread's last error: cleared, so a
+      // later cudaGetLastError does not report it against another call.
+      (void)cudaGetLastError();
+      return Ok();
+    }
+    return FromCuda(error, "cudaDeviceEnablePeerAccess");
+  }
+  Status CopyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t bytes,
+                       Stream stream) override {
+    return FromCuda(
+        cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, As<CUstream_st>(stream.value)),
+        "cudaMemcpyPeerAsync");
+  }
+
   Status CreateStream(Stream& stream) override {
     cudaStream_t s = nullptr;
     Status status = FromCuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),

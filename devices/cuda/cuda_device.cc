@@ -113,6 +113,7 @@ class CudaDevice : public exec::Device {
   }
 
   const DeviceInfo& Info() const override { return info_; }
+  const std::shared_ptr<DeviceState>& state() const { return state_; }
 
   std::unique_ptr<exec::PreparedProgram> Prepare(const exec::Program& program, int batch) override {
     if (state_->lost) {
@@ -140,6 +141,12 @@ class CudaDevice : public exec::Device {
 };
 
 }  // namespace
+
+std::shared_ptr<DeviceState> StateOf(exec::Device& device) {
+  auto* cuda = dynamic_cast<CudaDevice*>(&device);
+  return cuda == nullptr ? nullptr : cuda->state();
+}
+
 }  // namespace cuda_detail
 
 std::unique_ptr<exec::Device> MakeCudaDevice(std::unique_ptr<cuda::Api> api,

@@ -231,9 +231,16 @@ void CudaPreparedProgram::RunCalls(const std::vector<Call>& calls) {
   }
 }
 
-void CudaPreparedProgram::Enqueue() {
+void CudaPreparedProgram::Enqueue() { EnqueueStages(0, static_cast<int>(stages_.size())); }
+
+void CudaPreparedProgram::EnqueueStages(int begin, int end) {
+  if (begin < 0 || begin > end || end > static_cast<int>(stages_.size())) {
+    throw Error("cuda: stages [" + std::to_string(begin) + ", " + std::to_string(end) +
+                ") of a program of " + std::to_string(stages_.size()));
+  }
   const cuda::Stream origin = Origin();
-  for (const CompiledStage& stage : stages_) {
+  for (int s = begin; s < end; ++s) {
+    const CompiledStage& stage = stages_[static_cast<size_t>(s)];
     if (stage.lanes.size() == 1) {
       RunCalls(stage.lanes[0]);
       continue;

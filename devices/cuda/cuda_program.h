@@ -35,6 +35,9 @@ struct DeviceState {
   bool lost = false;                 // a sticky error happened: refuse everything
 };
 
+//! The state of a device MakeCudaDevice opened; null for any other device.
+std::shared_ptr<DeviceState> StateOf(exec::Device& device);
+
 //! One enqueued library call of a step; `label` names the step for errors.
 struct Call {
   std::function<cuda::Status()> run;
@@ -90,6 +93,19 @@ class CudaPreparedProgram : public exec::PreparedProgram {
   //! cudnnConvolutionFwdAlgo_t number) and math, in program order.
   std::string Detail() const override;
   double TimedReplays(int runs) override;
+
+  // ---- For the multi-device player (cuda_multi.cc), which enqueues several
+  // programs' stages and the copies between them from one host thread; the
+  // caller has made this program's GPU current. -----------------------------
+  //! Enqueues stages [begin, end) once; nothing waits for the GPU.
+  void EnqueueStages(int begin, int end);
+  //! The stream every stage starts and ends on (lanes fork and join there).
+  cuda::Stream OriginStream() const { return Origin(); }
+  //! The device address of a view's first channel of sample 0.
+  float* DeviceAddress(const exec::View& view) const { return ViewAddress(view); }
+  //! A buffer's channel count and plane size (h x w), for copies of views.
+  const Shape& BufferShape(int buffer) const { return buffers_.at(buffer).shape; }
+  int batch() const { return batch_; }
 
  private:
   struct Weights {

@@ -112,8 +112,7 @@ TEST_F(IosRunMultiTest, WhatAMultiDeviceRunCannotDoIsOneLine) {
   const struct {
     std::string args, message;
   } cases[] = {
-      {"--devices 'sim:v100x2'",
-       "--devices: 'sim:v100': multi-device runs take cpu devices only for now"},
+      {"--devices 'sim:v100x2'", "--devices: 'sim:v100': multi-device runs take cpu devices"},
       {"--devices 'cpu,threads=1'", "--devices: 1 devices for a schedule over 2"},
       {"--devices 'cpu;;cpu'", "--devices: item 1 '': empty"},
       {"--device cpu", "--device: a multi-device schedule runs on --devices"},

@@ -233,6 +233,14 @@ TEST(DeviceListTest, CpuxNGivesEachDeviceItsOwnShareOfTheCores) {
             (std::vector<std::string>{"cpu,threads=2,cpus=0+2"}));
 }
 
+TEST(DeviceListTest, CudaxNGivesEachDeviceItsOwnGpuAndANamedGpuRepeats) {
+  EXPECT_EQ(ExpandDeviceList("cudax2", {0}), (std::vector<std::string>{"cuda:0", "cuda:1"}));
+  EXPECT_EQ(ExpandDeviceList("cuda,math=tf32x2", {0}),
+            (std::vector<std::string>{"cuda:0,math=tf32", "cuda:1,math=tf32"}));
+  EXPECT_EQ(ExpandDeviceList("cuda:0x2", {0}), (std::vector<std::string>{"cuda:0", "cuda:0"}));
+  EXPECT_EQ(ExpandDeviceList("cuda:0;cuda:0", {0}), (std::vector<std::string>{"cuda:0", "cuda:0"}));
+}
+
 TEST(DeviceListTest, SemicolonsSeparateNamesThatHoldCommas) {
   EXPECT_EQ(
       ExpandDeviceList("cpu,threads=1,cpus=1;reference;sim:v100x2", {0, 1}),

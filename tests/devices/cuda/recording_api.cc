@@ -4,6 +4,8 @@
 #include "tests/devices/cuda/recording_api.h"
 
 #include <algorithm>
+#include <string>
+#include <tuple>
 #include <utility>
 
 namespace ios::cuda::testing {
@@ -14,7 +16,32 @@ int Journal::Live(const std::string& kind) const {
   return count;
 }
 
-RecordingApi::RecordingApi(std::shared_ptr<Journal> journal) : journal_(std::move(journal)) {}
+namespace {
+
+std::shared_ptr<FakeMachine> MachineOf(Journal& journal) {
+  if (!journal.machine) journal.machine = std::make_shared<FakeMachine>();
+  return journal.machine;
+}
+
+std::string Gpu(int device) { return "GPU " + std::to_string(device); }
+
+}  // namespace
+
+RecordingApi::RecordingApi(std::shared_ptr<Journal> journal)
+    : journal_(std::move(journal)), machine_(MachineOf(*journal_)) {}
+
+void RecordingApi::Trace(const std::string& call, void* stream, void* event, const void* reads,
+                         const void* writes) {
+  journal_->timeline.push_back({call, stream, event, current_device_, reads, writes});
+}
+
+const Allocation* RecordingApi::AllocationOf(const void* pointer) const {
+  const auto address = reinterpret_cast<uintptr_t>(pointer);
+  auto it = memory_.upper_bound(address);
+  if (it == memory_.begin()) return nullptr;
+  --it;
+  return address < it->first + it->second.bytes ? &it->second : nullptr;
+}
 
 Status RecordingApi::Enter(const std::string& call, bool countable) {
   journal_->calls.push_back(call);
@@ -73,8 +100,12 @@ void RecordingApi::OpenRegion(void* origin, const std::string& what) {
 }
 
 void RecordingApi::CloseRegion(const std::string& what) {
+  const std::map<void*, int64_t>& known = streams_[region_origin_].knows;
   for (auto& [stream, state] : streams_) {
-    if (stream != region_origin_ && state.joined_at < state.work) {
+    const auto through = known.find(stream);
+    const int64_t joined =
+        std::max(state.joined_at, through == known.end() ? int64_t{0} : through->second);
+    if (stream != region_origin_ && joined < state.work) {
       Violation("a stream that worked in the " + what +
                 " still has work the origin stream did not wait for when it ended");
     }
@@ -86,6 +117,10 @@ void RecordingApi::CloseRegion(const std::string& what) {
 void RecordingApi::Work(void* stream, const std::string& call) {
   Use(stream, "stream", call);
   StreamState& state = streams_[stream];
+  if (state.device != current_device_) {
+    Violation(call + " on a stream of " + Gpu(state.device) + " while " + Gpu(current_device_) +
+              " is current");
+  }
   if ((timed_ || capturing_) && !state.in_region) {
     Violation(call + " on a stream that was not forked from the origin in this " + region_);
   }
@@ -127,11 +162,13 @@ void RecordingApi::Extent(const void* pointer, TensorDesc desc, const std::strin
   Span(pointer, static_cast<size_t>(last + 1) * sizeof(float), call);
 }
 
-Status RecordingApi::Op(const std::string& call, DnnHandle handle, int algo) {
+Status RecordingApi::Op(const std::string& call, DnnHandle handle, int algo, const void* reads,
+                        const void* writes) {
   if (Status s = Enter(call); !s.ok()) return s;
   void* stream = StreamOf(handle, call);
   if (stream != nullptr) Work(stream, call);
   journal_->ops.push_back({call, handle.value, stream, algo});
+  Trace(call, stream, nullptr, reads, writes);
   return Ok();
 }
 
@@ -161,6 +198,7 @@ Status RecordingApi::GetVersions(Versions& out) {
 Status RecordingApi::SetDevice(int device) {
   if (Status s = Enter("cudaSetDevice"); !s.ok()) return s;
   if (device < 0 || device >= journal_->devices) Violation("cudaSetDevice of a missing GPU");
+  current_device_ = device;
   return Ok();
 }
 
@@ -186,7 +224,7 @@ Status RecordingApi::Malloc(size_t bytes, void*& pointer) {
     return {Code::kOutOfMemory, "cudaMalloc", "out of memory (recorded)"};
   }
   pointer = reinterpret_cast<void*>(next_address_);
-  memory_[next_address_] = {bytes};
+  memory_[next_address_] = {bytes, current_device_};
   journal_->live_bytes += static_cast<int64_t>(bytes);
   journal_->live[pointer] = "memory";
   next_address_ += (bytes + 4095) / 4096 * 4096 + 4096;  // a gap between allocations
@@ -220,6 +258,48 @@ Status RecordingApi::CopyToHost(void* host, const void* device, size_t bytes) {
   return Ok();
 }
 
+Status RecordingApi::CanAccessPeer(int device, int peer, bool& can) {
+  can = false;
+  if (Status s = Enter("cudaDeviceCanAccessPeer"); !s.ok()) return s;
+  if (device < 0 || device >= journal_->devices || peer < 0 || peer >= journal_->devices) {
+    Violation("cudaDeviceCanAccessPeer of a missing GPU");
+  }
+  can = device != peer && journal_->no_peer_access.count({device, peer}) == 0;
+  return Ok();
+}
+
+Status RecordingApi::EnablePeerAccess(int peer) {
+  if (Status s = Enter("cudaDeviceEnablePeerAccess"); !s.ok()) return s;
+  journal_->peer_enabled.emplace_back(current_device_, peer);
+  if (peer == current_device_ || journal_->no_peer_access.count({current_device_, peer}) != 0) {
+    Violation("cudaDeviceEnablePeerAccess from " + Gpu(current_device_) + " to " + Gpu(peer) +
+              ", which cannot access it");
+    return {Code::kFailure, "cudaDeviceEnablePeerAccess", "peer access unsupported (recorded)"};
+  }
+  return Ok();
+}
+
+Status RecordingApi::CopyPeerAsync(void* dst, int dst_device, const void* src, int src_device,
+                                   size_t bytes, Stream stream) {
+  const std::string call = "cudaMemcpyPeerAsync";
+  if (Status s = Enter(call); !s.ok()) return s;
+  Span(dst, bytes, call + " (destination)");
+  Span(src, bytes, call + " (source)");
+  for (const auto& [pointer, device, what] :
+       {std::tuple{static_cast<const void*>(dst), dst_device, "destination"},
+        std::tuple{src, src_device, "source"}}) {
+    const Allocation* a = AllocationOf(pointer);
+    if (a != nullptr && a->device != device) {
+      Violation(call + ": the " + what + " is memory of " + Gpu(a->device) + ", not of " +
+                Gpu(device));
+    }
+  }
+  Work(stream.value, call);
+  Trace(call, stream.value, nullptr, src, dst);
+  journal_->peer_copies.push_back({dst, dst_device, src, src_device, bytes, stream.value});
+  return Ok();
+}
+
 // ---- Streams, events, graphs ---------------------------------------------------
 
 Status RecordingApi::CreateStream(Stream& stream) {
@@ -227,6 +307,7 @@ Status RecordingApi::CreateStream(Stream& stream) {
   OutsideRegions("cudaStreamCreateWithFlags");
   stream.value = NewObject("stream");
   streams_[stream.value] = {};
+  streams_[stream.value].device = current_device_;
   return Ok();
 }
 
@@ -240,7 +321,7 @@ Status RecordingApi::CreateEvent(Event& event, bool timing) {
   if (Status s = Enter("cudaEventCreateWithFlags"); !s.ok()) return s;
   OutsideRegions("cudaEventCreateWithFlags");
   event.value = NewObject("event");
-  events_[event.value] = {timing, false, nullptr, 0};
+  events_[event.value] = {timing, false, nullptr, 0, current_device_, {}};
   return Ok();
 }
 
@@ -255,6 +336,7 @@ Status RecordingApi::RecordEvent(Event event, Stream stream) {
   Use(event.value, "event", "cudaEventRecord");
   Use(stream.value, "stream", "cudaEventRecord");
   EventState& e = events_[event.value];
+  Trace("cudaEventRecord", stream.value, event.value);
   if (e.timing && capturing_) Violation("a timing event recorded inside a capture");
   // A timing event opens a timed region; the next one on its origin closes it.
   const bool opens = e.timing && !timed_ && !capturing_;
@@ -263,9 +345,14 @@ Status RecordingApi::RecordEvent(Event event, Stream stream) {
   if (!opens && !closes && (timed_ || capturing_) && !state.in_region) {
     Violation("cudaEventRecord on a stream that was not forked from the origin in this " + region_);
   }
+  if (e.device != state.device) {
+    Violation("cudaEventRecord of an event of " + Gpu(e.device) + " on a stream of " +
+              Gpu(state.device));
+  }
   e.recorded = true;
   e.stream = stream.value;
   e.work = state.work;
+  e.knows = state.knows;
   if (opens) {
     timed_ = true;
     OpenRegion(stream.value, "timed region");
@@ -280,9 +367,19 @@ Status RecordingApi::RecordEvent(Event event, Stream stream) {
 Status RecordingApi::WaitEvent(Stream stream, Event event) {
   if (Status s = Enter("cudaStreamWaitEvent"); !s.ok()) return s;
   Use(event.value, "event", "cudaStreamWaitEvent");
+  Trace("cudaStreamWaitEvent", stream.value, event.value);
   const EventState& e = events_[event.value];
   if (!e.recorded) Violation("a stream waits on an event that was never recorded");
   StreamState& waiter = streams_[stream.value];
+  if (e.recorded && e.stream != stream.value) {
+    int64_t& direct = waiter.knows[e.stream];
+    direct = std::max(direct, e.work);
+    for (const auto& [other, work] : e.knows) {
+      if (other == stream.value) continue;
+      int64_t& through = waiter.knows[other];
+      through = std::max(through, work);
+    }
+  }
   Use(stream.value, "stream", "cudaStreamWaitEvent");
   if ((timed_ || capturing_) && e.stream != nullptr && streams_[e.stream].in_region) {
     waiter.in_region = true;  // forked (or joined) through the event
@@ -358,6 +455,7 @@ Status RecordingApi::LaunchGraph(GraphExec exec, Stream stream) {
   Use(exec.value, "graph exec", "cudaGraphLaunch");
   if (capturing_) Violation("cudaGraphLaunch inside a capture");
   Work(stream.value, "cudaGraphLaunch");
+  Trace("cudaGraphLaunch", stream.value);
   ++journal_->launches;
   return Ok();
 }

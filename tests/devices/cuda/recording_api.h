@@ -11,8 +11,15 @@
 //     origin waited on;
 //   - an event is recorded before any stream waits on it;
 //   - every object used is alive, destroyed once; every device pointer an op
-//     uses (the whole extent of its tensor) lies inside one live allocation.
-// Failures are injected by call number.
+//     uses (the whole extent of its tensor) lies inside one live allocation;
+//   - work goes to a stream of the current GPU (cudaSetDevice), an event is
+//     recorded on a stream of its own GPU, a peer copy's pointers lie in
+//     allocations of the GPUs it names, peer access is enabled only where
+//     the fake says the pair can.
+// Joins are transitive, as on a GPU: a stream that waited on an event knows
+// whatever the recording stream knew. Several fakes on one Journal are one
+// machine (one GPU each, or several on one GPU), as the handles of one
+// process are. Failures are injected by call number.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +27,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "devices/cuda/cuda_api.h"
@@ -34,6 +42,31 @@ struct OpRecord {
   int algo = -1;  // convolutions
 };
 
+//! A call that touches a stream, in enqueue order across every fake of a
+//! journal: work, event records and waits, peer copies.
+struct StreamRecord {
+  std::string call;
+  void* stream = nullptr;
+  void* event = nullptr;  // cudaEventRecord, cudaStreamWaitEvent
+  int device = 0;         // the current GPU when it was made
+  //! The first input and the output, where the call has them (convolutions,
+  //! same-shape cuDNN ops, our kernels, peer copies): who writes what.
+  const void* reads = nullptr;
+  const void* writes = nullptr;
+};
+
+//! One cudaMemcpyPeerAsync as it was asked for.
+struct PeerCopy {
+  void* dst = nullptr;
+  int dst_device = -1;
+  const void* src = nullptr;
+  int src_device = -1;
+  size_t bytes = 0;
+  void* stream = nullptr;
+};
+
+struct FakeMachine;  // the objects the fakes of one journal share
+
 //! Everything the fake saw; shared with the test, so it outlives the device.
 struct Journal {
   std::vector<std::string> calls;          // every call, in order, by name
@@ -44,6 +77,9 @@ struct Journal {
   int64_t live_bytes = 0;                  // device memory allocated now
   int launches = 0;                        // graph launches
   std::vector<PoolingMode> pooling_modes;  // of every pooling descriptor created
+  std::vector<StreamRecord> timeline;      // stream calls of every fake, in order
+  std::vector<PeerCopy> peer_copies;
+  std::vector<std::pair<int, int>> peer_enabled;  // (current GPU, peer), per call
 
   // ---- What the fake answers --------------------------------------------
   int devices = 1;
@@ -64,6 +100,9 @@ struct Journal {
   int fusion_refusals = 0;
   //! cudaMalloc of more than this fails with out-of-memory (0: no limit).
   size_t largest_allocation = 0;
+  //! Ordered pairs (device, peer) cudaDeviceCanAccessPeer says no to; any
+  //! other pair of distinct GPUs can.
+  std::set<std::pair<int, int>> no_peer_access;
 
   // ---- Failure injection -------------------------------------------------
   //! The call (1-based, counted over every call but destroys and frees)
@@ -75,6 +114,57 @@ struct Journal {
 
   //! Objects of `kind` ("stream", "event", "memory", ...) alive now.
   int Live(const std::string& kind) const;
+
+  std::shared_ptr<FakeMachine> machine;  // created by the first fake
+};
+
+// ---- The fake machine's state ---------------------------------------------------
+
+struct StreamState {
+  int64_t work = 0;        // operations enqueued so far
+  bool in_region = false;  // forked into the open region (or its origin)
+  int64_t joined_at = 0;   // `work` when the origin last waited on it
+  int device = 0;          // the GPU it was created on
+  //! What this stream has waited for, directly or through other streams:
+  //! stream -> its `work` then.
+  std::map<void*, int64_t> knows;
+};
+struct EventState {
+  bool timing = false;
+  bool recorded = false;
+  void* stream = nullptr;
+  int64_t work = 0;  // the stream's `work` when recorded
+  int device = 0;
+  std::map<void*, int64_t> knows;  // the stream's, when recorded
+};
+struct Allocation {
+  size_t bytes = 0;
+  int device = 0;
+};
+struct FilterDims {
+  int k = 0, c = 0, r = 0, s = 0;
+};
+struct PoolWindow {
+  int window_h = 1, window_w = 1, pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1;
+};
+
+//! The objects, memory and regions of one fake machine.
+struct FakeMachine {
+  uintptr_t next_object = 0x1000;
+  uintptr_t next_address = uintptr_t{1} << 40;
+  std::map<uintptr_t, Allocation> memory;  // by start address
+  std::map<void*, StreamState> streams;
+  std::map<void*, EventState> events;
+  std::map<void*, void*> dnn_stream;  // handle -> stream
+  std::map<void*, TensorLayout> tensors;
+  std::map<void*, FilterDims> filters;
+  std::map<void*, ConvGeometry> convs;
+  std::map<void*, PoolWindow> pools;
+  bool timed = false, capturing = false;
+  bool capture_failed = false;  // a call inside the capture failed: it may end unjoined
+  void* region_origin = nullptr;
+  std::string region;      // "timed region" or "capture"
+  int current_device = 0;  // cudaSetDevice's
 };
 
 class RecordingApi final : public Api {
@@ -91,6 +181,10 @@ class RecordingApi final : public Api {
   Status Free(void* pointer) override;
   Status CopyToDevice(void* device, const void* host, size_t bytes) override;
   Status CopyToHost(void* host, const void* device, size_t bytes) override;
+  Status CanAccessPeer(int device, int peer, bool& can) override;
+  Status EnablePeerAccess(int peer) override;
+  Status CopyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t bytes,
+                       Stream stream) override;
   Status CreateStream(Stream& stream) override;
   Status DestroyStream(Stream stream) override;
   Status CreateEvent(Event& event, bool timing) override;
@@ -155,21 +249,6 @@ class RecordingApi final : public Api {
                          const float* src, int64_t src_stride, int64_t count, int batch) override;
 
  private:
-  struct StreamState {
-    int64_t work = 0;        // operations enqueued so far
-    bool in_region = false;  // forked into the open region (or its origin)
-    int64_t joined_at = 0;   // `work` when the origin last waited on it
-  };
-  struct EventState {
-    bool timing = false;
-    bool recorded = false;
-    void* stream = nullptr;
-    int64_t work = 0;  // the stream's `work` when recorded
-  };
-  struct Allocation {
-    size_t bytes = 0;
-  };
-
   //! Counts a call, and fails it when its number is the injected one or
   //! when `answers` names it.
   Status Enter(const std::string& call, bool countable = true);
@@ -187,7 +266,8 @@ class RecordingApi final : public Api {
   void Span(const void* pointer, size_t bytes, const std::string& call);
   void OpenRegion(void* origin, const std::string& what);
   void CloseRegion(const std::string& what);
-  Status Op(const std::string& call, DnnHandle handle, int algo = -1);
+  Status Op(const std::string& call, DnnHandle handle, int algo = -1, const void* reads = nullptr,
+            const void* writes = nullptr);
   //! One of our strided kernels: `count` floats per sample of `batch`.
   Status StridedKernel(const std::string& call, Stream stream, const float* dst, int64_t dst_stride,
                        const float* src, int64_t src_stride, int64_t count, int batch);
@@ -202,28 +282,32 @@ class RecordingApi final : public Api {
   Status SameShapeOp(const std::string& call, DnnHandle handle, TensorDesc x_desc, const void* x,
                      TensorDesc y_desc, const void* y);
 
-  struct FilterDims {
-    int k = 0, c = 0, r = 0, s = 0;
-  };
-  struct PoolWindow {
-    int window_h = 1, window_w = 1, pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1;
-  };
+  //! A stream call, in the journal's timeline.
+  void Trace(const std::string& call, void* stream, void* event = nullptr,
+             const void* reads = nullptr, const void* writes = nullptr);
+  //! The live allocation `pointer` lies in, or null.
+  const Allocation* AllocationOf(const void* pointer) const;
 
   std::shared_ptr<Journal> journal_;
-  uintptr_t next_object_ = 0x1000;
-  uintptr_t next_address_ = uintptr_t{1} << 40;
-  std::map<uintptr_t, Allocation> memory_;  // by start address
-  std::map<void*, StreamState> streams_;
-  std::map<void*, EventState> events_;
-  std::map<void*, void*> dnn_stream_;  // handle -> stream
-  std::map<void*, TensorLayout> tensors_;
-  std::map<void*, FilterDims> filters_;
-  std::map<void*, ConvGeometry> convs_;
-  std::map<void*, PoolWindow> pools_;
-  bool timed_ = false, capturing_ = false;
-  bool capture_failed_ = false;  // a call inside the capture failed: it may end unjoined
-  void* region_origin_ = nullptr;
-  std::string region_;  // "timed region" or "capture"
+  // The machine, shared by every fake on the journal; the references keep
+  // the names of when each fake had its own.
+  std::shared_ptr<FakeMachine> machine_;
+  uintptr_t& next_object_ = machine_->next_object;
+  uintptr_t& next_address_ = machine_->next_address;
+  std::map<uintptr_t, Allocation>& memory_ = machine_->memory;
+  std::map<void*, StreamState>& streams_ = machine_->streams;
+  std::map<void*, EventState>& events_ = machine_->events;
+  std::map<void*, void*>& dnn_stream_ = machine_->dnn_stream;
+  std::map<void*, TensorLayout>& tensors_ = machine_->tensors;
+  std::map<void*, FilterDims>& filters_ = machine_->filters;
+  std::map<void*, ConvGeometry>& convs_ = machine_->convs;
+  std::map<void*, PoolWindow>& pools_ = machine_->pools;
+  bool& timed_ = machine_->timed;
+  bool& capturing_ = machine_->capturing;
+  bool& capture_failed_ = machine_->capture_failed;
+  void*& region_origin_ = machine_->region_origin;
+  std::string& region_ = machine_->region;
+  int& current_device_ = machine_->current_device;
 };
 
 }  // namespace ios::cuda::testing

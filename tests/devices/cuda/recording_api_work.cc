@@ -78,7 +78,7 @@ Status RecordingApi::ConvolutionForward(DnnHandle handle, TensorDesc x_desc, con
   CheckConvolution(call, x_desc, x, w_desc, w, conv, y_desc, y);
   if (workspace_bytes > 0) Span(workspace, workspace_bytes, call + " (workspace)");
   CheckAlgorithm(call, algo, workspace_bytes);
-  return Op(call, handle, algo);
+  return Op(call, handle, algo, x, y);
 }
 
 Status RecordingApi::ConvolutionBiasRelu(DnnHandle handle, TensorDesc x_desc, const void* x,
@@ -97,7 +97,7 @@ Status RecordingApi::ConvolutionBiasRelu(DnnHandle handle, TensorDesc x_desc, co
     ++journal_->fusion_refusals;
     return {Code::kUnsupported, call, "CUDNN_STATUS_NOT_SUPPORTED (recorded)"};
   }
-  return Op(call, handle, algo);
+  return Op(call, handle, algo, x, y);
 }
 
 void RecordingApi::CheckAlgorithm(const std::string& call, int algo, size_t workspace_bytes) {
@@ -128,7 +128,7 @@ Status RecordingApi::AddTensor(DnnHandle handle, TensorDesc a_desc, const void* 
     }
   }
   if (a == c) Violation(call + ": A is the destination");
-  return Op(call, handle);
+  return Op(call, handle, -1, a, c);
 }
 
 void RecordingApi::SameShape(const std::string& call, TensorDesc a, TensorDesc b) {
@@ -160,7 +160,7 @@ Status RecordingApi::SameShapeOp(const std::string& call, DnnHandle handle, Tens
   Extent(x, x_desc, call);
   Extent(y, y_desc, call);
   SameShape(call, x_desc, y_desc);
-  return Op(call, handle);
+  return Op(call, handle, -1, x, y);
 }
 
 Status RecordingApi::PoolingForward(DnnHandle handle, PoolingDesc pool, TensorDesc x_desc,
@@ -223,6 +223,7 @@ Status RecordingApi::StridedKernel(const std::string& call, Stream stream, const
   Span(src, src_bytes, call + " (source)");
   Work(stream.value, call);
   journal_->ops.push_back({call, nullptr, stream.value, -1});
+  Trace(call, stream.value, nullptr, src, dst);
   return Ok();
 }
 
@@ -252,6 +253,7 @@ Status RecordingApi::MaxPool(Stream stream, const MaxPoolShape& g, const float* 
   }
   Work(stream.value, call);
   journal_->ops.push_back({call, nullptr, stream.value, -1});
+  Trace(call, stream.value, nullptr, src, dst);
   return Ok();
 }
 
