@@ -39,7 +39,8 @@ class Backend {
   virtual int Devices() const { return 1; }
   //! The links between its devices as a worker announces them: measured
   //! figures once MeasureLink has succeeded, else a model's or a preset's;
-  //! empty with one device or nothing known.
+  //! empty with one device or nothing known. Unlike the rest, safe to call
+  //! from any thread while another measures (a worker's hello reads it).
   virtual std::vector<LinkFigures> Links() const { return {}; }
   //! Times copies of each of `query`'s sizes from one of its devices to
   //! another and fits the link's latency and bandwidth (FitLink). Failures

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <thread>
@@ -124,6 +125,7 @@ class CpuLinkBackend final : public Backend {
   int Devices() const override { return static_cast<int>(groups_.size()); }
 
   std::vector<LinkFigures> Links() const override {
+    std::lock_guard lock(mutex_);
     if (measured_) return {*measured_};
     const hios::Link preset = hios::PresetLink(hios::LinkKind::kHost);
     return {{hios::ToString(preset.kind), preset.gb_per_s, preset.latency_us, false}};
@@ -131,13 +133,17 @@ class CpuLinkBackend final : public Backend {
 
   LinkMeasurement MeasureLink(const LinkQuery& query) override {
     LinkMeasurement m = MeasureHostLink(query, groups_[0], groups_[1]);
-    if (m.ok()) measured_ = LinkFigures{m.kind, m.gb_per_s, m.latency_us, true};
+    if (m.ok()) {
+      std::lock_guard lock(mutex_);
+      measured_ = LinkFigures{m.kind, m.gb_per_s, m.latency_us, true};
+    }
     return m;
   }
 
  private:
   std::unique_ptr<Backend> stages_;
   const std::vector<std::vector<int>> groups_;
+  mutable std::mutex mutex_;  // guards measured_: Links() may come from any thread
   std::optional<LinkFigures> measured_;
 };
 
