@@ -35,6 +35,10 @@ struct CliOptions {
   //! --devices with more than one device: a HIOS schedule over them too.
   int device_count = 1;
   MultiDeviceOptions multi;
+  //! --link measure: multi.link from the farm (a worker owning two of the
+  //! devices) or the DB, under link_query (coordinator/measured_link.h).
+  bool measure_link = false;
+  LinkQuery link_query = LinkQuery::Default();
 };
 
 //! What is wrong with --device or --bind, before anything is opened or
