@@ -448,9 +448,9 @@ class FarmRouter {
     }
     MeasureResult none;
     none.error = MeasureError::kUnsupported;
-    none.error_message = "no worker serving '" + options_.device + "' owns " +
-                         std::to_string(min_devices_) +
-                         " such devices (start one with ios-worker --devices 2)";
+    none.error_message =
+        "no worker serving '" + options_.device + "' owns " + std::to_string(min_devices_) +
+        " such devices (start one with ios-worker --devices " + std::to_string(min_devices_) + ")";
     for (uint32_t offset = 0; offset < queries_.size(); ++offset) {
       if (!queries_[offset].done && !queries_[offset].bytes.empty()) Finish(offset, none);
     }
