@@ -37,6 +37,10 @@ struct CliOptions {
   MultiDeviceOptions multi;
   //! --force-devices: write HIOS's schedule even where one device's is faster.
   bool force_devices = false;
+  //! --link measure: multi.link from the farm (a worker owning two of the
+  //! devices) or the DB, under link_query (coordinator/measured_link.h).
+  bool measure_link = false;
+  LinkQuery link_query = LinkQuery::Default();
 };
 
 //! What is wrong with --device or --bind, before anything is opened or

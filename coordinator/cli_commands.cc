@@ -23,6 +23,7 @@
 #include "coordinator/cli.h"
 #include "coordinator/cli_farm.h"
 #include "coordinator/cli_progress.h"
+#include "coordinator/measured_link.h"
 #include "coordinator/report.h"
 #include "coordinator/schedule_json.h"
 #include "coordinator/weight_warmth.h"
@@ -180,7 +181,13 @@ int Search(CliOptions cli) {
   // With --devices: HIOS over them, from the same DB and farm; its file is the output.
   std::optional<MultiDeviceOutcome> multi;
   std::string out_json = schedule_json;
+  std::string link_text;  // --link measure's figures, printed with the multi-device report
   if (cli.device_count > 1) {
+    if (cli.measure_link) {
+      const MeasuredLink link = MeasureOrReuseLink(*store, *farm, cli.device_count, cli.link_query);
+      cli.multi.link = link.link;
+      link_text = FormatMeasuredLink(link);
+    }
     multi = ScheduleMultiDevice(graph, cli.multi, cli.search, *store, *farm, std::ref(progress));
     // More devices must never cost more: where HIOS loses to the one-device
     // schedule, that schedule is written, on device 0.
@@ -213,7 +220,9 @@ int Search(CliOptions cli) {
     }
     std::cout << FormatReport(graph, outcome) << FormatVerification(outcome);
     if (multi) {
-      std::cout << "\n" << FormatMultiDevice(graph, *multi, cli.multi, outcome.device.simulated);
+      std::cout << "\n"
+                << link_text
+                << FormatMultiDevice(graph, *multi, cli.multi, outcome.device.simulated);
       std::printf("  speed-up over one device's schedule (%s, %.3f ms): %.2fx%s\n",
                   outcome.ReturnedName().c_str(), returned.latency_ms,
                   returned.latency_ms / multi->multi_device_ms,

@@ -98,6 +98,10 @@ RunningFarm StartFarm(const CliOptions& cli) {
         "--worker-process does not carry CURVE keys to its child; start the worker "
         "yourself with --curve-key and --curve-server-key");
   }
+  if (cli.farm.local_backend_options.devices > 1) {  // --link measure: it times the link
+    args.push_back("--devices");
+    args.push_back(std::to_string(cli.farm.local_backend_options.devices));
+  }
   if (cli.farm.local_backend_options.sim_delay_ms > 0) {
     args.push_back("--sim-delay-ms");
     args.push_back(std::to_string(cli.farm.local_backend_options.sim_delay_ms));

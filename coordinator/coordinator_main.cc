@@ -68,8 +68,10 @@ int main(int argc, char** argv) {
                "is predicted faster (by default that one is written, on device 0)");
   CLI::Option* link_option = app.add_option(
       "--link", link,
-      "with --devices: the link between devices: nvlink, pcie, host, or GBPS:US (default: "
-      "nvlink for sim, host for cpu, pcie otherwise; modelled, not measured)");
+      "with --devices: the link between devices: nvlink, pcie, host, GBPS:US, or measure "
+      "(timed by a worker that owns two of the devices, embedded ones included, and kept in "
+      "the profiling DB; docs/hios.md) (default: nvlink for sim, host for cpu, pcie "
+      "otherwise; modelled, not measured)");
   app.add_option("--strategy", cli.strategy, "stage strategies the DP may use")
       ->default_val("both")
       ->check(CLI::IsMember({"both", "parallel", "merge"}));
@@ -256,10 +258,14 @@ int main(int argc, char** argv) {
       // Core groups of one cpu copy through host memory; simulated GPUs
       // model V100s with NVLink; real GPUs are assumed on PCIe.
       const std::string& kind = devices::BuiltinRegistry().Get(cli.device).prefix;
-      cli.multi.link = link_option->count() > 0 ? hios::ParseLink(link)
-                       : kind == "cpu"          ? hios::PresetLink(hios::LinkKind::kHost)
-                       : kind == "sim"          ? hios::PresetLink(hios::LinkKind::kNvlink)
-                                                : hios::PresetLink(hios::LinkKind::kPcie);
+      // measure: the preset below until the farm answers (cli_commands.cc);
+      // the embedded workers then own the devices, so they can time it.
+      cli.measure_link = link == "measure";
+      if (cli.measure_link) cli.farm.local_backend_options.devices = list.count;
+      cli.multi.link = link_option->count() > 0 && !cli.measure_link ? hios::ParseLink(link)
+                       : kind == "cpu" ? hios::PresetLink(hios::LinkKind::kHost)
+                       : kind == "sim" ? hios::PresetLink(hios::LinkKind::kNvlink)
+                                       : hios::PresetLink(hios::LinkKind::kPcie);
     } catch (const Error& e) {
       std::fprintf(stderr, "ios-coordinator: error: %s\n", e.what());
       return 2;

@@ -251,6 +251,36 @@ class FarmImpl final : public Farm {
     return results;
   }
 
+  LinkMeasurement MeasureLink(const LinkQuery& query) override {
+    WaitForWorkers();
+    if (shared_.multi_device.load() == 0) {
+      std::lock_guard lock(shared_.mutex);
+      return LinkMeasurement::Unsupported("no worker serving '" + options_.device +
+                                          "' owns two such devices" + DescribeConnected() +
+                                          "; start one with: " + WorkerCommand() + " --devices 2");
+    }
+    LinkMeasurement answer = LinkMeasurement::Unsupported("the link query got no answer");
+    const uint32_t timeout_ms = TimeoutMs();
+    RunBatch(
+        1, [&](uint64_t id, size_t) { return schema::EncodeLinkQuery(id, query, timeout_ms); },
+        [](size_t) { return std::string("link query"); },
+        [&](std::span<const IndexedResult> arrived) {
+          for (const IndexedResult& r : arrived) {
+            if (r.result.ok() && r.link) {
+              answer = *r.link;
+              continue;
+            }
+            answer = LinkMeasurement{};
+            answer.error = r.result.ok() ? MeasureError::kBackendFailure : r.result.error;
+            answer.error_message = r.result.ok() ? "a worker answered a link query with no link"
+                                                 : r.result.error_message;
+          }
+          return size_t{0};
+        },
+        /*networks=*/false, /*min_devices=*/2);
+    return answer;
+  }
+
   int ActiveWorkers() const override { return shared_.matching.load(); }
   int Credit() const override { return shared_.credit.load(); }
 
@@ -283,8 +313,9 @@ class FarmImpl final : public Farm {
 
   // Sends `count` queries (and whatever `deliver` adds) and hands every
   // result to `deliver` on this thread, until each query has one.
+  // Only workers owning `min_devices` devices take them (a link query: 2).
   void RunBatch(size_t count, const Encoder& encode, const Describer& describe,
-                const Deliver& deliver, bool networks = false) {
+                const Deliver& deliver, bool networks = false, uint32_t min_devices = 1) {
     if (count == 0) return;
     WaitForWorkers();
     // Query ids stay unique across batches (a late answer to an earlier
@@ -294,7 +325,7 @@ class FarmImpl final : public Farm {
     next_query_id_ += count;
     {
       std::lock_guard lock(shared_.mutex);
-      shared_.batch = {++generation_, true, first_id, count};
+      shared_.batch = {++generation_, true, first_id, count, min_devices};
       shared_.posted.clear();
       shared_.arrived.clear();
     }
@@ -470,6 +501,27 @@ class FarmImpl final : public Farm {
 };
 
 }  // namespace
+
+namespace detail {
+
+// Backend options after a comma ("cpu,threads=2") configure the embedded
+// workers; a remote worker's own --backend decides its options, and once the
+// device is known (from the embedded workers or the first worker) only equal
+// fingerprints serve.
+bool Serves(const std::string& selector, const DeviceInfo& device) {
+  std::string kind = selector.substr(0, selector.find(','));
+  // "cuda:1": the ordinal picks a GPU on its host, not a kind of device;
+  // identical GPUs share a fingerprint. ("sim:v100" names a model: kept.)
+  if (const size_t colon = kind.find(':');
+      colon != std::string::npos && colon + 1 < kind.size() &&
+      std::all_of(kind.begin() + static_cast<std::ptrdiff_t>(colon) + 1, kind.end(),
+                  [](char c) { return c >= '0' && c <= '9'; })) {
+    kind.resize(colon);
+  }
+  return selector == device.name || kind == device.backend || selector == device.fingerprint;
+}
+
+}  // namespace detail
 
 std::unique_ptr<Farm> Farm::Start(const FarmOptions& options) {
   return std::make_unique<FarmImpl>(options);

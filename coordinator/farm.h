@@ -80,6 +80,11 @@ class Farm : public Measurer {
   //! later batch back). Throws
   //! ios::Error saying who did connect when the wait times out.
   virtual void WaitForWorkers() = 0;
+  //! MeasureLink goes to a worker that announced two or more devices
+  //! (Hello::devices) and serves the search's device; with none connected
+  //! once WaitForWorkers returns (or when the last leaves before it
+  //! answers) the answer is an error saying so, at once. Throws ios::Error
+  //! as MeasureStream does when no worker at all comes.
   //! The endpoint actually bound (a "*:0" port resolved); empty if none.
   virtual std::string BoundEndpoint() const = 0;
   virtual std::vector<WorkerReport> Workers() const = 0;

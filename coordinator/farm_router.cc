@@ -20,28 +20,12 @@ using std::chrono::milliseconds;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// Backend options after a comma ("cpu,threads=2") configure the embedded
-// workers; a remote worker's own --backend decides its options, and once the
-// device is known (from the embedded workers or the first worker) only equal
-// fingerprints serve.
-bool Serves(const std::string& selector, const DeviceInfo& device) {
-  std::string kind = selector.substr(0, selector.find(','));
-  // "cuda:1": the ordinal picks a GPU on its host, not a kind of device;
-  // identical GPUs share a fingerprint. ("sim:v100" names a model: kept.)
-  if (const size_t colon = kind.find(':');
-      colon != std::string::npos && colon + 1 < kind.size() &&
-      std::all_of(kind.begin() + static_cast<std::ptrdiff_t>(colon) + 1, kind.end(),
-                  [](char c) { return c >= '0' && c <= '9'; })) {
-    kind.resize(colon);
-  }
-  return selector == device.name || kind == device.backend || selector == device.fingerprint;
-}
-
 // What the router thread knows of one connected worker.
 struct WorkerState {
   std::string routing_id;
   DeviceInfo device;
   uint32_t capacity = 1;
+  uint32_t devices = 1;  // identical devices it owns (Hello::devices)
   milliseconds heartbeat{1000};
   bool matches = false;
   Clock::time_point last_seen, next_heartbeat;
@@ -144,6 +128,7 @@ class FarmRouter {
         active_ = true;
         generation_ = batch.generation;
         first_id_ = batch.first_query_id;
+        min_devices_ = batch.min_devices;
         queries_.assign(batch.size, QueryState{});
         open_ = 0;
       }
@@ -274,6 +259,7 @@ class FarmRouter {
     w.routing_id = routing_id;
     w.device = hello.device;
     w.capacity = hello.capacity;
+    w.devices = hello.devices;
     w.heartbeat = milliseconds(hello.heartbeat_ms);
     w.last_seen = Clock::now();
     w.next_heartbeat = Clock::now();
@@ -289,6 +275,7 @@ class FarmRouter {
       if (w.matches) {
         ++shared_.matching;
         shared_.credit += static_cast<int>(w.capacity);
+        if (w.devices >= 2) ++shared_.multi_device;
       }
       shared_.changed.notify_all();
     }
@@ -337,7 +324,7 @@ class FarmRouter {
       GaveUp(w, offset, result.result.error_message);
       return;
     }
-    Finish(offset, result.result);
+    Finish(offset, result.result, result.link);
   }
 
   // A worker's measurement outlived its bound (worker::MeasurementBound):
@@ -367,7 +354,8 @@ class FarmRouter {
     return query != nullptr ? query->Describe() : "(unreadable)";
   }
 
-  void Finish(uint32_t offset, const MeasureResult& result) {
+  void Finish(uint32_t offset, const MeasureResult& result,
+              const std::optional<LinkMeasurement>& link = std::nullopt) {
     QueryState& q = queries_[offset];
     q.done = true;
     q.holder.clear();
@@ -377,7 +365,7 @@ class FarmRouter {
       std::lock_guard lock(shared_.mutex);
       // The caller may have closed the batch (and opened another) meanwhile.
       if (!shared_.batch.open || shared_.batch.generation != generation_) return;
-      shared_.arrived.push_back({offset, result});
+      shared_.arrived.push_back({offset, result, link});
     }
     shared_.changed.notify_all();
   }
@@ -449,6 +437,23 @@ class FarmRouter {
         shared_.changed.notify_all();
       }
     }
+    if (active_ && open_ > 0 && min_devices_ > 1) FailIfNoWorkerOwnsEnoughDevices();
+  }
+
+  // A link query waits for no one: without a serving worker that owns the
+  // devices it needs (none joined, or the last one left), it fails now.
+  void FailIfNoWorkerOwnsEnoughDevices() {
+    for (const auto& [id, w] : workers_) {
+      if (w.matches && w.devices >= min_devices_) return;
+    }
+    MeasureResult none;
+    none.error = MeasureError::kUnsupported;
+    none.error_message =
+        "no worker serving '" + options_.device + "' owns " + std::to_string(min_devices_) +
+        " such devices (start one with ios-worker --devices " + std::to_string(min_devices_) + ")";
+    for (uint32_t offset = 0; offset < queries_.size(); ++offset) {
+      if (!queries_[offset].done && !queries_[offset].bytes.empty()) Finish(offset, none);
+    }
   }
 
   void CheckDeadlines(WorkerState& w, Clock::time_point now) {
@@ -477,6 +482,7 @@ class FarmRouter {
       if (it->second.matches) {
         --shared_.matching;
         shared_.credit -= static_cast<int>(it->second.capacity);
+        if (it->second.devices >= 2) --shared_.multi_device;
       }
       shared_.changed.notify_all();
     }
@@ -494,7 +500,10 @@ class FarmRouter {
     while (sent_any && !pending_.empty()) {
       sent_any = false;
       for (auto& [id, w] : workers_) {
-        if (!w.matches || full.count(id) || w.outstanding.size() >= w.capacity) continue;
+        if (!w.matches || w.devices < min_devices_ || full.count(id) ||
+            w.outstanding.size() >= w.capacity) {
+          continue;
+        }
         std::optional<uint32_t> next = NextPending();
         if (!next) break;
         const uint64_t query_id = first_id_ + *next;
@@ -564,6 +573,7 @@ class FarmRouter {
   net::HandshakeMonitor* monitor_;
   bool active_ = false;  // a batch is open
   uint64_t generation_ = 0, first_id_ = 0;
+  uint32_t min_devices_ = 1;  // of the batch: a worker owning fewer gets none of it
   std::vector<QueryState> queries_;
   std::deque<uint32_t> pending_;
   size_t open_ = 0;  // queries posted to the router and not answered yet

@@ -39,6 +39,8 @@ struct FarmBatch {
   bool open = false;            // false once the caller has closed it
   uint64_t first_query_id = 0;  // the query of `offset` has id first_query_id + offset
   size_t size = 0;              // specs in the batch (some answered by the caller)
+  //! Devices a worker must own to take the batch's queries (a link: 2).
+  uint32_t min_devices = 1;
 };
 
 //! What the caller's thread and the router thread share; every field but
@@ -52,11 +54,17 @@ struct FarmShared {
   int joined = 0;
   std::atomic<int> matching{0};        // serving workers connected now
   std::atomic<int> credit{0};          // their capacities, summed
+  std::atomic<int> multi_device{0};    // serving workers owning two or more devices
   FarmBatch batch;                     // set by the caller
   std::vector<PostedQuery> posted;     // of `batch`, not yet taken by the router
   std::vector<IndexedResult> arrived;  // of `batch`, not yet handed to the caller
   std::string fatal;                   // the router thread failed; non-empty ends waits
 };
+
+//! Whether a worker of `device` serves the farm's --device `selector`: its
+//! name, its backend (options after ',' and a cuda ordinal aside) or its
+//! fingerprint (defined in farm.cc).
+bool Serves(const std::string& selector, const DeviceInfo& device);
 
 //! Runs the router thread until `stop` is requested or "s" arrives on
 //! `control` (a pair socket); "u" says `shared.batch` or `shared.posted`

@@ -5,9 +5,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "common/link_measurement.h"
 #include "common/measurement.h"
 #include "common/network_spec.h"
 #include "common/stage.h"
@@ -18,6 +20,8 @@ namespace ios::coordinator {
 struct IndexedResult {
   size_t index = 0;  // into the specs given to MeasureStream (or MeasureAll)
   MeasureResult result;
+  //! A link query's answer when `result` is ok (Measurer::MeasureLink).
+  std::optional<LinkMeasurement> link = std::nullopt;
 };
 
 class Measurer {
@@ -56,6 +60,11 @@ class Measurer {
   virtual std::vector<MeasureResult> MeasureNetworks(std::span<const NetworkSpec* const> networks,
                                                      int batch_size,
                                                      const MeasureSettings& settings);
+  //! Times the link between two devices of Device()'s class (a worker that
+  //! owns two or more of them: Backend::MeasureLink). A failure is a value,
+  //! never a wait without end: without such a worker the answer says so at
+  //! once. Default: unsupported.
+  virtual LinkMeasurement MeasureLink(const LinkQuery& query);
   //! Workers serving the search now (for progress lines); thread-safe.
   virtual int ActiveWorkers() const { return 1; }
   //! Queries the serving workers accept at once, their capacities summed

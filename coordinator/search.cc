@@ -31,6 +31,9 @@ class LocalMeasurer final : public OneAtATimeMeasurer {
                                   const MeasureSettings& settings) override {
     return backend_->MeasureNetwork(network, batch_size, settings);
   }
+  LinkMeasurement MeasureLink(const LinkQuery& query) override {
+    return backend_->MeasureLink(query);
+  }
 
  private:
   std::unique_ptr<devices::Backend> backend_;
@@ -69,6 +72,10 @@ std::vector<MeasureResult> OneAtATimeMeasurer::MeasureNetworks(
     results.push_back(MeasureNetworkOne(*network, batch_size, settings));
   }
   return results;
+}
+
+LinkMeasurement Measurer::MeasureLink(const LinkQuery&) {
+  return LinkMeasurement::Unsupported("this measurer cannot time links between devices");
 }
 
 MeasureResult OneAtATimeMeasurer::MeasureNetworkOne(const NetworkSpec&, int,

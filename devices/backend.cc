@@ -10,4 +10,9 @@ MeasureResult Backend::MeasureNetwork(const NetworkSpec& network, int, const Mea
   return result;
 }
 
+LinkMeasurement Backend::MeasureLink(const LinkQuery&) {
+  return LinkMeasurement::Unsupported(Device().backend + " (" + Device().name +
+                                      "): this backend cannot time copies between devices");
+}
+
 }  // namespace ios::devices

@@ -5,7 +5,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "common/link_measurement.h"
 #include "common/measurement.h"
 #include "common/network_spec.h"
 #include "common/stage.h"
@@ -32,6 +34,19 @@ class Backend {
   //! Failures are results, as for Measure. Default: unsupported.
   virtual MeasureResult MeasureNetwork(const NetworkSpec& network, int batch_size,
                                        const MeasureSettings& settings);
+  //! Identical devices of Device()'s class this backend owns (a worker's
+  //! --devices); a link query needs two.
+  virtual int Devices() const { return 1; }
+  //! The links between its devices as a worker announces them: measured
+  //! figures once MeasureLink has succeeded, else a model's or a preset's;
+  //! empty with one device or nothing known. Unlike the rest, safe to call
+  //! from any thread while another measures (a worker's hello reads it).
+  virtual std::vector<LinkFigures> Links() const { return {}; }
+  //! Times copies of each of `query`'s sizes from one of its devices to
+  //! another and fits the link's latency and bandwidth (FitLink). Failures
+  //! (one device, a fit refused) are values, never thrown. Default:
+  //! unsupported.
+  virtual LinkMeasurement MeasureLink(const LinkQuery& query);
   //! True once the device can run nothing more in this process (a sticky
   //! CUDA error, exec::DeviceLostError): the worker answers the query that
   //! met it and exits non-zero, so a supervisor starts a fresh process.
@@ -44,6 +59,10 @@ struct BackendOptions {
   //! sim only: sleep this long per measurement, standing in for a real
   //! device's cost in scaling benchmarks; reported latencies are unchanged.
   double sim_delay_ms = 0;
+  //! Identical devices the backend owns (a worker's --devices): the cpu
+  //! splits this process's cores into that many groups, the simulator
+  //! models that many GPUs on one link. 1: a single device.
+  int devices = 1;
 };
 
 //! What a device class tells about every stage it runs, as far as its

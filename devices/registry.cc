@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "common/error.h"
+#include "devices/cpu/cpu_link.h"
 #include "devices/kinds.h"
 
 namespace ios::devices {
@@ -86,7 +87,7 @@ const Registry& BuiltinRegistry() {
     Registry built;
     // One line per kind (devices/kinds.h); a new backend is a folder and a
     // line here.
-    built.Add(CpuKind());
+    built.Add(WithCpuLinks(CpuKind()));  // core groups as devices: cpu/cpu_link.h
     built.Add(CudaKind());
     built.Add(SimKind());
     built.Add(ReferenceKind());

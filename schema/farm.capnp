@@ -38,6 +38,18 @@ struct Hello {
   capacity @6 :UInt32;
   heartbeatMs @7 :UInt32;
   software @8 :Text;
+  # Protocol 7: identical devices of this class the worker owns (>= 1), and
+  # the links between them as it knows them now.
+  devices @9 :UInt32;
+  links @10 :List(LinkFigures);
+}
+
+# Protocol 7: one link between a worker's devices (ios::LinkFigures).
+struct LinkFigures {
+  kind @0 :Text;         # nvlink, pcie, host, given
+  gbPerS @1 :Float64;    # bandwidth, 1e9 bytes per second
+  latencyUs @2 :Float64;
+  measured @3 :Bool;     # false: a model's or a preset's figures
 }
 
 # A list of pairs rather than a map: keeps the sender's order.
@@ -74,6 +86,16 @@ struct StageQuery {
   # schedule end to end instead of `stage` (left empty), the search's
   # verification of its best candidates (common/network_spec.h).
   network @12 :NetworkRun;
+  # Protocol 7: when set, the query times copies between two of the
+  # worker's devices instead of `stage` (left empty): only a worker that
+  # announced two or more devices gets one.
+  link @13 :LinkQuery;
+}
+
+# Protocol 7 (ios::LinkQuery).
+struct LinkQuery {
+  bytes @0 :List(Int64);  # copy sizes
+  repeats @1 :Int32;      # timed copies per size
 }
 
 # Append only (ios::StageProtocol).
@@ -249,12 +271,28 @@ struct StageResult {
       # What the backend chose to run the stage (cuda: convolution
       # algorithms); empty from older workers.
       detail @6 :Text;
+      # Protocol 7: the answer to a link query (ios::LinkMeasurement).
+      link @7 :LinkResult;
     }
     error :group {
       kind @4 :ErrorKind;
       message @5 :Text;
     }
   }
+}
+
+struct LinkResult {
+  kind @0 :Text;
+  simulated @1 :Bool;
+  latencyUs @2 :Float64;  # fitted
+  gbPerS @3 :Float64;
+  samples @4 :List(LinkSample);
+}
+
+struct LinkSample {
+  bytes @0 :Int64;
+  medianMs @1 :Float64;
+  spreadMs @2 :Float64;
 }
 
 # Append only (ios::schema::RejectReason).

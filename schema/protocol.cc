@@ -18,6 +18,7 @@
 #include "common/op_kinds.h"
 #include "common/printable.h"
 #include "schema/farm.capnp.h"
+#include "schema/link_wire.h"
 #include "schema/network_wire.h"
 #include "schema/validate.h"
 
@@ -25,6 +26,8 @@ namespace ios::schema {
 namespace {
 
 using detail::InvalidField;
+using detail::ReadHello;
+using detail::WriteHello;
 
 // ---------------------------------------------------------------------------
 // Enums: explicit pairs rather than casts, so the C++ enums may be reordered
@@ -206,10 +209,10 @@ void WriteStage(wire::Stage::Builder out, const StageSpec& spec) {
   }
 }
 
-// Exactly one of `stage` and `network` is given.
+// Exactly one of `stage`, `network` and `link` is given.
 void WriteQuery(wire::StageQuery::Builder out, uint64_t query_id, const StageSpec* stage,
                 const NetworkSpec* network, int batch_size, const MeasureSettings& settings,
-                uint32_t timeout_ms) {
+                uint32_t timeout_ms, const LinkQuery* link = nullptr) {
   out.setQueryId(query_id);
   out.setBatchSize(batch_size);
   out.setDtype(TextOf(settings.dtype));
@@ -222,23 +225,8 @@ void WriteQuery(wire::StageQuery::Builder out, uint64_t query_id, const StageSpe
   out.setProtocol(ToWire(kStageProtocols, settings.protocol));
   out.setWarmWeights(settings.warm_weights);
   if (network != nullptr) return detail::WriteNetwork(out.initNetwork(), *network);
+  if (link != nullptr) return detail::WriteLinkQuery(out.initLink(), *link);
   WriteStage(out.initStage(), *stage);
-}
-
-void WriteHello(wire::Hello::Builder out, const Hello& hello) {
-  out.setWorkerId(TextOf(hello.worker_id));
-  out.setBackend(TextOf(hello.device.backend));
-  out.setDeviceName(TextOf(hello.device.name));
-  out.setFingerprint(TextOf(hello.device.fingerprint));
-  out.setSimulated(hello.device.simulated);
-  auto properties = out.initProperties(static_cast<unsigned>(hello.properties.size()));
-  for (unsigned i = 0; i < properties.size(); ++i) {
-    properties[i].setKey(TextOf(hello.properties[i].first));
-    properties[i].setValue(TextOf(hello.properties[i].second));
-  }
-  out.setCapacity(hello.capacity);
-  out.setHeartbeatMs(hello.heartbeat_ms);
-  out.setSoftware(TextOf(hello.software));
 }
 
 void WriteResult(wire::StageResult::Builder out, const StageResult& result) {
@@ -252,6 +240,7 @@ void WriteResult(wire::StageResult::Builder out, const StageResult& result) {
     // Absent rather than empty: frames without a detail stay byte for byte
     // what older workers send.
     if (!r.detail.empty()) SetProse(r.detail, [&](unsigned size) { return ok.initDetail(size); });
+    if (result.link) detail::WriteLinkResult(ok.initLink(), *result.link);
   } else {
     auto error = out.initError();
     error.setKind(ToWire(kErrorKinds, r.error));
@@ -421,29 +410,12 @@ StageQuery ReadQuery(wire::StageQuery::Reader in) {
   query.settings.warm_weights = in.getWarmWeights();
   if (in.hasNetwork()) {
     query.network = detail::ReadNetwork(in);
+  } else if (in.hasLink()) {
+    query.link = detail::ReadLinkQuery(in);
   } else {
     ReadStage(in.getStage(), query.stage);
   }
   return query;
-}
-
-Hello ReadHello(wire::Hello::Reader in) {
-  Hello hello;
-  hello.worker_id = ReadText(in.getWorkerId());
-  hello.device.backend = ReadText(in.getBackend());
-  hello.device.name = ReadText(in.getDeviceName());
-  hello.device.fingerprint = ReadText(in.getFingerprint());
-  hello.device.simulated = in.getSimulated();
-  const auto properties = in.getProperties();
-  CheckCount(properties.size(), detail::kMaxProperties, "hello.properties");
-  hello.properties.reserve(properties.size());
-  for (const wire::Property::Reader property : properties) {
-    hello.properties.emplace_back(ReadText(property.getKey()), ReadText(property.getValue()));
-  }
-  hello.capacity = in.getCapacity();
-  hello.heartbeat_ms = in.getHeartbeatMs();
-  hello.software = ReadText(in.getSoftware());
-  return hello;
 }
 
 StageResult ReadResult(wire::StageResult::Reader in) {
@@ -457,6 +429,7 @@ StageResult ReadResult(wire::StageResult::Reader in) {
       r.spread_ms = ok.getSpreadMs();
       r.samples = ok.getSamples();
       r.detail = ReadText(ok.getDetail());
+      if (ok.hasLink()) result.link = detail::ReadLinkResult(ok.getLink());
       return result;
     }
     case wire::StageResult::ERROR: {
@@ -508,7 +481,7 @@ std::string EncodeWithVersion(const Message& message, uint32_t version) {
     void operator()(const Heartbeat& m) { out.initHeartbeat().setIntervalMs(m.interval_ms); }
     void operator()(const StageQuery& m) {
       WriteQuery(out.initQuery(), m.query_id, &m.stage, m.network.get(), m.batch_size, m.settings,
-                 m.timeout_ms);
+                 m.timeout_ms, m.link ? &*m.link : nullptr);
     }
     void operator()(const StageResult& m) { WriteResult(out.initResult(), m); }
     void operator()(const Reject& m) {
@@ -542,6 +515,15 @@ std::string EncodeNetworkQuery(uint64_t query_id, const NetworkSpec& network, in
   wire::Envelope::Builder envelope = builder.initRoot<wire::Envelope>();
   envelope.setVersion(kProtocolVersion);
   WriteQuery(envelope.initQuery(), query_id, nullptr, &network, batch_size, settings, timeout_ms);
+  return ToBytes(builder);
+}
+
+std::string EncodeLinkQuery(uint64_t query_id, const LinkQuery& link, uint32_t timeout_ms) {
+  capnp::MallocMessageBuilder builder;
+  wire::Envelope::Builder envelope = builder.initRoot<wire::Envelope>();
+  envelope.setVersion(kProtocolVersion);
+  WriteQuery(envelope.initQuery(), query_id, nullptr, nullptr, 1, MeasureSettings{}, timeout_ms,
+             &link);
   return ToBytes(builder);
 }
 

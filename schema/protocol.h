@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/link_measurement.h"
 #include "common/measurement.h"
 #include "common/network_spec.h"
 #include "common/stage.h"
@@ -30,7 +31,11 @@ namespace ios::schema {
 //! older worker would ignore, measuring isolated under an executed key; and
 //! a query may time a whole network under a schedule (StageQuery::network),
 //! which an older worker would take for an empty stage.
-inline constexpr uint32_t kProtocolVersion = 6;
+//! 7: a worker announces its devices and their links (Hello::devices,
+//! links), and a query may time a link between two of them
+//! (StageQuery::link, answered in StageResult::link), which an older
+//! worker would take for an empty stage.
+inline constexpr uint32_t kProtocolVersion = 7;
 //! Larger frames are dropped unread (ZMQ_MAXMSGSIZE is set to this too).
 inline constexpr size_t kMaxMessageBytes = size_t{1} << 20;
 
@@ -43,6 +48,10 @@ struct Hello {
   uint32_t capacity = 1;         // queries the worker accepts in flight
   uint32_t heartbeat_ms = 1000;  // how often the worker sends heartbeats
   std::string software;          // e.g. "ios-worker 0.1.0"
+  //! Identical devices of `device`'s class the worker owns: a link query
+  //! goes only to a worker with two or more.
+  uint32_t devices = 1;
+  std::vector<LinkFigures> links;  // between them, as the worker knows them
 };
 
 //! Both ways. Any message counts as a sign of life; this one is sent when
@@ -65,8 +74,11 @@ struct StageQuery {
   //! (devices::Backend::MeasureNetwork) and `stage` is empty. Shared: a
   //! network is large and queries are copied between threads.
   std::shared_ptr<const NetworkSpec> network = nullptr;
+  //! When set, the query times copies between two of the worker's devices
+  //! (devices::Backend::MeasureLink); `stage` is empty and `network` null.
+  std::optional<LinkQuery> link = std::nullopt;
 
-  //! The stage's or the network's description, for logs.
+  //! The stage's, the network's or the link's description, for logs.
   std::string Describe() const;
 };
 
@@ -74,6 +86,8 @@ struct StageQuery {
 struct StageResult {
   uint64_t query_id = 0;
   MeasureResult result;
+  //! A link query's answer when result is ok (its error goes in `result`).
+  std::optional<LinkMeasurement> link = std::nullopt;
 };
 
 enum class RejectReason {
@@ -105,6 +119,8 @@ std::string EncodeQuery(uint64_t query_id, const StageSpec& stage, int batch_siz
 //! Encodes a query that times `network` end to end.
 std::string EncodeNetworkQuery(uint64_t query_id, const NetworkSpec& network, int batch_size,
                                const MeasureSettings& settings, uint32_t timeout_ms = 0);
+//! Encodes a query that times the link between two of a worker's devices.
+std::string EncodeLinkQuery(uint64_t query_id, const LinkQuery& link, uint32_t timeout_ms = 0);
 //! Encodes with another version number: for tests of version checks only.
 std::string EncodeWithVersion(const Message& message, uint32_t version);
 

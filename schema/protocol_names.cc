@@ -31,6 +31,7 @@ const char* ToString(DecodeError::Kind kind) {
 }
 
 std::string StageQuery::Describe() const {
+  if (link) return "link (" + std::to_string(link->bytes.size()) + " sizes)";
   return network != nullptr ? network->Describe() : stage.Describe();
 }
 

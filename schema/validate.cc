@@ -197,6 +197,40 @@ void CheckStage(const StageSpec& spec, const std::string& path) {
   if (spec.strategy == Strategy::kMerge) CheckMergeable(spec, path);
 }
 
+// A link's figures: a bandwidth > 0 and a latency >= 0, both finite.
+void CheckLinkFigures(double gb_per_s, double latency_us, const std::string& path) {
+  if (!(std::isfinite(gb_per_s) && gb_per_s > 0)) {
+    Fail(path + ".gbPerS", std::to_string(gb_per_s) + " is not a finite bandwidth > 0");
+  }
+  if (!(std::isfinite(latency_us) && latency_us >= 0)) {
+    Fail(path + ".latencyUs", std::to_string(latency_us) + " is not a finite latency >= 0");
+  }
+}
+
+void CheckLinkQuery(const LinkQuery& link) {
+  if (link.bytes.empty()) Fail("query.link.bytes", "empty; expected at least one size");
+  for (size_t i = 0; i < link.bytes.size(); ++i) {
+    CheckRange(link.bytes[i], int64_t{1}, kMaxLinkBytes, Indexed("query.link.bytes", i));
+  }
+  CheckRange(link.repeats, 1, kMaxLinkRepeats, "query.link.repeats");
+}
+
+void CheckLinkResult(const LinkMeasurement& link) {
+  CheckText(link.kind, "result.ok.link.kind", /*required=*/true);
+  CheckLinkFigures(link.gb_per_s, link.latency_us, "result.ok.link");
+  for (size_t i = 0; i < link.samples.size(); ++i) {
+    const LinkSample& s = link.samples[i];
+    const std::string path = Indexed("result.ok.link.samples", i);
+    CheckRange(s.bytes, int64_t{1}, kMaxLinkBytes, path + ".bytes");
+    if (!(std::isfinite(s.median_ms) && s.median_ms >= 0)) {
+      Fail(path + ".medianMs", std::to_string(s.median_ms) + " is not a finite time >= 0");
+    }
+    if (!(std::isfinite(s.spread_ms) && s.spread_ms >= 0)) {
+      Fail(path + ".spreadMs", std::to_string(s.spread_ms) + " is not a finite time >= 0");
+    }
+  }
+}
+
 void Check(const Hello& hello) {
   CheckText(hello.worker_id, "hello.workerId");
   CheckText(hello.device.backend, "hello.backend");
@@ -210,6 +244,13 @@ void Check(const Hello& hello) {
   CheckRange(hello.capacity, uint32_t{1}, kMaxCapacity, "hello.capacity");
   CheckRange(hello.heartbeat_ms, kMinHeartbeatMs, kMaxHeartbeatMs, "hello.heartbeatMs");
   CheckText(hello.software, "hello.software");
+  CheckRange(hello.devices, uint32_t{1}, kMaxDevices, "hello.devices");
+  for (size_t i = 0; i < hello.links.size(); ++i) {
+    const LinkFigures& link = hello.links[i];
+    const std::string path = Indexed("hello.links", i);
+    CheckText(link.kind, path + ".kind", /*required=*/true);
+    CheckLinkFigures(link.gb_per_s, link.latency_us, path);
+  }
 }
 
 void Check(const Heartbeat& heartbeat) {
@@ -229,7 +270,11 @@ void Check(const StageQuery& query) {
                        " out of range [0, 100]");
   }
   // A network was checked as it was read (network_wire.cc).
-  if (query.network == nullptr) CheckStage(query.stage, "query.stage");
+  if (query.link) {
+    CheckLinkQuery(*query.link);
+  } else if (query.network == nullptr) {
+    CheckStage(query.stage, "query.stage");
+  }
 }
 
 void Check(const StageResult& result) {
@@ -243,6 +288,7 @@ void Check(const StageResult& result) {
     }
     if (r.samples < 0) Fail("result.ok.samples", std::to_string(r.samples) + " is negative");
     CheckText(r.detail, "result.ok.detail");
+    if (result.link) CheckLinkResult(*result.link);
   } else {
     CheckText(r.error_message, "result.error.message");
   }

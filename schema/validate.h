@@ -28,7 +28,9 @@ using ios::limits::kMaxSlices;
 using ios::limits::kMaxTerms;
 inline constexpr size_t kMaxTextBytes = 4096;
 inline constexpr size_t kMaxProperties = 256;
-inline constexpr int kMaxRuns = 1000;  // warmup, number, repeat
+inline constexpr size_t kMaxLinks = 64;        // hello.links
+inline constexpr uint32_t kMaxDevices = 1024;  // hello.devices
+inline constexpr int kMaxRuns = 1000;          // warmup, number, repeat
 inline constexpr uint32_t kMaxCapacity = 1024;
 inline constexpr uint32_t kMinHeartbeatMs = 10, kMaxHeartbeatMs = 600000;
 

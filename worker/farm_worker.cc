@@ -165,6 +165,9 @@ struct Worker::Impl {
     hello.capacity = static_cast<uint32_t>(options.capacity);
     hello.heartbeat_ms = static_cast<uint32_t>(options.heartbeat.count());
     hello.software = std::string("ios-worker ") + IOS_FARM_VERSION;
+    // Both may be read while the measuring thread works (Backend::Links).
+    hello.devices = static_cast<uint32_t>(std::max(1, state->backend->Devices()));
+    hello.links = state->backend->Links();
     Send(socket, schema::Encode(hello));
   }
 

@@ -24,10 +24,18 @@ void MeasureLoop(MeasuringState& state) {
     }
     schema::StageResult answer{query->query_id, {}};
     try {
-      answer.result =
-          query->network != nullptr
-              ? state.backend->MeasureNetwork(*query->network, query->batch_size, query->settings)
-              : state.backend->Measure(query->stage, query->batch_size, query->settings);
+      if (query->link) {
+        // A failed link measurement is an answer like a failed stage.
+        LinkMeasurement link = state.backend->MeasureLink(*query->link);
+        answer.result.error = link.error;
+        answer.result.error_message = link.error_message;
+        if (link.ok()) answer.link = std::move(link);
+      } else {
+        answer.result =
+            query->network != nullptr
+                ? state.backend->MeasureNetwork(*query->network, query->batch_size, query->settings)
+                : state.backend->Measure(query->stage, query->batch_size, query->settings);
+      }
       // On the wire a timeout from a worker means "gave up, exiting" (the
       // coordinator drops the worker); a backend's own time limit is a
       // failure to measure again like any other.

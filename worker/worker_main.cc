@@ -101,6 +101,12 @@ int main(int argc, char** argv) {
                      "before each timed run (docs/cpu-backend.md); cuda: an NVIDIA GPU through "
                      "cuDNN (docs/gpu.md); sim: simulated GPUs; reference: naive loops, slow")
       ->default_val(backend_name);
+  app.add_option("--devices", backend_options.devices,
+                 "identical devices this worker owns and announces, so that it can time the "
+                 "link between two of them (sim: GPUs on NVLink; cpu: this process's cores cut "
+                 "into that many groups)")
+      ->default_val(1)
+      ->check(CLI::Range(1, 1024));
   app.add_option("--gpu", backend_options.gpu, "GPU ordinal (cuda backend)")
       ->default_val(0)
       ->check(CLI::NonNegativeNumber);
@@ -184,6 +190,13 @@ int main(int argc, char** argv) {
       const DeviceInfo& device = backend->Device();
       std::printf("device: %s%s\nfingerprint: %s\n", device.name.c_str(),
                   device.simulated ? " (simulated)" : "", device.fingerprint.c_str());
+      if (backend->Devices() > 1) {
+        std::printf("devices: %d\n", backend->Devices());
+        for (const LinkFigures& link : backend->Links()) {
+          std::printf("link: %s, %g GB/s, %g us (%s)\n", link.kind.c_str(), link.gb_per_s,
+                      link.latency_us, link.measured ? "measured" : "modelled");
+        }
+      }
       return 0;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ios-worker: error: %s\n", e.what());
@@ -223,6 +236,12 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ios-worker: error: %s\n", e.what());
       return OpenFailureCode(e);
+    }
+    if (backend->Devices() != backend_options.devices) {
+      // A kind that ignores --devices would announce one device: say so now.
+      std::fprintf(stderr, "ios-worker: error: --devices %d: backend '%s' owns %d device(s)\n",
+                   backend_options.devices, backend_name.c_str(), backend->Devices());
+      return 2;
     }
     net::Context context;
     if (sim_hang_after >= 0) {

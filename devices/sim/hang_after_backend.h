@@ -17,6 +17,11 @@ class HangAfterBackend final : public Backend {
   HangAfterBackend(std::unique_ptr<Backend> inner, int answered)
       : inner_(std::move(inner)), left_(answered) {}
   const DeviceInfo& Device() const override { return inner_->Device(); }
+  int Devices() const override { return inner_->Devices(); }
+  std::vector<LinkFigures> Links() const override { return inner_->Links(); }
+  LinkMeasurement MeasureLink(const LinkQuery& query) override {
+    return inner_->MeasureLink(query);
+  }
   MeasureResult Measure(const StageSpec& stage, int batch_size,
                         const MeasureSettings& settings) override {
     if (left_ > 0) {

@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "devices/sim/sim_internal.h"
 #include "exec/protocol.h"
+#include "hios/link.h"
 
 namespace ios::devices {
 namespace {
@@ -102,6 +103,32 @@ class SimBackend final : public Backend {
     }
     total.detail = "simulated: the sum of the modelled stages";
     return total;
+  }
+
+  int Devices() const override { return options_.devices; }
+
+  std::vector<LinkFigures> Links() const override {
+    if (options_.devices < 2) return {};
+    const hios::Link link = hios::PresetLink(hios::LinkKind::kNvlink);
+    return {{hios::ToString(link.kind), link.gb_per_s, link.latency_us, /*measured=*/false}};
+  }
+
+  //! The preset NVLink's own line, exactly, labelled simulated: the model
+  //! has no copies to time.
+  LinkMeasurement MeasureLink(const LinkQuery& query) override {
+    if (options_.devices < 2) {
+      return LinkMeasurement::Unsupported(device_.name +
+                                          ": one simulated GPU has no link; open it with "
+                                          "two or more devices (ios-worker --devices 2)");
+    }
+    const hios::Link link = hios::PresetLink(hios::LinkKind::kNvlink);
+    LinkMeasurement out;
+    out.kind = hios::ToString(link.kind);
+    out.simulated = true;
+    out.latency_us = link.latency_us;
+    out.gb_per_s = link.gb_per_s;
+    for (const int64_t bytes : query.bytes) out.samples.push_back({bytes, link.Ms(bytes), 0});
+    return out;
   }
 
  private:

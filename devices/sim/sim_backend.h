@@ -33,6 +33,9 @@ struct SimOptions {
   //! Sleep this long per measurement, to stand in for a real GPU's cost in
   //! scaling benchmarks. Does not change the reported latency.
   double delay_ms = 0;
+  //! GPUs of this model the backend stands for, joined by NVLink
+  //! (hios::PresetLink(kNvlink)): MeasureLink answers with that preset.
+  int devices = 1;
 };
 
 //! Fills facts.operator_work_ms and stage_fixed_ms (StageCostFacts) when

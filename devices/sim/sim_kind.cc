@@ -20,6 +20,8 @@ BackendKind SimKind() {
     if (options.sim_delay_ms < 0) throw Error("sim delay must be >= 0 ms");
     SimOptions sim;
     sim.delay_ms = options.sim_delay_ms;
+    if (options.devices < 1) throw Error("sim: devices must be >= 1");
+    sim.devices = options.devices;
     return CreateSimBackend(name.substr(4), sim);
   };
   kind.open_device = [](const std::string& name,

@@ -36,6 +36,8 @@ Hello GoldenHello() {
   hello.capacity = 2;
   hello.heartbeat_ms = 500;
   hello.software = "ios-worker 0.1.0";
+  hello.devices = 4;  // protocol 7
+  hello.links = {{"nvlink", 50, 10, false}};
   return hello;
 }
 
@@ -134,6 +136,12 @@ TEST(ProtocolGoldenTest, HelloFrameDecodesAndReencodesByteForByte) {
   EXPECT_EQ(got.capacity, want.capacity);
   EXPECT_EQ(got.heartbeat_ms, want.heartbeat_ms);
   EXPECT_EQ(got.software, want.software);
+  EXPECT_EQ(got.devices, want.devices);
+  ASSERT_EQ(got.links.size(), 1u);
+  EXPECT_EQ(got.links[0].kind, "nvlink");
+  EXPECT_EQ(got.links[0].gb_per_s, 50);
+  EXPECT_EQ(got.links[0].latency_us, 10);
+  EXPECT_FALSE(got.links[0].measured);
 }
 
 TEST(ProtocolGoldenTest, QueryFrameDecodesAndReencodesByteForByte) {

@@ -200,9 +200,9 @@ TEST(ProtocolTest, AnotherVersionIsRefusedWithItsNumber) {
   }
   // The version is checked before the body: an invalid body still reports it.
   Heartbeat invalid{0};
-  const DecodeError error = Failure(EncodeWithVersion(invalid, 7));
+  const DecodeError error = Failure(EncodeWithVersion(invalid, kProtocolVersion + 1));
   EXPECT_EQ(error.kind, Kind::kVersionMismatch);
-  EXPECT_EQ(error.version, 7u);
+  EXPECT_EQ(error.version, kProtocolVersion + 1);
 }
 
 TEST(ProtocolTest, AMessageWithoutAVersionIsMalformedNotAnotherVersion) {
