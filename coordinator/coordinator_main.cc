@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
       // measure: the preset below until the farm answers (cli_commands.cc);
       // the embedded workers then own the devices, so they can time it.
       cli.measure_link = link == "measure";
-      if (cli.measure_link) cli.farm.local_backend_options.devices = list.count;
+      if (cli.measure_link) cli.farm.local_backend_options.devices = list.count();
       cli.multi.link = link_option->count() > 0 && !cli.measure_link ? hios::ParseLink(link)
                        : kind == "cpu" ? hios::PresetLink(hios::LinkKind::kHost)
                        : kind == "sim" ? hios::PresetLink(hios::LinkKind::kNvlink)
