@@ -202,12 +202,20 @@ std::vector<std::unique_ptr<exec::Device>> CpuDevices(const std::vector<std::str
   return devices;
 }
 
+// Two one-thread cpu devices, each on its own core where this process may
+// run on two (a test may be given one): the copies and waits are the same.
+std::vector<std::string> TwoOneThreadCpus() {
+  const std::vector<int> cpus = ProcessCpus();
+  return cpus.size() >= 2 ? ExpandDeviceList("cpux2", cpus)
+                          : std::vector<std::string>{"cpu,threads=1", "cpu,threads=1"};
+}
+
 TEST(MultiDeviceRunTest, CrossingBranchesOnTwoOneThreadCpuDevicesEqualTheSequentialRun) {
   const Graph g = Crossing();
   MultiDeviceSchedule q = CrossingSchedule(g);
   // Device 1 runs d and e as one concurrent stage.
   q.stages[1] = {{Strategy::kParallel, {{2}}}, {Strategy::kParallel, {{5}, {6}}}};
-  q.devices = ExpandDeviceList("cpux2", {0, 1});
+  q.devices = TwoOneThreadCpus();
   auto devices = CpuDevices(q.devices);
   auto single = devices::LinkedRegistry().OpenDevice("cpu,threads=1");
   ExpectSameAsSequential(Borrow(devices), *single, g, q, 2);
@@ -216,7 +224,7 @@ TEST(MultiDeviceRunTest, CrossingBranchesOnTwoOneThreadCpuDevicesEqualTheSequent
 TEST(MultiDeviceRunTest, SqueezenetWithAlternatingBranchesOnTwoOneThreadCpuDevicesIsSequential) {
   const Graph g = BuildZooModel("squeezenet");
   MultiDeviceSchedule q = SingletonMultiSchedule(g, ::ios::testing::AlternateBranches(g, 2), 2);
-  q.devices = ExpandDeviceList("cpux2", {0, 1});
+  q.devices = TwoOneThreadCpus();
   auto devices = CpuDevices(q.devices);
   auto single = devices::LinkedRegistry().OpenDevice("cpu,threads=1");
   ExpectSameAsSequential(Borrow(devices), *single, g, q, 1);
