@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "common/process_cpus.h"
+
 namespace ios::coordinator {
 
-//! The cores this process may run on (sched_getaffinity), ascending; never
-//! empty.
-std::vector<int> ProcessCpus();
+using ::ios::ProcessCpus;  // common/process_cpus.h
 
 //! Device names from --devices: ';'-separated names (a name may itself
 //! hold ',': "cpu,threads=1"), each either a device name or BASExN, N

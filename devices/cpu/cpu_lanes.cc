@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/process_cpus.h"
 
 namespace ios::devices {
 
@@ -26,21 +27,7 @@ std::vector<LaneShare> SplitCores(int threads, const std::vector<int>& cpus, int
   return shares;
 }
 
-std::vector<int> AllowedCpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-    }
-  }
-  if (cpus.empty()) {
-    const int n = std::max(1u, std::thread::hardware_concurrency());
-    for (int cpu = 0; cpu < n; ++cpu) cpus.push_back(cpu);
-  }
-  return cpus;
-}
+std::vector<int> AllowedCpus() { return ProcessCpus(); }
 
 LaneThread::LaneThread(LaneShare share) : share_(std::move(share)) {
   // Pin before the thread runs anything: the OpenMP team it creates later

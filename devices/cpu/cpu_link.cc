@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/process_cpus.h"
 #include "hios/link.h"
 
 namespace ios::devices {
@@ -149,17 +150,7 @@ class CpuLinkBackend final : public Backend {
 
 }  // namespace
 
-std::vector<int> AllowedCores() {
-  std::vector<int> cores;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    for (int core = 0; core < CPU_SETSIZE; ++core) {
-      if (CPU_ISSET(core, &set)) cores.push_back(core);
-    }
-  }
-  return cores;
-}
+std::vector<int> AllowedCores() { return ProcessCpus(); }
 
 std::vector<std::vector<int>> SplitCores(const std::vector<int>& cores, int groups) {
   if (groups < 1) throw Error("cpu: devices must be >= 1, got " + std::to_string(groups));
