@@ -7,6 +7,7 @@
 #include "hios/schedule.h"
 #include "hios/sim_instance.h"
 #include "hios/window.h"
+#include "tests/hios/recording_costs.h"
 #include "tests/hios/sim_fixtures.h"
 #include "tests/testing/paths.h"
 
@@ -14,25 +15,6 @@ namespace ios::hios {
 namespace {
 
 const std::string kDir = IOS_HIOS_INSTANCES;
-
-// Forwards to `inner` and remembers every multi-op stage it was asked to price.
-class RecordingCosts : public Costs {
- public:
-  explicit RecordingCosts(const Costs& inner) : inner_(inner) {}
-  int devices() const override { return inner_.devices(); }
-  double OpMs(OpId op, int device) const override { return inner_.OpMs(op, device); }
-  double StageMs(std::span<const OpId> ops, int device) const override {
-    if (ops.size() > 1) asked.emplace_back(ops.begin(), ops.end());
-    return inner_.StageMs(ops, device);
-  }
-  double TransferMs(EdgeId edge, int from, int to) const override {
-    return inner_.TransferMs(edge, from, to);
-  }
-  mutable std::vector<std::vector<OpId>> asked;
-
- private:
-  const Costs& inner_;
-};
 
 // Sums over a group of instances, for means.
 struct Tally {

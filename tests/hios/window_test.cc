@@ -15,6 +15,7 @@
 #include "hios/costs.h"
 #include "hios/dag.h"
 #include "hios/schedule.h"
+#include "tests/hios/recording_costs.h"
 
 namespace ios::hios {
 namespace {
@@ -38,25 +39,6 @@ TableCosts Priced(int devices, std::vector<double> op_ms, std::vector<double> tr
                       return sum;
                     });
 }
-
-// Forwards to `inner` and remembers every multi-op stage it was asked to price.
-class RecordingCosts : public Costs {
- public:
-  explicit RecordingCosts(const Costs& inner) : inner_(inner) {}
-  int devices() const override { return inner_.devices(); }
-  double OpMs(OpId op, int device) const override { return inner_.OpMs(op, device); }
-  double StageMs(std::span<const OpId> ops, int device) const override {
-    if (ops.size() > 1) asked.emplace_back(ops.begin(), ops.end());
-    return inner_.StageMs(ops, device);
-  }
-  double TransferMs(EdgeId edge, int from, int to) const override {
-    return inner_.TransferMs(edge, from, to);
-  }
-  mutable std::vector<std::vector<OpId>> asked;
-
- private:
-  const Costs& inner_;
-};
 
 double LatencyOf(const Dag& dag, const Costs& costs, const MultiSchedule& q) {
   const Timeline t = Evaluate(dag, costs, q);
