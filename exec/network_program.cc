@@ -12,6 +12,7 @@
 #include "common/stage.h"
 #include "exec/program.h"
 #include "exec/program_builder.h"
+#include "exec/tensor_layout.h"
 
 namespace ios::exec {
 namespace {
@@ -130,9 +131,11 @@ std::vector<NodeId> WholeConcatenation(const Graph& graph, const Node& node) {
   return producers;
 }
 
+// Builds a network program; without weights (`weights` null) it builds
+// the same program with empty convolution weights, for its layout and plan.
 class NetworkBuilder {
  public:
-  NetworkBuilder(const Graph& graph, const std::vector<Stage>& stages, const WeightStore& weights,
+  NetworkBuilder(const Graph& graph, const std::vector<Stage>& stages, const WeightStore* weights,
                  const DeviceProgramIo* io)
       : graph_(graph),
         stages_(stages),
@@ -142,12 +145,19 @@ class NetworkBuilder {
         builder_(result_.program),
         home_(graph.nodes.size()),
         fixed_(graph.nodes.size(), false),
-        alias_(graph.nodes.size(), false) {}
+        alias_(graph.nodes.size(), false),
+        temps_of_(graph.nodes.size()) {}
+
+  TensorLayout Layout() {
+    PlaceTensors();
+    Emit();
+    return MakeLayout();
+  }
 
   NetworkProgram Build() {
     PlaceTensors();
     Emit();
-    PlanMemory();
+    PlanMemory(MakeLayout());
     Program& p = result_.program;
     p.inputs = {home_[0].buffer};
     p.outputs = {Home(Last())};
@@ -157,7 +167,7 @@ class NetworkBuilder {
   DeviceProgram BuildForDevice() {
     PlaceTensors();
     Emit();
-    PlanMemory();
+    PlanMemory(MakeLayout());
     DeviceProgram device;
     Program& p = result_.program;
     if (home_[0].buffer >= 0) {
@@ -318,12 +328,15 @@ class NetworkBuilder {
     return terms;
   }
 
+  // Emits every stage, recording which temps each operator's steps need.
   void Emit() {
-    temps_by_stage_.resize(stages_.size());
     for (size_t s = 0; s < stages_.size(); ++s) {
       const Stage& stage = stages_[s];
       if (IsMerge(stage)) {
-        EmitMerge(Members(stage));
+        const std::vector<NodeId> members = Members(stage);
+        EmitMerge(members);
+        const std::vector<int> temps = builder_.TakeTemps();
+        for (NodeId m : members) temps_of_[static_cast<size_t>(m)] = temps;
       } else {
         builder_.AddStage(static_cast<int>(stage.groups.size()));
         for (size_t g = 0; g < stage.groups.size(); ++g) {
@@ -331,14 +344,14 @@ class NetworkBuilder {
             if (alias_[static_cast<size_t>(id)]) continue;
             const Node& node = graph_.node(id);
             const auto weights_for = [this, id](int chain_index, const ConvParams&, int) {
-              return weights_.At({id, chain_index});
+              return weights_ == nullptr ? ConvWeights{} : weights_->At({id, chain_index});
             };
             builder_.EmitOp(static_cast<int>(g), node.op, Terms(id), Home(id), weights_for,
                             node.name);
+            temps_of_[static_cast<size_t>(id)] = builder_.TakeTemps();
           }
         }
       }
-      temps_by_stage_[s] = builder_.TakeTemps();
     }
   }
 
@@ -349,7 +362,7 @@ class NetworkBuilder {
     std::string label = "merged";
     for (NodeId m : members) {
       convs.push_back(graph_.node(m).op.conv);
-      member_weights.push_back(&weights_.At({m, 0}));
+      if (weights_ != nullptr) member_weights.push_back(&weights_->At({m, 0}));
       label += " " + graph_.node(m).name;
     }
     Step step;
@@ -358,102 +371,102 @@ class NetworkBuilder {
     step.inputs = {builder_.Gather(0, Terms(members[0]), label)};
     const View first = home_[static_cast<size_t>(members[0])];
     step.output = {first.buffer, 0, step.op.conv.out_channels};
-    result_.program.weights.push_back(StackMergedWeights(convs, member_weights));
+    result_.program.weights.push_back(
+        weights_ == nullptr ? ConvWeights{} : StackMergedWeights(convs, member_weights));
     step.weights = static_cast<int>(result_.program.weights.size()) - 1;
     step.label = label;
     builder_.AddStep(0, std::move(step));
   }
 
-  // Lifetimes at stage granularity, then first-fit slots.
-  void PlanMemory() {
-    Program& p = result_.program;
-    const int end = static_cast<int>(stages_.size());
-    const size_t buffers = p.buffers.size();
-    std::vector<int> first(buffers, end), last(buffers, -1);
-    const auto live = [&](int buffer, int from, int to) {
-      first[static_cast<size_t>(buffer)] = std::min(first[static_cast<size_t>(buffer)], from);
-      last[static_cast<size_t>(buffer)] = std::max(last[static_cast<size_t>(buffer)], to);
-    };
-    // A program runs many times: the input lives throughout (the caller
-    // writes it once), the output and sent tensors from their writer to the
-    // end, received tensors from their first reader (the caller writes them
-    // just before it) to their last.
-    if (home_[0].buffer >= 0) live(home_[0].buffer, 0, end);
-    if (Local(Last())) live(Home(Last()).buffer, end, end);
-    if (io_ != nullptr) {
-      for (NodeId id : io_->sent) live(Home(id).buffer, end, end);
+  // The buffers as emitted, with the nodes touching each: a node touches
+  // its home's buffer (an alias too), its producers' and its temps.
+  TensorLayout MakeLayout() {
+    const Program& p = result_.program;
+    TensorLayout layout;
+    layout.buffers.resize(p.buffers.size());
+    for (size_t b = 0; b < p.buffers.size(); ++b) {
+      const Shape& shape = p.buffers[b].shape;
+      layout.buffers[b].elements = int64_t{shape.c} * shape.h * shape.w;
     }
-    for (NodeId id = 1; id < static_cast<NodeId>(graph_.nodes.size()); ++id) {
+    const size_t n = graph_.nodes.size();
+    layout.home.assign(n, -1);
+    layout.buffers_of.resize(n);
+    layout.temp_elements.assign(n, 0);
+    for (NodeId id = 1; id < static_cast<NodeId>(n); ++id) {
       if (!Local(id)) continue;
-      const int s = at_.stage[static_cast<size_t>(id)];
-      live(Home(id).buffer, s, s);
+      std::vector<int>& of = layout.buffers_of[static_cast<size_t>(id)];
+      of.push_back(Home(id).buffer);
       for (const Term& term : graph_.node(id).inputs) {
-        for (const Slice& slice : term) live(Home(slice.producer).buffer, s, s);
+        for (const Slice& slice : term) of.push_back(Home(slice.producer).buffer);
       }
-    }
-    for (size_t s = 0; s < temps_by_stage_.size(); ++s) {
-      for (int t : temps_by_stage_[s]) live(t, static_cast<int>(s), static_cast<int>(s));
-    }
-    // A buffer now lives from its first writer's stage to its last reader's.
-    // First fit by start: a slot is free once its last occupant's last
-    // reader's stage has ended (lanes of a stage run concurrently).
-    std::vector<size_t> order(buffers);
-    for (size_t b = 0; b < buffers; ++b) order[b] = b;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return first[a] < first[b]; });
-    std::vector<int> slot_last;
-    p.slot_elements.clear();
-    for (size_t b : order) {
-      const int64_t elements =
-          int64_t{p.buffers[b].shape.c} * p.buffers[b].shape.h * p.buffers[b].shape.w;
-      size_t slot = 0;
-      while (slot < slot_last.size() && slot_last[slot] >= first[b]) ++slot;
-      if (slot == slot_last.size()) {
-        slot_last.push_back(-1);
-        p.slot_elements.push_back(0);
+      for (int t : temps_of_[static_cast<size_t>(id)]) {
+        of.push_back(t);
+        layout.buffers[static_cast<size_t>(t)].temp = true;
+        layout.temp_elements[static_cast<size_t>(id)] +=
+            layout.buffers[static_cast<size_t>(t)].elements;
       }
-      slot_last[slot] = last[b];
-      p.slot_elements[slot] = std::max(p.slot_elements[slot], elements);
-      p.buffers[b].slot = static_cast<int>(slot);
+      std::sort(of.begin(), of.end());
+      of.erase(std::unique(of.begin(), of.end()), of.end());
+      for (int b : of) layout.buffers[static_cast<size_t>(b)].touch.push_back(id);
     }
-    MemoryPlanSummary& m = result_.memory;
-    m.buffers = static_cast<int>(buffers);
-    m.slots = static_cast<int>(p.slot_elements.size());
-    m.allocated_bytes = p.ActivationBytes(1);
-    for (int s = 0; s < end; ++s) {
-      int64_t bytes = 0;
-      for (size_t b = 0; b < buffers; ++b) {
-        if (first[b] <= s && s <= last[b]) {
-          bytes += int64_t{4} * p.buffers[b].shape.c * p.buffers[b].shape.h * p.buffers[b].shape.w;
-        }
-      }
-      m.peak_live_bytes = std::max(m.peak_live_bytes, bytes);
+    for (size_t u = 0; u < n; ++u) layout.home[u] = home_[u].buffer;
+    // The input is written once per program, not per run; the output and
+    // sent tensors are read by the caller after the last stage.
+    if (home_[0].buffer >= 0) layout.buffers[static_cast<size_t>(home_[0].buffer)].pinned = true;
+    if (Local(Last())) layout.buffers[static_cast<size_t>(Home(Last()).buffer)].to_end = true;
+    if (io_ != nullptr) {
+      for (NodeId id : io_->sent)
+        layout.buffers[static_cast<size_t>(Home(id).buffer)].to_end = true;
     }
+    layout.concat_views = result_.memory.concat_views;
+    return layout;
+  }
+
+  void PlanMemory(const TensorLayout& layout) {
+    MemoryPlan plan = PlanSlots(layout, at_.stage, static_cast<int>(stages_.size()));
+    Program& p = result_.program;
+    for (size_t b = 0; b < p.buffers.size(); ++b) p.buffers[b].slot = plan.slot[b];
+    p.slot_elements = std::move(plan.slot_elements);
+    result_.memory = plan.summary;
   }
 
   const Graph& graph_;
   const std::vector<Stage>& stages_;
-  const WeightStore& weights_;
-  const DeviceProgramIo* io_;  // null: the whole network
+  const WeightStore* weights_;  // null: a layout and plan only
+  const DeviceProgramIo* io_;   // null: the whole network
   const Placement at_;
   NetworkProgram result_;
   detail::ProgramBuilder builder_;
   std::vector<View> home_;
-  std::vector<bool> fixed_;  // may not move into a concatenation buffer
-  std::vector<bool> alias_;  // an identity computed by no step
-  std::vector<std::vector<int>> temps_by_stage_;
+  std::vector<bool> fixed_;                 // may not move into a concatenation buffer
+  std::vector<bool> alias_;                 // an identity computed by no step
+  std::vector<std::vector<int>> temps_of_;  // per node: temp buffers its steps use
 };
 
 }  // namespace
 
 NetworkProgram BuildNetworkProgram(const Graph& graph, const std::vector<Stage>& stages,
                                    const WeightStore& weights) {
-  return NetworkBuilder(graph, stages, weights, nullptr).Build();
+  return NetworkBuilder(graph, stages, &weights, nullptr).Build();
 }
 
 DeviceProgram BuildDeviceProgram(const Graph& graph, const std::vector<Stage>& stages,
                                  const WeightStore& weights, const DeviceProgramIo& io) {
-  return NetworkBuilder(graph, stages, weights, &io).BuildForDevice();
+  return NetworkBuilder(graph, stages, &weights, &io).BuildForDevice();
+}
+
+TensorLayout LayoutTensors(const Graph& graph, const std::vector<Stage>& stages) {
+  if (!stages.empty()) return NetworkBuilder(graph, stages, nullptr, nullptr).Layout();
+  // Without merges every schedule gives the same layout: node order.
+  std::vector<Stage> sequential;
+  for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes.size()); ++id) {
+    sequential.push_back({Strategy::kParallel, {{id}}});
+  }
+  return NetworkBuilder(graph, sequential, nullptr, nullptr).Layout();
+}
+
+MemoryPlanSummary PlanMemory(const Graph& graph, const std::vector<Stage>& stages) {
+  return NetworkBuilder(graph, stages, nullptr, nullptr).Build().memory;
 }
 
 }  // namespace ios::exec
