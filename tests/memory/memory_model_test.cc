@@ -146,6 +146,30 @@ int64_t PeakFromParts(const exec::TensorLayout& layout,
   return peak;
 }
 
+// The random graphs exercise every way exec lays out a tensor.
+TEST(MemoryModelTest, RandomGraphsHaveConcatViewsAliasesGathersAndChainTemps) {
+  int views = 0, aliases = 0, gathers = 0, chains = 0;
+  for (int seed = 0; seed < kGraphs; ++seed) {
+    const Graph g = RandomSmallGraph(static_cast<uint64_t>(seed), OperatorsFor(seed));
+    const exec::TensorLayout layout = exec::LayoutTensors(g);
+    views += layout.concat_views;
+    for (NodeId id = 1; id < static_cast<NodeId>(g.nodes.size()); ++id) {
+      const Node& node = g.node(id);
+      const int home = layout.home[static_cast<size_t>(id)];
+      aliases += node.op.kind == OpKind::kIdentity && node.inputs.size() == 1 &&
+                 node.inputs[0].size() == 1 &&
+                 home == layout.home[static_cast<size_t>(node.inputs[0][0].producer)];
+      const bool temps = layout.temp_elements[static_cast<size_t>(id)] > 0;
+      gathers += temps && node.op.kind == OpKind::kConv;
+      chains += temps && node.op.kind == OpKind::kSequential;
+    }
+  }
+  EXPECT_GT(views, kGraphs / 10);
+  EXPECT_GT(aliases, kGraphs / 10);
+  EXPECT_GT(gathers, kGraphs / 10);
+  EXPECT_GT(chains, kGraphs / 10);
+}
+
 TEST(MemoryModelTest, PeakEqualsThePlansPeakLiveBytesForEverySequentialOrder) {
   for (int seed = 0; seed < kGraphs; ++seed) {
     const Graph g = RandomSmallGraph(static_cast<uint64_t>(seed), OperatorsFor(seed));
@@ -351,6 +375,20 @@ TEST(MemoryModelTest, AliasedIdentityExtendsItsProducersLife) {
   // Serenity copies: a dies once i has it; b, read by nobody, is an output.
   EXPECT_EQ(StepBytes(g, MemoryModel::kPerNode),
             (std::vector<int64_t>{4 * (2 + 4), 4 * (2 + 4 + 2), 4 * (2 + 2 + 1), 4 * (2 + 1 + 1)}));
+}
+
+TEST(MemoryModelTest, OutputStaysLiveToTheEndWhenItDoesNotRunLast) {
+  Small s(2);
+  s.Conv("a", 3, {{All(0, 2)}});
+  s.Conv("out", 5, {{All(0, 2)}});
+  const Graph g = s.Finish();
+  const std::vector<NodeId> order{2, 1};
+  EXPECT_EQ(PeakOf(g, Singletons(order), 1), 4 * (2 + 5 + 3));
+  EXPECT_EQ(exec::PlanMemory(g, OneOperatorStages(order)).peak_live_bytes, 4 * (2 + 5 + 3));
+  // For Serenity both are outputs (nobody reads them).
+  EXPECT_EQ(PeakOf(g, Singletons(order), 1, MemoryModel::kPerNode), 4 * (2 + 5 + 3));
+  const PartMemory first(exec::LayoutTensors(g), {{2}, {1}}, 0);
+  EXPECT_EQ(first.Step(0, first.Resident(0), 0).resident_after, 4 * (2 + 5));
 }
 
 TEST(MemoryModelTest, RefusesAScheduleThatRunsAReaderBeforeItsProducer) {
