@@ -157,7 +157,7 @@ class NetworkBuilder {
   NetworkProgram Build() {
     PlaceTensors();
     Emit();
-    PlanMemory(MakeLayout());
+    AssignSlots(MakeLayout());
     Program& p = result_.program;
     p.inputs = {home_[0].buffer};
     p.outputs = {Home(Last())};
@@ -167,7 +167,7 @@ class NetworkBuilder {
   DeviceProgram BuildForDevice() {
     PlaceTensors();
     Emit();
-    PlanMemory(MakeLayout());
+    AssignSlots(MakeLayout());
     DeviceProgram device;
     Program& p = result_.program;
     if (home_[0].buffer >= 0) {
@@ -410,19 +410,22 @@ class NetworkBuilder {
       for (int b : of) layout.buffers[static_cast<size_t>(b)].touch.push_back(id);
     }
     for (size_t u = 0; u < n; ++u) layout.home[u] = home_[u].buffer;
-    // The input is written once per program, not per run; the output and
-    // sent tensors are read by the caller after the last stage.
+    // A program runs many times: the input lives throughout (the caller
+    // writes it once), the output and sent tensors from their writer to the
+    // end; received tensors, touched by their readers only, from their first
+    // reader (the caller writes them just before it) to their last.
     if (home_[0].buffer >= 0) layout.buffers[static_cast<size_t>(home_[0].buffer)].pinned = true;
     if (Local(Last())) layout.buffers[static_cast<size_t>(Home(Last()).buffer)].to_end = true;
     if (io_ != nullptr) {
-      for (NodeId id : io_->sent)
+      for (NodeId id : io_->sent) {
         layout.buffers[static_cast<size_t>(Home(id).buffer)].to_end = true;
+      }
     }
     layout.concat_views = result_.memory.concat_views;
     return layout;
   }
 
-  void PlanMemory(const TensorLayout& layout) {
+  void AssignSlots(const TensorLayout& layout) {
     MemoryPlan plan = PlanSlots(layout, at_.stage, static_cast<int>(stages_.size()));
     Program& p = result_.program;
     for (size_t b = 0; b < p.buffers.size(); ++b) p.buffers[b].slot = plan.slot[b];

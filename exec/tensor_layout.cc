@@ -20,9 +20,6 @@ MemoryPlan PlanSlots(const TensorLayout& layout, const std::vector<int>& stage_o
       first[b] = std::min(first[b], s);
       last[b] = std::max(last[b], s);
     }
-    // A program runs many times: the input lives throughout (the caller
-    // writes it once), the output and sent tensors from their writer to the
-    // end.
     if (buffer.pinned) first[b] = 0;
     if (buffer.pinned || buffer.to_end) last[b] = end;
   }

@@ -49,8 +49,9 @@ int64_t PeakOf(const exec::TensorLayout& layout, const std::vector<std::vector<N
 class PartMemory final : public OrderCosts {
  public:
   //! The part `parts[index]` of `layout`'s network. `parts` must hold every
-  //! operator touching a buffer exactly once; a part at most 64 operators,
-  //! in topological order. Throws ios::Error naming the node otherwise.
+  //! operator touching a buffer exactly once and `parts[index]` at most 64;
+  //! throws ios::Error naming the operator or part otherwise. (The costs
+  //! hold for any order; the search relies on parts listed topologically.)
   PartMemory(const exec::TensorLayout& layout, const std::vector<std::vector<NodeId>>& parts,
              size_t index);
 
@@ -61,8 +62,9 @@ class PartMemory final : public OrderCosts {
   int64_t LowerBound() const override { return lower_bound_; }
 
   //! Bytes live (background excluded) while the operators of `stage` run
-  //! concurrently right after `done`. Never below the bytes of running any
-  //! of them alone or the rest after it (splitting a stage never costs).
+  //! concurrently right after `done`. Splitting a stage never costs: for x
+  //! of `stage` whose producers are done, neither StageBytes(done, {x}) nor
+  //! StageBytes(done | x, stage \ x) is above it.
   int64_t StageBytes(uint64_t done, uint64_t stage) const;
   //! The part's operators: node id of each local id.
   const std::vector<NodeId>& nodes() const { return nodes_; }

@@ -151,6 +151,7 @@ TEST(MemoryModelTest, RandomGraphsHaveConcatViewsAliasesGathersAndChainTemps) {
   int views = 0, aliases = 0, gathers = 0, chains = 0;
   for (int seed = 0; seed < kGraphs; ++seed) {
     const Graph g = RandomSmallGraph(static_cast<uint64_t>(seed), OperatorsFor(seed));
+    EXPECT_NO_THROW(CheckSingleSinkBlocks(g)) << g.name;
     const exec::TensorLayout layout = exec::LayoutTensors(g);
     views += layout.concat_views;
     for (NodeId id = 1; id < static_cast<NodeId>(g.nodes.size()); ++id) {
