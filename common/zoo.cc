@@ -387,21 +387,25 @@ const std::vector<ZooModel>& Models() {
        zoo::BuildRandWireLarge},
       {{"randwire_cifar10",
         "RandWire CIFAR-10 (C=36, WS(32,4,0.75) seed 1; :s=SEED for others), 32x32: "
-        "4 blocks, 70 operators"},
+        "4 blocks, 70 operators",
+        true},
        [] { return RandWireCifar10(1); },
        RandWireCifar10},
       {{"randwire_cifar100",
         "RandWire CIFAR-100 (C=44, WS(32,4,0.75) seed 1; :s=SEED for others), 32x32: "
-        "4 blocks, 70 operators"},
+        "4 blocks, 70 operators",
+        true},
        [] { return RandWireCifar100(1); },
        RandWireCifar100},
       {{"darts_cell",
         "DARTS_V2 stems, first normal cell and the next cell's inputs, 224x224: 2 blocks, "
-        "26 operators"},
+        "26 operators",
+        true},
        [] { return zoo::BuildDartsImageNet({.first_cell_only = true}); }},
       {{"darts_imagenet",
         "DARTS_V2 ImageNet (C=48, 14 cells), 224x224: 3 blocks (cells in 15 parts), "
-        "250 operators"},
+        "250 operators",
+        true},
        [] { return zoo::BuildDartsImageNet({}); }},
   };
   return models;

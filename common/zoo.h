@@ -13,6 +13,10 @@ namespace ios {
 struct ZooEntry {
   std::string name;
   std::string description;
+  //! Made by a generator (a benchmark kind of the Serenity paper), not one of
+  //! the IOS paper's four. The search's default budgets are sized for those
+  //! four; a random draw may exceed them (randwire_cifar10's seed 1 does).
+  bool generated = false;
 };
 
 //! inception_v3, squeezenet, nasnet, randwire, then the generated
