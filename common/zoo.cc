@@ -1,15 +1,24 @@
 // The model zoo: the graph builder, Inception V3, SqueezeNet and the
 // name -> builder table. NASNet and RandWire live in zoo_nasnet.cc and
-// zoo_randwire.cc. Every network matches, operator for operator, the graphs
-// the IOS reference implementation exports (see docs/models.md).
+// zoo_randwire.cc. Those four networks match, operator for operator, the
+// graphs the IOS reference implementation exports (see docs/models.md); the
+// generated ones (zoo_randwire_cifar.cc, zoo_darts.cc) are the Serenity
+// paper's benchmark kinds.
 #include "common/zoo.h"
 
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
 #include "common/error.h"
+#include "common/printable.h"
 #include "common/slices.h"
 #include "common/zoo_builder.h"
+#include "common/zoo_darts.h"
+#include "common/zoo_randwire.h"
 
 namespace ios {
 namespace zoo {
@@ -132,12 +141,14 @@ NodeId GraphBuilder::AddReluConv(const std::string& name, Inputs inputs, int out
 }
 
 NodeId GraphBuilder::AddReluSepConv(const std::string& name, Inputs inputs, int out_channels,
-                                    Window kernel, Window stride, Window padding) {
+                                    Window kernel, Window stride, Window padding, Window dilation) {
   const int in_channels = Channels(inputs);
-  return AddSequential(
-      name, "ReluSepConv", std::move(inputs),
-      {Relu(), Conv(in_channels, kernel, stride, padding, Activation::kNone, in_channels),
-       Conv(out_channels, Square(1), Square(1), Square(0), Activation::kNone)});
+  OpParams depthwise = Conv(in_channels, kernel, stride, padding, Activation::kNone, in_channels);
+  depthwise.conv.dilation = dilation;
+  const bool dilated = dilation != Square(1);
+  return AddSequential(name, dilated ? "ReluDilConv" : "ReluSepConv", std::move(inputs),
+                       {Relu(), std::move(depthwise),
+                        Conv(out_channels, Square(1), Square(1), Square(0), Activation::kNone)});
 }
 
 void GraphBuilder::BeginBlock() {
@@ -345,10 +356,24 @@ Graph BuildSqueezeNet() {
 
 namespace {
 
+// Seeds a parameterised name may give: any 32-bit value.
+constexpr uint64_t kMaxSeed = 0xffffffffULL;
+
 struct ZooModel {
   ZooEntry entry;
   Graph (*build)();
+  //! Set for the generated models that take a seed ("NAME:s=SEED").
+  Graph (*build_seeded)(uint64_t seed) = nullptr;
 };
+
+Graph RandWireCifar10(uint64_t seed) {
+  return zoo::BuildRandWireCifar(
+      {.classes = 10, .channels = zoo::kRandWireCifar10Channels, .seed = seed});
+}
+Graph RandWireCifar100(uint64_t seed) {
+  return zoo::BuildRandWireCifar(
+      {.classes = 100, .channels = zoo::kRandWireCifar100Channels, .seed = seed});
+}
 
 const std::vector<ZooModel>& Models() {
   static const std::vector<ZooModel> models = {
@@ -360,8 +385,82 @@ const std::vector<ZooModel>& Models() {
        zoo::BuildNasNetLarge},
       {{"randwire", "RandWire large (WS(16|32,4,0.75)), 224x224: 6 blocks, 120 operators"},
        zoo::BuildRandWireLarge},
+      {{"randwire_cifar10",
+        "RandWire CIFAR-10 (C=36, WS(32,4,0.75) seed 1; :s=SEED for others), 32x32: "
+        "4 blocks, 70 operators",
+        true},
+       [] { return RandWireCifar10(1); },
+       RandWireCifar10},
+      {{"randwire_cifar100",
+        "RandWire CIFAR-100 (C=44, WS(32,4,0.75) seed 1; :s=SEED for others), 32x32: "
+        "4 blocks, 70 operators",
+        true},
+       [] { return RandWireCifar100(1); },
+       RandWireCifar100},
+      {{"darts_cell",
+        "DARTS_V2 stems, first normal cell and the next cell's inputs, 224x224: 2 blocks, "
+        "26 operators",
+        true},
+       [] { return zoo::BuildDartsImageNet({.first_cell_only = true}); }},
+      {{"darts_imagenet",
+        "DARTS_V2 ImageNet (C=48, 14 cells), 224x224: 3 blocks (cells in 15 parts), "
+        "250 operators",
+        true},
+       [] { return zoo::BuildDartsImageNet({}); }},
   };
   return models;
+}
+
+const ZooModel* FindModel(const std::string& name) {
+  for (const ZooModel& model : Models()) {
+    if (model.entry.name == name) return &model;
+  }
+  return nullptr;
+}
+
+std::string KnownNames() {
+  std::string known;
+  for (const ZooModel& model : Models()) known += (known.empty() ? "" : ", ") + model.entry.name;
+  return known;
+}
+
+// "NAME:s=SEED": NAME must take a seed; the only parameter is s, once.
+Graph BuildParameterised(const std::string& full, const ZooModel& model,
+                         const std::string& params) {
+  const std::string where = "zoo model " + Quoted(full) + ": ";
+  if (model.build_seeded == nullptr) {
+    std::string seeded;
+    for (const ZooModel& m : Models()) {
+      if (m.build_seeded) seeded += (seeded.empty() ? "" : ", ") + m.entry.name;
+    }
+    throw Error(where + model.entry.name + " takes no parameters (s=SEED is taken by " + seeded +
+                ")");
+  }
+  std::optional<uint64_t> seed;
+  size_t begin = 0;
+  while (begin <= params.size()) {
+    const size_t end = std::min(params.find(',', begin), params.size());
+    const std::string param = params.substr(begin, end - begin);
+    const size_t eq = param.find('=');
+    const std::string key = param.substr(0, eq);
+    if (eq == std::string::npos || key != "s") {
+      throw Error(where + "unknown parameter " + Quoted(param) + " (expected s=SEED)");
+    }
+    const std::string value = param.substr(eq + 1);
+    uint64_t parsed = 0;
+    const auto [rest, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+    if (value.empty() || error != std::errc() || rest != value.data() + value.size() ||
+        parsed > kMaxSeed) {
+      throw Error(where + "s: expected a seed from 0 to " + std::to_string(kMaxSeed) + ", got " +
+                  Quoted(value));
+    }
+    if (seed) throw Error(where + "s given twice");
+    seed = parsed;
+    begin = end + 1;
+  }
+  Graph graph = model.build_seeded(*seed);
+  graph.name = full;
+  return graph;
 }
 
 }  // namespace
@@ -375,13 +474,18 @@ const std::vector<ZooEntry>& ZooModels() {
   return entries;
 }
 
+bool IsZooModelName(const std::string& name) {
+  return FindModel(name.substr(0, name.find(':'))) != nullptr;
+}
+
 Graph BuildZooModel(const std::string& name) {
-  std::string known;
-  for (const ZooModel& model : Models()) {
-    if (model.entry.name == name) return model.build();
-    known += (known.empty() ? "" : ", ") + model.entry.name;
+  const size_t colon = name.find(':');
+  const ZooModel* model = FindModel(name.substr(0, colon));
+  if (model == nullptr) {
+    throw Error("unknown zoo model " + Quoted(name) + " (known: " + KnownNames() + ")");
   }
-  throw Error("unknown zoo model '" + name + "' (known: " + known + ")");
+  if (colon == std::string::npos) return model->build();
+  return BuildParameterised(name, *model, name.substr(colon + 1));
 }
 
 }  // namespace ios

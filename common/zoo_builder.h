@@ -50,10 +50,10 @@ class GraphBuilder {
   //! relu -> 1x1-style conv (no activation), hint "ReluConv".
   NodeId AddReluConv(const std::string& name, Inputs inputs, int out_channels, Window kernel,
                      Window stride, Window padding);
-  //! relu -> depthwise conv (stride, padding) -> pointwise 1x1 conv to
-  //! `out_channels`, hint "ReluSepConv".
+  //! relu -> depthwise conv (stride, padding, dilation) -> pointwise 1x1
+  //! conv to `out_channels`, hint "ReluSepConv" ("ReluDilConv" when dilated).
   NodeId AddReluSepConv(const std::string& name, Inputs inputs, int out_channels, Window kernel,
-                        Window stride, Window padding);
+                        Window stride, Window padding, Window dilation = Square(1));
 
   const Shape& shape(NodeId node) const { return graph_.nodes.at(node).output; }
   //! Channels of the tensor an op reading `inputs` sees (terms concatenated).
@@ -81,7 +81,8 @@ class GraphBuilder {
   std::vector<std::vector<NodeId>> parts_;
 };
 
-// Model builders, one per network (zoo.cc, zoo_nasnet.cc, zoo_randwire.cc).
+// Model builders, one per network (zoo.cc, zoo_nasnet.cc, zoo_randwire.cc);
+// the generated ones are declared in zoo_randwire.h and zoo_darts.h.
 Graph BuildInceptionV3();
 Graph BuildSqueezeNet();
 Graph BuildNasNetLarge();

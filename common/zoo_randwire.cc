@@ -9,18 +9,17 @@
 // reference's Watts-Strogatz graphs WS(16,4,0.75) and three WS(32,4,0.75),
 // drawn once with networkx's RNG and not reproducible from a seed, so they are
 // embedded below as data.
-#include <span>
+#include "common/zoo_randwire.h"
+
+#include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "common/zoo_builder.h"
 
 namespace ios::zoo {
 namespace {
 
-struct Edge {
-  int from, to;
-};
+using Edge = WiringEdge;
 
 // ---- Stage wiring: generated data, do not edit by hand ----
 // clang-format off
@@ -85,12 +84,6 @@ constexpr int kStage5Outputs[] = {31, 23, 26, 29};
 // clang-format on
 // ---- end of generated data ----
 
-struct StageWiring {
-  int num_nodes;
-  std::span<const Edge> edges;
-  std::span<const int> outputs;
-};
-
 // Every edge goes forward, so node order is a topological order.
 constexpr bool IsForward(std::span<const Edge> edges, int num_nodes) {
   for (const Edge& e : edges) {
@@ -107,12 +100,42 @@ std::string NodeName(const std::string& stage, int node) {
   return stage + ".node" + (node < 10 ? "0" : "") + std::to_string(node);
 }
 
-// One randomly wired stage with `channels` outputs per node, as one block
-// entered from `input`. Returns the stage's exit.
-NodeId Stage(GraphBuilder& b, const std::string& name, NodeId input, int channels,
-             const StageWiring& wiring) {
+}  // namespace
+
+OwnedStageWiring OrientLowToHigh(const WsGraph& graph) {
+  OwnedStageWiring wiring;
+  wiring.num_nodes = graph.num_nodes;
+  std::vector<bool> has_successor(graph.num_nodes, false);
+  for (const auto& [u, v] : graph.edges) {
+    wiring.edges.push_back({std::min(u, v), std::max(u, v)});
+    has_successor[std::min(u, v)] = true;
+  }
+  // Grouped by target, each group in source order: the order inputs are summed.
+  std::sort(wiring.edges.begin(), wiring.edges.end(), [](const Edge& a, const Edge& b) {
+    return a.to != b.to ? a.to < b.to : a.from < b.from;
+  });
+  for (int v = 0; v < graph.num_nodes; ++v) {
+    if (!has_successor[v]) wiring.outputs.push_back(v);
+  }
+  return wiring;
+}
+
+NodeId RandWireStage(GraphBuilder& b, const std::string& name, NodeId input, int channels,
+                     const StageWiring& wiring) {
+  if (!IsForward(wiring.edges, wiring.num_nodes)) {
+    throw std::logic_error("zoo: stage '" + name + "' has an edge that is not forward");
+  }
   std::vector<std::vector<NodeId>> predecessors(wiring.num_nodes);
-  for (const Edge& e : wiring.edges) predecessors[e.to].push_back(e.from);
+  std::vector<bool> has_successor(wiring.num_nodes, false);
+  for (const Edge& e : wiring.edges) {
+    predecessors[e.to].push_back(e.from);
+    has_successor[e.from] = true;
+  }
+  for (int v : wiring.outputs) {
+    if (v < 0 || v >= wiring.num_nodes || has_successor[v]) {
+      throw std::logic_error("zoo: stage '" + name + "' sums a node that is not a sink");
+    }
+  }
 
   b.BeginBlock();
   std::vector<NodeId> out(wiring.num_nodes);
@@ -130,8 +153,6 @@ NodeId Stage(GraphBuilder& b, const std::string& name, NodeId input, int channel
   return exit;
 }
 
-}  // namespace
-
 Graph BuildRandWireLarge() {
   constexpr int kChannels = 154;
   GraphBuilder b("randwire", Shape{3, 224, 224});
@@ -141,10 +162,10 @@ Graph BuildRandWireLarge() {
                        Square(1), Activation::kNone);
   b.EndBlock();
 
-  x = Stage(b, "conv2", x, kChannels, {kStage2Nodes, kStage2Edges, kStage2Outputs});
-  x = Stage(b, "conv3", x, 2 * kChannels, {kStage3Nodes, kStage3Edges, kStage3Outputs});
-  x = Stage(b, "conv4", x, 4 * kChannels, {kStage4Nodes, kStage4Edges, kStage4Outputs});
-  x = Stage(b, "conv5", x, 8 * kChannels, {kStage5Nodes, kStage5Edges, kStage5Outputs});
+  x = RandWireStage(b, "conv2", x, kChannels, {kStage2Nodes, kStage2Edges, kStage2Outputs});
+  x = RandWireStage(b, "conv3", x, 2 * kChannels, {kStage3Nodes, kStage3Edges, kStage3Outputs});
+  x = RandWireStage(b, "conv4", x, 4 * kChannels, {kStage4Nodes, kStage4Edges, kStage4Outputs});
+  x = RandWireStage(b, "conv5", x, 8 * kChannels, {kStage5Nodes, kStage5Edges, kStage5Outputs});
 
   b.BeginBlock();
   x = b.AddRelu("relu", b.Of(x));

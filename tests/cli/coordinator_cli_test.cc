@@ -421,15 +421,16 @@ TEST(CoordinatorCliDataTest, TestDataFilesArePresent) {
 
 // --------------------------------------------------------- listing and help
 
-TEST_F(CoordinatorCliTest, ListModelsNamesTheFourZooModels) {
+TEST_F(CoordinatorCliTest, ListModelsNamesEveryZooModel) {
   const CliResult r = Coordinator("--list-models");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* model : {"inception_v3", "squeezenet", "nasnet", "randwire"}) {
+  for (const char* model : {"inception_v3", "squeezenet", "nasnet", "randwire", "randwire_cifar10",
+                            "randwire_cifar100", "darts_cell", "darts_imagenet"}) {
     EXPECT_TRUE(std::regex_search(r.out, std::regex(std::string("(^|\n)") + model + " ")))
         << model << " missing from:\n"
         << r.out;
   }
-  EXPECT_EQ(NonEmptyLines(r.out).size(), 4u) << r.out;
+  EXPECT_EQ(NonEmptyLines(r.out).size(), 8u) << r.out;
   EXPECT_FALSE(fs::exists(Path("ios-farm.db"))) << "listing models must not create a DB";
 }
 

@@ -62,12 +62,16 @@ int Width(const Graph& graph, const std::vector<NodeId>& ops) {
   return static_cast<int>(ops.size()) - matching;
 }
 
-TEST(ZooTest, ListsTheFourNetworksOfThePaper) {
+// The generated models that follow (tests/common/generator_test.cc) have no
+// reference export to compare with.
+TEST(ZooTest, ListsTheFourNetworksOfThePaperFirst) {
   std::vector<std::string> names;
   for (const ZooEntry& entry : ZooModels()) {
     names.push_back(entry.name);
     EXPECT_FALSE(entry.description.empty()) << entry.name;
   }
+  ASSERT_GE(names.size(), 4u);
+  names.resize(4);
   EXPECT_EQ(names, (std::vector<std::string>{"inception_v3", "squeezenet", "nasnet", "randwire"}));
 }
 

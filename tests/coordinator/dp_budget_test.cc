@@ -125,10 +125,12 @@ TEST(DpBudgetTest, GreedyStagesNeverExceedTheGroupsAWorkerAccepts) {
   EXPECT_EQ(widths, (std::vector<size_t>{64, 64, 2, 1}));
 }
 
-// The defaults keep every zoo model exact, pruned (r=3 s=8) and unpruned,
-// with every strategy set (also what tests/coordinator/table1_test.cc needs).
+// The defaults keep every model of the IOS paper exact, pruned (r=3 s=8) and
+// unpruned, with every strategy set (also what tests/coordinator/table1_test.cc
+// needs). Not the generated ones: a random RandWire draw may be wider.
 TEST(DpBudgetTest, EveryZooPartFitsTheDefaultBudgets) {
   for (const ZooEntry& model : ZooModels()) {
+    if (model.generated) continue;
     const Graph g = BuildZooModel(model.name);
     for (bool pruned : {true, false}) {
       // Unpruned walks take minutes sanitized; the plain build checks them.
