@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/graph.h"
+#include "common/part_dag.h"
 #include "common/stage.h"
 
 namespace ios::coordinator {
@@ -42,7 +43,7 @@ struct DpOptions {
   //! Largest accepted budget: every id stays far inside 32 bits.
   static constexpr int64_t kMaxBudget = std::numeric_limits<int32_t>::max();
   //! Largest part the DP handles (states are 64-bit masks).
-  static constexpr int kMaxPartSize = 64;
+  static constexpr int kMaxPartSize = PartDag::kMaxOperators;
 };
 
 //! Which budget of DpOptions a part went over.
