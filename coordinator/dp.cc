@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <limits>
 #include <map>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "common/error.h"
 #include "common/limits.h"
+#include "common/part_dag.h"
 
 namespace ios::coordinator {
 
@@ -74,65 +74,6 @@ const char* ToString(StrategySet strategies) {
   return "?";
 }
 
-namespace {
-
-// Maps a 64-bit operator mask to a 32-bit id: one flat array probed
-// linearly (a part's walk looks masks up millions of times; a node-based map
-// spends much of that allocating).
-class MaskIndex {
- public:
-  static constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
-
-  //! The id of `mask`, or kNone.
-  uint32_t Find(uint64_t mask) const {
-    if (slots_.empty()) return kNone;
-    for (size_t i = Start(mask);; i = (i + 1) & (slots_.size() - 1)) {
-      if (slots_[i].id == kNone || slots_[i].mask == mask) return slots_[i].id;
-    }
-  }
-
-  //! The id of `mask` and false, or, if it has none, `id` (stored) and true.
-  std::pair<uint32_t, bool> Emplace(uint64_t mask, uint32_t id) {
-    if (2 * (size_ + 1) > slots_.size()) Grow();
-    size_t i = Start(mask);
-    for (; slots_[i].id != kNone; i = (i + 1) & (slots_.size() - 1)) {
-      if (slots_[i].mask == mask) return {slots_[i].id, false};
-    }
-    slots_[i] = {mask, id};
-    ++size_;
-    return {id, true};
-  }
-
- private:
-  struct Slot {
-    uint64_t mask = 0;
-    uint32_t id = kNone;
-  };
-
-  size_t Start(uint64_t mask) const {
-    mask ^= mask >> 33;
-    mask *= 0xff51afd7ed558ccdULL;
-    mask ^= mask >> 33;
-    return static_cast<size_t>(mask) & (slots_.size() - 1);
-  }
-
-  void Grow() {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(old.empty() ? 256 : 2 * old.size(), Slot{});
-    size_ = 0;
-    for (const Slot& slot : old) {
-      if (slot.id != kNone) Emplace(slot.mask, slot.id);
-    }
-  }
-
-  std::vector<Slot> slots_;  // a power of two in size, at most half full
-  size_t size_ = 0;
-};
-
-uint64_t Bit(int i) { return uint64_t{1} << i; }
-
-}  // namespace
-
 // Holds the per-part tables (in local indices 0..n-1, topological) while the
 // state space is walked depth-first from the full part.
 class PartSpace::Builder {
@@ -188,19 +129,19 @@ class PartSpace::Builder {
     std::vector<uint64_t> predecessors(n_, 0);
     for (int u = 0; u < n_; ++u) {
       for (uint64_t rest = successors_[u]; rest; rest &= rest - 1) {
-        predecessors[std::countr_zero(rest)] |= Bit(u);
+        predecessors[std::countr_zero(rest)] |= OpBit(u);
       }
     }
     out_.states_.push_back({0, 0, 0});
     out_.solve_order_.push_back(0);
     uint64_t done = 0;
-    const uint64_t full = n_ == 64 ? ~uint64_t{0} : Bit(n_) - 1;
+    const uint64_t full = LowMask(n_);
     while (done != full) {
       uint64_t stage = 0;
       int groups = 0;
       for (int u = 0; u < n_; ++u) {
-        if (!(done & Bit(u)) && (predecessors[u] & ~done) == 0) {
-          stage |= Bit(u);
+        if (!(done & OpBit(u)) && (predecessors[u] & ~done) == 0) {
+          stage |= OpBit(u);
           ++groups;
         }
       }
@@ -222,7 +163,7 @@ class PartSpace::Builder {
     out_.states_.push_back({0, 0, 0});  // the empty state
     state_index_.Emplace(0, 0);
     out_.solve_order_.push_back(0);
-    const uint64_t full = n_ == 64 ? ~uint64_t{0} : Bit(n_) - 1;
+    const uint64_t full = LowMask(n_);
     out_.root_ = Visit(full);
     // Paths from each state to the empty one, in solve order.
     std::vector<double> paths(out_.states_.size(), 0.0);
@@ -238,27 +179,10 @@ class PartSpace::Builder {
 
  private:
   void BuildEdges() {
-    std::unordered_map<NodeId, int> local;
-    for (int i = 0; i < n_; ++i) local[out_.part_[i]] = i;
+    const PartDag dag = PartDag::Make(graph_, out_.part_);
     successors_.assign(n_, 0);
-    for (int v = 0; v < n_; ++v) {
-      for (const Term& term : graph_.node(out_.part_[v]).inputs) {
-        for (const Slice& s : term) {
-          auto it = local.find(s.producer);
-          if (it == local.end()) continue;
-          if (it->second >= v) throw Error("part is not in topological order");
-          successors_[it->second] |= Bit(v);
-        }
-      }
-    }
-    std::vector<uint64_t>& closure = out_.closure_;
-    closure.assign(n_, 0);
-    for (int u = n_ - 1; u >= 0; --u) {
-      closure[u] = Bit(u);
-      for (uint64_t rest = successors_[u]; rest; rest &= rest - 1) {
-        closure[u] |= closure[std::countr_zero(rest)];
-      }
-    }
+    for (int u = 0; u < n_; ++u) successors_[u] = dag.successors(u);
+    out_.closure_ = dag.closures();
   }
 
   // The widest antichain (Dilworth): n minus a maximum matching between
@@ -274,10 +198,10 @@ class PartSpace::Builder {
   }
 
   bool Augment(int u, uint64_t& visited, std::vector<int>& match) const {
-    for (uint64_t rest = out_.closure_[u] & ~Bit(u); rest; rest &= rest - 1) {
+    for (uint64_t rest = out_.closure_[u] & ~OpBit(u); rest; rest &= rest - 1) {
       const int v = std::countr_zero(rest);
-      if (visited & Bit(v)) continue;
-      visited |= Bit(v);
+      if (visited & OpBit(v)) continue;
+      visited |= OpBit(v);
       if (match[v] < 0 || Augment(match[v], visited, match)) {
         match[v] = u;
         return true;
@@ -289,13 +213,13 @@ class PartSpace::Builder {
   // Splits the transitive closure into chains, one longest chain at a time
   // (ties: the lowest index), each listed from its first to its last op.
   void BuildChains() {
-    uint64_t remaining = n_ == 64 ? ~uint64_t{0} : Bit(n_) - 1;
+    uint64_t remaining = LowMask(n_);
     while (remaining) {
       std::vector<int> depth(n_, 0), next(n_, -1);
       for (int u = n_ - 1; u >= 0; --u) {
-        if (!(remaining & Bit(u))) continue;
+        if (!(remaining & OpBit(u))) continue;
         depth[u] = 1;
-        for (uint64_t rest = out_.closure_[u] & remaining & ~Bit(u); rest; rest &= rest - 1) {
+        for (uint64_t rest = out_.closure_[u] & remaining & ~OpBit(u); rest; rest &= rest - 1) {
           const int v = std::countr_zero(rest);
           if (depth[v] + 1 > depth[u]) {
             depth[u] = depth[v] + 1;
@@ -305,13 +229,13 @@ class PartSpace::Builder {
       }
       int start = -1;
       for (int u = 0; u < n_; ++u) {
-        if ((remaining & Bit(u)) && (start < 0 || depth[u] > depth[start])) start = u;
+        if ((remaining & OpBit(u)) && (start < 0 || depth[u] > depth[start])) start = u;
       }
       std::vector<int> chain;
       uint64_t mask = 0;
       for (int u = start; u >= 0; u = next[u]) {
         chain.push_back(u);
-        mask |= Bit(u);
+        mask |= OpBit(u);
       }
       remaining &= ~mask;
       chains_.push_back(std::move(chain));
@@ -388,7 +312,7 @@ class PartSpace::Builder {
     uint64_t sinks = 0;
     for (uint64_t rest = state; rest; rest &= rest - 1) {
       const int u = std::countr_zero(rest);
-      if (!(successors_[u] & state)) sinks |= Bit(u);
+      if (!(successors_[u] & state)) sinks |= OpBit(u);
     }
     for (uint64_t rest = sinks; rest; rest &= rest - 1) {
       const uint64_t single = rest & (~rest + 1);
@@ -398,7 +322,7 @@ class PartSpace::Builder {
     std::map<int, uint64_t> by_class;
     for (uint64_t rest = sinks; rest; rest &= rest - 1) {
       const int u = std::countr_zero(rest);
-      if (merge_class_[u] >= 0) by_class[merge_class_[u]] |= Bit(u);
+      if (merge_class_[u] >= 0) by_class[merge_class_[u]] |= OpBit(u);
     }
     for (const auto& [cls, members] : by_class) {
       if (std::popcount(members) < 2) continue;
@@ -558,8 +482,8 @@ void PartSpace::FillStage(int id, Stage& out) const {
     for (uint64_t rest = ending; rest; rest &= rest - 1) {
       const int u = std::countr_zero(rest);
       bool head = true;
-      for (uint64_t others = ending & ~Bit(u); others; others &= others - 1) {
-        if (closure_[std::countr_zero(others)] & Bit(u)) {
+      for (uint64_t others = ending & ~OpBit(u); others; others &= others - 1) {
+        if (closure_[std::countr_zero(others)] & OpBit(u)) {
           head = false;
           break;
         }

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/graph.h"
+#include "common/part_dag.h"
 #include "common/stage.h"
 
 namespace ios::coordinator {
@@ -42,7 +43,7 @@ struct DpOptions {
   //! Largest accepted budget: every id stays far inside 32 bits.
   static constexpr int64_t kMaxBudget = std::numeric_limits<int32_t>::max();
   //! Largest part the DP handles (states are 64-bit masks).
-  static constexpr int kMaxPartSize = 64;
+  static constexpr int kMaxPartSize = PartDag::kMaxOperators;
 };
 
 //! Which budget of DpOptions a part went over.
@@ -130,6 +131,34 @@ class PartSpace {
   //! finite schedule uses it). The lazy search measures the stages whose
   //! bounds leave the least slack first.
   std::vector<double> StageSlack(const std::vector<double>& stage_latency_ms) const;
+
+  // Schedules under a second, additive-free measure: a value per transition
+  // (for the memory search, the bytes live while that stage runs after the
+  // operators before it), where a schedule's value is the largest of its
+  // transitions'. The enumeration knows nothing of what the values mean.
+
+  //! `value(before, ending)` per transition, in transition order: `before`
+  //! is the local mask of the operators run before the stage, `ending` the
+  //! stage's.
+  std::vector<int64_t> TransitionValues(
+      const std::function<int64_t(uint64_t before, uint64_t ending)>& value) const;
+  //! Solve over the transitions whose value is at most `cap` (an infinite
+  //! latency when no schedule fits).
+  Solution SolveWithin(const std::vector<double>& stage_latency_ms,
+                       const std::vector<int64_t>& values, int64_t cap) const;
+  //! The least value any schedule can have (its largest transition's).
+  int64_t LeastValue(const std::vector<int64_t>& values) const;
+  struct FrontPoint {
+    int64_t value = 0;  // the schedule's largest transition value
+    Solution solution;
+  };
+  //! The latency/value trade-off: for each cap where SolveWithin's latency
+  //! drops, the least such cap and its schedule, by increasing value (so
+  //! decreasing latency); the first point has LeastValue, the last the
+  //! unconstrained optimum. Exact: SolveWithin at O(points x log values)
+  //! caps. Empty when no schedule has a finite latency.
+  std::vector<FrontPoint> Front(const std::vector<double>& stage_latency_ms,
+                                const std::vector<int64_t>& values) const;
 
  private:
   struct State {

@@ -61,6 +61,13 @@ double FakeLatency(const Stage& stage, uint64_t seed) {
   return 0.1 + static_cast<double>(h % 1000) / 100.0;
 }
 
+// A made-up value of running `ending` after `before`: depends on both.
+int64_t FakeValue(uint64_t before, uint64_t ending) {
+  uint64_t h = (before * 0x9e3779b97f4a7c15ULL) ^ (ending * 0xc2b2ae3d27d4eb4fULL);
+  h ^= h >> 31;
+  return static_cast<int64_t>(h % 40);
+}
+
 // Reference: every valid ending checked straight from the definitions, and
 // every schedule walked without memoisation.
 class BruteForce {
@@ -82,6 +89,20 @@ class BruteForce {
         if (succ_[u] >> v & 1) closure_[u] |= closure_[v];
       }
     }
+  }
+
+  // The least latency from `state` over schedules whose every stage has
+  // FakeValue(before, ending) <= cap (infinity when none).
+  double WalkWithin(uint64_t state, int64_t cap) {
+    if (state == 0) return 0.0;
+    double best = INFINITY;
+    for (uint64_t e = state; e; e = (e - 1) & state) {
+      if (FakeValue(state & ~e, e) > cap) continue;
+      for (const Stage& stage : EndingStages(state, e)) {
+        best = std::min(best, WalkWithin(state & ~e, cap) + FakeLatency(stage, seed_));
+      }
+    }
+    return best;
   }
 
   // (best latency, number of schedules) from `state`.
@@ -221,6 +242,59 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(DpCase{StrategySet::kParallel, 64, 64}, DpCase{StrategySet::kParallel, 2, 2},
                       DpCase{StrategySet::kParallel, 1, 3}, DpCase{StrategySet::kMerge, 64, 64},
                       DpCase{StrategySet::kBoth, 64, 64}, DpCase{StrategySet::kBoth, 3, 8}));
+
+// The capped DP, the least value and the front against walking every
+// schedule: for each distinct cap, the least latency of the schedules whose
+// every stage is under it.
+TEST_P(DpBruteForceTest, SolveWithinAndTheFrontMatchBruteForceUnderEveryCap) {
+  std::mt19937 rng(777);
+  const DpCase& c = GetParam();
+  DpOptions options{c.r, c.s, c.strategies};
+  for (int trial = 0; trial < 25; ++trial) {
+    const int n = 2 + trial % 5;
+    const Graph g = MakeDag(n, RandomDagEdges(n, rng, trial % 3 == 0 ? 0.2 : 0.45));
+    const PartSpace space = PartSpace::Enumerate(g, AllOps(g), options);
+    std::vector<double> latency;
+    for (int i = 0; i < space.stage_count(); ++i) {
+      latency.push_back(FakeLatency(space.stage(i), trial));
+    }
+    const std::vector<int64_t> values = space.TransitionValues(FakeValue);
+    BruteForce brute(g, options, trial);
+    const uint64_t full = (uint64_t{1} << n) - 1;
+    std::vector<PartSpace::FrontPoint> expected;
+    int64_t least = std::numeric_limits<int64_t>::max();
+    for (int64_t cap = 0; cap < 40; ++cap) {
+      const double best = brute.WalkWithin(full, cap);
+      const auto got = space.SolveWithin(latency, values, cap);
+      if (best == INFINITY) {
+        ASSERT_EQ(got.latency_ms, INFINITY) << "trial " << trial << " cap " << cap;
+        continue;
+      }
+      ASSERT_NEAR(got.latency_ms, best, 1e-9) << "trial " << trial << " cap " << cap;
+      least = std::min(least, cap);
+      if (expected.empty() || best < expected.back().solution.latency_ms - 1e-9) {
+        expected.push_back({cap, got});
+      }
+      // The schedule returned is under the cap, replayed stage by stage.
+      uint64_t before = 0;
+      for (int s : got.stage_sequence) {
+        uint64_t ending = 0;
+        for (const auto& group : space.stage(s).groups) {
+          for (NodeId id : group) ending |= uint64_t{1} << (id - 1);
+        }
+        EXPECT_LE(FakeValue(before, ending), cap);
+        before |= ending;
+      }
+    }
+    EXPECT_EQ(space.LeastValue(values), least) << "trial " << trial;
+    const auto front = space.Front(latency, values);
+    ASSERT_EQ(front.size(), expected.size()) << "trial " << trial;
+    for (size_t i = 0; i < front.size(); ++i) {
+      EXPECT_EQ(front[i].value, expected[i].value);
+      EXPECT_NEAR(front[i].solution.latency_ms, expected[i].solution.latency_ms, 1e-9);
+    }
+  }
+}
 
 TEST(EndingEnumerationTest, DiamondHasTheExpectedEndings) {
   // 1 -> {2, 3} -> 4.
