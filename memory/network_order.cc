@@ -106,6 +106,16 @@ std::string WithoutPrefix(const std::string& why) {
   return why.rfind(prefix, 0) == 0 ? why.substr(prefix.size()) : why;
 }
 
+// "memory order: 'nasnet' part 3 (block 1, 64 operators from 'cell_2/x'): "
+std::string PartLine(const Graph& graph, const std::vector<NodeId>& part, int index, int block) {
+  return "memory order: " + Quoted(graph.name) + " part " + std::to_string(index) + " (block " +
+         std::to_string(block) + ", " + std::to_string(part.size()) + " operators from " +
+         Quoted(graph.node(part.front()).name) + "): ";
+}
+
+// A part this small is never re-cut: its down-sets are at most 2^4.
+constexpr int kSmallestRecut = 4;
+
 }  // namespace
 
 MemoryOrderOptions NetworkOrderOptions::DefaultOrderOptions() {
@@ -113,7 +123,7 @@ MemoryOrderOptions NetworkOrderOptions::DefaultOrderOptions() {
   options.engine = MemoryOrderOptions::Engine::kBudgeted;
   options.max_states_per_step = 1'000'000;
   options.step_seconds = 0.5;
-  options.max_steps = 20;
+  options.max_steps = 8;
   return options;
 }
 
@@ -183,6 +193,30 @@ NetworkOrder OptimalNetworkOrder(const Graph& graph, const NetworkOrderOptions& 
     const PartDag dag = PartDag::Make(graph, parts[k]);
     const PartMemory costs(layout, parts, k);
     PartOrder found = OptimalPartOrder(dag, costs, options.order);
+    result.states += found.states;
+    const int size = static_cast<int>(parts[k].size());
+    if (!found.exact && options.recut_over_budget && size > kSmallestRecut) {
+      // As the IOS search splits a part over its budget: smaller parts are
+      // searched exactly, and later parts' costs do not change (the pieces
+      // still run after every earlier part and before every later one).
+      const int limit = (size + 1) / 2;
+      std::vector<std::vector<NodeId>> pieces = NarrowParts(
+          graph, Block{0, {parts[k].begin(), parts[k].end() - 1}, parts[k].back(), {}}, limit);
+      result.warnings.push_back(PartLine(graph, parts[k], static_cast<int>(k), block_of[k]) +
+                                WithoutPrefix(found.why.substr(0, found.why.find("; using"))) +
+                                "; cut into " + std::to_string(pieces.size()) +
+                                " parts of at most " + std::to_string(limit) + " operators");
+      ++result.recuts;
+      const auto at = static_cast<std::ptrdiff_t>(k);
+      parts.erase(parts.begin() + at);
+      parts.insert(parts.begin() + at, pieces.begin(), pieces.end());
+      const int block = block_of[k];
+      block_of.insert(block_of.begin() + at, pieces.size() - 1, block);
+      cut.insert(cut.begin() + at, pieces.size() - 1, 1);
+      cut[k + pieces.size() - 1] = 1;
+      --k;
+      continue;
+    }
     const std::vector<NodeId> greedy_part = ToNodes(parts[k], GreedyMemoryOrder(dag, costs));
     greedy.insert(greedy.end(), greedy_part.begin(), greedy_part.end());
 
@@ -190,6 +224,7 @@ NetworkOrder OptimalNetworkOrder(const Graph& graph, const NetworkOrderOptions& 
     record.block = block_of[k];
     record.order = ToNodes(parts[k], found.ops);
     record.peak_bytes = (costs.Background() + found.peak) * batch;
+    record.kahn_peak_bytes = (costs.Background() + PeakOfOrder(costs, KahnOrder(dag))) * batch;
     record.exact = found.exact;
     record.cut = cut[k] != 0;
     record.states = found.states;
@@ -197,11 +232,8 @@ NetworkOrder OptimalNetworkOrder(const Graph& graph, const NetworkOrderOptions& 
     record.seconds = found.seconds;
     record.why = std::move(found.why);
     if (!record.exact) {
-      result.warnings.push_back("memory order: " + Quoted(graph.name) + " part " +
-                                std::to_string(k) + " (block " + std::to_string(record.block) +
-                                ", " + std::to_string(parts[k].size()) + " operators from " +
-                                Quoted(graph.node(parts[k].front()).name) +
-                                "): " + WithoutPrefix(record.why));
+      result.warnings.push_back(PartLine(graph, parts[k], static_cast<int>(k), record.block) +
+                                WithoutPrefix(record.why));
     }
     result.optimal = result.optimal && record.exact && !record.cut;
     result.peak_bytes = std::max(result.peak_bytes, record.peak_bytes);

@@ -34,6 +34,10 @@ struct NetworkOrderOptions {
   MemoryOrderOptions order = DefaultOrderOptions();
   //! At most PartDag::kMaxOperators.
   int max_part_operators = kDefaultMaxPartOperators;
+  //! A part whose search runs out of budget is cut in two halves (by
+  //! NarrowParts) and each is searched again, down to parts of 4 operators;
+  //! false: the part keeps the fallback order (Kahn or greedy).
+  bool recut_over_budget = true;
   //! The peaks are reported at this batch (every byte scales with it).
   int batch = 1;
 
@@ -45,6 +49,9 @@ struct PartOrderRecord {
   int block = 0;              // index into FindBlocks(graph)
   std::vector<NodeId> order;  // the part's operators in execution order
   int64_t peak_bytes = 0;     // at the batch, background included
+  //! KahnOrder of the part alone, at the batch, background included (the
+  //! per-cell baseline the Serenity paper reports).
+  int64_t kahn_peak_bytes = 0;
   //! The part's order is optimal for the part (false: a fallback, see why).
   bool exact = false;
   //! The part is one of several a block was cut into: even an exact part is
@@ -69,9 +76,11 @@ struct NetworkOrder {
   //! order: a TensorFlow Lite-style order); node id order (ios-run's
   //! sequential schedule); GreedyMemoryOrder part by part.
   int64_t kahn_peak_bytes = 0, node_order_peak_bytes = 0, greedy_peak_bytes = 0;
-  //! One line per part that fell back, and when a baseline beat the parts'
+  //! One line per part that fell back or was cut again, and when a baseline beat the parts'
   //! order (then `order` is that baseline); each is also logged (warn).
   std::vector<std::string> warnings;
+  int recuts = 0;      // parts over budget that were cut again
+  int64_t states = 0;  // down-sets kept by every search, the abandoned ones included
   double seconds = 0;  // the whole search, baselines included
 
   //! `order` as stages of one operator each (what ios-run runs).

@@ -195,6 +195,7 @@ TEST(NetworkOrderTest, ReportsAPartOverItsStateBudgetAsAFallbackNamingThePart) {
   NetworkOrderOptions options;
   options.order.max_states_per_step = 1000;
   options.order.step_seconds = 0;
+  options.recut_over_budget = false;
   const NetworkOrder found = OptimalNetworkOrder(g, options);
   EXPECT_FALSE(found.optimal);
   const auto fallback = std::find_if(found.parts.begin(), found.parts.end(),
@@ -205,6 +206,32 @@ TEST(NetworkOrderTest, ReportsAPartOverItsStateBudgetAsAFallbackNamingThePart) {
   ASSERT_FALSE(found.warnings.empty());
   EXPECT_NE(found.warnings[0].find("'wide20x2' part 0"), std::string::npos) << found.warnings[0];
   EXPECT_NE(found.warnings[0].find("'l0_c0'"), std::string::npos) << found.warnings[0];
+  EXPECT_EQ(found.peak_bytes, PeakOf(g, OneEach(found.order), 1));
+  EXPECT_LE(found.peak_bytes, found.kahn_peak_bytes);
+}
+
+TEST(NetworkOrderTest, CutsAPartOverItsStateBudgetIntoSmallerPartsSearchedExactly) {
+  const Graph g = coordinator::testing::WideBlock(20, 2);
+  NetworkOrderOptions options;
+  options.order.max_states_per_step = 1000;
+  options.order.step_seconds = 0;
+  const NetworkOrder found = OptimalNetworkOrder(g, options);
+  EXPECT_FALSE(found.optimal);
+  EXPECT_GT(found.recuts, 0);
+  ASSERT_GT(found.parts.size(), 1u);
+  size_t operators = 0;
+  for (const PartOrderRecord& part : found.parts) {
+    EXPECT_TRUE(part.exact);
+    EXPECT_TRUE(part.cut);
+    EXPECT_LE(part.order.size(), 21u);
+    operators += part.order.size();
+  }
+  EXPECT_EQ(operators, g.nodes.size() - 1);
+  ASSERT_EQ(found.warnings.size(), static_cast<size_t>(found.recuts));
+  EXPECT_NE(found.warnings[0].find("'wide20x2' part 0 (block 0, 41 operators"), std::string::npos)
+      << found.warnings[0];
+  EXPECT_NE(found.warnings[0].find("cut into 2 parts of at most 21 operators"), std::string::npos)
+      << found.warnings[0];
   EXPECT_EQ(found.peak_bytes, PeakOf(g, OneEach(found.order), 1));
   EXPECT_LE(found.peak_bytes, found.kahn_peak_bytes);
 }

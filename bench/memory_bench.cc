@@ -1,0 +1,184 @@
+// Serenity's benchmark (issue 24): per model, the peak activation memory of
+// the least-peak order (memory/network_order.h) beside a Kahn FIFO order (the
+// paper's TensorFlow Lite baseline), node id order (ios-run's sequential
+// schedule) and the greedy memory order, at batch 1; whether the order is
+// optimal, the states searched, the scheduling time and the process's max
+// RSS so far. Then the mean Kahn/optimal ratio over the paper's kind of
+// graphs (RandWire CIFAR, DARTS, NASNet) among the models given, per network
+// and per cell (each part of more than one operator), beside the paper's
+// 1.68x.
+//
+//   build/bench/memory_bench [--model-kind plan|per-node|both] [--max-part N]
+//       [--states N] [--steps N] [--step-seconds S] [--engine budgeted|best-first]
+//       [--parts] MODEL...
+//
+// MODEL: a zoo name (randwire_cifar10:s=3 included) or a model file.
+// --parts also prints every part of more than one operator.
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "memory/network_order.h"
+#include "onnx/model_loader.h"
+
+namespace {
+
+using namespace ios;
+using namespace ios::memory;
+
+double KB(int64_t bytes) { return static_cast<double>(bytes) / 1024; }
+
+double MaxRssMiB() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024;  // ru_maxrss is in KiB on Linux
+}
+
+// The Serenity paper's benchmark kinds: RandWire CIFAR cells, DARTS cells,
+// NASNet (its SwiftNet is not public).
+bool PaperKind(const std::string& model) {
+  return model.rfind("randwire_cifar", 0) == 0 || model.rfind("darts", 0) == 0 || model == "nasnet";
+}
+
+struct Mean {
+  double sum = 0;
+  int count = 0;
+  void Add(double x) {
+    sum += x;
+    ++count;
+  }
+  double value() const { return count ? sum / count : 0; }
+};
+
+int Usage(const char* why) {
+  std::fprintf(
+      stderr,
+      "memory_bench: %s\nusage: memory_bench [--model-kind plan|per-node|both] "
+      "[--max-part N] [--states N] [--steps N] [--step-seconds S] [--engine budgeted|best-first] "
+      "[--parts] MODEL...\n",
+      why);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_level(spdlog::level::err);  // fallbacks show in the table
+  std::vector<MemoryModel> kinds{MemoryModel::kPlan, MemoryModel::kPerNode};
+  NetworkOrderOptions options;
+  bool parts = false;
+  std::vector<std::string> models;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (arg == "--model-kind" && has_value) {
+      const std::string kind = argv[++i];
+      if (kind == "plan") {
+        kinds = {MemoryModel::kPlan};
+      } else if (kind == "per-node") {
+        kinds = {MemoryModel::kPerNode};
+      } else if (kind != "both") {
+        return Usage("--model-kind: plan, per-node or both");
+      }
+    } else if (arg == "--max-part" && has_value) {
+      options.max_part_operators = std::atoi(argv[++i]);
+    } else if (arg == "--states" && has_value) {
+      options.order.max_states_per_step = std::atoll(argv[++i]);
+    } else if (arg == "--steps" && has_value) {
+      options.order.max_steps = std::atoi(argv[++i]);
+    } else if (arg == "--step-seconds" && has_value) {
+      options.order.step_seconds = std::atof(argv[++i]);
+    } else if (arg == "--engine" && has_value) {
+      const std::string engine = argv[++i];
+      if (engine != "budgeted" && engine != "best-first") {
+        return Usage("--engine: budgeted or best-first");
+      }
+      options.order.engine = engine == "budgeted" ? MemoryOrderOptions::Engine::kBudgeted
+                                                  : MemoryOrderOptions::Engine::kBestFirst;
+    } else if (arg == "--parts") {
+      parts = true;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return Usage(("unknown option or missing value: " + arg).c_str());
+    } else {
+      models.push_back(arg);
+    }
+  }
+  if (models.empty()) return Usage("no model given");
+  std::printf(
+      "# max part %d operators, %lld states a step, %.2f s a step, %d steps, %s\n",
+      options.max_part_operators, static_cast<long long>(options.order.max_states_per_step),
+      options.order.step_seconds, options.order.max_steps,
+      options.order.engine == MemoryOrderOptions::Engine::kBudgeted ? "budgeted" : "best-first");
+  std::printf("%-22s %-8s %4s %6s %6s %10s %10s %10s %10s %6s %6s %-8s %9s %8s %7s\n", "model",
+              "kind", "ops", "blocks", "parts", "Kahn KB", "node KB", "greedy KB", "optimal KB",
+              "K/opt", "N/opt", "exact", "states", "seconds", "RSS MB");
+  Mean network_ratio[2], cell_ratio[2];
+  for (const std::string& name : models) {
+    Graph graph;
+    try {
+      graph = LoadAnyModel(name).model.graph;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "memory_bench: %s: %s\n", name.c_str(), e.what());
+      return 1;
+    }
+    for (MemoryModel kind : kinds) {
+      options.model = kind;
+      NetworkOrder found;
+      try {
+        found = OptimalNetworkOrder(graph, options);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "memory_bench: %s: %s\n", name.c_str(), e.what());
+        return 1;
+      }
+      int exact = 0;
+      for (const PartOrderRecord& part : found.parts) exact += part.exact;
+      const char* kind_name = kind == MemoryModel::kPlan ? "plan" : "per-node";
+      const double ratio = static_cast<double>(found.kahn_peak_bytes) / found.peak_bytes;
+      const std::string exactness =
+          (found.optimal ? "optimal"
+                         : std::to_string(exact) + "/" + std::to_string(found.parts.size())) +
+          (found.recuts ? " r" + std::to_string(found.recuts) : "");
+      std::printf(
+          "%-22s %-8s %4d %6d %6zu %10.1f %10.1f %10.1f %10.1f %6.3f %6.3f %-8s %9lld %8.3f "
+          "%7.1f\n",
+          name.c_str(), kind_name, graph.OperatorCount(), found.blocks, found.parts.size(),
+          KB(found.kahn_peak_bytes), KB(found.node_order_peak_bytes), KB(found.greedy_peak_bytes),
+          KB(found.peak_bytes), ratio,
+          static_cast<double>(found.node_order_peak_bytes) / found.peak_bytes, exactness.c_str(),
+          static_cast<long long>(found.states), found.seconds, MaxRssMiB());
+      const int k = kind == MemoryModel::kPlan ? 0 : 1;
+      const bool paper = PaperKind(name);
+      if (paper) network_ratio[k].Add(ratio);
+      for (size_t p = 0; p < found.parts.size(); ++p) {
+        const PartOrderRecord& part = found.parts[p];
+        if (part.order.size() < 2) continue;
+        const double part_ratio = static_cast<double>(part.kahn_peak_bytes) / part.peak_bytes;
+        if (paper) cell_ratio[k].Add(part_ratio);
+        if (parts) {
+          std::printf(
+              "  part %3zu block %3d %3zu ops: Kahn %10.1f KB, optimal %10.1f KB, %.3fx%s%s, "
+              "%lld states, %d steps, %.3f s%s%s\n",
+              p, part.block, part.order.size(), KB(part.kahn_peak_bytes), KB(part.peak_bytes),
+              part_ratio, part.exact ? "" : ", fallback", part.cut ? ", cut" : "",
+              static_cast<long long>(part.states), part.steps, part.seconds,
+              part.why.empty() ? "" : ": ", part.why.c_str());
+        }
+      }
+      std::fflush(stdout);
+    }
+  }
+  for (int k = 0; k < 2; ++k) {
+    if (network_ratio[k].count == 0) continue;
+    std::printf(
+        "mean Kahn/optimal over the paper's kind (%s model): %.3fx over %d networks, %.3fx over "
+        "%d cells of more than one operator (paper: 1.68x)\n",
+        k == 0 ? "plan" : "per-node", network_ratio[k].value(), network_ratio[k].count,
+        cell_ratio[k].value(), cell_ratio[k].count);
+  }
+  return 0;
+}
