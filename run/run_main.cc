@@ -19,14 +19,14 @@
 #include "common/printable.h"
 #include "coordinator/multi_schedule.h"
 #include "coordinator/schedule_json.h"
-#include "coordinator/search.h"
-#include "coordinator/weight_warmth.h"
-#include "db/profile_store.h"
 #include "devices/linked.h"
 #include "exec/device.h"
+#include "memory/memory_model.h"
+#include "memory/network_order.h"
 #include "onnx/model_loader.h"
 #include "run/multi_device_cli.h"
 #include "run/network_run.h"
+#include "run/run_prediction.h"
 
 namespace {
 
@@ -72,11 +72,13 @@ struct Loaded {
   run::NetworkSchedule schedule;
   std::optional<MeasureSettings> settings;                // the search's, from a schedule file
   std::optional<coordinator::LoadedMultiSchedule> multi;  // an ios-farm-multi/v1 file's
+  std::optional<memory::NetworkOrder> memory_order;       // --schedule memory's search
 };
 
 Loaded LoadInputs(const CliOptions& cli) {
   Loaded loaded;
-  const bool named = cli.schedule == "sequential" || cli.schedule == "greedy";
+  const bool named =
+      cli.schedule == "sequential" || cli.schedule == "greedy" || cli.schedule == "memory";
   if (named) {
     if (cli.model.empty()) throw Error("--model is required with --schedule " + cli.schedule);
     ModelWithWeights model = LoadAnyModel(cli.model);
@@ -84,8 +86,15 @@ Loaded LoadInputs(const CliOptions& cli) {
     loaded.graph = std::move(model.model.graph);
     loaded.model_name = model.model.name;
     loaded.file_weights = std::move(model.weights);
-    loaded.schedule = cli.schedule == "sequential" ? run::SequentialNetworkSchedule(loaded.graph)
-                                                   : run::GreedyNetworkSchedule(loaded.graph);
+    if (cli.schedule == "memory") {
+      memory::NetworkOrderOptions options;  // the default model: what ios-run allocates
+      options.batch = cli.batch;
+      loaded.memory_order = memory::OptimalNetworkOrder(loaded.graph, options);
+      loaded.schedule = {"memory", loaded.memory_order->Stages()};
+    } else {
+      loaded.schedule = cli.schedule == "sequential" ? run::SequentialNetworkSchedule(loaded.graph)
+                                                     : run::GreedyNetworkSchedule(loaded.graph);
+    }
     return loaded;
   }
   coordinator::LoadedSchedule file;
@@ -125,80 +134,6 @@ Loaded LoadInputs(const CliOptions& cli) {
   return loaded;
 }
 
-struct Prediction {
-  double latency_ms = NAN;
-  int64_t measured = 0, reused = 0, failed = 0;
-  bool simulated = false;
-  //! The search's own end-to-end figure of this schedule, when its
-  //! verification (or ios-coordinator --evaluate) stored one.
-  std::optional<db::NetworkRunRow> search_run;
-};
-
-//! The DP's price of the schedule: the sum of its stages' latencies in the
-//! DB for this device, batch and settings, measuring the stages it lacks;
-//! and the figure the search stored for the whole network, if any.
-Prediction Predict(const CliOptions& cli, const Loaded& loaded) {
-  auto store = db::ProfileStore::Open(cli.db);
-  coordinator::SearchPlan plan;
-  StageKeyer keyer(loaded.graph);
-  coordinator::BlockSchedule block;
-  for (const Stage& s : loaded.schedule.stages) block.emplace_back(s, plan.Intern(keyer, s));
-  auto measurer = coordinator::MakeLocalMeasurer(devices::LinkedRegistry().OpenBackend(cli.device));
-  coordinator::SearchOptions options;
-  options.batch_size = cli.batch;
-  if (loaded.settings) {
-    options.settings = *loaded.settings;
-  } else {
-    options.settings = DefaultMeasureSettings(devices::LinkedRegistry().TimingOf(cli.device));
-    coordinator::DecideWeightWarmth(loaded.graph, cli.batch, measurer->Device(), options.settings);
-  }
-  const coordinator::LatencyTable table =
-      coordinator::MeasureStages(loaded.graph, plan, *store, *measurer, options);
-  const coordinator::Schedule priced = coordinator::PriceSchedule({block}, table.latency_ms);
-  // Keyed as the search's verification keys what it runs (coordinator/
-  // verify.cc): the stages in order, the verification's weight seed and
-  // settings. This run's own figure is not stored under that key: its
-  // timing (--runs, --warmup, not adaptive) and weights (--seed, a file's)
-  // are not the verification's.
-  const DeviceInfo& device = measurer->Device();
-  const coordinator::VerifyOptions verify;
-  const db::NetworkRunKey key{
-      NetworkKey(coordinator::NetworkOf(loaded.graph, priced, verify.weight_seed)),
-      device.fingerprint, cli.batch,
-      coordinator::DefaultVerifySettings(devices::LinkedRegistry().TimingOf(cli.device)).Key()};
-  return {priced.latency_ms,  table.stats.measured, table.stats.reused,
-          table.stats.failed, device.simulated,     store->LookupNetworkRun(key)};
-}
-
-// "12.345 ms (stored 2026-01-02T03:04:05Z as greedy: spread 0.5 ms, 10
-// runs, w2-n1-r10-...)", or the stored failure.
-std::string SearchRunText(const db::NetworkRunRow& run) {
-  const MeasureResult& m = run.result;
-  // The schedule may be a file name and the message a worker's: escaped.
-  const std::string stored = "stored " + run.measured_at + " as " + Printable(run.schedule);
-  if (!m.ok()) {
-    return std::string(ToString(m.error)) + ": " + Printable(m.error_message) + " (" + stored + ")";
-  }
-  char median[32], spread[32];
-  std::snprintf(median, sizeof median, "%.3f", m.median_ms);
-  std::snprintf(spread, sizeof spread, "%.3f", m.spread_ms);
-  return std::string(median) + " ms (" + stored + ": spread " + spread + " ms, " +
-         std::to_string(m.samples) + " runs, " + run.key.settings_key + ")";
-}
-
-nlohmann::json SearchRunJson(const std::optional<db::NetworkRunRow>& run) {
-  if (!run) return nullptr;
-  const MeasureResult& m = run->result;
-  return {{"median_ms", m.ok() ? nlohmann::json(m.median_ms) : nlohmann::json(nullptr)},
-          {"spread_ms", m.ok() ? nlohmann::json(m.spread_ms) : nlohmann::json(nullptr)},
-          {"samples", m.samples},
-          {"status", m.ok() ? "ok" : ToString(m.error)},
-          {"error_message", m.error_message},
-          {"schedule", run->schedule},
-          {"settings", run->key.settings_key},
-          {"measured_at", run->measured_at}};
-}
-
 std::string ShapeText(int batch, const Shape& s) {
   return std::to_string(batch) + "x" + std::to_string(s.c) + "x" + std::to_string(s.h) + "x" +
          std::to_string(s.w);
@@ -229,6 +164,43 @@ std::vector<float> ReadFloats(const std::string& path, const std::string& option
 }
 
 double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+// memory/'s peak of the stages (each stage's operators counted apart): the
+// plan's live peak for every schedule without merge stages.
+int64_t ModelPeak(const Graph& graph, const std::vector<Stage>& stages, int batch) {
+  std::vector<std::vector<NodeId>> members;
+  for (const Stage& stage : stages) {
+    members.emplace_back();
+    for (const auto& group : stage.groups) {
+      members.back().insert(members.back().end(), group.begin(), group.end());
+    }
+  }
+  return memory::PeakOf(graph, members, batch);
+}
+
+std::string ModelPeakNote(const Loaded& loaded, int64_t live, int64_t model_peak) {
+  std::string note =
+      model_peak == live ? "equals live at peak" : "merge stages: the plan stacks their members";
+  if (const auto& order = loaded.memory_order) {
+    char text[160];
+    std::snprintf(text, sizeof text, "; least-peak order%s, %.3f s; Kahn order %.2f MiB",
+                  order->optimal ? "" : " for its parts", order->seconds,
+                  MiB(order->kahn_peak_bytes));
+    note += text;
+  }
+  return note;
+}
+
+nlohmann::json MemoryOrderJson(const std::optional<memory::NetworkOrder>& order) {
+  if (!order) return nullptr;
+  return {{"optimal", order->optimal},
+          {"parts", order->parts.size()},
+          {"seconds", order->seconds},
+          {"kahn_peak_bytes", order->kahn_peak_bytes},
+          {"node_order_peak_bytes", order->node_order_peak_bytes},
+          {"greedy_peak_bytes", order->greedy_peak_bytes},
+          {"warnings", order->warnings}};
+}
 
 nlohmann::json TimingJson(const run::Timing& t) {
   return {{"min", t.min_ms},
@@ -336,7 +308,11 @@ int Run(const CliOptions& cli) {
   }
   const run::Execution execution = run::Execute(*device, loaded.graph, loaded.schedule, weights,
                                                 cli.batch, input, modes, timing);
-  const Prediction prediction = cli.predict ? Predict(cli, loaded) : Prediction{};
+  const run::Prediction prediction =
+      cli.predict ? run::Predict({loaded.graph, loaded.schedule.stages, cli.db, cli.device,
+                                  cli.batch, loaded.settings})
+                  : run::Prediction{};
+  const int64_t model_peak = ModelPeak(loaded.graph, loaded.schedule.stages, cli.batch);
 
   nlohmann::json check = nullptr;
   bool check_passed = true;
@@ -426,7 +402,7 @@ int Run(const CliOptions& cli) {
           static_cast<long long>(prediction.failed));
       if (prediction.search_run) {
         std::printf("search's end-to-end figure: %s\n",
-                    SearchRunText(*prediction.search_run).c_str());
+                    run::SearchRunText(*prediction.search_run).c_str());
       }
     }
     std::printf(
@@ -435,6 +411,9 @@ int Run(const CliOptions& cli) {
         MiB(execution.memory.allocated_bytes * cli.batch),
         MiB(execution.memory.peak_live_bytes * cli.batch), execution.memory.buffers,
         execution.memory.slots, execution.memory.concat_views);
+    std::printf(
+        "memory model:        %.2f MiB model peak (%s)\n", MiB(model_peak),
+        ModelPeakNote(loaded, execution.memory.peak_live_bytes * cli.batch, model_peak).c_str());
     if (expected) {
       std::printf(
           "expect: %s (max |difference| %.3g scheduled, %.3g sequential; largest "
@@ -463,9 +442,11 @@ int Run(const CliOptions& cli) {
                              ? nlohmann::json(prediction.latency_ms)
                              : nlohmann::json(nullptr)},
         {"stages_measured_for_prediction", prediction.measured},
-        {"search_end_to_end", SearchRunJson(prediction.search_run)},
+        {"search_end_to_end", run::SearchRunJson(prediction.search_run)},
         {"peak_activation_bytes", execution.memory.allocated_bytes * cli.batch},
         {"peak_live_activation_bytes", execution.memory.peak_live_bytes * cli.batch},
+        {"model_peak_activation_bytes", model_peak},
+        {"memory_order", MemoryOrderJson(loaded.memory_order)},
         {"check", check},
         {"expect", expect}};
     std::printf("%s\n", out.dump(2).c_str());
@@ -486,7 +467,9 @@ int main(int argc, char** argv) {
                  "carries them); optional with a schedule file, which carries its graph; a zoo "
                  "name that is also a file here is refused: write ./NAME or zoo:NAME");
   app.add_option("--schedule", cli.schedule,
-                 "sequential, greedy, or a schedule file (ios-coordinator --out, or an IOS "
+                 "sequential, greedy, memory (the order of least peak activation memory, "
+                 "memory/network_order.h; no latencies needed), or a schedule file "
+                 "(ios-coordinator --out, or an IOS "
                  "reference schedule); a multi-device schedule file (\"format\": "
                  "\"ios-farm-multi/v1\", docs/run.md) runs on several devices at once, one "
                  "thread each, with copies between them")

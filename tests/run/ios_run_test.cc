@@ -126,6 +126,42 @@ TEST_F(IosRunTest, AnOnnxModelRunsWithItsWeightsOnAGivenInputAgainstAnExpectedOu
   EXPECT_THAT(refused.err, HasSubstr("softmax.onnx: node 'Softmax_t0' (Softmax)"));
 }
 
+// --schedule memory runs the order of least peak activation memory
+// (memory/network_order.h): its output equals sequential execution, its plan's
+// live peak is never above sequential's (below it on RandWire CIFAR), and the
+// model's peak equals the plan's live peak (one operator per stage).
+TEST_F(IosRunTest, ScheduleMemoryRunsTheLeastPeakOrderAndChecks) {
+  for (const char* model : {"squeezenet", "randwire_cifar10"}) {
+    SCOPED_TRACE(model);
+    const std::string args = std::string("--model ") + model +
+                             " --check --no-predict --runs 1 --warmup 0 --format json " + kCpu;
+    const CliResult least = Run(kIosRun, args + " --schedule memory");
+    ASSERT_EQ(least.exit_code, 0) << least.out << least.err;
+    const CliResult sequential = Run(kIosRun, args + " --schedule sequential");
+    ASSERT_EQ(sequential.exit_code, 0) << sequential.out << sequential.err;
+    const json a = ParseJson(least), b = ParseJson(sequential);
+    EXPECT_EQ(a["schedule"], "memory");
+    EXPECT_TRUE(a["check"]["passed"].get<bool>()) << a.dump(2);
+    const auto live = a["peak_live_activation_bytes"].get<long long>();
+    EXPECT_EQ(a["model_peak_activation_bytes"].get<long long>(), live);
+    EXPECT_TRUE(a["memory_order"]["optimal"].get<bool>()) << a.dump(2);
+    EXPECT_LE(live, a["memory_order"]["kahn_peak_bytes"].get<long long>());
+    EXPECT_TRUE(b["memory_order"].is_null());
+    if (std::string(model) == "squeezenet") {
+      EXPECT_LE(live, b["peak_live_activation_bytes"].get<long long>());
+    } else {
+      EXPECT_LT(live, b["peak_live_activation_bytes"].get<long long>());
+    }
+  }
+  // The text report names the three figures.
+  const CliResult text =
+      Run(kIosRun,
+          std::string("--model randwire_cifar10 --schedule memory --no-predict --runs 1 ") + kCpu);
+  ASSERT_EQ(text.exit_code, 0) << text.out << text.err;
+  EXPECT_THAT(text.out, HasSubstr("MiB live at peak"));
+  EXPECT_THAT(text.out, HasSubstr("MiB model peak (equals live at peak; least-peak order"));
+}
+
 // Issue 21 bug 3: current onnx releases save IR version 10, which ONNX 1.12's
 // checker warns about; the warning is a log line and goes to stderr, so that
 // stdout of --format json is one JSON document.
