@@ -1,6 +1,7 @@
 // The memory model on the zoo: its peak is the plan's peak_live_bytes for
 // the sequential and greedy schedules at batch 1 and 16, and the per-part
-// costs of the blocks add up to it.
+// costs of the blocks add up to it. The least-peak order of every zoo model
+// is never worse than the baselines and its peak is the plan's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "coordinator/dp.h"
 #include "exec/tensor_layout.h"
 #include "memory/memory_model.h"
+#include "memory/network_order.h"
 
 namespace ios::memory {
 namespace {
@@ -93,6 +95,46 @@ TEST_P(ZooMemoryTest, BlockPartsAddUpToThePeakOfTheSequentialSchedule) {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooMemoryTest,
                          ::testing::Values("inception_v3", "squeezenet", "nasnet", "randwire"));
+
+// Every zoo model, the generated ones included, under both models.
+class ZooNetworkOrderTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ZooNetworkOrderTest, LeastPeakOrderIsNeverWorseThanKahnNodeOrderOrGreedy) {
+  const Graph g = BuildZooModel(GetParam());
+  // NASNet's search takes about a second a model: CI runs it once.
+  std::vector<MemoryModel> models{MemoryModel::kPlan};
+  if (g.OperatorCount() < 300) models.push_back(MemoryModel::kPerNode);
+  for (MemoryModel model : models) {
+    SCOPED_TRACE(model == MemoryModel::kPlan ? "plan" : "per-node");
+    NetworkOrderOptions options;
+    options.model = model;
+    options.batch = 2;
+    const NetworkOrder found = OptimalNetworkOrder(g, options);
+    const std::vector<Stage> stages = found.Stages();
+    ASSERT_EQ(stages.size(), static_cast<size_t>(g.OperatorCount()));
+    EXPECT_EQ(found.peak_bytes, PeakOf(g, MemberSets(stages), 2, model));
+    if (model == MemoryModel::kPlan) {
+      EXPECT_EQ(found.peak_bytes, exec::PlanMemory(g, stages).peak_live_bytes * 2);
+    }
+    EXPECT_LE(found.peak_bytes, found.kahn_peak_bytes);
+    EXPECT_LE(found.peak_bytes, found.node_order_peak_bytes);
+    EXPECT_LE(found.peak_bytes, found.greedy_peak_bytes);
+    for (const PartOrderRecord& part : found.parts) {
+      EXPECT_TRUE(part.exact) << "part of block " << part.block << ": " << part.why;
+    }
+  }
+}
+
+std::vector<std::string> ZooNames() {
+  std::vector<std::string> names;
+  for (const ZooEntry& entry : ZooModels()) names.push_back(entry.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooNetworkOrderTest, ::testing::ValuesIn(ZooNames()),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return param.param;
+                         });
 
 }  // namespace
 }  // namespace ios::memory
