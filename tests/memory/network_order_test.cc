@@ -193,6 +193,7 @@ TEST(NetworkOrderTest, CutsABlockOverThePartLimitAndSaysTheOrderIsNotOptimal) {
 TEST(NetworkOrderTest, ReportsAPartOverItsStateBudgetAsAFallbackNamingThePart) {
   const Graph g = coordinator::testing::WideBlock(20, 2);
   NetworkOrderOptions options;
+  options.max_part_operators = 64;  // the whole block is one part
   options.order.max_states_per_step = 1000;
   options.order.step_seconds = 0;
   options.recut_over_budget = false;
@@ -213,6 +214,7 @@ TEST(NetworkOrderTest, ReportsAPartOverItsStateBudgetAsAFallbackNamingThePart) {
 TEST(NetworkOrderTest, CutsAPartOverItsStateBudgetIntoSmallerPartsSearchedExactly) {
   const Graph g = coordinator::testing::WideBlock(20, 2);
   NetworkOrderOptions options;
+  options.max_part_operators = 64;  // the whole block is one part
   options.order.max_states_per_step = 1000;
   options.order.step_seconds = 0;
   const NetworkOrder found = OptimalNetworkOrder(g, options);
