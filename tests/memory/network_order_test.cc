@@ -190,6 +190,33 @@ TEST(NetworkOrderTest, CutsABlockOverThePartLimitAndSaysTheOrderIsNotOptimal) {
   EXPECT_GE(found.peak_bytes, BruteForcePeak(g, MemoryModel::kPlan));
 }
 
+// Layer-wise convolutions 1..6 and 7..12 (7+i reads 1+i), a concat 13.
+TEST(NetworkOrderTest, UsesTheGraphsOwnPartsOfABlockWithExactlyItsOperators) {
+  Graph g = coordinator::testing::WideBlock(6, 2);
+  ASSERT_EQ(FindBlocks(g).size(), 1u);
+  const std::vector<std::vector<NodeId>> own{{1, 2, 3, 7, 8, 9}, {4, 5, 6, 10, 11, 12, 13}};
+  g.blocks[0].parts = own;
+  NetworkOrderOptions options;
+  options.max_part_operators = 7;
+  NetworkOrder found = OptimalNetworkOrder(g, options);
+  ASSERT_EQ(found.parts.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    std::vector<NodeId> ops = found.parts[k].order;
+    std::sort(ops.begin(), ops.end());
+    EXPECT_EQ(ops, own[k]) << "part " << k;
+    EXPECT_TRUE(found.parts[k].cut);
+  }
+  EXPECT_EQ(found.peak_bytes, PeakOf(g, OneEach(found.order), 1));
+  // Parts with an edge going back (10 reads 4) are not the graph's to use:
+  // NarrowParts cuts the block instead, in runs of node order.
+  g.blocks[0].parts = {{1, 2, 3, 7, 8, 9, 10}, {4, 5, 6, 11, 12, 13}};
+  found = OptimalNetworkOrder(g, options);
+  ASSERT_GE(found.parts.size(), 2u);
+  std::vector<NodeId> first = found.parts[0].order;
+  std::sort(first.begin(), first.end());
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(first[i], static_cast<NodeId>(i + 1));
+}
+
 TEST(NetworkOrderTest, ReportsAPartOverItsStateBudgetAsAFallbackNamingThePart) {
   const Graph g = coordinator::testing::WideBlock(20, 2);
   NetworkOrderOptions options;
