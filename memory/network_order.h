@@ -25,21 +25,21 @@ namespace ios::memory {
 //! (docs/benchmarks.md, "Memory-aware ordering"): it keeps RandWire's
 //! 33-operator stages whole, and on every benchmark graph the peak is the
 //! same as with parts of 64 (the most a part may hold) while NASNet, whose
-//! one 374-operator block must be cut anyway, is searched about 3x faster.
+//! one 374-operator block must be cut anyway, is searched 2-3x faster.
 inline constexpr int kDefaultMaxPartOperators = 40;
 
 struct NetworkOrderOptions {
   MemoryModel model = MemoryModel::kPlan;
   //! The per-part search: its engine and state/time budgets. Defaults
   //! (DefaultOrderOptions): 1M states and 0.5 s a step, 8 steps, so a part
-  //! over budget costs at most about 4 s before it is cut again; every
-  //! benchmark part is solved in its first step (docs/benchmarks.md).
+  //! over budget costs at most 8 steps of 0.5 s before it is cut again;
+  //! every benchmark part is solved in its first step (docs/benchmarks.md).
   MemoryOrderOptions order = DefaultOrderOptions();
   //! At most PartDag::kMaxOperators.
   int max_part_operators = kDefaultMaxPartOperators;
-  //! A part whose search runs out of budget is cut in two halves (by
-  //! NarrowParts) and each is searched again, down to parts of 4 operators;
-  //! false: the part keeps the fallback order (Kahn or greedy).
+  //! A part of more than 4 operators whose search runs out of budget is cut
+  //! in halves (NarrowParts) and each is searched again (and cut again if
+  //! need be); false: the part keeps the fallback order (Kahn or greedy).
   bool recut_over_budget = true;
   //! The peaks are reported at this batch (every byte scales with it).
   int batch = 1;
@@ -79,8 +79,9 @@ struct NetworkOrder {
   //! order: a TensorFlow Lite-style order); node id order (ios-run's
   //! sequential schedule); GreedyMemoryOrder part by part.
   int64_t kahn_peak_bytes = 0, node_order_peak_bytes = 0, greedy_peak_bytes = 0;
-  //! One line per part that fell back or was cut again, and when a baseline beat the parts'
-  //! order (then `order` is that baseline); each is also logged (warn).
+  //! One line per part that fell back or was cut again, and one when a
+  //! baseline beat the parts' order (then `order` is that baseline); each
+  //! is also logged (spdlog warn).
   std::vector<std::string> warnings;
   int recuts = 0;      // parts over budget that were cut again
   int64_t states = 0;  // down-sets kept by every search, the abandoned ones included
