@@ -461,7 +461,10 @@ int main(int argc, char** argv) {
   CLI::App app{
       "ios-run: run a whole network under a schedule on a real device; report its measured "
       "end-to-end latency beside the DP's prediction from the profiling DB, its activation "
-      "memory, and (--check) whether its output equals sequential execution"};
+      "memory (allocated: the arena of first-fit slots; live at peak: the most bytes live in "
+      "one stage; model peak: the same from the memory model the memory order minimises, equal "
+      "to live at peak without merge stages), and (--check) whether its output equals "
+      "sequential execution"};
   app.add_option("--model,-m", cli.model,
                  "zoo name, IOS JSON graph file or ONNX file (*.onnx, with its weights when it "
                  "carries them); optional with a schedule file, which carries its graph; a zoo "
