@@ -130,6 +130,12 @@ exec::WeightStore DeriveWeights(const Graph& original, const exec::WeightStore& 
 //! A graph's peak activation bytes under some order (the caller decides
 //! which order, batch and memory model).
 using PeakFunction = std::function<int64_t(const Graph&)>;
+//! The peak bytes of each region of a graph that its order runs one after
+//! another (e.g. each part of each block, as the order search cuts them),
+//! in a fixed order; a graph's peak is their largest. A rewrite keeps the
+//! regions' number (a part it would empty is dropped: then the graphs'
+//! largest peaks are compared instead).
+using RegionPeaks = std::function<std::vector<int64_t>(const Graph&)>;
 
 struct RewriteOptions {
   bool channel_wise = true;  // sites with a kChannelWise or kSeparable reader
@@ -144,8 +150,11 @@ struct RewriteOptions {
 struct SiteOutcome {
   std::string site;                         // DescribeSite at the time it was tried
   RewriteForm form = RewriteForm::kSumAll;  // accepted (or best tried) form
-  int64_t peak_before = 0, peak_after = 0;  // graph peak before and with it
-  std::string reason;                       // why it was rejected; empty when accepted
+  int64_t peak_before = 0, peak_after = 0;  // the graph's peak before and with it
+  //! The largest peak of the regions the rewrite changes, before and with
+  //! it (the graph's peak with a PeakFunction).
+  int64_t local_before = 0, local_after = 0;
+  std::string reason;  // why it was rejected; empty when accepted
 };
 
 struct MemoryRewrite {
@@ -156,9 +165,15 @@ struct MemoryRewrite {
 };
 
 //! Greedy rewriting: sites in node order, each tried in every form of
-//! FormsOf and kept in its best form only when `peak` of the whole graph
-//! strictly drops; sites are found again after each rewrite (a kernel-wise
-//! rewrite can expose a new concatenation), each tried once.
+//! FormsOf and kept in its best form only when the largest peak of the
+//! regions it changes strictly drops (so the graph's peak never rises, and
+//! a region that is not the graph's bottleneck still gets lower); sites
+//! are found again after each rewrite (a kernel-wise rewrite can expose a
+//! new concatenation), each tried once.
+MemoryRewrite RewriteForMemory(const Graph& graph, const RegionPeaks& peaks,
+                               const RewriteOptions& options = {});
+//! The same with the graph as one region: a site is kept only when the
+//! graph's peak strictly drops.
 MemoryRewrite RewriteForMemory(const Graph& graph, const PeakFunction& peak,
                                const RewriteOptions& options = {});
 

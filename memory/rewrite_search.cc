@@ -1,6 +1,7 @@
 // Weights of a rewritten graph, and the greedy search that keeps the
 // rewrites lowering the peak (memory/rewrite.h).
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -78,15 +79,35 @@ bool Allowed(const RewriteSite& site, const RewriteOptions& options) {
   return true;
 }
 
+int64_t Largest(const std::vector<int64_t>& peaks) {
+  return peaks.empty() ? 0 : *std::max_element(peaks.begin(), peaks.end());
+}
+
+// The largest peak of the regions that differ, before and after; the whole
+// graph's when the regions do not correspond. Equal when nothing changed.
+std::pair<int64_t, int64_t> Local(const std::vector<int64_t>& before,
+                                  const std::vector<int64_t>& after) {
+  if (before.size() != after.size()) return {Largest(before), Largest(after)};
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
+  std::pair<int64_t, int64_t> local{kNone, kNone};
+  for (size_t i = 0; i < before.size(); ++i) {
+    if (before[i] == after[i]) continue;
+    local.first = std::max(local.first, before[i]);
+    local.second = std::max(local.second, after[i]);
+  }
+  if (local.first == kNone) return {0, 0};
+  return local;
+}
+
 }  // namespace
 
-MemoryRewrite RewriteForMemory(const Graph& graph, const PeakFunction& peak,
+MemoryRewrite RewriteForMemory(const Graph& graph, const RegionPeaks& peaks,
                                const RewriteOptions& options) {
   MemoryRewrite out;
   out.rewritten = Unchanged(graph);
   out.skipped = FindSites(graph).skipped;
-  out.peak_before = peak(graph);
-  int64_t current = out.peak_before;
+  std::vector<int64_t> current = peaks(graph);
+  out.peak_before = Largest(current);
   std::set<std::string> tried;
   int attempts = 0;
   for (;;) {
@@ -99,8 +120,7 @@ MemoryRewrite RewriteForMemory(const Graph& graph, const PeakFunction& peak,
     tried.insert(SiteKey(g, site));
     SiteOutcome outcome;
     outcome.site = DescribeSite(g, site);
-    outcome.peak_before = current;
-    outcome.peak_after = current;
+    outcome.peak_before = outcome.peak_after = Largest(current);
     if (!Allowed(site, options)) {
       outcome.reason = "its rule is turned off";
       out.rejected.push_back(std::move(outcome));
@@ -113,30 +133,42 @@ MemoryRewrite RewriteForMemory(const Graph& graph, const PeakFunction& peak,
     }
     ++attempts;
     std::optional<Rewritten> best;
+    std::vector<int64_t> best_peaks;
     std::string tried_forms;
     for (RewriteForm form : FormsOf(site)) {
       Rewritten candidate = Apply(out.rewritten, site, form);
-      const int64_t p = peak(candidate.graph);
-      tried_forms +=
-          std::string(tried_forms.empty() ? "" : ", ") + ToString(form) + " " + std::to_string(p);
-      if (!best || p < outcome.peak_after) {
-        outcome.peak_after = p;
+      std::vector<int64_t> p = peaks(candidate.graph);
+      const auto [before, after] = Local(current, p);
+      tried_forms += std::string(tried_forms.empty() ? "" : ", ") + ToString(form) + " " +
+                     std::to_string(before) + " -> " + std::to_string(after);
+      if (!best || after < outcome.local_after ||
+          (after == outcome.local_after && Largest(p) < outcome.peak_after)) {
+        outcome.local_before = before;
+        outcome.local_after = after;
+        outcome.peak_after = Largest(p);
         outcome.form = form;
         best = std::move(candidate);
+        best_peaks = std::move(p);
       }
     }
-    if (outcome.peak_after < current) {
-      current = outcome.peak_after;
+    if (outcome.local_after < outcome.local_before) {
+      current = std::move(best_peaks);
       out.rewritten = std::move(*best);
       out.accepted.push_back(std::move(outcome));
     } else {
       outcome.reason =
-          "the peak does not drop below " + std::to_string(current) + " (" + tried_forms + ")";
+          "the largest peak of the regions it changes does not drop (" + tried_forms + ")";
       out.rejected.push_back(std::move(outcome));
     }
   }
-  out.peak_after = current;
+  out.peak_after = Largest(current);
   return out;
+}
+
+MemoryRewrite RewriteForMemory(const Graph& graph, const PeakFunction& peak,
+                               const RewriteOptions& options) {
+  return RewriteForMemory(
+      graph, [&](const Graph& g) { return std::vector<int64_t>{peak(g)}; }, options);
 }
 
 }  // namespace ios::memory

@@ -323,6 +323,26 @@ TEST(RewriteTest, DartsCellRewrittenEverywhereMatchesTheOriginalOnTheReferenceDe
   testing::ExpectSameFunction(*device, g, all.rewritten, 1e-5, 1, "darts_cell");
 }
 
+TEST(RewriteTest, AKernelWiseRewriteExposesASiteWhoseWeightsComposeAcrossBoth) {
+  GraphBuilder b{Shape{2, 7, 7}};
+  const NodeId a = b.Add("a", ConvOp(2, 3, 1, 1, 1, 1, Activation::kRelu, true), {{b.S(0)}});
+  const NodeId c = b.Add("c", ConvOp(3, 1, 1, 0, 1, 1, Activation::kNone, true), {{b.S(0)}});
+  const NodeId dw =
+      b.Add("dw", ConvOp(10, 3, 2, 1, 1, 5, Activation::kRelu, true), {{b.S(a)}, {b.S(c)}});
+  b.Add("pw", ConvOp(4, 1, 1, 0, 1, 1, Activation::kSigmoid, true), {{b.S(dw)}});
+  const Graph g = b.Done();
+  // Only the depthwise reads a concatenation until it is rewritten.
+  ASSERT_EQ(FindSites(g).sites.size(), 1u);
+  const MemoryRewrite all = RewriteForMemory(
+      g, [](const Graph& graph) { return -static_cast<int64_t>(graph.nodes.size()); });
+  ASSERT_EQ(all.accepted.size(), 2u);
+  EXPECT_THAT(all.accepted[0].site, HasSubstr("kernel-wise"));
+  EXPECT_THAT(all.accepted[1].site, HasSubstr("dw -> pw (channel-wise)"));
+  EXPECT_FALSE(all.rewritten.graph.Find("dw").has_value());  // the concat, rewritten away
+  auto device = exec::MakeReferenceDevice();
+  testing::ExpectSameFunction(*device, g, all.rewritten, 1e-5, 2, "two rewrites");
+}
+
 TEST(RewriteTest, AcceptsOnlyRewritesThatLowerThePeak) {
   const Graph g = BuildZooModel("darts_imagenet");
   // Every rewrite adds nodes: a peak counting nodes rejects them all.
@@ -346,6 +366,21 @@ TEST(RewriteTest, AcceptsOnlyRewritesThatLowerThePeak) {
   for (const SiteOutcome& o : kahn.rejected) EXPECT_GE(o.peak_after, o.peak_before) << o.site;
   EXPECT_EQ(kahn.peak_after, peak);
   EXPECT_EQ(testing::KahnPeak(kahn.rewritten.graph), peak);
+  // Judged part by part, the cells' rewrites lower their parts' peaks
+  // though the stem holds the graph's: accepted, the graph's peak never
+  // rising.
+  const MemoryRewrite parts = RewriteForMemory(g, testing::KahnRegionPeaks);
+  EXPECT_GE(parts.accepted.size(), 5u);
+  for (const SiteOutcome& o : parts.accepted) {
+    EXPECT_LT(o.local_after, o.local_before) << o.site;
+    EXPECT_LE(o.peak_after, o.peak_before) << o.site;
+  }
+  for (const SiteOutcome& o : parts.rejected) {
+    EXPECT_GE(o.local_after, o.local_before) << o.site;
+  }
+  EXPECT_EQ(parts.peak_before, parts.peak_after);  // the stem's
+  EXPECT_EQ(testing::KahnRegionPeaks(parts.rewritten.graph).size(),
+            testing::KahnRegionPeaks(g).size());
   // A budget of one site tries one.
   const MemoryRewrite one = RewriteForMemory(g, testing::KahnPeak, {.max_sites = 1});
   EXPECT_LE(one.accepted.size(), 1u);

@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "common/graph.h"
+#include "common/part_dag.h"
 #include "exec/device.h"
 #include "exec/weights.h"
 #include "memory/memory_model.h"
+#include "memory/memory_order.h"
 #include "memory/rewrite.h"
 #include "run/network_run.h"
 #include "tests/exec/exec_testing.h"
@@ -67,6 +69,31 @@ inline int64_t NodeOrderPeak(const Graph& graph) {
   std::vector<std::vector<NodeId>> stages;
   for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes.size()); ++id) stages.push_back({id});
   return PeakOf(graph, stages, 1);
+}
+
+//! Each block's parts (the block whole when it has none), in order: the
+//! regions an order runs one after another.
+inline std::vector<std::vector<NodeId>> RegionsOf(const Graph& graph) {
+  std::vector<std::vector<NodeId>> parts;
+  for (const Block& b : graph.blocks) {
+    if (b.parts.empty()) parts.push_back(b.Operators());
+    for (const auto& p : b.parts) parts.push_back(p);
+  }
+  return parts;
+}
+
+//! The plan's peak bytes at batch 1 of each region of RegionsOf, its
+//! operators run in Kahn order (memory::KahnOrder over the part).
+inline std::vector<int64_t> KahnRegionPeaks(const Graph& graph) {
+  const exec::TensorLayout layout = ModelLayout(graph, MemoryModel::kPlan);
+  const auto parts = RegionsOf(graph);
+  std::vector<int64_t> peaks;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const PartMemory costs(layout, parts, i);
+    const PartDag dag = PartDag::Make(graph, parts[i]);
+    peaks.push_back(costs.Background() + PeakOfOrder(costs, KahnOrder(dag)));
+  }
+  return peaks;
 }
 
 inline OpParams ConvOp(int out, int kernel, int stride, int pad, int dilation, int groups,
