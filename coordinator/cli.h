@@ -20,6 +20,8 @@ struct CliOptions {
   std::string measure = "lazy";
   std::string blocks = "model";  // or "auto": found here, the model's ignored
   bool no_pruning = false;
+  std::string memory_budget;          // --memory-budget as given (ParseByteSize)
+  std::string objective = "latency";  // --objective
   std::string db = "ios-farm.db";
   std::string out;
   bool baselines = true;

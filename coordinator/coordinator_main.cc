@@ -104,6 +104,15 @@ int main(int argc, char** argv) {
                  "or scheduled greedily like parts over --max-dp-stages")
       ->default_val(SearchOptions::kDefaultMaxSearchStages)
       ->check(CLI::Range(int64_t{1}, DpOptions::kMaxBudget));
+  app.add_option("--memory-budget", cli.memory_budget,
+                 "largest peak activation memory the schedule may take at --batch, in bytes or "
+                 "with K, M or G (powers of 1024): the fastest schedule under it "
+                 "(docs/memory.md)");
+  app.add_option("--objective", cli.objective,
+                 "latency: the fastest schedule (under --memory-budget when given); memory: the "
+                 "fastest of the schedules with the least peak activation memory")
+      ->default_val("latency")
+      ->check(CLI::IsMember({"latency", "memory"}));
   app.add_option("--measure", cli.measure,
                  "which candidate stages to measure: lazy (those lower bounds from the single "
                  "operators cannot rule out; the same schedule as all, docs/search-cost.md) or "
@@ -252,6 +261,13 @@ int main(int argc, char** argv) {
       }
       cli.device = list.measure_on;
       cli.device_count = list.count();
+      if (list.count() > 1 && (!cli.memory_budget.empty() || cli.objective == "memory")) {
+        std::fprintf(stderr,
+                     "ios-coordinator: error: --memory-budget and --objective memory schedule one "
+                     "device; the multi-device mapping of --devices %s does not honour them yet\n",
+                     devices.c_str());
+        return 2;
+      }
       cli.multi.devices = list.count();
       cli.multi.names = list.names;
       cli.multi.hios.mapper = hios::ParseMapper(mapper);
@@ -293,11 +309,26 @@ int main(int argc, char** argv) {
   if (bound_margin->count() > 0) cli.search.bound_margin = bound_margin_percent / 100;
   // Options of the search that pricing a given schedule would silently
   // ignore: given with --evaluate, they are a mistake worth saying.
-  for (const char* name :
-       {"--model", "--out", "--strategy", "-r", "-s", "--no-pruning", "--max-part-size",
-        "--max-dp-states", "--max-dp-transitions", "--max-dp-stages", "--max-search-stages",
-        "--no-baselines", "--measure", "--blocks", "--bound-margin", "--sub-stage-bounds",
-        "--verify", "--bound-violations-max-fraction"}) {
+  for (const char* name : {"--model",
+                           "--out",
+                           "--strategy",
+                           "-r",
+                           "-s",
+                           "--no-pruning",
+                           "--max-part-size",
+                           "--max-dp-states",
+                           "--max-dp-transitions",
+                           "--max-dp-stages",
+                           "--max-search-stages",
+                           "--no-baselines",
+                           "--measure",
+                           "--blocks",
+                           "--bound-margin",
+                           "--sub-stage-bounds",
+                           "--verify",
+                           "--bound-violations-max-fraction",
+                           "--memory-budget",
+                           "--objective"}) {
     if (app.get_option(name)->count() == 0) continue;
     cli.unused_by_evaluate.push_back(name);
   }
@@ -316,6 +347,17 @@ int main(int argc, char** argv) {
     if (const std::string problem = FarmOptionProblem(cli); !problem.empty()) {
       std::fprintf(stderr, "ios-coordinator: error: %s\n", problem.c_str());
       return 2;
+    }
+    if (!cli.memory_budget.empty()) {
+      try {
+        cli.search.memory.budget_bytes = ParseByteSize(cli.memory_budget);
+      } catch (const Error& e) {
+        std::fprintf(stderr, "ios-coordinator: error: --memory-budget: %s\n", e.what());
+        return 2;
+      }
+    }
+    if (cli.objective == "memory") {
+      cli.search.memory.objective = MemoryOptions::Objective::kMemory;
     }
     cli.search.dp.strategies = cli.strategy == "parallel" ? StrategySet::kParallel
                                : cli.strategy == "merge"  ? StrategySet::kMerge

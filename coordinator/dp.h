@@ -92,6 +92,11 @@ class PartSpace {
   //! schedule (GreedySchedule below, restricted to the part).
   static PartSpace Greedy(const Graph& graph, const std::vector<NodeId>& part);
 
+  //! One path: the operators of `part` one per stage in `order` (local
+  //! ids, a topological order of the part). Throws ios::Error otherwise.
+  static PartSpace Sequence(const Graph& graph, const std::vector<NodeId>& part,
+                            const std::vector<int>& order);
+
   //! This space for another part of the same structure (equal
   //! StageKeyer::OrderedKey): the same states and stages, over `part`'s
   //! operators, without walking it again.
@@ -152,6 +157,14 @@ class PartSpace {
     int64_t value = 0;  // the schedule's largest transition value
     Solution solution;
   };
+  //! This space with only the transitions `keep(before, ending)` accepts
+  //! (masks as in TransitionValues), the states no longer reachable from
+  //! the whole part and the stages no longer used dropped. Order is kept, so
+  //! ties still go to the first ending enumerated. Every consumer of a space
+  //! (Solve, the lazy search, verification) then sees only what is kept.
+  //! When nothing of the whole part can reach the empty state, Solve gives
+  //! an infinite latency.
+  PartSpace Restricted(const std::function<bool(uint64_t before, uint64_t ending)>& keep) const;
   //! The latency/value trade-off: for each cap where SolveWithin's latency
   //! drops, the least such cap and its schedule, by increasing value (so
   //! decreasing latency); the first point has LeastValue, the last the

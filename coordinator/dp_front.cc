@@ -1,5 +1,7 @@
-// Solving an enumerated part (coordinator/dp.h) under a cap on a value per
-// transition, and the latency/value front.
+// An enumerated part (coordinator/dp.h) under a second measure: a value per
+// transition (the memory search's bytes), solved under a cap, restricted to
+// what fits, and the latency/value front; and one-path spaces of a given
+// order.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -130,6 +132,106 @@ std::vector<PartSpace::FrontPoint> PartSpace::Front(const std::vector<double>& s
   front.push_back({caps[0], solve(0)});
   for (size_t i : drops) front.push_back({caps[i], solve(i)});
   return front;
+}
+
+PartSpace PartSpace::Sequence(const Graph& graph, const std::vector<NodeId>& part,
+                              const std::vector<int>& order) {
+  if (part.empty()) throw Error("cannot schedule an empty part");
+  const PartDag dag = PartDag::Make(graph, part);
+  PartSpace space;
+  space.part_ = part;
+  space.closure_ = dag.closures();
+  space.states_.push_back({0, 0, 0});
+  space.solve_order_.push_back(0);
+  uint64_t done = 0;
+  for (int u : order) {
+    if (u < 0 || u >= dag.size() || (done & OpBit(u)) || (dag.predecessors(u) & ~done)) {
+      throw Error("PartSpace::Sequence: the order is not a topological order of the part (at " +
+                  std::to_string(u) + ")");
+    }
+    const uint32_t transition = NarrowId(space.transitions_.size(), "transition");
+    space.transitions_.push_back(
+        {NarrowId(space.stages_.size(), "stage"), NarrowId(space.states_.size() - 1, "state")});
+    space.stages_.push_back({OpBit(u), Strategy::kParallel});
+    done |= OpBit(u);
+    space.states_.push_back({done, transition, transition + 1});
+    space.solve_order_.push_back(NarrowId(space.states_.size() - 1, "state"));
+  }
+  if (done != dag.full()) {
+    throw Error("PartSpace::Sequence: the order leaves operators of the part out");
+  }
+  space.root_ = static_cast<uint32_t>(space.states_.size() - 1);
+  space.schedule_count_ = 1;
+  space.width_ = 1;
+  return space;
+}
+
+PartSpace PartSpace::Restricted(
+    const std::function<bool(uint64_t before, uint64_t ending)>& keep) const {
+  std::vector<char> kept(transitions_.size(), 0);
+  for (size_t t = 0; t < transitions_.size(); ++t) {
+    const Transition& tr = transitions_[t];
+    kept[t] = keep(states_[tr.next_state].mask, stages_[tr.stage].ops) ? 1 : 0;
+  }
+  // Reachable from the whole part through kept transitions: solve order
+  // lists every state after its successors, so walking it backwards visits
+  // a state after every state with an ending to it.
+  std::vector<char> reachable(states_.size(), 0);
+  reachable[root_] = 1;
+  for (auto it = solve_order_.rbegin(); it != solve_order_.rend(); ++it) {
+    if (!reachable[*it]) continue;
+    const State& st = states_[*it];
+    for (uint32_t t = st.first_transition; t < st.transition_end; ++t) {
+      if (kept[t]) reachable[transitions_[t].next_state] = 1;
+    }
+  }
+  reachable[0] = 1;  // the empty state stays state 0
+  std::vector<uint32_t> state_id(states_.size(), 0), stage_id(stages_.size(), 0);
+  std::vector<char> stage_used(stages_.size(), 0);
+  PartSpace out;
+  out.part_ = part_;
+  out.closure_ = closure_;
+  out.width_ = width_;
+  for (size_t s = 0; s < states_.size(); ++s) {
+    if (!reachable[s]) continue;
+    state_id[s] = NarrowId(out.states_.size(), "state");
+    out.states_.push_back({states_[s].mask, 0, 0});
+    const State& st = states_[s];
+    for (uint32_t t = st.first_transition; t < st.transition_end; ++t) {
+      if (kept[t]) stage_used[transitions_[t].stage] = 1;
+    }
+  }
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    if (!stage_used[i]) continue;
+    stage_id[i] = NarrowId(out.stages_.size(), "stage");
+    out.stages_.push_back(stages_[i]);
+  }
+  for (size_t s = 0; s < states_.size(); ++s) {
+    if (!reachable[s]) continue;
+    State& copy = out.states_[state_id[s]];
+    copy.first_transition = NarrowId(out.transitions_.size(), "transition");
+    const State& st = states_[s];
+    for (uint32_t t = st.first_transition; t < st.transition_end; ++t) {
+      if (!kept[t]) continue;
+      out.transitions_.push_back(
+          {stage_id[transitions_[t].stage], state_id[transitions_[t].next_state]});
+    }
+    copy.transition_end = NarrowId(out.transitions_.size(), "transition");
+  }
+  for (uint32_t s : solve_order_) {
+    if (reachable[s]) out.solve_order_.push_back(state_id[s]);
+  }
+  out.root_ = state_id[root_];
+  std::vector<double> paths(out.states_.size(), 0.0);
+  paths[0] = 1.0;
+  for (uint32_t s : out.solve_order_) {
+    const State& st = out.states_[s];
+    for (uint32_t t = st.first_transition; t < st.transition_end; ++t) {
+      paths[s] += paths[out.transitions_[t].next_state];
+    }
+  }
+  out.schedule_count_ = paths[out.root_];
+  return out;
 }
 
 }  // namespace ios::coordinator

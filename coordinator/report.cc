@@ -21,6 +21,16 @@ std::string Format(const char* fmt, auto... args) {
 
 std::string Ms(double ms) { return std::isfinite(ms) ? Format("%.3f ms", ms) : "failed"; }
 
+// Bytes as a person reads them: 1024-based, three significant digits.
+std::string Bytes(int64_t bytes) {
+  if (bytes < 0) return "-";
+  const double b = static_cast<double>(bytes);
+  if (b < 1024) return Format("%lld B", static_cast<long long>(bytes));
+  if (b < 1024.0 * 1024) return Format("%.1f KiB", b / 1024);
+  if (b < 1024.0 * 1024 * 1024) return Format("%.2f MiB", b / (1024.0 * 1024));
+  return Format("%.2f GiB", b / (1024.0 * 1024 * 1024));
+}
+
 }  // namespace
 
 std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
@@ -93,20 +103,34 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
   out << Format("time: enumerate %.3f s, measure %.3f s, solve %.3f s\n\n", o.enumerate_s,
                 o.measure_s, o.solve_s);
   const double ios = o.ios.latency_ms;
-  out << Format("%-11s %14s %9s %7s\n", "schedule", "latency", "speedup", "stages");
+  out << Format("%-11s %14s %9s %7s %12s\n", "schedule", "latency", "speedup", "stages",
+                "peak memory");
   auto row = [&](const char* name, const Schedule& sch) {
     if (std::isnan(sch.latency_ms)) return;  // not asked for (--no-baselines)
     size_t stages = 0;
     for (const auto& b : sch.blocks) stages += b.size();
     const std::string speedup =
         std::isfinite(sch.latency_ms) && ios > 0 ? Format("%.2fx", sch.latency_ms / ios) : "-";
-    out << Format("%-11s %14s %9s %7zu\n", name, Ms(sch.latency_ms).c_str(), speedup.c_str(),
-                  stages);
+    out << Format("%-11s %14s %9s %7zu %12s\n", name, Ms(sch.latency_ms).c_str(), speedup.c_str(),
+                  stages, Bytes(sch.peak_bytes).c_str());
   };
   row("sequential", o.sequential);
   row("greedy", o.greedy);
   row("ios", o.ios);
-  out << "(speedup: that schedule's latency / the IOS schedule's)";
+  out << "(speedup: that schedule's latency / the IOS schedule's; peak memory: activations live "
+         "at once at batch "
+      << o.options.batch_size << ", as ios-run plans them, weights excluded)";
+  if (o.plan.memory.active) {
+    const int batch = o.options.batch_size;
+    out << Format(
+        "\nmemory: ios is the fastest schedule with a peak of at most %s (%s); the "
+        "least peak of any schedule of these parts is %s%s",
+        Bytes(o.plan.memory.cap * batch).c_str(),
+        o.options.memory.objective == MemoryOptions::Objective::kMemory ? "--objective memory"
+                                                                        : "--memory-budget",
+        Bytes(o.plan.memory.least_peak * batch).c_str(),
+        o.plan.memory.least_exact ? "" : " or less (an order search fell back)");
+  }
   if (o.device.simulated) out << "\nall latencies above are simulated";
   out << "\n";
   return out.str();

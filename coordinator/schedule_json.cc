@@ -87,6 +87,13 @@ std::string ScheduleToJson(const Graph& graph, const Schedule& schedule, const S
   if (info.sequential_ms) baselines["sequential_ms"] = NumberOrNull(*info.sequential_ms);
   if (info.greedy_ms) baselines["greedy_ms"] = NumberOrNull(*info.greedy_ms);
   doc["baselines"] = baselines;
+  // Peak activation memory as ios-run plans it at this batch, and the
+  // budget or objective the search honoured (docs/memory.md).
+  json memory = {
+      {"peak_live_bytes", schedule.peak_bytes < 0 ? json(nullptr) : json(schedule.peak_bytes)},
+      {"objective", ToString(o.memory.objective)}};
+  if (o.memory.budget_bytes > 0) memory["budget_bytes"] = o.memory.budget_bytes;
+  doc["memory"] = std::move(memory);
   int stage_count = 0;
   json blocks = json::array();
   for (const auto& block : schedule.blocks) {

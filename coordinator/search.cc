@@ -3,6 +3,8 @@
 // which does all of it in order.
 #include "coordinator/search.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,6 +13,7 @@
 #include "common/error.h"
 #include "common/printable.h"
 #include "coordinator/measure_session.h"
+#include "exec/tensor_layout.h"
 
 namespace ios::coordinator {
 
@@ -177,6 +180,42 @@ std::string DescribeUnschedulable(const Graph* graph, const PartPlan& part,
 
 }  // namespace
 
+namespace {
+
+std::vector<Stage> StagesOf(const Schedule& schedule) {
+  std::vector<Stage> stages;
+  for (const auto& block : schedule.blocks) {
+    for (const ScheduledStage& s : block) stages.push_back(s.stage);
+  }
+  return stages;
+}
+
+// The memory model prices a merge stage's members apart; ios-run's plan
+// stacks them into one buffer live until the last member's reader, which
+// can take more. When it takes more than the cap, the reason to search
+// again without merge stages (where model and plan agree); else empty.
+std::string MergesOverTheCap(const Graph& graph, const SearchOutcome& outcome) {
+  const MemoryPlanInfo& memory = outcome.plan.memory;
+  if (!memory.active || outcome.options.dp.strategies == StrategySet::kParallel) return "";
+  const std::vector<Stage> stages = StagesOf(outcome.ios);
+  const bool merges = std::any_of(stages.begin(), stages.end(), [](const Stage& s) {
+    return s.strategy == Strategy::kMerge && s.OperatorCount() > 1;
+  });
+  if (!merges) return "";
+  const int64_t planned = exec::PlanMemory(graph, stages).peak_live_bytes;
+  if (planned <= memory.cap) return "";
+  const int batch = outcome.options.batch_size;
+  return "memory: the schedule's merge stages take " + std::to_string(planned * batch) +
+         " bytes in ios-run's plan at batch " + std::to_string(batch) + ", over the cap of " +
+         std::to_string(memory.cap * batch) + ": searched again without merge stages";
+}
+
+}  // namespace
+
+int64_t SchedulePeakBytes(const Graph& graph, const Schedule& schedule, int batch) {
+  return exec::PlanMemory(graph, StagesOf(schedule)).peak_live_bytes * batch;
+}
+
 Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latency,
                        size_t block_count, const LatencyTable* table, const Graph* graph) {
   Schedule schedule;
@@ -236,7 +275,9 @@ Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latenc
   for (const PartPlan& part : plan.parts) {
     if (part.schedule != PartSchedule::kExact) approximated.at(part.block) = true;
   }
-  for (size_t b = 0; b < block_count && b < plan.greedy.size(); ++b) {
+  // Not under a memory cap: the block's greedy baseline was never checked
+  // against it.
+  for (size_t b = 0; b < block_count && b < plan.greedy.size() && !plan.memory.active; ++b) {
     if (!approximated[b] || plan.greedy[b].empty()) continue;
     double ios_ms = 0, greedy_ms = 0;
     for (const ScheduledStage& s : schedule.blocks[b]) ios_ms += s.latency_ms;
@@ -315,7 +356,19 @@ SearchOutcome RunSearch(const Graph& graph, const std::string& model, const Sear
                               &outcome.table, &graph);
   outcome.sequential = PriceSchedule(outcome.plan.sequential, outcome.table.latency_ms);
   outcome.greedy = PriceSchedule(outcome.plan.greedy, outcome.table.latency_ms);
+  for (Schedule* schedule : {&outcome.ios, &outcome.sequential, &outcome.greedy}) {
+    schedule->peak_bytes = SchedulePeakBytes(graph, *schedule, options.batch_size);
+  }
   outcome.solve_s = seconds_since(t);
+  if (std::string why = MergesOverTheCap(graph, outcome); !why.empty()) {
+    spdlog::warn("{}", why);
+    SearchOptions again = options;
+    again.dp.strategies = StrategySet::kParallel;
+    SearchOutcome parallel =
+        RunSearch(graph, model, again, store, measurer, progress, plan_progress);
+    parallel.plan.warnings.insert(parallel.plan.warnings.begin(), std::move(why));
+    return parallel;
+  }
   if (options.verify.enabled) {
     t = Clock::now();
     outcome.verification = VerifyCandidates(graph, outcome, store, measurer);

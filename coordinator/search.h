@@ -16,6 +16,7 @@
 #include "common/stage_key_hash.h"
 #include "coordinator/dp.h"
 #include "coordinator/measurer.h"
+#include "coordinator/memory_search.h"
 #include "coordinator/stage_hash_index.h"
 #include "db/profile_store.h"
 
@@ -105,6 +106,8 @@ struct SearchOptions {
   //! walking and keying it again: the plan is the same either way.
   bool reuse_repeated_parts = true;
   VerifyOptions verify;
+  //! A peak-memory budget or objective (coordinator/memory_search.h).
+  MemoryOptions memory;
   //! Threads that build the canonical keys of a part's candidate stages
   //! (the plan is the same for any count: ids follow part order); 0: one
   //! per hardware thread, at most kMaxPlanThreads.
@@ -114,10 +117,11 @@ struct SearchOptions {
 
 //! How the schedule of a part was found.
 enum class PartSchedule {
-  kExact,   // the DP over the whole part: optimal for it
-  kCut,     // a part of a block cut by max_part_size: optimal for the part, not the block
-  kSplit,   // the part was over a DP budget; this piece of it is solved exactly
-  kGreedy,  // over budget even after splitting: greedy (see PartSpace::Greedy)
+  kExact,        // the DP over the whole part: optimal for it
+  kCut,          // a part of a block cut by max_part_size: optimal for the part, not the block
+  kSplit,        // the part was over a DP budget; this piece of it is solved exactly
+  kGreedy,       // over budget even after splitting: greedy (see PartSpace::Greedy)
+  kMemoryOrder,  // its pieces had no schedule under the memory cap: its least-peak order
 };
 const char* ToString(PartSchedule schedule);
 
@@ -154,6 +158,8 @@ struct SearchPlan {
   //! One line per part that went over a DP budget and per block cut by
   //! max_part_size: what was approximated.
   std::vector<std::string> warnings;
+  //! The memory budget or objective as planned (inactive without one).
+  MemoryPlanInfo memory;
 
   size_t stage_count() const { return key_hashes.size(); }
   //! Distinct stage `id` (one representative of its key).
@@ -278,6 +284,9 @@ struct PartSummary {
 struct Schedule {
   std::vector<std::vector<ScheduledStage>> blocks;
   double latency_ms = 0;
+  //! Peak activation bytes at the search's batch (SchedulePeakBytes); -1
+  //! when not computed.
+  int64_t peak_bytes = -1;
   std::vector<PartSummary> parts;  // SolveSchedule only: which parts are exact
 };
 
@@ -290,6 +299,9 @@ struct Schedule {
 Schedule SolveSchedule(const SearchPlan& plan, const std::vector<double>& latency,
                        size_t block_count, const LatencyTable* table = nullptr,
                        const Graph* graph = nullptr);
+//! Peak activation bytes of `schedule` at `batch`: what ios-run's memory
+//! plan holds live at once (exec::PlanMemory; merge stages included).
+int64_t SchedulePeakBytes(const Graph& graph, const Schedule& schedule, int batch);
 //! Prices a fixed per-block schedule with the latency table.
 Schedule PriceSchedule(const std::vector<BlockSchedule>& blocks,
                        const std::vector<double>& latency);

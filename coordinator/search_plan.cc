@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <exception>
 #include <optional>
@@ -53,6 +54,8 @@ const char* ToString(PartSchedule schedule) {
       return "cut";
     case PartSchedule::kSplit:
       return "split";
+    case PartSchedule::kMemoryOrder:
+      return "memory order";
     case PartSchedule::kGreedy:
       return "greedy";
   }
@@ -113,6 +116,29 @@ void PlanPiece(const Graph& graph, const std::vector<NodeId>& ops, const SearchO
   const PartCut cut = NarrowCut(graph, ops, quarter, n - quarter, n / 2);
   PlanPiece(graph, cut.first, options, depth + 1, progress, out, reason);
   PlanPiece(graph, cut.second, options, depth + 1, progress, out, reason);
+}
+
+// Restricts a part's pieces to the transitions under the memory cap; where
+// a piece has no schedule left (a cut restricts the order), the part is
+// given its least-peak order instead, which fits by the cap's choice.
+void RestrictPieces(const Graph& graph, const MemoryCaps& caps, const std::vector<NodeId>& ops,
+                    std::vector<char> ran, const MemoryCaps::PartLeast& least, MemoryPlanInfo& info,
+                    std::vector<Piece>& pieces) {
+  bool stuck = false;
+  for (Piece& piece : pieces) {
+    piece.space = caps.Restrict(piece.space, piece.ops, ran, info.cap);
+    const std::vector<double> free(static_cast<size_t>(piece.space.stage_count()), 0.0);
+    if (!std::isfinite(piece.space.Solve(free).latency_ms)) stuck = true;
+    for (NodeId id : piece.ops) ran[static_cast<size_t>(id)] = 1;
+  }
+  if (!stuck) return;
+  pieces.clear();
+  pieces.push_back({ops, PartSchedule::kMemoryOrder, PartSpace::Sequence(graph, ops, least.order)});
+  ++info.memory_order_parts;
+  info.warnings.push_back("memory: the part of " + std::to_string(ops.size()) + " operators from " +
+                          Quoted(graph.node(ops.front()).name) +
+                          " has no schedule of its pieces under the cap: its least-peak order");
+  spdlog::warn("{}", info.warnings.back());
 }
 
 // Which option set the limit `hit` went over, with its value: each budget
@@ -290,8 +316,12 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
     first_part_of_block.push_back(parts.size());
     for (std::vector<NodeId>& ops :
          PartsOf(graph, graph.blocks[b], options.max_part_size, &cut_by_size[b])) {
+      // A part's transitions under a memory cap depend on what runs around
+      // it, not only on its structure: no reuse then.
       std::string structure;
-      if (options.reuse_repeated_parts) structure = keyer.OrderedKey(ops);
+      if (options.reuse_repeated_parts && !options.memory.active()) {
+        structure = keyer.OrderedKey(ops);
+      }
       walk.push_back(structure.empty() ||
                      first_of_structure.emplace(structure, parts.size()).second);
       structures.push_back(std::move(structure));
@@ -299,6 +329,8 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
     }
   }
   first_part_of_block.push_back(parts.size());
+  const MemoryBudget memory =
+      PlanMemoryBudget(graph, parts, options.batch_size, options.memory, plan.memory);
   // With threads to spare, parts are walked ahead on a thread of their own
   // while this one keys the stages of the parts before.
   std::optional<PartWalker> walker;
@@ -372,12 +404,20 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
           piece.schedule = PartSchedule::kCut;
         }
       }
+      if (memory.caps) {
+        RestrictPieces(graph, *memory.caps, ops, memory.ran_before[i], memory.least[i], plan.memory,
+                       pieces);
+      }
       const bool cut = pieces.size() > 1;
       if (!structure.empty() && !cut && pieces[0].schedule != PartSchedule::kGreedy) {
         planned_parts.emplace(structure, static_cast<int>(plan.parts.size()));
       }
       if (cut) {
-        pieces.push_back({ops, PartSchedule::kGreedy, PartSpace::Greedy(graph, ops)});
+        PartSpace greedy = PartSpace::Greedy(graph, ops);
+        if (memory.caps) {
+          greedy = memory.caps->Restrict(greedy, ops, memory.ran_before[i], plan.memory.cap);
+        }
+        pieces.push_back({ops, PartSchedule::kGreedy, std::move(greedy)});
       }
       for (size_t k = 0; k < pieces.size(); ++k) {
         PartPlan part;
@@ -417,6 +457,8 @@ SearchPlan PlanSearch(const Graph& graph, const SearchOptions& options,
     plan.sequential.push_back(std::move(sequential));
     plan.greedy.push_back(std::move(greedy));
   }
+  plan.warnings.insert(plan.warnings.end(), plan.memory.warnings.begin(),
+                       plan.memory.warnings.end());
   return plan;
 }
 

@@ -66,8 +66,18 @@ std::vector<int> StageIds(const Schedule& schedule) {
 std::vector<VerifiedSchedule> Candidates(const Graph& graph, const SearchOutcome& outcome) {
   std::vector<VerifiedSchedule> candidates;
   std::set<std::vector<int>> seen;
+  const MemoryPlanInfo& memory = outcome.plan.memory;
+  const int batch = outcome.options.batch_size;
   const auto add = [&](std::string name, Schedule schedule) {
     if (!std::isfinite(schedule.latency_ms) || !seen.insert(StageIds(schedule)).second) {
+      return false;
+    }
+    // Under a memory cap only what fits may be returned (the DP's own
+    // schedules fit by construction; the baselines may not).
+    if (schedule.peak_bytes < 0) schedule.peak_bytes = SchedulePeakBytes(graph, schedule, batch);
+    if (memory.active && schedule.peak_bytes > memory.cap * batch) {
+      spdlog::info("verify: {} left out: its peak of {} bytes is over the memory cap of {}", name,
+                   schedule.peak_bytes, memory.cap * batch);
       return false;
     }
     candidates.push_back({std::move(name), std::move(schedule), {}, false});

@@ -275,6 +275,15 @@ TEST_P(DpBruteForceTest, SolveWithinAndTheFrontMatchBruteForceUnderEveryCap) {
       if (expected.empty() || best < expected.back().solution.latency_ms - 1e-9) {
         expected.push_back({cap, got});
       }
+      // The space restricted to the transitions under the cap solves alike.
+      const PartSpace restricted = space.Restricted(
+          [cap](uint64_t before, uint64_t ending) { return FakeValue(before, ending) <= cap; });
+      std::vector<double> restricted_latency;
+      for (int i = 0; i < restricted.stage_count(); ++i) {
+        restricted_latency.push_back(FakeLatency(restricted.stage(i), trial));
+      }
+      EXPECT_NEAR(restricted.Solve(restricted_latency).latency_ms, best, 1e-9);
+      EXPECT_LE(restricted.stage_count(), space.stage_count());
       // The schedule returned is under the cap, replayed stage by stage.
       uint64_t before = 0;
       for (int s : got.stage_sequence) {
@@ -294,6 +303,19 @@ TEST_P(DpBruteForceTest, SolveWithinAndTheFrontMatchBruteForceUnderEveryCap) {
       EXPECT_NEAR(front[i].solution.latency_ms, expected[i].solution.latency_ms, 1e-9);
     }
   }
+}
+
+TEST(PartSpaceTest, ASequenceSpaceHasOneScheduleAndRefusesABadOrder) {
+  const Graph g = MakeDag(4, {{1, 2}, {1, 3}, {2, 4}, {3, 4}});
+  const PartSpace space = PartSpace::Sequence(g, AllOps(g), {0, 2, 1, 3});
+  EXPECT_EQ(space.schedule_count(), 1.0);
+  ASSERT_EQ(space.stage_count(), 4);
+  const auto solution = space.Solve({1, 2, 4, 8});
+  EXPECT_EQ(solution.latency_ms, 15);
+  EXPECT_EQ(solution.stage_sequence, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(space.stage(1).groups, (std::vector<std::vector<NodeId>>{{3}}));
+  EXPECT_THROW(PartSpace::Sequence(g, AllOps(g), {1, 0, 2, 3}), Error);  // 2 before 1
+  EXPECT_THROW(PartSpace::Sequence(g, AllOps(g), {0, 1, 2}), Error);     // 4 left out
 }
 
 TEST(EndingEnumerationTest, DiamondHasTheExpectedEndings) {

@@ -1,0 +1,176 @@
+// Memory-bounded IOS (coordinator/memory_search.h): the schedule a search
+// returns under --memory-budget is the fastest of those under the cap, the
+// same whether every stage is measured or only what the lazy search needs,
+// and it fits in ios-run's plan; --objective memory gives the least peak.
+#include "coordinator/memory_search.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "common/zoo.h"
+#include "coordinator/report.h"
+#include "coordinator/search.h"
+#include "db/profile_store.h"
+#include "exec/tensor_layout.h"
+#include "memory/memory_model.h"
+#include "tests/coordinator/search_testing.h"
+#include "tests/testing/random_dags.h"
+
+namespace ios::coordinator {
+namespace {
+
+using testing::CountingMeasurer;
+using testing::DefaultOptions;
+using testing::ExpectValidSchedule;
+
+SearchOutcome Search(const Graph& g, const SearchOptions& options) {
+  auto store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer measurer;
+  return RunSearch(g, g.name, options, *store, measurer);
+}
+
+std::vector<Stage> StagesOf(const Schedule& schedule) {
+  std::vector<Stage> stages;
+  for (const auto& block : schedule.blocks) {
+    for (const ScheduledStage& s : block) stages.push_back(s.stage);
+  }
+  return stages;
+}
+
+// The fastest schedule under `cap` (bytes per sample) by the capped DP over
+// the unrestricted space of a one-part graph, every stage measured.
+double ReferenceWithin(const Graph& g, const SearchOutcome& unconstrained, int64_t cap) {
+  EXPECT_EQ(unconstrained.plan.parts.size(), 1u);
+  const PartPlan& part = unconstrained.plan.parts[0];
+  const exec::TensorLayout layout = exec::LayoutTensors(g);
+  const memory::PartMemory costs(layout, {{}, part.ops, {}}, 1);
+  const std::vector<int64_t> values =
+      part.space.TransitionValues([&](uint64_t before, uint64_t ending) {
+        return costs.Background() + costs.StageBytes(before, ending);
+      });
+  std::vector<double> latency;
+  for (int id : part.stage_ids) latency.push_back(unconstrained.table.latency_ms[id]);
+  return part.space.SolveWithin(latency, values, cap).latency_ms;
+}
+
+TEST(MemorySearchTest, TheFastestScheduleUnderTheCapLazyOrNot) {
+  int constrained = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    const Graph g = ::ios::testing::RandomSmallGraph(seed, 7 + static_cast<int>(seed % 5));
+    SearchOptions options = DefaultOptions();
+    options.verify.enabled = false;
+    const SearchOutcome free = Search(g, options);
+    SearchOptions least_options = options;
+    least_options.memory.objective = MemoryOptions::Objective::kMemory;
+    const SearchOutcome least = Search(g, least_options);
+    const int64_t low = least.plan.memory.least_peak, high = free.ios.peak_bytes;
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    for (int64_t cap : {low, (low + high) / 2, high}) {
+      SearchOptions capped = options;
+      capped.memory.budget_bytes = cap;
+      const SearchOutcome all = Search(g, capped);
+      capped.measure = MeasureMode::kLazy;
+      const SearchOutcome lazy = Search(g, capped);
+      ExpectValidSchedule(g, all.ios);
+      EXPECT_NEAR(all.ios.latency_ms, ReferenceWithin(g, free, cap), 1e-9);
+      EXPECT_NEAR(lazy.ios.latency_ms, all.ios.latency_ms, 1e-9);
+      EXPECT_LE(all.ios.peak_bytes, cap);
+      EXPECT_EQ(all.ios.peak_bytes, exec::PlanMemory(g, StagesOf(all.ios)).peak_live_bytes);
+      EXPECT_GE(all.ios.latency_ms, free.ios.latency_ms - 1e-9);
+      constrained += all.ios.latency_ms > free.ios.latency_ms + 1e-9;
+    }
+  }
+  EXPECT_GT(constrained, 0);  // some caps cost latency: the test sees a trade-off
+}
+
+TEST(MemorySearchTest, ObjectiveMemoryGivesTheLeastPeakOfAnyOrder) {
+  for (uint64_t seed = 20; seed < 30; ++seed) {
+    const Graph g = ::ios::testing::RandomSmallGraph(seed, 8);
+    SearchOptions options = DefaultOptions();
+    options.memory.objective = MemoryOptions::Objective::kMemory;
+    const SearchOutcome outcome = Search(g, options);
+    ASSERT_TRUE(outcome.plan.memory.active);
+    EXPECT_TRUE(outcome.plan.memory.least_exact);
+    EXPECT_EQ(outcome.ios.peak_bytes, outcome.plan.memory.least_peak);
+    // No topological order peaks lower: by every order of the 8 operators.
+    std::vector<NodeId> order = g.blocks[0].Operators();
+    int64_t best = std::numeric_limits<int64_t>::max();
+    std::sort(order.begin(), order.end());
+    do {
+      std::vector<std::vector<NodeId>> stages;
+      std::vector<char> done(g.nodes.size(), 0);
+      done[0] = 1;
+      bool valid = true;
+      for (NodeId id : order) {
+        for (const Term& term : g.node(id).inputs) {
+          for (const Slice& s : term) valid = valid && done[static_cast<size_t>(s.producer)];
+        }
+        done[static_cast<size_t>(id)] = 1;
+        stages.push_back({id});
+      }
+      if (valid) best = std::min(best, memory::PeakOf(g, stages, 1));
+    } while (std::next_permutation(order.begin(), order.end()));
+    EXPECT_EQ(outcome.ios.peak_bytes, best) << "seed " << seed;
+  }
+}
+
+TEST(MemorySearchTest, ABudgetBelowTheLeastPeakFallsBackToItWithAWarning) {
+  const Graph g = ::ios::testing::RandomSmallGraph(5, 9);
+  SearchOptions options = DefaultOptions(4);
+  options.memory.budget_bytes = 1;
+  const SearchOutcome outcome = Search(g, options);
+  ASSERT_FALSE(outcome.plan.memory.warnings.empty());
+  EXPECT_NE(outcome.plan.memory.warnings[0].find("below the least peak"), std::string::npos);
+  EXPECT_EQ(outcome.ios.peak_bytes, outcome.plan.memory.least_peak * 4);
+  EXPECT_NE(FormatReport(g, outcome).find("memory: ios is the fastest schedule"),
+            std::string::npos);
+}
+
+TEST(MemorySearchTest, BaselinesOverTheCapAreNotVerifiedOrReturned) {
+  const Graph g = BuildZooModel("randwire");
+  SearchOptions options = DefaultOptions();
+  options.measure = MeasureMode::kLazy;
+  options.memory.objective = MemoryOptions::Objective::kMemory;
+  const SearchOutcome outcome = Search(g, options);
+  ASSERT_TRUE(outcome.verification.ran());
+  const int64_t cap = outcome.plan.memory.cap;
+  EXPECT_GT(outcome.greedy.peak_bytes, cap);  // randwire's greedy spreads wide
+  for (const VerifiedSchedule& c : outcome.verification.candidates) {
+    EXPECT_NE(c.name, "greedy");
+    EXPECT_LE(c.schedule.peak_bytes, cap) << c.name;
+  }
+  EXPECT_LE(outcome.Returned().peak_bytes, cap);
+  EXPECT_LT(outcome.ios.peak_bytes, outcome.sequential.peak_bytes);
+}
+
+// Inception's IOS schedule merges convolutions, whose stacked outputs ios-run
+// keeps live longer than the model's per-operator buffers: under a budget
+// of the sequential schedule's peak the returned schedule still fits in the
+// plan, and is faster than sequential.
+TEST(MemorySearchTest, InceptionUnderTheSequentialPeakFitsInThePlan) {
+  const Graph g = BuildZooModel("inception_v3");
+  SearchOptions options = DefaultOptions();
+  options.measure = MeasureMode::kLazy;
+  const SearchOutcome free = Search(g, options);
+  ASSERT_GT(free.ios.peak_bytes, free.sequential.peak_bytes);  // what makes the test worth it
+  options.memory.budget_bytes = free.sequential.peak_bytes;
+  const SearchOutcome capped = Search(g, options);
+  EXPECT_LE(capped.ios.peak_bytes, free.sequential.peak_bytes);
+  EXPECT_LE(capped.Returned().peak_bytes, free.sequential.peak_bytes);
+  EXPECT_LT(capped.ios.latency_ms, free.sequential.latency_ms);
+}
+
+TEST(MemorySearchTest, ParsesByteSizesAndRefusesTheRest) {
+  EXPECT_EQ(ParseByteSize("500000"), 500000);
+  EXPECT_EQ(ParseByteSize("64K"), 64 * 1024);
+  EXPECT_EQ(ParseByteSize("1.5M"), 3 * 512 * 1024);
+  EXPECT_EQ(ParseByteSize("2G"), int64_t{2} << 30);
+  for (const char* bad : {"", "M", "12Q", "-5", "0", "1e30"}) {
+    EXPECT_THROW(ParseByteSize(bad), Error) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace ios::coordinator
