@@ -22,6 +22,16 @@ std::vector<NodeId> Block::Operators() const {
   return ops;
 }
 
+std::vector<NodeId> DistinctProducers(const Node& node) {
+  std::vector<NodeId> producers;
+  for (const Term& term : node.inputs) {
+    for (const Slice& slice : term) producers.push_back(slice.producer);
+  }
+  std::sort(producers.begin(), producers.end());
+  producers.erase(std::unique(producers.begin(), producers.end()), producers.end());
+  return producers;
+}
+
 std::optional<NodeId> Graph::Find(const std::string& node_name) const {
   for (NodeId id = 0; id < static_cast<NodeId>(nodes.size()); ++id) {
     if (nodes[id].name == node_name) return id;

@@ -136,6 +136,9 @@ struct Block {
   std::vector<NodeId> Operators() const;
 };
 
+//! The nodes `node` reads, each once, in increasing id order.
+std::vector<NodeId> DistinctProducers(const Node& node);
+
 //! The network. Node 0 is the input; nodes are stored in topological order.
 struct Graph {
   std::string name;

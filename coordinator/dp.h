@@ -190,6 +190,11 @@ class PartSpace {
   class Builder;
   friend class PartSolver;
 
+  // Solve, skipping the transitions whose value is over `cap` when
+  // `values` is given.
+  Solution SolveCapped(const std::vector<double>& stage_latency_ms,
+                       const std::vector<int64_t>* values, int64_t cap) const;
+
   std::vector<NodeId> part_;
   std::vector<uint64_t> closure_;  // per local op: its descendants in the part, itself included
   std::vector<CompactStage> stages_;

@@ -34,40 +34,9 @@ PartSpace::Solution PartSpace::SolveWithin(const std::vector<double>& stage_late
     throw Error("value table has " + std::to_string(values.size()) + " entries for " +
                 std::to_string(transitions_.size()) + " transitions");
   }
-  std::vector<double> capped = stage_latency_ms;
-  if (capped.size() != stages_.size()) {
-    throw Error("latency table has " + std::to_string(capped.size()) + " entries for " +
-                std::to_string(stages_.size()) + " stages");
-  }
-  // The same DP as Solve, skipping the transitions over the cap: a stage's
-  // value depends on what ran before it, so the cap is per transition, not
-  // per stage.
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  std::vector<double> cost(states_.size(), kInf);
-  std::vector<uint32_t> choice(states_.size(), 0);
-  cost[0] = 0;
-  for (uint32_t s : solve_order_) {
-    const State& st = states_[s];
-    for (uint32_t t = st.first_transition; t < st.transition_end; ++t) {
-      if (values[t] > cap) continue;
-      const Transition& tr = transitions_[t];
-      const double c = cost[tr.next_state] + stage_latency_ms[tr.stage];
-      if (c < cost[s]) {
-        cost[s] = c;
-        choice[s] = t;
-      }
-    }
-  }
-  Solution solution;
-  solution.latency_ms = cost[root_];
-  if (cost[root_] == kInf) return solution;
-  for (uint32_t s = root_; s != 0;) {
-    const Transition& tr = transitions_[choice[s]];
-    solution.stage_sequence.push_back(static_cast<int>(tr.stage));
-    s = tr.next_state;
-  }
-  std::reverse(solution.stage_sequence.begin(), solution.stage_sequence.end());
-  return solution;
+  // A stage's value depends on what ran before it: the cap is per
+  // transition, not per stage.
+  return SolveCapped(stage_latency_ms, &values, cap);
 }
 
 int64_t PartSpace::LeastValue(const std::vector<int64_t>& values) const {

@@ -15,6 +15,11 @@
 namespace ios::coordinator {
 
 PartSpace::Solution PartSpace::Solve(const std::vector<double>& stage_latency_ms) const {
+  return SolveCapped(stage_latency_ms, nullptr, 0);
+}
+
+PartSpace::Solution PartSpace::SolveCapped(const std::vector<double>& stage_latency_ms,
+                                           const std::vector<int64_t>* values, int64_t cap) const {
   if (stage_latency_ms.size() != stages_.size()) {
     throw Error("latency table has " + std::to_string(stage_latency_ms.size()) + " entries for " +
                 std::to_string(stages_.size()) + " stages");
@@ -26,6 +31,7 @@ PartSpace::Solution PartSpace::Solve(const std::vector<double>& stage_latency_ms
   for (uint32_t s : solve_order_) {
     const State& st = states_[s];
     for (uint32_t t = st.first_transition; t < st.transition_end; ++t) {
+      if (values != nullptr && (*values)[t] > cap) continue;
       const Transition& tr = transitions_[t];
       const double c = cost[tr.next_state] + stage_latency_ms[tr.stage];
       if (c < cost[s]) {

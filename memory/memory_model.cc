@@ -11,16 +11,6 @@ namespace {
 
 constexpr int64_t kBytesPerElement = 4;  // float32
 
-std::vector<NodeId> Producers(const Node& node) {
-  std::vector<NodeId> producers;
-  for (const Term& term : node.inputs) {
-    for (const Slice& slice : term) producers.push_back(slice.producer);
-  }
-  std::sort(producers.begin(), producers.end());
-  producers.erase(std::unique(producers.begin(), producers.end()), producers.end());
-  return producers;
-}
-
 exec::TensorLayout PerNodeLayout(const Graph& graph) {
   const size_t n = graph.nodes.size();
   exec::TensorLayout layout;
@@ -36,7 +26,7 @@ exec::TensorLayout PerNodeLayout(const Graph& graph) {
   // Touch lists stay ascending: readers come after their producers.
   for (NodeId v = 1; v < static_cast<NodeId>(n); ++v) {
     std::vector<int>& of = layout.buffers_of[static_cast<size_t>(v)];
-    of = Producers(graph.node(v));
+    of = DistinctProducers(graph.node(v));
     of.push_back(v);
     for (int b : of) layout.buffers[static_cast<size_t>(b)].touch.push_back(v);
   }
@@ -66,7 +56,7 @@ int64_t PeakOf(const Graph& graph, const std::vector<std::vector<NodeId>>& stage
   }
   for (NodeId id = 1; id < static_cast<NodeId>(n); ++id) {
     const int s = stage_of[static_cast<size_t>(id)];
-    for (NodeId p : Producers(graph.node(id))) {
+    for (NodeId p : DistinctProducers(graph.node(id))) {
       if (p != 0 && s >= 0 && stage_of[static_cast<size_t>(p)] > s) {
         throw Error("memory: stage " + std::to_string(s) + ": node " + Quoted(graph.node(id).name) +
                     " reads " + Quoted(graph.node(p).name) + ", which runs later (stage " +

@@ -17,16 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<NodeId> Producers(const Node& node) {
-  std::vector<NodeId> producers;
-  for (const Term& term : node.inputs) {
-    for (const Slice& slice : term) producers.push_back(slice.producer);
-  }
-  std::sort(producers.begin(), producers.end());
-  producers.erase(std::unique(producers.begin(), producers.end()), producers.end());
-  return producers;
-}
-
 // Whether `parts` cut `block` into parts the search can take: together the
 // block's operators once each, each part in topological order and of at most
 // `max_operators`, every edge between parts going forward.
@@ -51,7 +41,7 @@ bool UsableParts(const Graph& graph, const Block& block,
   }
   for (size_t k = 0; k < parts.size(); ++k) {
     for (size_t i = 0; i < parts[k].size(); ++i) {
-      for (NodeId p : Producers(graph.node(parts[k][i]))) {
+      for (NodeId p : DistinctProducers(graph.node(parts[k][i]))) {
         const int from = part_of[static_cast<size_t>(p)];
         if (from > static_cast<int>(k)) return false;
         if (from == static_cast<int>(k) &&
@@ -139,7 +129,7 @@ std::vector<NodeId> NetworkKahnOrder(const Graph& graph) {
   std::vector<std::vector<NodeId>> consumers(n);
   std::vector<int> missing(n, 0);
   for (NodeId v = 1; v < static_cast<NodeId>(n); ++v) {
-    for (NodeId p : Producers(graph.node(v))) {
+    for (NodeId p : DistinctProducers(graph.node(v))) {
       if (p == 0) continue;  // the input is there before any operator runs
       consumers[static_cast<size_t>(p)].push_back(v);
       ++missing[static_cast<size_t>(v)];

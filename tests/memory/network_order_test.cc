@@ -25,7 +25,7 @@ std::vector<std::vector<NodeId>> OneEach(const std::vector<NodeId>& order) {
   return stages;
 }
 
-std::vector<NodeId> Producers(const Node& node) {
+std::vector<NodeId> OperatorProducers(const Node& node) {
   std::vector<NodeId> producers;
   for (const Term& term : node.inputs) {
     for (const Slice& slice : term) {
@@ -48,7 +48,7 @@ int64_t BruteForcePeak(const Graph& graph, MemoryModel model) {
     }
     for (NodeId v = 1; v < n; ++v) {
       if (done[static_cast<size_t>(v)]) continue;
-      const std::vector<NodeId> producers = Producers(graph.node(v));
+      const std::vector<NodeId> producers = OperatorProducers(graph.node(v));
       if (!std::all_of(producers.begin(), producers.end(),
                        [&](NodeId p) { return done[static_cast<size_t>(p)]; })) {
         continue;
