@@ -155,13 +155,16 @@ std::string FormatMemoryFront(const Graph& graph, const MemoryFront& front) {
   const SearchOutcome& o = front.unconstrained;
   const double fastest = o.ios.latency_ms;
   const int64_t most = o.ios.peak_bytes;
+  int64_t measured = 0;
+  for (const MemoryFrontPoint& p : front.points) measured += p.measured;
   std::ostringstream out;
   out << "memory front of " << Printable(o.model) << " (" << graph.OperatorCount()
       << " operators) on " << o.device.name
       << (o.device.simulated ? " (SIMULATED: analytical model, not a measurement)" : "")
-      << ", batch " << o.options.batch_size << ": " << front.points.size() << " searches, "
-      << front.DominatedCount() << " dominated (another is as fast with less memory or faster "
-      << "with as little) and left out\n";
+      << ", batch " << o.options.batch_size << ": " << front.points.size() << " searches ("
+      << measured << " stages measured in all), " << front.DominatedCount()
+      << " dominated (another is as fast with less memory or faster with as little, or the "
+         "same as one listed) and left out\n";
   out << Format("  %-18s %12s %12s %7s %9s %7s %9s %8s\n", "searched under", "peak", "latency",
                 "stages", "slowdown", "saving", "measured", "time");
   auto stages_of = [](const Schedule& s) {
