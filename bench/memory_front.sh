@@ -27,8 +27,8 @@ DB="$OUT/${DEVICE//[^A-Za-z0-9]/_}.db"
 
 summary="$OUT/summary.md"
 {
-  echo "| model | batch | IOS unconstrained | least peak | sequential | best within sequential's peak | its slowdown | front points (dominated) | wall s |"
-  echo "|---|---:|---|---|---|---|---:|---:|---:|"
+  echo "| model | batch | IOS unconstrained | least peak | sequential | best within sequential's peak | its slowdown | searches (dominated) | stages measured | wall s |"
+  echo "|---|---:|---|---|---|---|---:|---:|---:|---:|"
 } >"$summary"
 for model in "${MODELS[@]}"; do
   for batch in "${BATCHES[@]}"; do
@@ -47,7 +47,8 @@ for model in "${MODELS[@]}"; do
     fits=$(grep "^at the sequential schedule's peak" "$log.txt" || true)
     best=$(sed -E 's/^[^:]*: ([0-9.]+ ms) at ([^,]+),.*/\1 @ \2/' <<<"$fits")
     slowdown=$(sed -E 's/.*, ([0-9.]+x) the unconstrained.*/\1/' <<<"$fits")
-    counts=$(sed -nE 's/.*: ([0-9]+) searches, ([0-9]+) dominated.*/\1 (\2)/p' "$log.txt")
+    # "...: 7 searches (1910 stages measured in all), 0 dominated ..."
+    counts=$(sed -nE 's/.*: ([0-9]+) searches \(([0-9]+) stages measured in all\), ([0-9]+) dominated.*/\1 (\3) | \2/p' "$log.txt")
     printf '| %s | %s | %s | %s | %s | %s | %s | %s | %.1f |\n' "$model" "$batch" "$free" \
       "$least" "$seq" "$best" "$slowdown" "$counts" "$wall" >>"$summary"
   done

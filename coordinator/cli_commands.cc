@@ -281,9 +281,10 @@ int SearchFront(CliOptions cli) {
   MemoryFront front = SearchMemoryFront(graph, model_name, cli.search, front_options, *store, *farm,
                                         step, std::ref(progress), plan_progress);
   // What --out writes: the unconstrained search's returned schedule, or
-  // the one the memory options given beside --memory-front ask for.
+  // the one the memory options given beside --memory-front ask for (they
+  // choose nothing else).
   std::optional<SearchOutcome> asked;
-  if (cli.search.memory.active()) {
+  if (cli.search.memory.active() && !cli.out.empty()) {
     if (!cli.quiet) {
       const std::string what = cli.search.memory.objective == MemoryOptions::Objective::kMemory
                                    ? "--objective memory"
