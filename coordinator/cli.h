@@ -22,6 +22,7 @@ struct CliOptions {
   bool no_pruning = false;
   std::string memory_budget;          // --memory-budget as given (ParseByteSize)
   std::string objective = "latency";  // --objective
+  int memory_front = 0;               // --memory-front N: searched points; 0: no front
   std::string db = "ios-farm.db";
   std::string out;
   bool baselines = true;
@@ -56,5 +57,9 @@ std::string OutputProblem(const std::string& path);
 //! the process's exit code.
 int Search(CliOptions cli);
 int Evaluate(CliOptions cli);
+//! The latency/peak-memory front (--memory-front): its searches, its
+//! table, and --out's schedule (the unconstrained search's, or with
+//! --memory-budget or --objective memory, that search's).
+int SearchFront(CliOptions cli);
 
 }  // namespace ios::coordinator::cli

@@ -24,6 +24,7 @@
 #include "coordinator/cli_farm.h"
 #include "coordinator/cli_progress.h"
 #include "coordinator/measured_link.h"
+#include "coordinator/memory_front.h"
 #include "coordinator/report.h"
 #include "coordinator/schedule_json.h"
 #include "coordinator/weight_warmth.h"
@@ -117,24 +118,10 @@ void AnnounceDevice(const CliOptions& cli, Measurer& farm, const std::string& wh
   std::fflush(cli.out == "-" ? stderr : stdout);
 }
 
-}  // namespace
-
-int Search(CliOptions cli) {
-  const std::string started_at = NowUtc();
-  auto [graph, model_name] = ResolveModel(cli.model);
-  if (cli.blocks == "auto") {
-    SetAutomaticBlocks(graph);
-    InferShapes(graph);
-  }
-  auto store = db::ProfileStore::Open(cli.db);
-  SayWhatIsKeptOnInterrupt(cli.db);
-  auto farm = StartFarm(cli);
-  DecideWeightWarmth(graph, cli.search.batch_size, farm->Device(), cli.search.settings);
-  AnnounceDevice(cli, *farm, "searching " + model_name);
-  ProgressPrinter progress(cli.quiet);
-  // A long DP walk (the library calls at most once a second).
-  auto plan_progress = [&cli](const PlanProgress& p) {
-    if (cli.quiet) return;
+// A long DP walk (the library calls at most once a second).
+std::function<void(const PlanProgress&)> PlanProgressPrinter(bool quiet) {
+  return [quiet](const PlanProgress& p) {
+    if (quiet) return;
     std::fprintf(stderr,
                  "enumerate: block %d part %d (%d operators): %lld states, %lld transitions, "
                  "%lld stages so far, %.0f s\n",
@@ -142,18 +129,14 @@ int Search(CliOptions cli) {
                  static_cast<long long>(p.dp.transitions), static_cast<long long>(p.dp.stages),
                  p.dp.elapsed_s);
   };
-  SearchOutcome outcome =
-      RunSearch(graph, model_name, cli.search, *store, *farm, std::ref(progress), plan_progress);
-  ScheduleInfo info{model_name, outcome.device, cli.search.batch_size, cli.search, {}, {}};
-  if (cli.baselines) {
-    info.sequential_ms = outcome.sequential.latency_ms;
-    info.greedy_ms = outcome.greedy.latency_ms;
-  }
-  // The fastest schedule as it runs, when verification measured any.
-  const Schedule& returned = outcome.Returned();
-  const std::string schedule_json = ScheduleToJson(graph, returned, info);
+}
+
+// The profiling DB's record of a search that returned `returned`.
+db::SearchRecord RecordOf(const CliOptions& cli, const Graph& graph, const SearchOutcome& outcome,
+                          const Schedule& returned, const ScheduleInfo& info,
+                          const std::string& started_at) {
   db::SearchRecord record;
-  record.model = model_name;
+  record.model = outcome.model;
   record.device_fingerprint = outcome.device.fingerprint;
   record.batch_size = cli.search.batch_size;
   record.settings_json = "{\"strategy\":\"" + cli.strategy +
@@ -178,6 +161,36 @@ int Search(CliOptions cli) {
   record.measure_s = outcome.measure_s;
   record.solve_s = outcome.solve_s;
   record.started_at = started_at;
+  return record;
+}
+
+}  // namespace
+
+int Search(CliOptions cli) {
+  const std::string started_at = NowUtc();
+  auto [graph, model_name] = ResolveModel(cli.model);
+  if (cli.blocks == "auto") {
+    SetAutomaticBlocks(graph);
+    InferShapes(graph);
+  }
+  auto store = db::ProfileStore::Open(cli.db);
+  SayWhatIsKeptOnInterrupt(cli.db);
+  auto farm = StartFarm(cli);
+  DecideWeightWarmth(graph, cli.search.batch_size, farm->Device(), cli.search.settings);
+  AnnounceDevice(cli, *farm, "searching " + model_name);
+  ProgressPrinter progress(cli.quiet);
+  const auto plan_progress = PlanProgressPrinter(cli.quiet);
+  SearchOutcome outcome =
+      RunSearch(graph, model_name, cli.search, *store, *farm, std::ref(progress), plan_progress);
+  ScheduleInfo info{model_name, outcome.device, cli.search.batch_size, cli.search, {}, {}};
+  if (cli.baselines) {
+    info.sequential_ms = outcome.sequential.latency_ms;
+    info.greedy_ms = outcome.greedy.latency_ms;
+  }
+  // The fastest schedule as it runs, when verification measured any.
+  const Schedule& returned = outcome.Returned();
+  const std::string schedule_json = ScheduleToJson(graph, returned, info);
+  const db::SearchRecord record = RecordOf(cli, graph, outcome, returned, info, started_at);
   // With --devices: HIOS over them, from the same DB and farm; its file is the output.
   std::optional<MultiDeviceOutcome> multi;
   std::string out_json = schedule_json;
@@ -239,6 +252,76 @@ int Search(CliOptions cli) {
     std::cout.flush();
     std::cout << FormatWorkers(farm->Workers());
   }
+  return 0;
+}
+
+int SearchFront(CliOptions cli) {
+  const std::string started_at = NowUtc();
+  auto [graph, model_name] = ResolveModel(cli.model);
+  if (cli.blocks == "auto") {
+    SetAutomaticBlocks(graph);
+    InferShapes(graph);
+  }
+  auto store = db::ProfileStore::Open(cli.db);
+  SayWhatIsKeptOnInterrupt(cli.db);
+  auto farm = StartFarm(cli);
+  DecideWeightWarmth(graph, cli.search.batch_size, farm->Device(), cli.search.settings);
+  AnnounceDevice(cli, *farm, "the memory front of " + model_name);
+  // One printer for every search: its count of what was measured runs on.
+  ProgressPrinter progress(cli.quiet);
+  const auto plan_progress = PlanProgressPrinter(cli.quiet);
+  auto step = [&cli](const MemoryFrontStep& s) {
+    if (cli.quiet) return;
+    std::fprintf(stderr, "memory front: search %d of %d: %s\n", s.index + 1, s.count,
+                 DescribeFrontSearch(s.kind, s.budget_bytes).c_str());
+  };
+  MemoryFrontOptions front_options;
+  front_options.points = cli.memory_front;
+  front_options.at_sequential_peak = cli.baselines;
+  MemoryFront front = SearchMemoryFront(graph, model_name, cli.search, front_options, *store, *farm,
+                                        step, std::ref(progress), plan_progress);
+  // What --out writes: the unconstrained search's returned schedule, or
+  // the one the memory options given beside --memory-front ask for (they
+  // choose nothing else).
+  std::optional<SearchOutcome> asked;
+  if (cli.search.memory.active() && !cli.out.empty()) {
+    if (!cli.quiet) {
+      const std::string what = cli.search.memory.objective == MemoryOptions::Objective::kMemory
+                                   ? "--objective memory"
+                                   : "--memory-budget " + cli.memory_budget;
+      std::fprintf(stderr, "memory front: the schedule to write: %s\n", what.c_str());
+    }
+    asked =
+        RunSearch(graph, model_name, cli.search, *store, *farm, std::ref(progress), plan_progress);
+  }
+  const SearchOutcome& written = asked ? *asked : front.unconstrained;
+  ScheduleInfo info{model_name, written.device, cli.search.batch_size, written.options, {}, {}};
+  if (cli.baselines) {
+    info.sequential_ms = written.sequential.latency_ms;
+    info.greedy_ms = written.greedy.latency_ms;
+  }
+  const Schedule& returned = written.Returned();
+  if (!cli.out.empty()) WriteOutput(cli.out, ScheduleToJson(graph, returned, info));
+  store->RecordSearch(RecordOf(cli, graph, written, returned, info, started_at));
+  if (!cli.baselines) {
+    front.unconstrained.sequential.latency_ms = NAN;
+    front.unconstrained.greedy.latency_ms = NAN;
+  }
+  // With --out - the schedule owns stdout: the table goes to stderr.
+  std::FILE* table = cli.out == "-" ? stderr : stdout;
+  std::fputs(FormatMemoryFront(graph, front).c_str(), table);
+  if (!cli.out.empty()) {
+    const std::string which = !asked ? "the unconstrained search's"
+                              : cli.search.memory.objective == MemoryOptions::Objective::kMemory
+                                  ? "the least-peak search's (--objective memory)"
+                                  : "the search's under --memory-budget " + cli.memory_budget;
+    std::fprintf(table, "written to %s: %s schedule (%s), %.3f ms%s at a peak of %s\n",
+                 cli.out.c_str(), which.c_str(), written.ReturnedName().c_str(),
+                 returned.latency_ms, written.device.simulated ? " (simulated)" : "",
+                 FormatBytes(returned.peak_bytes).c_str());
+  }
+  std::fflush(table);
+  if (cli.out != "-") std::cout << FormatWorkers(farm->Workers());
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/zoo.h"
 #include "coordinator/cli.h"
+#include "coordinator/memory_front.h"
 #include "devices/registry.h"
 
 int main(int argc, char** argv) {
@@ -113,6 +114,17 @@ int main(int argc, char** argv) {
                  "fastest of the schedules with the least peak activation memory")
       ->default_val("latency")
       ->check(CLI::IsMember({"latency", "memory"}));
+  CLI::Option* front_option =
+      app.add_option("--memory-front", cli.memory_front,
+                     "print the latency/peak-memory trade-off instead of one schedule: the "
+                     "unconstrained search, the least-peak one (--objective memory), N-2 budgets "
+                     "evenly between their peaks and one at the sequential schedule's peak, all "
+                     "on one profiling DB; the Pareto front is printed. --out then writes the "
+                     "unconstrained schedule, or the one --memory-budget or --objective memory "
+                     "asks for (docs/memory.md)")
+          ->expected(0, 1)
+          ->default_str(std::to_string(MemoryFrontOptions{}.points))
+          ->check(CLI::Range(MemoryFrontOptions::kMinPoints, MemoryFrontOptions::kMaxPoints));
   app.add_option("--measure", cli.measure,
                  "which candidate stages to measure: lazy (those lower bounds from the single "
                  "operators cannot rule out; the same schedule as all, docs/search-cost.md) or "
@@ -251,6 +263,12 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   cli.bind_given = bind_option->count() > 0;
+  if (front_option->count() > 0 && devices_option->count() > 0) {
+    std::fprintf(stderr,
+                 "ios-coordinator: error: --memory-front searches one device; it is not used with "
+                 "--devices\n");
+    return 2;
+  }
   if (devices_option->count() > 0) {
     try {
       const DeviceList list = ParseDeviceList(devices, ProcessCpus());
@@ -328,7 +346,8 @@ int main(int argc, char** argv) {
                            "--verify",
                            "--bound-violations-max-fraction",
                            "--memory-budget",
-                           "--objective"}) {
+                           "--objective",
+                           "--memory-front"}) {
     if (app.get_option(name)->count() == 0) continue;
     cli.unused_by_evaluate.push_back(name);
   }
@@ -388,7 +407,7 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
-    return Search(cli);
+    return cli.memory_front > 0 ? SearchFront(cli) : Search(cli);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ios-coordinator: error: %s\n", e.what());
     return 1;

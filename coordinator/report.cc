@@ -21,8 +21,11 @@ std::string Format(const char* fmt, auto... args) {
 
 std::string Ms(double ms) { return std::isfinite(ms) ? Format("%.3f ms", ms) : "failed"; }
 
-// Bytes as a person reads them: 1024-based, three significant digits.
-std::string Bytes(int64_t bytes) {
+std::string Bytes(int64_t bytes) { return FormatBytes(bytes); }
+
+}  // namespace
+
+std::string FormatBytes(int64_t bytes) {
   if (bytes < 0) return "-";
   const double b = static_cast<double>(bytes);
   if (b < 1024) return Format("%lld B", static_cast<long long>(bytes));
@@ -30,8 +33,6 @@ std::string Bytes(int64_t bytes) {
   if (b < 1024.0 * 1024 * 1024) return Format("%.2f MiB", b / (1024.0 * 1024));
   return Format("%.2f GiB", b / (1024.0 * 1024 * 1024));
 }
-
-}  // namespace
 
 std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
   std::ostringstream out;
@@ -133,6 +134,104 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
   }
   if (o.device.simulated) out << "\nall latencies above are simulated";
   out << "\n";
+  return out.str();
+}
+
+std::string DescribeFrontSearch(MemoryFrontPoint::Kind kind, int64_t budget_bytes) {
+  switch (kind) {
+    case MemoryFrontPoint::Kind::kLeastPeak:
+      return "--objective memory";
+    case MemoryFrontPoint::Kind::kUnconstrained:
+      return "unconstrained";
+    case MemoryFrontPoint::Kind::kBudget:
+      return "--memory-budget " + Bytes(budget_bytes);
+    case MemoryFrontPoint::Kind::kSequentialPeak:
+      return "--memory-budget " + Bytes(budget_bytes) + " (the sequential schedule's peak)";
+  }
+  return "?";
+}
+
+std::string FormatMemoryFront(const Graph& graph, const MemoryFront& front) {
+  const SearchOutcome& o = front.unconstrained;
+  const double fastest = o.ios.latency_ms;
+  const int64_t most = o.ios.peak_bytes;
+  int64_t measured = 0;
+  for (const MemoryFrontPoint& p : front.points) measured += p.measured;
+  std::ostringstream out;
+  out << "memory front of " << Printable(o.model) << " (" << graph.OperatorCount()
+      << " operators) on " << o.device.name
+      << (o.device.simulated ? " (SIMULATED: analytical model, not a measurement)" : "")
+      << ", batch " << o.options.batch_size << ": " << front.points.size() << " searches ("
+      << measured << " stages measured in all), " << front.DominatedCount()
+      << " dominated (another is as fast with less memory or faster with as little, or the "
+         "same as one listed) and left out\n";
+  out << Format("  %-18s %12s %12s %7s %9s %7s %9s %8s\n", "searched under", "peak", "latency",
+                "stages", "slowdown", "saving", "measured", "time");
+  auto stages_of = [](const Schedule& s) {
+    size_t n = 0;
+    for (const auto& block : s.blocks) n += block.size();
+    return n;
+  };
+  auto ratios = [&](const Schedule& s) {
+    const std::string slowdown = std::isfinite(s.latency_ms) && fastest > 0
+                                     ? Format("%.3fx", s.latency_ms / fastest)
+                                     : std::string("-");
+    const std::string saving =
+        most > 0 ? Format("%.1f%%", 100.0 * (1 - static_cast<double>(s.peak_bytes) / most)) : "-";
+    return std::pair(slowdown, saving);
+  };
+  for (const MemoryFrontPoint& p : front.points) {
+    if (p.dominated) continue;
+    const std::string under = p.kind == MemoryFrontPoint::Kind::kLeastPeak       ? "least peak"
+                              : p.kind == MemoryFrontPoint::Kind::kUnconstrained ? "none"
+                              : p.kind == MemoryFrontPoint::Kind::kSequentialPeak
+                                  ? Bytes(p.budget_bytes) + " (seq)"
+                                  : Bytes(p.budget_bytes);
+    const auto [slowdown, saving] = ratios(p.schedule);
+    out << Format("  %-18s %12s %12s %7zu %9s %7s %9lld %6.1f s\n", under.c_str(),
+                  Bytes(p.schedule.peak_bytes).c_str(), Ms(p.schedule.latency_ms).c_str(),
+                  stages_of(p.schedule), slowdown.c_str(), saving.c_str(),
+                  static_cast<long long>(p.measured), p.search_s);
+  }
+  for (const auto& [name, s] : {std::pair("sequential", &o.sequential), {"greedy", &o.greedy}}) {
+    if (std::isnan(s->latency_ms)) continue;  // not asked for (--no-baselines)
+    if (name == std::string("sequential")) out << "  baselines, for reference:\n";
+    const auto [slowdown, saving] = ratios(*s);
+    out << Format("  %-18s %12s %12s %7zu %9s %7s\n", name, Bytes(s->peak_bytes).c_str(),
+                  Ms(s->latency_ms).c_str(), stages_of(*s), slowdown.c_str(), saving.c_str());
+  }
+  for (const MemoryFrontPoint& p : front.points) {
+    if (p.kind != MemoryFrontPoint::Kind::kLeastPeak) continue;
+    out << Format("least peak %s at %s (%.3fx); unconstrained IOS %s at %s\n",
+                  Bytes(p.schedule.peak_bytes).c_str(), Ms(p.schedule.latency_ms).c_str(),
+                  p.schedule.latency_ms / fastest, Bytes(most).c_str(), Ms(fastest).c_str());
+  }
+  // The fastest schedule searched that fits where sequential does: the
+  // search at that budget, or one below it that is as fast.
+  const Schedule* fits = nullptr;
+  for (const MemoryFrontPoint& p : front.points) {
+    if (std::isnan(o.sequential.latency_ms)) break;
+    if (p.schedule.peak_bytes > o.sequential.peak_bytes) continue;
+    if (fits == nullptr || p.schedule.latency_ms < fits->latency_ms) fits = &p.schedule;
+  }
+  if (fits != nullptr) {
+    out << Format(
+        "at the sequential schedule's peak (%s): %s at %s, %.2fx faster than sequential (%s), "
+        "%.3fx the unconstrained IOS latency\n",
+        Bytes(o.sequential.peak_bytes).c_str(), Ms(fits->latency_ms).c_str(),
+        Bytes(fits->peak_bytes).c_str(), o.sequential.latency_ms / fits->latency_ms,
+        Ms(o.sequential.latency_ms).c_str(), fits->latency_ms / fastest);
+  }
+  out << "(peak: activations live at once in ios-run's memory plan at batch "
+      << o.options.batch_size
+      << ", weights excluded; latency: the DP's, the sum of the schedule's stage latencies; "
+         "slowdown and saving: against the unconstrained IOS schedule; measured: stages that "
+         "search measured, the rest came from the profiling DB)\n";
+  if (!front.least_exact) {
+    out << "least peak: an order search fell back, so it is the peak of a known order, an upper "
+           "bound\n";
+  }
+  if (o.device.simulated) out << "all latencies above are simulated\n";
   return out.str();
 }
 

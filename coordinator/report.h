@@ -6,6 +6,7 @@
 
 #include "common/graph.h"
 #include "coordinator/farm.h"
+#include "coordinator/memory_front.h"
 #include "coordinator/search.h"
 
 namespace ios::coordinator {
@@ -25,6 +26,24 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& outcome);
 //! why. Empty when verification did not run. Says "simulated" when the
 //! device is.
 std::string FormatVerification(const SearchOutcome& outcome);
+
+//! The latency/peak-memory front (ios-coordinator --memory-front): the
+//! non-dominated points by increasing peak, each with what it was searched
+//! under, its peak, latency, stages, slowdown and memory saving against
+//! the unconstrained IOS schedule, stages measured and search time; the
+//! sequential and greedy baselines for reference (left out when their
+//! latency is NaN); how many points were dominated; the fastest schedule
+//! that fits in the sequential schedule's peak. Says "simulated" when the
+//! device is.
+std::string FormatMemoryFront(const Graph& graph, const MemoryFront& front);
+
+//! Bytes as a person reads them: 1024-based, three significant digits
+//! ("58.61 MiB"); "-" when negative (not computed).
+std::string FormatBytes(int64_t bytes);
+
+//! "--memory-budget 40.00 MiB", "--objective memory", "unconstrained": what
+//! one search of the front runs under.
+std::string DescribeFrontSearch(MemoryFrontPoint::Kind kind, int64_t budget_bytes);
 
 //! The workers' table (answered, failed, requeued, late per worker) that
 //! follows the report; empty when there were none.

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/zoo.h"
+#include "coordinator/memory_front.h"
 #include "coordinator/report.h"
 #include "coordinator/search.h"
 #include "db/profile_store.h"
@@ -166,6 +167,126 @@ TEST(MemorySearchTest, InceptionUnderTheSequentialPeakFitsInThePlan) {
   EXPECT_LE(capped.ios.peak_bytes, free.sequential.peak_bytes);
   EXPECT_LE(capped.Returned().peak_bytes, free.sequential.peak_bytes);
   EXPECT_LT(capped.ios.latency_ms, free.sequential.latency_ms);
+}
+
+// What makes a front: no kept point dominates another, every dropped one is
+// dominated by a kept one, it runs from the least peak to the unconstrained
+// IOS latency, and no search went over its budget.
+void ExpectAFront(const MemoryFront& front) {
+  std::vector<const MemoryFrontPoint*> kept;
+  for (const MemoryFrontPoint& p : front.points) {
+    if (!p.dominated) kept.push_back(&p);
+    if (p.budget_bytes > 0) {
+      EXPECT_LE(p.schedule.peak_bytes, p.budget_bytes);
+    }
+  }
+  ASSERT_FALSE(kept.empty());
+  auto dominates = [](const Schedule& q, const Schedule& p) {
+    return q.latency_ms <= p.latency_ms + 1e-9 && q.peak_bytes <= p.peak_bytes;
+  };
+  for (size_t i = 0; i < kept.size(); ++i) {
+    for (size_t j = 0; j < kept.size(); ++j) {
+      if (i == j) continue;
+      EXPECT_FALSE(dominates(kept[j]->schedule, kept[i]->schedule)) << i << " " << j;
+    }
+    if (i > 0) {  // by increasing peak, so by decreasing latency
+      EXPECT_LT(kept[i - 1]->schedule.peak_bytes, kept[i]->schedule.peak_bytes);
+      EXPECT_GT(kept[i - 1]->schedule.latency_ms, kept[i]->schedule.latency_ms);
+    }
+  }
+  for (const MemoryFrontPoint& p : front.points) {
+    if (!p.dominated) continue;
+    EXPECT_TRUE(std::any_of(kept.begin(), kept.end(), [&](const MemoryFrontPoint* q) {
+      return dominates(q->schedule, p.schedule);
+    }));
+  }
+  const SearchOutcome& free = front.unconstrained;
+  const auto least = std::find_if(front.points.begin(), front.points.end(), [](const auto& p) {
+    return p.kind == MemoryFrontPoint::Kind::kLeastPeak;
+  });
+  ASSERT_NE(least, front.points.end());
+  EXPECT_EQ(kept.front()->schedule.peak_bytes, least->schedule.peak_bytes);
+  EXPECT_NEAR(kept.back()->schedule.latency_ms, free.ios.latency_ms, 1e-9);
+  for (const MemoryFrontPoint& p : front.points) {
+    EXPECT_GE(p.schedule.peak_bytes, kept.front()->schedule.peak_bytes);
+    EXPECT_GE(p.schedule.latency_ms, free.ios.latency_ms - 1e-9);
+  }
+}
+
+TEST(MemoryFrontTest, RunsFromTheLeastPeakToTheUnconstrainedLatencyWithinEveryBudget) {
+  const Graph g = BuildZooModel("darts_cell");
+  for (int batch : {1, 4}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    SearchOptions options = DefaultOptions(batch);
+    options.measure = MeasureMode::kLazy;
+    options.verify.enabled = batch == 1;
+    auto store = db::ProfileStore::Open(":memory:");
+    CountingMeasurer measurer;
+    MemoryFrontOptions front_options;
+    front_options.points = 6;
+    int steps = 0;
+    MemoryFrontStep last;
+    const MemoryFront front =
+        SearchMemoryFront(g, g.name, options, front_options, *store, measurer,
+                          [&](const MemoryFrontStep& step) { last = step, ++steps; });
+    ExpectAFront(front);
+    // The unconstrained, the least peak, 4 budgets, and the sequential peak
+    // unless it is the least.
+    const bool sequential_least =
+        front.unconstrained.sequential.peak_bytes == front.points.front().schedule.peak_bytes;
+    EXPECT_EQ(front.points.size(), sequential_least ? 6u : 7u);
+    EXPECT_EQ(steps, static_cast<int>(front.points.size()));
+    EXPECT_EQ(last.count, steps);
+    EXPECT_FALSE(measurer.asked_twice) << "the searches share one profiling DB";
+    EXPECT_EQ(front.unconstrained.verification.ran(), batch == 1);
+    // DARTS's cell trades memory for latency: more than two points.
+    EXPECT_GT(front.points.size() - front.DominatedCount(), 2u);
+    const std::string table = FormatMemoryFront(g, front);
+    EXPECT_NE(table.find("at the sequential schedule's peak"), std::string::npos) << table;
+    EXPECT_NE(table.find("all latencies above are simulated"), std::string::npos);
+  }
+}
+
+TEST(MemoryFrontTest, IsAFrontOnRandomGraphs) {
+  for (uint64_t seed = 40; seed < 48; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const Graph g = ::ios::testing::RandomSmallGraph(seed, 10);
+    SearchOptions options = DefaultOptions();
+    options.verify.enabled = false;
+    auto store = db::ProfileStore::Open(":memory:");
+    CountingMeasurer measurer;
+    MemoryFrontOptions front_options;
+    front_options.points = 5;
+    ExpectAFront(SearchMemoryFront(g, g.name, options, front_options, *store, measurer));
+  }
+}
+
+TEST(MemoryFrontTest, KeepsTheFirstOfEqualPointsAndDropsTheDominated) {
+  auto point = [](int64_t peak, double ms) {
+    MemoryFrontPoint p;
+    p.schedule.peak_bytes = peak;
+    p.schedule.latency_ms = ms;
+    return p;
+  };
+  std::vector<MemoryFrontPoint> points = {point(10, 3.0), point(10, 3.0), point(12, 3.0),
+                                          point(12, 2.5), point(20, 2.0), point(30, 2.0)};
+  MarkDominated(points);
+  std::vector<bool> dominated;
+  for (const MemoryFrontPoint& p : points) dominated.push_back(p.dominated);
+  EXPECT_EQ(dominated, (std::vector<bool>{false, true, true, false, false, true}));
+}
+
+TEST(MemoryFrontTest, RefusesAPointCountOutOfRange) {
+  const Graph g = ::ios::testing::RandomSmallGraph(1, 4);
+  auto store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer measurer;
+  for (int points : {1, MemoryFrontOptions::kMaxPoints + 1}) {
+    MemoryFrontOptions front_options;
+    front_options.points = points;
+    EXPECT_THROW(SearchMemoryFront(g, g.name, DefaultOptions(), front_options, *store, measurer),
+                 Error);
+  }
+  EXPECT_EQ(measurer.asked, 0);
 }
 
 TEST(MemorySearchTest, ParsesByteSizesAndRefusesTheRest) {
