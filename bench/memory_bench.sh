@@ -4,11 +4,14 @@
 # of graphs (RandWire CIFAR-10/100 with seeds 1..5, DARTS cell and ImageNet
 # network) and the ONNX files under tests/data/onnx, under both memory models
 # (plan: what ios-run allocates; per-node: the paper's), at the default
-# budgets unless options are given (they go to memory_bench as they are).
+# budgets unless options are given (they go to memory_bench as they are);
+# with identity graph rewriting judged by the least-peak order (NASNet's
+# takes about a minute per memory model; --no-rewrite skips it).
 # Prints the machine, the date and the load before and after, since the
 # timings depend on them. Results go to docs/benchmarks.md by hand.
 #
 #   bash bench/memory_bench.sh [--max-part N] [--states N] [--steps N] [--step-seconds S] [--parts]
+#       [--no-rewrite]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN="${BIN:-$ROOT/build}"

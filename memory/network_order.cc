@@ -56,7 +56,9 @@ bool UsableParts(const Graph& graph, const Block& block,
 }
 
 // The parts of `block`: itself when small enough, else the graph's own parts
-// of a block with exactly its operators, else NarrowParts.
+// of a block with exactly its operators (those over `max_operators` cut by
+// NarrowParts, as a rewrite's partials can grow a part: its other parts, and
+// their peaks, stay as they were), else NarrowParts.
 std::vector<std::vector<NodeId>> PartsOf(const Graph& graph, const Block& block,
                                          int max_operators) {
   std::vector<NodeId> ops = block.Operators();
@@ -65,7 +67,18 @@ std::vector<std::vector<NodeId>> PartsOf(const Graph& graph, const Block& block,
   for (const Block& own : graph.blocks) {
     std::vector<NodeId> own_ops = own.Operators();
     std::sort(own_ops.begin(), own_ops.end());
-    if (own_ops == ops && UsableParts(graph, block, own.parts, max_operators)) return own.parts;
+    if (own_ops != ops || !UsableParts(graph, block, own.parts, PartDag::kMaxOperators)) continue;
+    std::vector<std::vector<NodeId>> parts;
+    for (const std::vector<NodeId>& part : own.parts) {
+      if (static_cast<int>(part.size()) <= max_operators) {
+        parts.push_back(part);
+        continue;
+      }
+      const std::vector<std::vector<NodeId>> pieces = NarrowParts(
+          graph, Block{0, {part.begin(), part.end() - 1}, part.back(), {}}, max_operators);
+      parts.insert(parts.end(), pieces.begin(), pieces.end());
+    }
+    return parts;
   }
   return NarrowParts(graph, block, max_operators);
 }

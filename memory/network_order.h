@@ -5,9 +5,10 @@
 // every other operator is its ancestor or descendant, so every order runs the
 // blocks one after another and cutting there loses nothing. A block small
 // enough is one part, searched exactly (memory_order.h); a larger one is cut
-// into parts run one after another (the graph's own parts of that block, or
-// NarrowParts), which restricts the order: optimal for those parts, not for
-// the block, and each such part says so.
+// into parts run one after another (the graph's own parts of that block, any
+// of them over the limit cut by NarrowParts; or NarrowParts of the block),
+// which restricts the order: optimal for those parts, not for the block, and
+// each such part says so.
 
 #include <cstdint>
 #include <string>

@@ -15,6 +15,7 @@
 
 #include "common/graph.h"
 #include "exec/weights.h"
+#include "memory/network_order.h"
 
 namespace ios::memory {
 
@@ -136,6 +137,18 @@ using PeakFunction = std::function<int64_t(const Graph&)>;
 //! regions' number (a part it would empty is dropped: then the graphs'
 //! largest peaks are compared instead).
 using RegionPeaks = std::function<std::vector<int64_t>(const Graph&)>;
+
+//! Rewrites judged by the least-peak order (ios-run --rewrite memory,
+//! memory_bench): one peak per region of the graph (each part of each of
+//! its blocks, the block whole when it has none, then one for operators in
+//! no block), the largest peak of the parts of OptimalNetworkOrder(graph,
+//! options) that hold its operators (background included, at
+//! options.batch). The regions, not the order's parts, so that they
+//! correspond across rewrites: a part a rewrite grows past the order's
+//! limit is cut by the order (PartsOf), the region is not. The parts' peaks
+//! even where a baseline order beats theirs (its warning says so). Each
+//! call searches the whole network again (NASNet: ~1 s or more).
+RegionPeaks LeastPeakRegionPeaks(const NetworkOrderOptions& options = {});
 
 struct RewriteOptions {
   bool channel_wise = true;  // sites with a kChannelWise or kSeparable reader

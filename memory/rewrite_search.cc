@@ -171,4 +171,31 @@ MemoryRewrite RewriteForMemory(const Graph& graph, const PeakFunction& peak,
       graph, [&](const Graph& g) { return std::vector<int64_t>{peak(g)}; }, options);
 }
 
+RegionPeaks LeastPeakRegionPeaks(const NetworkOrderOptions& options) {
+  return [options](const Graph& graph) {
+    // The order cuts a grown part further: each of the graph's own regions
+    // gets the largest peak of the order's parts that hold its operators, so
+    // the regions still correspond one to one across rewrites.
+    const detail::Placement place = detail::PlaceNodes(graph);
+    std::vector<size_t> first(graph.blocks.size() + 1, 0);
+    for (size_t b = 0; b < graph.blocks.size(); ++b) {
+      first[b + 1] = first[b] + std::max<size_t>(1, graph.blocks[b].parts.size());
+    }
+    std::vector<int64_t> peaks(first.back() + 1, 0);  // the last: operators in no block
+    const NetworkOrder order = OptimalNetworkOrder(graph, options);
+    for (const PartOrderRecord& part : order.parts) {
+      for (NodeId id : part.order) {
+        const int block = place.block.at(static_cast<size_t>(id));
+        const size_t region =
+            block < 0
+                ? first.back()
+                : first[static_cast<size_t>(block)] +
+                      static_cast<size_t>(std::max(0, place.part.at(static_cast<size_t>(id))));
+        peaks[region] = std::max(peaks[region], part.peak_bytes);
+      }
+    }
+    return peaks;
+  };
+}
+
 }  // namespace ios::memory

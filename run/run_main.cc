@@ -21,11 +21,10 @@
 #include "coordinator/schedule_json.h"
 #include "devices/linked.h"
 #include "exec/device.h"
-#include "memory/memory_model.h"
-#include "memory/network_order.h"
 #include "onnx/model_loader.h"
 #include "run/multi_device_cli.h"
 #include "run/network_run.h"
+#include "run/run_memory.h"
 #include "run/run_prediction.h"
 
 namespace {
@@ -41,6 +40,7 @@ struct CliOptions {
   std::string input_file;   // raw float32 input (N,C,H,W); default: seeded
   std::string expect_file;  // raw float32 reference output to match
   std::string format = "text";
+  std::string rewrite = "none";
   int batch = 1;
   int runs = 10;
   int warmup = 2;
@@ -73,12 +73,23 @@ struct Loaded {
   std::optional<MeasureSettings> settings;                // the search's, from a schedule file
   std::optional<coordinator::LoadedMultiSchedule> multi;  // an ios-farm-multi/v1 file's
   std::optional<memory::NetworkOrder> memory_order;       // --schedule memory's search
+  //! --rewrite memory: `graph` is the rewritten network, `original` the
+  //! model's (its weights are file_weights, --weights' or seeded).
+  std::optional<run::MemoryRewriteRun> rewrite;
+  std::optional<Graph> original;
 };
 
 Loaded LoadInputs(const CliOptions& cli) {
   Loaded loaded;
   const bool named =
       cli.schedule == "sequential" || cli.schedule == "greedy" || cli.schedule == "memory";
+  if (cli.rewrite != "none" && !named) {
+    // A file's stages name the original graph's nodes; rewriting renames.
+    throw Error("--rewrite " + cli.rewrite +
+                " needs --schedule sequential, greedy or memory (the schedule is made for the "
+                "rewritten graph), not the file " +
+                cli.schedule);
+  }
   if (named) {
     if (cli.model.empty()) throw Error("--model is required with --schedule " + cli.schedule);
     ModelWithWeights model = LoadAnyModel(cli.model);
@@ -86,15 +97,13 @@ Loaded LoadInputs(const CliOptions& cli) {
     loaded.graph = std::move(model.model.graph);
     loaded.model_name = model.model.name;
     loaded.file_weights = std::move(model.weights);
-    if (cli.schedule == "memory") {
-      memory::NetworkOrderOptions options;  // the default model: what ios-run allocates
-      options.batch = cli.batch;
-      loaded.memory_order = memory::OptimalNetworkOrder(loaded.graph, options);
-      loaded.schedule = {"memory", loaded.memory_order->Stages()};
-    } else {
-      loaded.schedule = cli.schedule == "sequential" ? run::SequentialNetworkSchedule(loaded.graph)
-                                                     : run::GreedyNetworkSchedule(loaded.graph);
+    if (cli.rewrite == "memory") {
+      loaded.rewrite = run::RewriteForMemory(loaded.graph, cli.schedule, cli.batch);
+      loaded.original = std::move(loaded.graph);
+      loaded.graph = loaded.rewrite->rewrite.rewritten.graph;
     }
+    loaded.schedule =
+        run::NamedSchedule(loaded.graph, cli.schedule, cli.batch, &loaded.memory_order);
     return loaded;
   }
   coordinator::LoadedSchedule file;
@@ -165,41 +174,10 @@ std::vector<float> ReadFloats(const std::string& path, const std::string& option
 
 double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
-// memory/'s peak of the stages (each stage's operators counted apart): the
-// plan's live peak for every schedule without merge stages.
-int64_t ModelPeak(const Graph& graph, const std::vector<Stage>& stages, int batch) {
-  std::vector<std::vector<NodeId>> members;
-  for (const Stage& stage : stages) {
-    members.emplace_back();
-    for (const auto& group : stage.groups) {
-      members.back().insert(members.back().end(), group.begin(), group.end());
-    }
-  }
-  return memory::PeakOf(graph, members, batch);
-}
-
 std::string ModelPeakNote(const Loaded& loaded, int64_t live, int64_t model_peak) {
   std::string note =
       model_peak == live ? "equals live at peak" : "merge stages: the plan stacks their members";
-  if (const auto& order = loaded.memory_order) {
-    char text[160];
-    std::snprintf(text, sizeof text, "; least-peak order%s, %.3f s; Kahn order %.2f MiB",
-                  order->optimal ? "" : " for its parts", order->seconds,
-                  MiB(order->kahn_peak_bytes));
-    note += text;
-  }
-  return note;
-}
-
-nlohmann::json MemoryOrderJson(const std::optional<memory::NetworkOrder>& order) {
-  if (!order) return nullptr;
-  return {{"optimal", order->optimal},
-          {"parts", order->parts.size()},
-          {"seconds", order->seconds},
-          {"kahn_peak_bytes", order->kahn_peak_bytes},
-          {"node_order_peak_bytes", order->node_order_peak_bytes},
-          {"greedy_peak_bytes", order->greedy_peak_bytes},
-          {"warnings", order->warnings}};
+  return note + run::MemoryOrderNote(loaded.memory_order);
 }
 
 nlohmann::json TimingJson(const run::Timing& t) {
@@ -214,7 +192,7 @@ nlohmann::json TimingJson(const run::Timing& t) {
 // cpu backend, other libraries and algorithms): the same network, weights and
 // input there, when this build has it, within kCrossDeviceTolerance; TF32
 // rounds inputs to 10 bits of mantissa, so it is not held to that.
-void CheckAgainstOtherDevice(const std::string& other, const CliOptions& cli, const Loaded& loaded,
+void CheckAgainstOtherDevice(const std::string& other, const CliOptions& cli, const Graph& graph,
                              const exec::WeightStore& weights, const std::vector<float>& input,
                              const run::Execution& execution, nlohmann::json& check, bool& passed) {
   if (cli.device.find("math=tf32") != std::string::npos) {
@@ -229,8 +207,8 @@ void CheckAgainstOtherDevice(const std::string& other, const CliOptions& cli, co
     return;
   }
   const run::Execution there =
-      run::Execute(*other_device, loaded.graph, run::SequentialNetworkSchedule(loaded.graph),
-                   weights, cli.batch, input, nullptr);
+      run::Execute(*other_device, graph, run::SequentialNetworkSchedule(graph), weights, cli.batch,
+                   input, nullptr);
   const run::Comparison c = run::Compare(execution.output, there.output);
   passed = passed && c.Within(kCrossDeviceTolerance);
   check["against_" + other] = {{"tolerance", kCrossDeviceTolerance},
@@ -265,10 +243,17 @@ int RunMulti(const CliOptions& cli, const Loaded& loaded, const exec::WeightStor
 
 int Run(const CliOptions& cli) {
   const Loaded loaded = LoadInputs(cli);
-  const exec::WeightStore weights =
-      !cli.weights_file.empty() ? exec::WeightStore::Load(loaded.graph, cli.weights_file)
+  // --check compares with the model as given: the original graph and
+  // weights when rewritten (the rewritten graph's are derived from them).
+  const Graph& given = loaded.original ? *loaded.original : loaded.graph;
+  const exec::WeightStore given_weights =
+      !cli.weights_file.empty() ? exec::WeightStore::Load(given, cli.weights_file)
       : loaded.file_weights     ? *loaded.file_weights
-                                : exec::WeightStore::Random(loaded.graph, cli.seed);
+                                : exec::WeightStore::Random(given, cli.seed);
+  const exec::WeightStore weights =
+      loaded.rewrite
+          ? memory::DeriveWeights(given, given_weights, loaded.rewrite->rewrite.rewritten)
+          : given_weights;
   const Shape in = loaded.graph.node(0).output;
   const size_t input_count =
       static_cast<size_t>(cli.batch) * static_cast<size_t>(in.c) * in.h * in.w;
@@ -304,6 +289,11 @@ int Run(const CliOptions& cli) {
     std::printf("ios-run: %s on %s, batch %d, schedule %s (%zu stages)\n",
                 loaded.model_name.c_str(), device->Info().name.c_str(), cli.batch,
                 loaded.schedule.name.c_str(), loaded.schedule.stages.size());
+    if (loaded.rewrite) {
+      for (const std::string& line : run::RewriteLines(*loaded.rewrite)) {
+        std::printf("%s\n", line.c_str());
+      }
+    }
     std::fflush(stdout);
   }
   const run::Execution execution = run::Execute(*device, loaded.graph, loaded.schedule, weights,
@@ -312,16 +302,15 @@ int Run(const CliOptions& cli) {
       cli.predict ? run::Predict({loaded.graph, loaded.schedule.stages, cli.db, cli.device,
                                   cli.batch, loaded.settings})
                   : run::Prediction{};
-  const int64_t model_peak = ModelPeak(loaded.graph, loaded.schedule.stages, cli.batch);
+  const int64_t model_peak = run::ModelPeak(loaded.graph, loaded.schedule.stages, cli.batch);
 
   nlohmann::json check = nullptr;
   bool check_passed = true;
   std::optional<run::Execution> baseline_run;
   const auto sequential_output = [&]() -> const std::vector<float>& {
     if (!baseline_run) {
-      baseline_run =
-          run::Execute(*device, loaded.graph, run::SequentialNetworkSchedule(loaded.graph), weights,
-                       cli.batch, input, nullptr);
+      baseline_run = run::Execute(*device, given, run::SequentialNetworkSchedule(given),
+                                  given_weights, cli.batch, input, nullptr);
     }
     return baseline_run->output;
   };
@@ -339,7 +328,7 @@ int Run(const CliOptions& cli) {
               {"passed", passed}};
   }
   if (cli.check) {
-    const run::NetworkSchedule sequential = run::SequentialNetworkSchedule(loaded.graph);
+    const run::NetworkSchedule sequential = run::SequentialNetworkSchedule(given);
     sequential_output();
     const run::Execution& baseline = *baseline_run;
     const run::Comparison vs_sequential = run::Compare(execution.output, baseline.output);
@@ -349,10 +338,11 @@ int Run(const CliOptions& cli) {
               {{"max_abs_diff", vs_sequential.max_abs_diff},
                {"max_abs_reference", vs_sequential.max_abs_reference},
                {"passed", vs_sequential.Within(kCheckTolerance)}}}};
-    if (run::SmallEnoughForReference(loaded.graph, cli.batch)) {
+    if (loaded.rewrite) check["sequential_is"] = "the original graph, before --rewrite";
+    if (run::SmallEnoughForReference(given, cli.batch)) {
       std::unique_ptr<exec::Device> reference = exec::MakeReferenceDevice();
       const run::Execution naive =
-          run::Execute(*reference, loaded.graph, sequential, weights, cli.batch, input, nullptr);
+          run::Execute(*reference, given, sequential, given_weights, cli.batch, input, nullptr);
       const run::Comparison a = run::Compare(execution.output, naive.output);
       const run::Comparison b = run::Compare(baseline.output, naive.output);
       check_passed = check_passed && a.Within(kCheckTolerance) && b.Within(kCheckTolerance);
@@ -372,8 +362,8 @@ int Run(const CliOptions& cli) {
                                          {"passed", replayed.Within(kCheckTolerance)}};
     }
     if (!kind.cross_check_on.empty()) {
-      CheckAgainstOtherDevice(kind.cross_check_on, cli, loaded, weights, input, execution, check,
-                              check_passed);
+      CheckAgainstOtherDevice(kind.cross_check_on, cli, given, given_weights, input, execution,
+                              check, check_passed);
     }
     check["passed"] = check_passed;
   }
@@ -414,6 +404,12 @@ int Run(const CliOptions& cli) {
     std::printf(
         "memory model:        %.2f MiB model peak (%s)\n", MiB(model_peak),
         ModelPeakNote(loaded, execution.memory.peak_live_bytes * cli.batch, model_peak).c_str());
+    if (loaded.rewrite) {
+      std::printf("rewritten:           %s\n",
+                  run::RewritePeakLine(*loaded.rewrite, model_peak,
+                                       execution.memory.peak_live_bytes * cli.batch)
+                      .c_str());
+    }
     if (expected) {
       std::printf(
           "expect: %s (max |difference| %.3g scheduled, %.3g sequential; largest "
@@ -446,7 +442,8 @@ int Run(const CliOptions& cli) {
         {"peak_activation_bytes", execution.memory.allocated_bytes * cli.batch},
         {"peak_live_activation_bytes", execution.memory.peak_live_bytes * cli.batch},
         {"model_peak_activation_bytes", model_peak},
-        {"memory_order", MemoryOrderJson(loaded.memory_order)},
+        {"memory_order", run::MemoryOrderJson(loaded.memory_order)},
+        {"rewrite", loaded.rewrite ? run::RewriteJson(*loaded.rewrite) : nlohmann::json(nullptr)},
         {"check", check},
         {"expect", expect}};
     std::printf("%s\n", out.dump(2).c_str());
@@ -477,6 +474,14 @@ int main(int argc, char** argv) {
                  "\"ios-farm-multi/v1\", docs/run.md) runs on several devices at once, one "
                  "thread each, with copies between them")
       ->default_val(cli.schedule);
+  app.add_option("--rewrite", cli.rewrite,
+                 "memory: first rewrite the model by identity graph rewriting (a concatenation "
+                 "read by convolutions into partial convolutions, docs/memory.md) where the "
+                 "least-peak order's part peaks drop, then run the rewritten network with weights "
+                 "derived from the model's; --check compares with the original network run "
+                 "sequentially. With --schedule sequential, greedy or memory only")
+      ->default_val(cli.rewrite)
+      ->check(CLI::IsMember({"none", "memory"}));
   app.add_option("--devices", cli.devices,
                  "with a multi-device schedule: its devices instead of the file's, ';'-separated "
                  "(a name may hold ','), or BASExN for N of them: cpuxN splits this process's "

@@ -217,6 +217,28 @@ TEST(NetworkOrderTest, UsesTheGraphsOwnPartsOfABlockWithExactlyItsOperators) {
   for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(first[i], static_cast<NodeId>(i + 1));
 }
 
+// A rewrite's partials can grow one of the graph's parts past the limit
+// (memory/rewrite.h): only that part is cut, the others stay as they were.
+TEST(NetworkOrderTest, CutsOnlyTheGraphsOwnPartThatIsOverTheLimit) {
+  Graph g = coordinator::testing::WideBlock(6, 2);
+  const std::vector<std::vector<NodeId>> own{{1, 2, 3, 7, 8, 9}, {4, 5, 6, 10, 11, 12, 13}};
+  g.blocks[0].parts = own;
+  NetworkOrderOptions options;
+  options.max_part_operators = 6;
+  const NetworkOrder found = OptimalNetworkOrder(g, options);
+  ASSERT_GE(found.parts.size(), 3u);
+  std::vector<NodeId> first = found.parts[0].order, rest;
+  std::sort(first.begin(), first.end());
+  EXPECT_EQ(first, own[0]);
+  for (size_t k = 1; k < found.parts.size(); ++k) {
+    EXPECT_LE(found.parts[k].order.size(), 6u) << "part " << k;
+    rest.insert(rest.end(), found.parts[k].order.begin(), found.parts[k].order.end());
+  }
+  std::sort(rest.begin(), rest.end());
+  EXPECT_EQ(rest, own[1]);
+  EXPECT_EQ(found.peak_bytes, PeakOf(g, OneEach(found.order), 1));
+}
+
 // Parts of one operator fix node id order; where Kahn's order does better,
 // it is run instead, and said so.
 TEST(NetworkOrderTest, RunsABaselineThatBeatsThePartsOrderAndSaysSo) {
