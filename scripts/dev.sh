@@ -54,7 +54,7 @@ build() {
 # Every C++ source must match .clang-format; lists the files that do not.
 check_format() {
   local files bad=()
-  mapfile -t files < <(cd "$ROOT" && find common coordinator db devices exec hios memory net onnx run schema worker tests bench \
+  mapfile -t files < <(cd "$ROOT" && find common coordinator db devices exec hios memory net onnx report run schema worker tests bench \
     -name '*.cc' -o -name '*.h' | sort)
   for f in "${files[@]}"; do
     clang-format --dry-run --Werror "$ROOT/$f" >/dev/null 2>&1 || bad+=("$f")
