@@ -443,7 +443,8 @@ std::string ToJson(const ReportInput& input, bool with_graph) {
   if (with_graph && !input.graph.nodes.empty()) {
     out["graph"] = json::parse(ToIosJson(input.graph));
   }
-  return out.dump();
+  // A node name that is not valid UTF-8 must not fail the whole report.
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 ReportInput FromJson(std::string_view text, const std::string& where) {

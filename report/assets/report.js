@@ -31,7 +31,7 @@
     return names && names[l] ? names[l] : 'lane ' + l;
   }
   function scale(total) {
-    var avail = Math.max(document.documentElement.clientWidth - LABEL_W - 80, 400);
+    var avail = Math.max(document.documentElement.clientWidth - LABEL_W - 260, 400);
     return total > 0 ? Math.max(avail / total, 4) : 4;
   }
   function axis(ppm, total, y) {
