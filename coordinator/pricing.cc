@@ -27,7 +27,7 @@ PricedSchedule PriceBlocks(const Graph& graph, const std::vector<std::vector<Sta
   return priced;
 }
 
-std::vector<std::vector<Stage>> StagesOf(const Schedule& schedule) {
+std::vector<std::vector<Stage>> BlockStagesOf(const Schedule& schedule) {
   std::vector<std::vector<Stage>> blocks;
   blocks.reserve(schedule.blocks.size());
   for (const auto& block : schedule.blocks) {

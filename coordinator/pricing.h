@@ -35,6 +35,6 @@ PricedSchedule PriceBlocks(const Graph& graph, const std::vector<std::vector<Sta
                            const std::function<void(const MeasureProgress&)>& progress = {});
 
 //! The stages of `schedule`, per block (what PriceBlocks takes).
-std::vector<std::vector<Stage>> StagesOf(const Schedule& schedule);
+std::vector<std::vector<Stage>> BlockStagesOf(const Schedule& schedule);
 
 }  // namespace ios::coordinator

@@ -137,8 +137,8 @@ SpecializationMatrix RunSpecialization(const Graph& graph, const std::string& mo
     Measurer& measurer = *device_of[j]->measurer;
     for (size_t i = 0; i < n; ++i) {
       MatrixCell& cell = matrix.cells[i][j];
-      const PricedSchedule priced =
-          PriceBlocks(graph, StagesOf(schedules[i]), options[j], store, measurer, hooks.progress);
+      const PricedSchedule priced = PriceBlocks(graph, BlockStagesOf(schedules[i]), options[j],
+                                                store, measurer, hooks.progress);
       matrix.stages_measured += priced.table.stats.measured;
       cell.predicted_ms = priced.schedule.latency_ms;
       if (!std::isfinite(cell.predicted_ms)) {
