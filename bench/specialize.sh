@@ -45,7 +45,8 @@ for entry in "${CASES[@]}"; do
     fi
   done
   # shellcheck disable=SC2086
-  "$COORDINATOR" --model "$MODEL" --specialize $settings --db "$DB" -q >"$OUT/$name.txt"
+  "$COORDINATOR" --model "$MODEL" --specialize $settings --db "$DB" -q >"$OUT/$name.txt" \
+    2>>"$OUT/$name-2.log"
   cat "$OUT/$name.txt"
   echo
 done
