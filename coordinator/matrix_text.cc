@@ -95,7 +95,7 @@ std::string FormatMatrixText(const SpecializationMatrix& m) {
         continue;
       }
       out = Fixed(m.Normalised(i, j), 3) + (static_cast<int>(i) == best ? "* " : "  ") +
-            Fixed(cell.ms(), 3) + " ms" + (cell.source == CellSource::kPredicted ? " (dp)" : "");
+            Fixed(m.Figure(i, j), 3) + " ms" + (m.MeasuredColumn(j) ? "" : " (dp)");
     }
   }
   for (size_t i = 0; i < n; ++i) {
@@ -111,8 +111,10 @@ std::string FormatMatrixText(const SpecializationMatrix& m) {
     text += line + "\n";
   }
   text += "cells: " + std::to_string(measured) + " run end to end now, " + std::to_string(stored) +
-          " end-to-end figures from the DB, " + std::to_string(predicted) +
-          " DP sums (dp: no end-to-end figure), " + std::to_string(failed) + " failed\n";
+          " end-to-end figures from the DB, " + std::to_string(predicted) + " without one, " +
+          std::to_string(failed) +
+          " failed; (dp): a column with a cell without an end-to-end figure compares the DP's "
+          "sums of stage latencies\n";
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = 0; j < n; ++j) {
       const MatrixCell& cell = m.cells[i][j];

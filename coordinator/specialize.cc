@@ -52,12 +52,29 @@ const char* ToString(CellSource source) {
   return "?";
 }
 
+bool SpecializationMatrix::MeasuredColumn(size_t column) const {
+  bool any = false;
+  for (const std::vector<MatrixCell>& row : cells) {
+    const MatrixCell& cell = row.at(column);
+    if (!std::isfinite(cell.predicted_ms)) continue;
+    if (!std::isfinite(cell.measured_ms)) return false;
+    any = true;
+  }
+  return any;
+}
+
+double SpecializationMatrix::Figure(size_t row, size_t column) const {
+  const MatrixCell& cell = cells.at(row).at(column);
+  const double ms = MeasuredColumn(column) ? cell.measured_ms : cell.predicted_ms;
+  return std::isfinite(ms) ? ms : NAN;
+}
+
 int SpecializationMatrix::BestRow(size_t column) const {
   int best = -1;
   for (size_t row = 0; row < cells.size(); ++row) {
-    const double ms = cells[row].at(column).ms();
+    const double ms = Figure(row, column);
     if (!std::isfinite(ms)) continue;
-    if (best < 0 || ms < cells[best][column].ms()) best = static_cast<int>(row);
+    if (best < 0 || ms < Figure(best, column)) best = static_cast<int>(row);
   }
   return best;
 }
@@ -65,8 +82,7 @@ int SpecializationMatrix::BestRow(size_t column) const {
 double SpecializationMatrix::Normalised(size_t row, size_t column) const {
   const int best = BestRow(column);
   if (best < 0) return NAN;
-  const double ms = cells.at(row).at(column).ms();
-  return std::isfinite(ms) ? ms / cells[best][column].ms() : NAN;
+  return Figure(row, column) / Figure(best, column);
 }
 
 bool SpecializationMatrix::AnySimulated() const {

@@ -50,9 +50,6 @@ struct MatrixCell {
   double measured_ms = NAN;   // end to end at the column's setting; NaN when none
   CellSource source = CellSource::kFailed;
   std::string error;  // why there is no end-to-end figure or no price, when so
-  //! The figure compared within a column: measured when there is one,
-  //! else the prediction.
-  double ms() const { return std::isfinite(measured_ms) ? measured_ms : predicted_ms; }
 };
 
 struct SpecializationMatrix {
@@ -66,10 +63,17 @@ struct SpecializationMatrix {
   //! on the same DB measures 0 and 0.
   int64_t stages_measured = 0, runs_measured = 0;
 
+  //! Whether `column` compares end-to-end figures: every priced cell of it
+  //! has one. Otherwise it compares DP sums, so that a run that failed
+  //! is never set against the others' measured figures.
+  bool MeasuredColumn(size_t column) const;
+  //! The figure compared in its column (measured or predicted, as the
+  //! column does); NaN when there is none.
+  double Figure(size_t row, size_t column) const;
   //! The row whose figure is the lowest in `column` (ties: the first), or
   //! -1 when the column has none.
   int BestRow(size_t column) const;
-  //! cell(row, column).ms() over the best of its column, as the paper
+  //! Figure(row, column) over the best of its column, as the paper
   //! normalises (its Table 3 is the transpose: rows there are "run at");
   //! NaN when either is missing.
   double Normalised(size_t row, size_t column) const;

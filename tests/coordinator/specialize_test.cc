@@ -108,10 +108,10 @@ TEST_F(SpecializeTest, HasEverySettingAsRowAndColumnDeviceByDevice) {
 TEST_F(SpecializeTest, TheDiagonalIsTheBestOfItsColumnOnTheSimulator) {
   const SpecializationMatrix& m = first_->matrix;
   for (size_t j = 0; j < m.settings.size(); ++j) {
-    const double own = m.cells[j][j].ms();
+    const double own = m.Figure(j, j);
     ASSERT_TRUE(std::isfinite(own)) << "column " << j;
     for (size_t i = 0; i < m.settings.size(); ++i) {
-      EXPECT_LE(own, m.cells[i][j].ms() * (1 + 1e-9)) << "row " << i << " column " << j;
+      EXPECT_LE(own, m.Figure(i, j) * (1 + 1e-9)) << "row " << i << " column " << j;
       EXPECT_GE(m.Normalised(i, j), 1 - 1e-9);
     }
     EXPECT_NEAR(m.Normalised(j, j), 1.0, 1e-9);
@@ -153,7 +153,7 @@ TEST_F(SpecializeTest, CountsWhatItMeasuredAndASecondRunMeasuresNothing) {
   for (size_t i = 0; i < second.matrix.cells.size(); ++i) {
     for (size_t j = 0; j < second.matrix.cells.size(); ++j) {
       EXPECT_EQ(second.matrix.cells[i][j].source, CellSource::kStored);
-      EXPECT_DOUBLE_EQ(second.matrix.cells[i][j].ms(), first_->matrix.cells[i][j].ms());
+      EXPECT_DOUBLE_EQ(second.matrix.Figure(i, j), first_->matrix.Figure(i, j));
     }
   }
 }
@@ -202,9 +202,14 @@ TEST(SpecializationMatrixTest, NormalisesToTheColumnsBestAndSkipsCellsWithoutAFi
   m.cells[1][0] = {5.0, NAN, CellSource::kPredicted, "unsupported: no networks"};
   m.cells[0][1] = {NAN, NAN, CellSource::kFailed, "out of memory"};
   m.cells[1][1] = {3.0, 6.0, CellSource::kStored, ""};
-  EXPECT_EQ(m.BestRow(0), 0);  // measured 4 ms against a prediction of 5
-  EXPECT_DOUBLE_EQ(m.Normalised(1, 0), 1.25);
+  // A cell without an end-to-end figure: the column compares DP sums.
+  EXPECT_FALSE(m.MeasuredColumn(0));
+  EXPECT_EQ(m.BestRow(0), 0);
+  EXPECT_DOUBLE_EQ(m.Normalised(1, 0), 2.5);
+  // The failed cell has no figure; the other is measured.
+  EXPECT_TRUE(m.MeasuredColumn(1));
   EXPECT_EQ(m.BestRow(1), 1);
+  EXPECT_DOUBLE_EQ(m.Figure(1, 1), 6.0);
   EXPECT_TRUE(std::isnan(m.Normalised(0, 1)));
   EXPECT_FALSE(m.AnySimulated());
   // The device's comma is quoted, a missing figure is an empty field.
@@ -213,7 +218,8 @@ TEST(SpecializationMatrixTest, NormalisesToTheColumnsBestAndSkipsCellsWithoutAFi
       << FormatMatrixCsv(m);
   const std::string text = FormatMatrixText(m);
   EXPECT_EQ(text.find("SIMULATED"), std::string::npos) << text;
-  EXPECT_NE(text.find("5.000 ms (dp)"), std::string::npos) << text;
+  EXPECT_NE(text.find("2.500  5.000 ms (dp)"), std::string::npos) << text;
+  EXPECT_NE(text.find("1.000* 6.000 ms\n"), std::string::npos) << text;
   EXPECT_NE(text.find("out of memory"), std::string::npos) << text;
   EXPECT_TRUE(nlohmann::json::accept(FormatMatrixJson(m)));
 }
