@@ -2,7 +2,9 @@
 // farm it starts (cli_farm.cc) and what it runs (cli_commands.cc).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coordinator/farm.h"
@@ -10,6 +12,15 @@
 #include "coordinator/search.h"
 
 namespace ios::coordinator::cli {
+
+//! The measurement options given on the command line; the rest come from
+//! each device's defaults (a --specialize run has several devices).
+struct MeasureOverrides {
+  std::optional<int> warmup, number, repeat, max_repeat;
+  std::optional<double> max_spread;  // a fraction
+};
+//! DefaultMeasureSettings(timing) with `given` applied.
+MeasureSettings MeasureSettingsFor(DeviceTiming timing, const MeasureOverrides& given);
 
 struct CliOptions {
   std::string model;
@@ -44,6 +55,15 @@ struct CliOptions {
   //! devices) or the DB, under link_query (coordinator/measured_link.h).
   bool measure_link = false;
   LinkQuery link_query = LinkQuery::Default();
+  //! --specialize (cli_specialize.cc): every (batch, device) searched and
+  //! each schedule priced at every other. `batches` is --batch as a list
+  //! (search.batch_size its first), `devices` every --device (`device` the
+  //! first), `format` --format as given ("" when not).
+  bool specialize = false;
+  std::vector<int> batches{1};
+  std::vector<std::string> devices{"cpu"};
+  std::string format;
+  MeasureOverrides measure_given;
 };
 
 //! What is wrong with --device or --bind, before anything is opened or
@@ -61,5 +81,17 @@ int Evaluate(CliOptions cli);
 //! table, and --out's schedule (the unconstrained search's, or with
 //! --memory-budget or --objective memory, that search's).
 int SearchFront(CliOptions cli);
+
+//! A zoo name, IOS JSON or ONNX file's graph (shapes inferred) and name.
+std::pair<Graph, std::string> ResolveModel(const std::string& model);
+
+//! --batch's value: one batch size, or with --specialize a comma list.
+//! Throws ios::Error saying which entry is wrong and why.
+std::vector<int> ParseBatchList(const std::string& text);
+//! What is wrong with --specialize and the options beside it (or with a
+//! list of batches or devices without it), in one line; "" when nothing.
+std::string SpecializeOptionProblem(const CliOptions& cli, bool devices_given);
+//! --specialize: the matrix on stdout (text, CSV or JSON), progress on stderr.
+int Specialize(CliOptions cli);
 
 }  // namespace ios::coordinator::cli

@@ -25,6 +25,7 @@
 #include "coordinator/cli_progress.h"
 #include "coordinator/measured_link.h"
 #include "coordinator/memory_front.h"
+#include "coordinator/pricing.h"
 #include "coordinator/report.h"
 #include "coordinator/schedule_json.h"
 #include "coordinator/weight_warmth.h"
@@ -33,7 +34,6 @@
 #include "onnx/onnx_import.h"
 
 namespace ios::coordinator::cli {
-namespace {
 
 // A zoo name, or else a path to an IOS JSON or ONNX file. The search needs
 // only the graph: an ONNX file's weights change no latency.
@@ -48,6 +48,8 @@ std::pair<Graph, std::string> ResolveModel(const std::string& model) {
   }
   return {std::move(loaded.model.graph), std::move(loaded.model.name)};
 }
+
+namespace {
 
 std::string NowUtc() {
   const std::time_t t = std::time(nullptr);
@@ -338,21 +340,14 @@ int Evaluate(CliOptions cli) {
   auto farm = StartFarm(cli);
   DecideWeightWarmth(loaded.graph, cli.search.batch_size, farm->Device(), cli.search.settings);
   AnnounceDevice(cli, *farm, "pricing " + cli.evaluate);
-  SearchPlan plan;
-  StageKeyer keyer(loaded.graph);
-  std::vector<BlockSchedule> blocks;
-  for (const auto& stages : loaded.blocks) {
-    BlockSchedule block;
-    for (const Stage& s : stages) block.emplace_back(s, plan.Intern(keyer, s));
-    blocks.push_back(std::move(block));
-  }
   ProgressPrinter progress(cli.quiet);
-  LatencyTable table =
-      MeasureStages(loaded.graph, plan, *store, *farm, cli.search, std::ref(progress));
-  const Schedule priced = PriceSchedule(blocks, table.latency_ms);
+  const PricedSchedule pricing =
+      PriceBlocks(loaded.graph, loaded.blocks, cli.search, *store, *farm, std::ref(progress));
+  const Schedule& priced = pricing.schedule;
+  const LatencyTable& table = pricing.table;
   const DeviceInfo& device = farm->Device();
   std::printf("schedule %s (%s format, %zu distinct stages)\n", cli.evaluate.c_str(),
-              loaded.origin.c_str(), plan.stage_count());
+              loaded.origin.c_str(), pricing.distinct_stages);
   std::printf("device %s%s, batch %d: %.3f ms%s\n", device.name.c_str(),
               device.simulated ? " (SIMULATED)" : "", cli.search.batch_size, priced.latency_ms,
               device.simulated ? " (simulated)" : "");

@@ -33,19 +33,30 @@ int main(int argc, char** argv) {
                  "(--model, --out, --strategy, -r, -s, --no-pruning, the DP budgets, "
                  "--no-baselines, --measure, --bound-margin, --sub-stage-bounds) do not apply to "
                  "it and are refused");
-  app.add_option("--batch,-b", cli.search.batch_size, "batch size")
-      ->default_val(1)
-      ->check(CLI::Range(1, 1 << 20));
+  std::string batch_text = "1";
+  app.add_option("--batch,-b", batch_text,
+                 "batch size (1 to 1048576); with --specialize a comma list, e.g. 1,16,32")
+      ->default_val(batch_text);
+  app.add_flag("--specialize", cli.specialize,
+               "the specialization matrix (the IOS paper's Table 3, transposed): search the "
+               "schedule for every --batch in the list on every --device (repeat --device to "
+               "compare devices), then price each at every other (batch, device) from the DB, "
+               "measuring only what is missing, and run it end to end unless --no-verify; "
+               "prints the schedules optimised for (rows) against where they run (columns), "
+               "normalised to each column's best");
+  app.add_option("--format", cli.format,
+                 "with --specialize: text (the default), csv (one row per cell) or json")
+      ->check(CLI::IsMember({"text", "csv", "json"}));
   CLI::Option* device_option =
       app.add_option(
-             "--device", cli.device,
+             "--device", cli.devices,
              "device to measure on (" + devices::BuiltinRegistry().Grammars() +
                  "): the embedded workers' backend (cpu: this machine's CPU through oneDNN; sim: "
                  "simulated GPUs), and which ios-worker processes may serve the search (those "
                  "whose device name, backend or fingerprint it equals); cuda: NVIDIA GPUs, "
                  "measured by ios-worker processes: with --bind, those you start "
                  "(`ios-worker --backend cuda`); without, one this tool starts itself "
-                 "(docs/gpu.md)")
+                 "(docs/gpu.md); repeated only with --specialize")
           ->default_val("cpu");
   std::string devices, mapper = "lp", link;
   CLI::Option* devices_option = app.add_option(
@@ -180,7 +191,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-baselines", no_baselines,
                "do not report the sequential and greedy baselines (reported by default)");
   // Defaults depend on the device (DefaultMeasureSettings): filled in below.
-  MeasureSettings given;
+  MeasureSettings given;  // CLI11 parses into it; cli.measure_given keeps what was given
   CLI::Option* warmup =
       app.add_option("--warmup", given.warmup, "warm-up runs per measurement (default 2; cuda 4)")
           ->check(CLI::Range(0, 1000));
@@ -263,6 +274,19 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   cli.bind_given = bind_option->count() > 0;
+  cli.device = cli.devices.front();
+  try {
+    cli.batches = ParseBatchList(batch_text);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "ios-coordinator: error: %s\n", e.what());
+    return 2;
+  }
+  cli.search.batch_size = cli.batches.front();
+  if (const std::string problem = SpecializeOptionProblem(cli, devices_option->count() > 0);
+      !problem.empty()) {
+    std::fprintf(stderr, "ios-coordinator: error: %s\n", problem.c_str());
+    return 2;
+  }
   if (front_option->count() > 0 && devices_option->count() > 0) {
     std::fprintf(stderr,
                  "ios-coordinator: error: --memory-front searches one device; it is not used with "
@@ -308,18 +332,13 @@ int main(int argc, char** argv) {
   // The device's kind decides its defaults, not the look of its name.
   const DeviceTiming timing = devices::BuiltinRegistry().TimingOf(cli.device);
   {
-    MeasureSettings& settings = cli.search.settings;
-    settings = DefaultMeasureSettings(timing);
-    if (warmup->count() > 0) settings.warmup = given.warmup;
-    if (number->count() > 0) settings.number = given.number;
-    if (repeat->count() > 0) settings.repeat = given.repeat;
-    if (max_repeat->count() > 0) settings.max_repeat = given.max_repeat;
-    // --max-repeat alone keeps the device's own spread (cuda's 3%); it
-    // takes --max-spread's default only where the device has none (sim).
-    if (max_spread->count() > 0 ||
-        (max_repeat->count() > 0 && !(settings.max_relative_spread > 0))) {
-      settings.max_relative_spread = max_spread_percent / 100;
-    }
+    MeasureOverrides& g = cli.measure_given;
+    if (warmup->count() > 0) g.warmup = given.warmup;
+    if (number->count() > 0) g.number = given.number;
+    if (repeat->count() > 0) g.repeat = given.repeat;
+    if (max_repeat->count() > 0) g.max_repeat = given.max_repeat;
+    if (max_spread->count() > 0) g.max_spread = max_spread_percent / 100;
+    cli.search.settings = MeasureSettingsFor(timing, g);
   }
   cli.search.verify.enabled = !no_verify;
   cli.search.verify.settings = DefaultVerifySettings(timing);
@@ -407,6 +426,7 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
+    if (cli.specialize) return Specialize(cli);
     return cli.memory_front > 0 ? SearchFront(cli) : Search(cli);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ios-coordinator: error: %s\n", e.what());

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/printable.h"
+#include "coordinator/pricing.h"
 #include "coordinator/schedule_json.h"
 #include "coordinator/search.h"
 #include "coordinator/weight_warmth.h"
@@ -13,10 +14,6 @@ namespace ios::run {
 
 Prediction Predict(const PredictionInputs& in) {
   auto store = db::ProfileStore::Open(in.db);
-  coordinator::SearchPlan plan;
-  StageKeyer keyer(in.graph);
-  coordinator::BlockSchedule block;
-  for (const Stage& s : in.stages) block.emplace_back(s, plan.Intern(keyer, s));
   auto measurer = coordinator::MakeLocalMeasurer(devices::LinkedRegistry().OpenBackend(in.device));
   coordinator::SearchOptions options;
   options.batch_size = in.batch;
@@ -26,9 +23,10 @@ Prediction Predict(const PredictionInputs& in) {
     options.settings = DefaultMeasureSettings(devices::LinkedRegistry().TimingOf(in.device));
     coordinator::DecideWeightWarmth(in.graph, in.batch, measurer->Device(), options.settings);
   }
-  const coordinator::LatencyTable table =
-      coordinator::MeasureStages(in.graph, plan, *store, *measurer, options);
-  const coordinator::Schedule priced = coordinator::PriceSchedule({block}, table.latency_ms);
+  const coordinator::PricedSchedule pricing =
+      coordinator::PriceBlocks(in.graph, {in.stages}, options, *store, *measurer);
+  const coordinator::LatencyTable& table = pricing.table;
+  const coordinator::Schedule& priced = pricing.schedule;
   // Keyed as the search's verification keys what it runs (coordinator/
   // verify.cc): the stages in order, the verification's weight seed and
   // settings. This run's own figure is not stored under that key: its
