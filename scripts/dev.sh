@@ -25,10 +25,14 @@ PACKAGES=(
   # the ASan runtime and llvm-symbolizer are only recommended by clang.
   clang libclang-rt-14-dev llvm-14
 )
+# Only `test` needs these: the report's browser test (tests/report/
+# report_browser_test.cc) opens each kind of report in headless Chromium.
+TEST_PACKAGES=(chromium)
 
+# install_missing [EXTRA_PACKAGE...]: PACKAGES and the extra ones.
 install_missing() {
   local missing=()
-  for pkg in "${PACKAGES[@]}"; do
+  for pkg in "${PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
       missing+=("$pkg")
   done
@@ -129,7 +133,7 @@ case "${1:-}" in
     main_job "$@"
     ;;
   test)
-    install_missing
+    install_missing "${TEST_PACKAGES[@]}"
     check_format
     build
     ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" --timeout 600
