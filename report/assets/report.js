@@ -262,6 +262,16 @@
   var out = document.createElement('script');
   out.type = 'application/json';
   out.id = 'selftest';
-  out.textContent = JSON.stringify(result).replace(/</g, '\\u003c');
+  // Written again when an error, a CSP violation or a fetch comes after this
+  // script (such events are queued, and later markup can cause them) and at
+  // the load event, which --dump-dom waits for. Registered after the error
+  // guard's listeners, in the same phases, so they run after its push.
+  function write() {
+    result.resources = performance.getEntriesByType('resource').length;
+    out.textContent = JSON.stringify(result).replace(/</g, '\\u003c');
+  }
+  write();
   document.body.appendChild(out);
+  addEventListener('error', write, true);
+  ['unhandledrejection', 'securitypolicyviolation', 'load'].forEach(function (type) { addEventListener(type, write); });
 })();

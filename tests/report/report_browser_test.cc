@@ -302,29 +302,30 @@ TEST_F(ReportBrowserTest, ShowsTheSpecializationMatrixAsAHeatMap) {
 TEST_F(ReportBrowserTest, DrawsEveryOperatorOfATwoThousandOperatorReport) {
   IOS_REQUIRE_CHROMIUM();
   const ReportInput input = testing::LargeInput(2000);
-  for (const std::string view : {"timeline", "graph"}) {
-    SCOPED_TRACE(view);
-    const Page page = Open(dir_.path(), "large", input, view, true);
-    ExpectDrawnAsLaidOut(input, page);
-    ExpectShown(page, view);
-    ExpectPng("large", view);
-    // Recorded, not asserted (timings on a shared machine are no test):
-    // bench/report_render.sh measures the 2 s goal on an idle one.
-    if (page.selftest.is_object()) {
-      RecordProperty("render_ms_" + view, std::to_string(page.selftest.value("render_ms", -1.0)));
-    }
+  // One launch (the hidden graph is drawn and checked too): this page
+  // takes the longest to open.
+  const Page page = Open(dir_.path(), "large", input, "timeline", true);
+  ExpectDrawnAsLaidOut(input, page);
+  ExpectShown(page, "timeline");
+  ExpectPng("large", "timeline");
+  // Recorded, not asserted (a timing on a shared machine is no test):
+  // bench/report_render.sh measures the 2 s goal.
+  if (page.selftest.is_object()) {
+    RecordProperty("render_ms", std::to_string(page.selftest.value("render_ms", -1.0)));
   }
 }
 
 // The checks above can fail: a page that tries to fetch from the network
-// and throws says so in its self-test. (Chromium lists a fetch the CSP
-// refused as a resource too, so `resources` catches it twice over.)
-TEST_F(ReportBrowserTest, ItsSelfTestCatchesAFetchAndAScriptError) {
+// and throws says so in its self-test. Both come after the page's script
+// has written #selftest, as a late image or error would: the self-test
+// must not be a snapshot taken before they arrive. (Chromium lists a fetch
+// the CSP refused as a resource too, so `resources` catches it twice over.)
+TEST_F(ReportBrowserTest, ItsSelfTestCatchesAFetchAndAScriptErrorAfterItsScriptRan) {
   IOS_REQUIRE_CHROMIUM();
   std::string html = RenderHtml(testing::SmallInput());
-  const size_t main_end = html.find("</main>");
-  ASSERT_NE(main_end, std::string::npos);
-  html.insert(main_end, "<img src=\"http://192.0.2.1/x.png\"><script>notAFunction();</script>");
+  const size_t body_end = html.rfind("</body>");
+  ASSERT_NE(body_end, std::string::npos);
+  html.insert(body_end, "<img src=\"http://192.0.2.1/x.png\"><script>notAFunction();</script>");
   const fs::path file = dir_.path() / "tampered.html";
   ASSERT_TRUE(ios::testing::WriteFile(file, html));
   const Page page = OpenFile(dir_.path(), file, "tampered", "", false);
