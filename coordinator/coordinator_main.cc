@@ -10,6 +10,7 @@
 #include "common/zoo.h"
 #include "coordinator/cli.h"
 #include "coordinator/memory_front.h"
+#include "coordinator/report_input.h"
 #include "devices/registry.h"
 
 int main(int argc, char** argv) {
@@ -395,8 +396,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (!cli.report.empty()) {  // before any work, like --out
-      const std::string problem =
-          cli.report == "-" ? "a file is expected, not '-'" : OutputProblem(cli.report);
+      const std::string problem = ReportPathProblem(cli.report);
       if (!problem.empty()) {
         std::fprintf(stderr,
                      "ios-coordinator: error: --report %s: cannot write the report there: %s\n",

@@ -1,8 +1,12 @@
 #include "coordinator/report_input.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <tuple>
@@ -127,6 +131,18 @@ report::MultiDeviceView MultiViewOf(const Graph& graph, const MultiDeviceOutcome
 
 }  // namespace
 
+std::string ReportPathProblem(const std::string& path) {
+  if (path.empty() || path == "-") return "a file name is expected";
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) return "it is a directory";
+  const bool existed = std::filesystem::exists(path, error);
+  std::FILE* file = std::fopen(path.c_str(), "a");  // appends nothing, truncates nothing
+  if (file == nullptr) return std::strerror(errno);
+  std::fclose(file);
+  if (!existed) std::filesystem::remove(path, error);
+  return "";
+}
+
 std::vector<PartStageCounts> CountPartStages(const SearchOutcome& o) {
   std::vector<PartStageCounts> counts;
   std::vector<bool> seen(o.plan.stage_count(), false);
@@ -196,7 +212,8 @@ report::LaneNames LaneNamesFor(const DeviceInfo& device, const std::set<int>& la
         // T % L; one thread each when L > T; pinned to its own cores when
         // there are several lanes and the budget fits on the cores.
         if (lanes == 1) {
-          labels.push_back("caller's thread, " + std::to_string(threads) + " threads");
+          labels.push_back("caller's thread, " + std::to_string(threads) +
+                           (threads == 1 ? " thread" : " threads"));
           continue;
         }
         const int share = lanes > threads ? 1 : threads / lanes + (l < threads % lanes ? 1 : 0);
