@@ -399,10 +399,15 @@ int Evaluate(CliOptions cli) {
     }
   }
   if (!cli.report.empty()) {
-    WriteReport(cli,
-                ReportOfEvaluation(loaded.graph, cli.evaluate, priced, plan, table, device,
-                                   cli.search.batch_size, verified ? &*verified : nullptr),
-                "ios-coordinator --evaluate");
+    const EvaluationFacts facts{cli.evaluate,
+                                priced,
+                                plan,
+                                table,
+                                device,
+                                cli.search.batch_size,
+                                cli.search.settings,
+                                verified ? &*verified : nullptr};
+    WriteReport(cli, ReportOfEvaluation(loaded.graph, facts, *store), "ios-coordinator --evaluate");
   }
   return std::isfinite(priced.latency_ms) ? 0 : 2;
 }

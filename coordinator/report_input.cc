@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -127,6 +128,42 @@ report::MultiDeviceView MultiViewOf(const Graph& graph, const MultiDeviceOutcome
   view.predicted_ms = Figure(multi.predicted_ms);
   view.one_device_kept = multi.one_device_kept;
   return view;
+}
+
+// A baseline of `graph` priced from `store` alone, or nothing when a stage
+// of it has no stored latency.
+std::optional<report::ScheduleRow> StoredBaseline(const Graph& graph, const EvaluationFacts& facts,
+                                                  db::ProfileStore& store, bool greedy) {
+  StageKeyer keyer(graph);
+  Schedule schedule;
+  for (const Block& block : graph.blocks) {
+    const std::vector<NodeId> ops = block.Operators();
+    std::vector<ScheduledStage>& stages = schedule.blocks.emplace_back();
+    for (Stage& stage : greedy ? GreedySchedule(graph, ops) : SequentialSchedule(ops)) {
+      const std::optional<MeasureResult> stored = store.Lookup(
+          {keyer.Key(stage), facts.device.fingerprint, facts.batch, facts.settings.Key()});
+      if (!stored || !stored->ok()) return std::nullopt;
+      schedule.latency_ms += stored->median_ms;
+      stages.push_back({std::move(stage), -1, stored->median_ms});
+    }
+  }
+  schedule.peak_bytes = SchedulePeakBytes(graph, schedule, facts.batch);
+  report::ScheduleRow row;
+  row.name = greedy ? "greedy" : "sequential";
+  row.predicted_ms = schedule.latency_ms;
+  row.peak_bytes = schedule.peak_bytes;
+  for (size_t b = 0; b < schedule.blocks.size(); ++b) {
+    for (const ScheduledStage& s : schedule.blocks[b]) {
+      report::StageRow stage;
+      stage.strategy = s.stage.strategy;
+      stage.groups = s.stage.groups;
+      stage.block = static_cast<int>(b);
+      stage.latency_ms = s.latency_ms;
+      stage.source = Source::kStored;
+      row.stages.push_back(std::move(stage));
+    }
+  }
+  return row;
 }
 
 }  // namespace
@@ -343,23 +380,33 @@ report::ReportInput ReportOfSearch(const Graph& graph, const SearchOutcome& outc
   return input;
 }
 
-report::ReportInput ReportOfEvaluation(const Graph& graph, const std::string& name,
-                                       const Schedule& priced, const SearchPlan& plan,
-                                       const LatencyTable& table, const DeviceInfo& device,
-                                       int batch, const VerifiedSchedule* run) {
-  report::ReportInput input = Header(graph, graph.name, device, batch);
-  report::ScheduleRow row = RowOf(name, priced, plan, table);
+report::ReportInput ReportOfEvaluation(const Graph& graph, const EvaluationFacts& facts,
+                                       db::ProfileStore& store) {
+  report::ReportInput input = Header(graph, graph.name, facts.device, facts.batch);
+  report::ScheduleRow row = RowOf(facts.name, facts.priced, facts.plan, facts.table);
   row.returned = true;
-  if (run != nullptr) {
-    row.measured = EndToEndOf(*run);
-    row.measured->how = run->reused ? "--evaluate, from the DB" : "--evaluate";
+  if (facts.run != nullptr) {
+    row.measured = EndToEndOf(*facts.run);
+    row.measured->how = facts.run->reused ? "--evaluate, from the DB" : "--evaluate";
   }
-  FillAlone(row.stages, input.op_alone_ms);
   input.schedules.push_back(std::move(row));
-  input.notes.push_back(
-      "--evaluate prices the file's schedule only: sequential and greedy would measure every "
-      "operator alone (search the model for them); operators' latencies alone are known only "
-      "where the file runs one alone in a stage");
+  std::string shown, missing;
+  for (const bool greedy : {false, true}) {
+    const char* name = greedy ? "greedy" : "sequential";
+    if (const auto baseline = StoredBaseline(graph, facts, store, greedy)) {
+      input.schedules.push_back(*baseline);
+      shown += shown.empty() ? name : std::string(" and ") + name;
+    } else {
+      missing += missing.empty() ? name : std::string(" and ") + name;
+    }
+  }
+  for (const report::ScheduleRow& s : input.schedules) FillAlone(s.stages, input.op_alone_ms);
+  if (!shown.empty()) input.notes.push_back(shown + ": priced from the profiling DB alone");
+  if (!missing.empty()) {
+    input.notes.push_back(missing +
+                          ": not shown, the profiling DB lacks some of their stages for this "
+                          "device, batch and settings (a search of the model measures them)");
+  }
   NameLanes(input);
   return input;
 }

@@ -69,13 +69,24 @@ report::EndToEnd EndToEndOf(const VerifiedSchedule& run);
 report::ReportInput ReportOfSearch(const Graph& graph, const SearchOutcome& outcome,
                                    const DeviceInfo& device, const MultiDeviceOutcome* multi);
 
-//! The report of --evaluate: the file's schedule `name` priced by `table`
-//! (of `plan`, whose stage ids `priced` names), with `run`'s end-to-end
-//! figure when there is one. Only that schedule: pricing sequential and
-//! greedy too would measure every operator alone (a note says so).
-report::ReportInput ReportOfEvaluation(const Graph& graph, const std::string& name,
-                                       const Schedule& priced, const SearchPlan& plan,
-                                       const LatencyTable& table, const DeviceInfo& device,
-                                       int batch, const VerifiedSchedule* run);
+//! What --evaluate priced, for its report.
+struct EvaluationFacts {
+  std::string name;  // the schedule file
+  const Schedule& priced;
+  const SearchPlan& plan;  // whose stage ids `priced` names
+  const LatencyTable& table;
+  DeviceInfo device;
+  int batch = 1;
+  MeasureSettings settings;               // the stages' measurement settings
+  const VerifiedSchedule* run = nullptr;  // its end-to-end figure, if any
+};
+
+//! The report of --evaluate: the file's schedule with its prices and
+//! end-to-end figure; and the sequential and greedy schedules of the graph
+//! when `store` holds every one of their stages for this device, batch and
+//! settings (a DB lookup; measuring them would take as long as a search's
+//! baselines). A note says which were shown.
+report::ReportInput ReportOfEvaluation(const Graph& graph, const EvaluationFacts& facts,
+                                       db::ProfileStore& store);
 
 }  // namespace ios::coordinator

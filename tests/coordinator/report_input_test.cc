@@ -171,6 +171,33 @@ TEST_F(ReportOfSearchTest, TextReportCountsSkippedStagesApartFromTheDb) {
             std::count(outcome_->table.skipped.begin(), outcome_->table.skipped.end(), true));
 }
 
+TEST_F(ReportOfSearchTest, AnEvaluationShowsTheBaselinesOnlyWhenTheDbPricesThemAlone) {
+  const SearchOptions options = LazyOptions();
+  const EvaluationFacts facts{"ios.json",       outcome_->ios,    outcome_->plan,
+                              outcome_->table,  outcome_->device, options.batch_size,
+                              options.settings, nullptr};
+  const report::ReportInput in = ReportOfEvaluation(*graph_, facts, *store_);
+  ASSERT_EQ(in.schedules.size(), 3u);
+  EXPECT_EQ(in.schedules[0].name, "ios.json");
+  EXPECT_TRUE(in.schedules[0].returned);
+  // The search stored every baseline stage: the same prices, the same peaks.
+  EXPECT_EQ(in.schedules[1].name, "sequential");
+  EXPECT_NEAR(in.schedules[1].predicted_ms, outcome_->sequential.latency_ms, 1e-9);
+  EXPECT_EQ(in.schedules[1].peak_bytes, outcome_->sequential.peak_bytes);
+  EXPECT_EQ(in.schedules[2].name, "greedy");
+  EXPECT_NEAR(in.schedules[2].predicted_ms, outcome_->greedy.latency_ms, 1e-9);
+  for (const report::ScheduleRow& s : in.schedules)
+    ExpectEveryOperatorOnce(*graph_, s.stages, s.name);
+  EXPECT_NO_THROW(report::RenderHtml(in));
+
+  auto empty = db::ProfileStore::Open(":memory:");
+  const report::ReportInput alone = ReportOfEvaluation(*graph_, facts, *empty);
+  ASSERT_EQ(alone.schedules.size(), 1u);
+  ASSERT_FALSE(alone.notes.empty());
+  EXPECT_NE(alone.notes.back().find("sequential and greedy: not shown"), std::string::npos)
+      << alone.notes.back();
+}
+
 TEST(ReportOfSearchMultiTest, TheMultiDeviceViewPlacesEveryOperatorOnItsDeviceOverTime) {
   const Graph g = BuildZooModel("inception_v3");
   auto store = db::ProfileStore::Open(":memory:");

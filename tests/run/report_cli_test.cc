@@ -76,6 +76,9 @@ TEST_F(ReportCliTest, ASearchAndAnEvaluationWriteTheirReports) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("report written to evaluate.html"), std::string::npos) << r.out;
   ExpectReport("evaluate.html");
+  // The search stored every baseline stage: the evaluation shows them too.
+  EXPECT_NE(Read("evaluate.html").find("sequential and greedy: priced from the profiling DB alone"),
+            std::string::npos);
 
   // With the schedule on stdout, the line goes to stderr.
   r = Run(kCoordinator, std::string("--model squeezenet ") + kSim + " --out - --report again.html");
