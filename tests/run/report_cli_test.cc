@@ -91,10 +91,15 @@ TEST_F(ReportCliTest, ASearchAndAnEvaluationWriteTheirReports) {
 TEST_F(ReportCliTest, AMultiDeviceSearchWritesItsReport) {
   const CliResult r = Run(kCoordinator,
                           "--model squeezenet --devices sim:v100x2 --force-devices "
-                          "--db t.db -q --report multi.html");
+                          "--db t.db -q --out multi.json --report multi.html");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   ExpectReport("multi.html");
   EXPECT_NE(Read("multi.html").find("\"multi\":{"), std::string::npos);
+  // Its file holds no stage times: ios-run says where its report is instead.
+  const CliResult run = Run(kIosRun, "--schedule multi.json --devices cpux2 --report run.html");
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_NE(run.err.find("reported by its search"), std::string::npos) << run.err;
+  EXPECT_FALSE(fs::exists(dir_ / "run.html"));
 }
 
 TEST_F(ReportCliTest, AReportPathThatCannotBeWrittenFailsBeforeAnyMeasuring) {
