@@ -398,9 +398,8 @@ int main(int argc, char** argv) {
     if (!cli.report.empty()) {  // before any work, like --out
       const std::string problem = ReportPathProblem(cli.report);
       if (!problem.empty()) {
-        std::fprintf(stderr,
-                     "ios-coordinator: error: --report %s: cannot write the report there: %s\n",
-                     cli.report.c_str(), problem.c_str());
+        std::fprintf(stderr, "ios-coordinator: error: --report %s: %s\n", cli.report.c_str(),
+                     problem.c_str());
         return 2;
       }
     }

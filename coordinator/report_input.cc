@@ -169,12 +169,13 @@ std::optional<report::ScheduleRow> StoredBaseline(const Graph& graph, const Eval
 }  // namespace
 
 std::string ReportPathProblem(const std::string& path) {
-  if (path.empty() || path == "-") return "a file name is expected";
+  const std::string cannot = "cannot write the report there: ";
+  if (path.empty() || path == "-") return cannot + "a file name is expected";
   std::error_code error;
-  if (std::filesystem::is_directory(path, error)) return "it is a directory";
+  if (std::filesystem::is_directory(path, error)) return cannot + "it is a directory";
   const bool existed = std::filesystem::exists(path, error);
   std::FILE* file = std::fopen(path.c_str(), "a");  // appends nothing, truncates nothing
-  if (file == nullptr) return std::strerror(errno);
+  if (file == nullptr) return cannot + std::strerror(errno);
   std::fclose(file);
   if (!existed) std::filesystem::remove(path, error);
   return "";

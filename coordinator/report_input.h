@@ -16,9 +16,9 @@
 
 namespace ios::coordinator {
 
-//! Why an HTML report cannot be written to `path` ("-" included: a page is
-//! a file), or "" when it can. Run before any work so that a typo costs
-//! nothing; leaves no file behind.
+//! Why an HTML report cannot be written to `path` ("cannot write the report
+//! there: ..."; "-" included: a page is a file), or "" when it can. Run before any work so that a
+//! typo costs nothing; leaves no file behind.
 std::string ReportPathProblem(const std::string& path);
 
 //! What became of one part's distinct candidate stages. A stage shared by

@@ -276,12 +276,6 @@ int Run(const CliOptions& cli) {
   timing.warmup = cli.warmup;
   timing.number = 1;
   timing.repeat = cli.runs;
-  if (loaded.multi && !cli.report.empty()) {
-    // Its file holds no stage times to draw; the search's report has them.
-    throw Error(
-        "--report: a multi-device schedule is reported by its search "
-        "(ios-coordinator --devices ... --report FILE), not by ios-run yet");
-  }
   if (loaded.multi) return RunMulti(cli, loaded, weights, input, expected, timing);
   if (!cli.devices.empty()) {
     throw Error(
@@ -579,11 +573,16 @@ int main(int argc, char** argv) {
                  devices::LinkedRegistry().Grammars().c_str());
     return 2;
   }
+  // Before any work. A multi-device file holds no stage times to draw; the
+  // search that wrote it has them.
   const std::string report_problem =
-      cli.report.empty() ? "" : coordinator::ReportPathProblem(cli.report);
-  if (!report_problem.empty()) {  // before any work
-    std::fprintf(stderr, "ios-run: --report %s: cannot write the report there: %s\n",
-                 cli.report.c_str(), report_problem.c_str());
+      cli.report.empty() ? ""
+      : coordinator::IsMultiScheduleFile(cli.schedule)
+          ? "a multi-device schedule is reported by its search (ios-coordinator --devices ... "
+            "--report FILE), not by ios-run yet"
+          : coordinator::ReportPathProblem(cli.report);
+  if (!report_problem.empty()) {
+    std::fprintf(stderr, "ios-run: --report %s: %s\n", cli.report.c_str(), report_problem.c_str());
     return 2;
   }
   try {

@@ -97,7 +97,7 @@ TEST_F(ReportCliTest, AMultiDeviceSearchWritesItsReport) {
   EXPECT_NE(Read("multi.html").find("\"multi\":{"), std::string::npos);
   // Its file holds no stage times: ios-run says where its report is instead.
   const CliResult run = Run(kIosRun, "--schedule multi.json --devices cpux2 --report run.html");
-  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_EQ(run.exit_code, 2) << run.out << run.err;
   EXPECT_NE(run.err.find("reported by its search"), std::string::npos) << run.err;
   EXPECT_FALSE(fs::exists(dir_ / "run.html"));
 }
