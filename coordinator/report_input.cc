@@ -100,7 +100,11 @@ report::MultiDeviceView MultiViewOf(const Graph& graph, const MultiDeviceOutcome
   const bool timed = multi.op_start_ms.size() == graph.nodes.size();
   for (size_t d = 0; d < schedule.stages.size(); ++d) {
     report::DeviceStages device;
-    device.name = d < schedule.devices.size() ? schedule.devices[d] : "device " + std::to_string(d);
+    device.name = d < schedule.devices.size() ? schedule.devices[d] : "device";
+    // Identical devices share a name: the index tells their rows apart.
+    if (std::count(schedule.devices.begin(), schedule.devices.end(), device.name) != 1) {
+      device.name += "#" + std::to_string(d);
+    }
     for (const Stage& stage : schedule.stages[d]) {
       report::StageRow row = StageRowOf(stage, block_of);
       const size_t first = static_cast<size_t>(stage.groups.at(0).at(0));

@@ -220,6 +220,7 @@ TEST(ReportOfSearchMultiTest, TheMultiDeviceViewPlacesEveryOperatorOnItsDeviceOv
   const report::ReportInput in = ReportOfSearch(g, outcome, outcome.device, &multi);
   ASSERT_TRUE(in.multi.has_value());
   ASSERT_EQ(in.multi->devices.size(), 2u);
+  EXPECT_EQ(in.multi->devices[1].name, "sim:v100#1") << "identical devices, told apart";
   std::vector<report::StageRow> all;
   for (const report::DeviceStages& d : in.multi->devices) {
     double previous_end = 0;
