@@ -36,6 +36,7 @@ struct CliOptions {
   int memory_front = 0;               // --memory-front N: searched points; 0: no front
   std::string db = "ios-farm.db";
   std::string out;
+  std::string report;  // --report FILE.html: the search's or evaluation's HTML report
   bool baselines = true;
   bool quiet = false;
   std::string log_level = "info";

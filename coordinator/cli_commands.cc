@@ -27,11 +27,13 @@
 #include "coordinator/memory_front.h"
 #include "coordinator/pricing.h"
 #include "coordinator/report.h"
+#include "coordinator/report_input.h"
 #include "coordinator/schedule_json.h"
 #include "coordinator/weight_warmth.h"
 #include "db/profile_store.h"
 #include "onnx/model_loader.h"
 #include "onnx/onnx_import.h"
+#include "report/report.h"
 
 namespace ios::coordinator::cli {
 
@@ -83,6 +85,19 @@ void WriteOutput(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   if (!out) throw Error(path + ": cannot write the schedule file");
+}
+
+// --report: the page, written whole (the path was checked before any work).
+// Said on stderr when stdout carries the schedule.
+void WriteReport(const CliOptions& cli, report::ReportInput input, const std::string& tool) {
+  input.tool = tool;
+  input.version = IOS_FARM_VERSION;
+  input.generated_at = NowUtc();
+  std::ofstream out(cli.report, std::ios::binary | std::ios::trunc);
+  out << report::RenderHtml(input);
+  if (!out) throw Error(cli.report + ": cannot write the report");
+  std::fprintf(cli.out == "-" ? stderr : stdout, "report written to %s\n", cli.report.c_str());
+  std::fflush(cli.out == "-" ? stderr : stdout);
 }
 
 std::string DescribeSchedule(const Graph& graph, const Schedule& schedule) {
@@ -223,6 +238,14 @@ int Search(CliOptions cli) {
   }
   if (!cli.out.empty()) WriteOutput(cli.out, out_json);  // fails before anything is recorded
   store->RecordSearch(record);
+  std::optional<report::ReportInput> page;
+  if (!cli.report.empty()) {
+    page = ReportOfSearch(graph, outcome, outcome.device, multi ? &*multi : nullptr);
+    if (!cli.baselines) {  // not asked for, so not shown
+      std::erase_if(page->schedules,
+                    [](const auto& s) { return s.name == "sequential" || s.name == "greedy"; });
+    }
+  }
   if (cli.out != "-") {
     std::cout << (outcome.ReturnedName() == "ios"
                       ? std::string("IOS schedule")
@@ -254,6 +277,7 @@ int Search(CliOptions cli) {
     std::cout.flush();
     std::cout << FormatWorkers(farm->Workers());
   }
+  if (page) WriteReport(cli, std::move(*page), "ios-coordinator search");
   return 0;
 }
 
@@ -355,9 +379,10 @@ int Evaluate(CliOptions cli) {
               static_cast<long long>(table.stats.measured),
               static_cast<long long>(table.stats.reused),
               static_cast<long long>(table.stats.failed));
+  std::optional<VerifiedSchedule> verified;  // for --report
   if (cli.search.verify.enabled && std::isfinite(priced.latency_ms)) {
-    const VerifiedSchedule run = VerifySchedule(loaded.graph, loaded.graph.name, cli.evaluate,
-                                                priced, cli.search, device, *store, *farm);
+    const VerifiedSchedule& run = verified.emplace(VerifySchedule(
+        loaded.graph, loaded.graph.name, cli.evaluate, priced, cli.search, device, *store, *farm));
     const MeasureResult& m = run.measured;
     if (m.ok()) {
       std::printf(
@@ -367,6 +392,17 @@ int Evaluate(CliOptions cli) {
     } else {
       std::printf("end to end: %s: %s\n", ToString(m.error), m.error_message.c_str());
     }
+  }
+  if (!cli.report.empty()) {
+    const EvaluationFacts facts{cli.evaluate,
+                                priced,
+                                plan,
+                                table,
+                                device,
+                                cli.search.batch_size,
+                                cli.search.settings,
+                                verified ? &*verified : nullptr};
+    WriteReport(cli, ReportOfEvaluation(loaded.graph, facts, *store), "ios-coordinator --evaluate");
   }
   return std::isfinite(priced.latency_ms) ? 0 : 2;
 }

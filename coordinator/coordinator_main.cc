@@ -10,6 +10,7 @@
 #include "common/zoo.h"
 #include "coordinator/cli.h"
 #include "coordinator/memory_front.h"
+#include "coordinator/report_input.h"
 #include "devices/registry.h"
 
 int main(int argc, char** argv) {
@@ -168,6 +169,9 @@ int main(int argc, char** argv) {
   app.add_option("--db", cli.db, "profiling DB file (created if missing)")->default_val(cli.db);
   app.add_option("--out,-o", cli.out,
                  "write the searched schedule JSON here ('-' for stdout); not with --evaluate");
+  app.add_option("--report", cli.report,
+                 "also write an HTML report of the search or --evaluate here: lanes over time, "
+                 "the graph by stage, the schedules and parts compared (docs/report.md)");
   bool no_verify = false;
   app.add_flag("--no-verify", no_verify,
                "return the DP's optimum without running the best candidates end to end first "
@@ -403,6 +407,20 @@ int main(int argc, char** argv) {
     if (cli.no_pruning) {
       cli.search.dp.max_group_size = DpOptions::kMaxPartSize;
       cli.search.dp.max_groups = DpOptions::kMaxPartSize;
+    }
+    if (!cli.report.empty() && cli.memory_front > 0) {
+      std::fprintf(stderr,
+                   "ios-coordinator: error: --report is not used with --memory-front yet; report "
+                   "one search of the front (--memory-budget B, or --objective memory)\n");
+      return 2;
+    }
+    if (!cli.report.empty()) {  // before any work, like --out
+      const std::string problem = ReportPathProblem(cli.report);
+      if (!problem.empty()) {
+        std::fprintf(stderr, "ios-coordinator: error: --report %s: %s\n", cli.report.c_str(),
+                     problem.c_str());
+        return 2;
+      }
     }
     if (!cli.evaluate.empty()) {
       if (!cli.unused_by_evaluate.empty()) {

@@ -159,7 +159,18 @@ MultiDeviceOutcome ScheduleMultiDevice(
     }
   }
   out.transfers = MultiTransfers(graph, schedule, search.batch_size);
-  for (const Transfer& t : out.transfers) out.transfer_ms += options.link.Ms(t.bytes);
+  for (const Transfer& t : out.transfers) {
+    out.transfer_link_ms.push_back(options.link.Ms(t.bytes));
+    out.transfer_ms += out.transfer_link_ms.back();
+  }
+  // The evaluator that judged the schedule also places it in time.
+  const hios::Timeline timeline = hios::Evaluate(dag, costs, chosen);
+  out.op_start_ms.assign(graph.nodes.size(), std::numeric_limits<double>::quiet_NaN());
+  out.op_finish_ms = out.op_start_ms;
+  for (hios::OpId op = 0; op < dag.ops(); ++op) {
+    out.op_start_ms[static_cast<size_t>(NodeOf(op))] = timeline.start_ms[static_cast<size_t>(op)];
+    out.op_finish_ms[static_cast<size_t>(NodeOf(op))] = timeline.finish_ms[static_cast<size_t>(op)];
+  }
   out.multi_device_ms = out.predicted_ms;
   return out;
 }
@@ -171,8 +182,19 @@ void KeepOnOneDevice(const Graph& graph, const Schedule& single, int batch_size,
   std::fill(schedule.device_of.begin() + 1, schedule.device_of.end(), 0);
   for (DeviceLoad& load : outcome.loads) load = {};
   DeviceLoad& load = outcome.loads[0];
+  // One device runs its stages end to end.
+  outcome.op_start_ms.assign(graph.nodes.size(), std::numeric_limits<double>::quiet_NaN());
+  outcome.op_finish_ms = outcome.op_start_ms;
+  double clock_ms = 0;
   for (const auto& block : single.blocks) {
     for (const ScheduledStage& s : block) {
+      for (const auto& group : s.stage.groups) {
+        for (NodeId v : group) {
+          outcome.op_start_ms[static_cast<size_t>(v)] = clock_ms;
+          outcome.op_finish_ms[static_cast<size_t>(v)] = clock_ms + s.latency_ms;
+        }
+      }
+      clock_ms += s.latency_ms;
       schedule.stages[0].push_back(s.stage);
       load.operators += s.stage.OperatorCount();
       ++load.stages;
@@ -181,6 +203,7 @@ void KeepOnOneDevice(const Graph& graph, const Schedule& single, int batch_size,
     }
   }
   outcome.transfers = MultiTransfers(graph, schedule, batch_size);
+  outcome.transfer_link_ms.assign(outcome.transfers.size(), 0.0);
   outcome.transfer_ms = 0;
   outcome.predicted_ms = single.latency_ms;
   outcome.one_device_kept = true;

@@ -76,6 +76,12 @@ struct MultiDeviceOutcome {
   bool one_device_kept = false;
   int64_t stages_measured = 0, stages_reused = 0, stages_failed = 0;
   double measure_s = 0;  // pricing operators and window candidates
+  //! The kept schedule over time, for the report's lanes (a latency alone
+  //! cannot say which device waits): per NodeId, its stage's predicted start
+  //! and finish on its device (hios::Evaluate; NaN for node 0), and per
+  //! transfers[i] its price on the link.
+  std::vector<double> op_start_ms, op_finish_ms;
+  std::vector<double> transfer_link_ms;
 };
 
 //! Prices every operator and every stage the window may ask for on the

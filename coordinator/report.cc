@@ -1,5 +1,6 @@
 #include "coordinator/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "common/printable.h"
+#include "coordinator/report_input.h"
 
 namespace ios::coordinator {
 
@@ -46,25 +48,17 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
   // "dp": exact (the DP over the whole part), cut (the DP over a part of a
   // block cut by --max-part-size), or, for the pieces of a part over a DP
   // budget (numbered part.piece), split or greedy.
-  out << Format("%5s %5s %4s %3s %9s %12s %10s %7s %8s %7s %7s  %s\n", "block", "part", "n", "d",
-                "states", "transitions", "schedules", "stages", "measured", "from-db", "earlier",
-                "dp");
+  // "skipped": never measured, because the lazy search's bounds showed it
+  // cannot be on an optimal schedule (not stored in the DB either).
+  out << Format("%5s %5s %4s %3s %9s %12s %10s %7s %8s %7s %7s %7s  %s\n", "block", "part", "n",
+                "d", "states", "transitions", "schedules", "stages", "measured", "from-db",
+                "skipped", "earlier", "dp");
   std::set<std::tuple<int, int, int>> used;  // block, part, piece in the IOS schedule
   for (const PartSummary& p : o.ios.parts) used.emplace(p.block, p.part, p.piece);
-  std::vector<bool> seen(o.plan.stage_count(), false);
-  for (const PartPlan& p : o.plan.parts) {
-    const std::set<int> ids(p.stage_ids.begin(), p.stage_ids.end());
-    int measured = 0, from_db = 0, earlier = 0;
-    for (int id : ids) {
-      if (seen[id]) {
-        ++earlier;
-      } else if (o.table.measured_now[id]) {
-        ++measured;
-      } else {
-        ++from_db;
-      }
-      seen[id] = true;
-    }
+  const std::vector<PartStageCounts> counts = CountPartStages(o);
+  for (size_t i = 0; i < o.plan.parts.size(); ++i) {
+    const PartPlan& p = o.plan.parts[i];
+    const PartStageCounts& c = counts[i];
     // A part over budget: its pieces p.0, p.1, ... and p.all, the greedy
     // schedule of the whole part; "(unused)" marks what lost.
     const bool whole = p.schedule == PartSchedule::kExact || p.schedule == PartSchedule::kCut;
@@ -73,11 +67,14 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
                                  ? std::to_string(p.part) + ".all"
                                  : std::to_string(p.part) + "." + std::to_string(p.piece);
     const bool unused = !o.ios.parts.empty() && !used.count({p.block, p.part, p.piece});
-    out << Format(
-        "%5d %5s %4d %3d %9lld %12lld %10.3g %7zu %8d %7d %7d  %s%s\n", p.block, part.c_str(),
-        p.space.operator_count(), p.space.width(), static_cast<long long>(p.space.state_count()),
-        static_cast<long long>(p.space.transition_count()), p.space.schedule_count(), ids.size(),
-        measured, from_db, earlier, ToString(p.schedule), unused ? " (unused)" : "");
+    out << Format("%5d %5s %4d %3d %9lld %12lld %10.3g %7lld %8lld %7lld %7lld %7lld  %s%s\n",
+                  p.block, part.c_str(), p.space.operator_count(), p.space.width(),
+                  static_cast<long long>(p.space.state_count()),
+                  static_cast<long long>(p.space.transition_count()), p.space.schedule_count(),
+                  static_cast<long long>(c.stages), static_cast<long long>(c.measured),
+                  static_cast<long long>(c.stored), static_cast<long long>(c.skipped),
+                  static_cast<long long>(c.earlier), ToString(p.schedule),
+                  unused ? " (unused)" : "");
   }
   for (const PartSummary& p : o.ios.parts) {
     if (p.part < 0) {
@@ -95,7 +92,12 @@ std::string FormatReport(const Graph& graph, const SearchOutcome& o) {
   const MeasureProgress& s = o.table.stats;
   out << "\ndistinct stages " << o.plan.stage_count() << " (" << o.plan.stage_occurrences
       << " counted per part); measured " << s.measured << ", reused from DB " << s.reused
-      << ", failed " << s.failed << "\n";
+      << ", failed " << s.failed;
+  if (s.lazy) {
+    out << ", skipped by bounds "
+        << std::count(o.table.skipped.begin(), o.table.skipped.end(), true);
+  }
+  out << "\n";
   if (s.measured == 0) out << "nothing measured: every stage came from the profiling DB\n";
   if (s.lazy) {
     out << "lazy: " << s.bound_violations << " stage(s) came in below their lower bounds, "

@@ -18,6 +18,7 @@
 #include "common/model_source.h"
 #include "common/printable.h"
 #include "coordinator/multi_schedule.h"
+#include "coordinator/report_input.h"
 #include "coordinator/schedule_json.h"
 #include "devices/linked.h"
 #include "exec/device.h"
@@ -26,6 +27,7 @@
 #include "run/network_run.h"
 #include "run/run_memory.h"
 #include "run/run_prediction.h"
+#include "run/run_report.h"
 
 namespace {
 
@@ -50,6 +52,7 @@ struct CliOptions {
   bool cuda_graph = false;
   bool streams = false;
   bool device_given = false;
+  std::string report;   // --report FILE.html
   std::string devices;  // a multi-device schedule's devices (run/multi_device_run.h)
   int transfer_timeout_s = 120;
 };
@@ -372,6 +375,13 @@ int Run(const CliOptions& cli) {
   // recorded (the default on cuda), else the streamed runs.
   const run::Timing& t = modes.graph ? *execution.replay : execution.timing;
   const char* how = modes.graph ? "graph" : "streams";
+  if (!cli.report.empty()) {
+    run::WriteReportFile(
+        cli.report,
+        run::ReportOfRun({loaded.graph, loaded.model_name, loaded.schedule, device->Info(),
+                          cli.batch, cli.predict ? &prediction : nullptr, t, how,
+                          execution.memory.peak_live_bytes * cli.batch}));
+  }
   if (text) {
     std::printf(
         "measured end to end: median %.3f ms (min %.3f, max %.3f, spread %.3f; %d runs)%s\n",
@@ -419,6 +429,7 @@ int Run(const CliOptions& cli) {
           expect["sequential_max_abs_diff"].get<double>(),
           expect["max_abs_reference"].get<double>(), kExpectTolerance);
     }
+    if (!cli.report.empty()) std::printf("report written to %s\n", cli.report.c_str());
     if (cli.check) {
       std::printf("check: %s\n%s\n", check_passed ? "PASSED" : "FAILED", check.dump(2).c_str());
     }
@@ -445,7 +456,8 @@ int Run(const CliOptions& cli) {
         {"memory_order", run::MemoryOrderJson(loaded.memory_order)},
         {"rewrite", loaded.rewrite ? run::RewriteJson(*loaded.rewrite) : nlohmann::json(nullptr)},
         {"check", check},
-        {"expect", expect}};
+        {"expect", expect},
+        {"report", cli.report.empty() ? nlohmann::json(nullptr) : nlohmann::json(cli.report)}};
     std::printf("%s\n", out.dump(2).c_str());
   }
   return check_passed ? 0 : 1;
@@ -534,6 +546,10 @@ int main(int argc, char** argv) {
                  "a reference output (raw float32, as MODEL.out.bin): the scheduled and the "
                  "sequential outputs must match it within 1e-3 of its largest |value|; exit 1 if "
                  "not");
+  app.add_option("--report", cli.report,
+                 "also write an HTML report of the run here: the schedule's lanes over time "
+                 "priced from the DB, the graph by stage, measured against predicted "
+                 "(docs/report.md)");
   app.add_option("--seed", cli.seed, "seed of the random weights and input")->default_val(cli.seed);
   app.add_option("--format", cli.format, "text or json")
       ->default_val(cli.format)
@@ -555,6 +571,18 @@ int main(int argc, char** argv) {
     // option; one it answers to is checked (and opened) by Run.
     std::fprintf(stderr, "ios-run: --device: unknown device '%s'; valid: %s\n", cli.device.c_str(),
                  devices::LinkedRegistry().Grammars().c_str());
+    return 2;
+  }
+  // Before any work. A multi-device file holds no stage times to draw; the
+  // search that wrote it has them.
+  const std::string report_problem =
+      cli.report.empty() ? ""
+      : coordinator::IsMultiScheduleFile(cli.schedule)
+          ? "a multi-device schedule is reported by its search (ios-coordinator --devices ... "
+            "--report FILE), not by ios-run yet"
+          : coordinator::ReportPathProblem(cli.report);
+  if (!report_problem.empty()) {
+    std::fprintf(stderr, "ios-run: --report %s: %s\n", cli.report.c_str(), report_problem.c_str());
     return 2;
   }
   try {

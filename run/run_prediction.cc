@@ -1,5 +1,6 @@
 #include "run/run_prediction.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "common/printable.h"
@@ -38,8 +39,19 @@ Prediction Predict(const PredictionInputs& in) {
       NetworkKey(coordinator::NetworkOf(in.graph, priced, verify.weight_seed)), device.fingerprint,
       in.batch,
       coordinator::DefaultVerifySettings(devices::LinkedRegistry().TimingOf(in.device)).Key()};
-  return {priced.latency_ms,  table.stats.measured, table.stats.reused,
-          table.stats.failed, device.simulated,     store->LookupNetworkRun(key)};
+  Prediction prediction;
+  prediction.latency_ms = priced.latency_ms;
+  prediction.measured = table.stats.measured;
+  prediction.reused = table.stats.reused;
+  prediction.failed = table.stats.failed;
+  prediction.simulated = device.simulated;
+  for (const auto& [stage, id] : block) {
+    const double ms = table.latency_ms[static_cast<size_t>(id)];
+    prediction.stage_ms.push_back(std::isfinite(ms) ? ms : NAN);
+    prediction.stage_measured.push_back(table.measured_now[static_cast<size_t>(id)]);
+  }
+  prediction.search_run = store->LookupNetworkRun(key);
+  return prediction;
 }
 
 std::string SearchRunText(const db::NetworkRunRow& run) {

@@ -32,6 +32,10 @@ struct Prediction {
   double latency_ms = NAN;
   int64_t measured = 0, reused = 0, failed = 0;
   bool simulated = false;
+  //! Per stage of PredictionInputs::stages: its price (NaN: none; the
+  //! report draws each stage by it) and whether this call measured it.
+  std::vector<double> stage_ms;
+  std::vector<bool> stage_measured;
   //! The search's own end-to-end figure of this schedule, when its
   //! verification (or ios-coordinator --evaluate) stored one.
   std::optional<db::NetworkRunRow> search_run;
