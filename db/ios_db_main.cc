@@ -1,6 +1,7 @@
 // ios-db: query the profiling DB (devices, stats, searches, measurements,
 // end-to-end runs), export its measurements as CSV or JSON, import another
-// farm's export, and forget measurements. Queries open the file read-only
+// farm's export, forget measurements, and write a stored search's HTML
+// report. Queries open the file read-only
 // (also in a read-only folder); only `import` and `forget` write, and only
 // `import` creates a DB.
 #include <CLI/CLI.hpp>
@@ -8,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -22,6 +24,8 @@
 #include "db/listing.h"
 #include "db/measurement_import.h"
 #include "db/profile_store.h"
+#include "db/query_listings.h"
+#include "db/stored_report.h"
 
 namespace {
 
@@ -31,7 +35,17 @@ using ios::db::json;
 using ios::db::Listing;
 using ios::db::ParseFormat;
 using ios::db::Print;
-enum class Command { kDevices, kStats, kSearches, kMeasurements, kRuns, kExport, kImport, kForget };
+enum class Command {
+  kDevices,
+  kStats,
+  kSearches,
+  kMeasurements,
+  kRuns,
+  kExport,
+  kImport,
+  kForget,
+  kReport
+};
 
 //! Everything main() parsed from the command line.
 struct Options {
@@ -51,7 +65,38 @@ struct Options {
   bool forget_runs_only = false, forget_keep_runs = false;  // end-to-end figures
   std::vector<std::string> forget_kinds;
   std::string forget_device, forget_model;
+  ios::db::SearchQuery report;  // report: which search (--search, or --model/--batch/--device)
 };
+
+// A command line naming something that cannot be (a search the DB does not
+// hold, an output that cannot be written): exit code 2, as a bad argument.
+class BadArgument : public ios::Error {
+ public:
+  using Error::Error;
+};
+
+std::string NowIso() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+// report: the page of the latest search the query names.
+void Report(const Options& options, ios::db::ProfileStore& store) {
+  const ios::db::SearchRecord search = ios::db::FindSearch(store, options.report, options.db_path);
+  const std::string page =
+      ios::db::RenderStoredReport(store, search, {"ios-db report", IOS_FARM_VERSION, NowIso()});
+  std::ofstream out(options.output, std::ios::binary | std::ios::trunc);
+  out << page;
+  out.close();
+  if (!out) throw ios::Error("failed writing the report to " + options.output);
+  std::cout << "wrote the report of search " << search.id << " (" << search.model << ", batch "
+            << search.batch_size << (search.report_json.empty() ? ", partial" : "") << ") to "
+            << options.output << '\n';
+}
 
 // The failure kinds `forget --kind` accepts, and "transient" for all of
 // those a search measures again.
@@ -61,166 +106,6 @@ const std::vector<ios::MeasureError>& FailureKinds() {
       ios::MeasureError::kOutOfMemory, ios::MeasureError::kUnsupported,
       ios::MeasureError::kBackendFailure, ios::MeasureError::kTimeout};
   return kinds;
-}
-
-// ---------------------------------------------------------------------------
-// Commands: each builds a listing from the store.
-
-const Column kSimulatedColumn{"simulated", true, "simulated", "no"};
-
-// "ok", or the stored error's name (out_of_memory, timeout, ...).
-std::string StatusText(const ios::MeasureResult& result) {
-  return result.ok() ? "ok" : ios::ToString(result.error);
-}
-
-// Settings and schedules are stored as JSON text: nest them in JSON output
-// when they parse, keep the text otherwise.
-json JsonOrText(const std::string& text, Format format) {
-  if (format != Format::kJson) return text;
-  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return parsed.is_discarded() ? json(text) : parsed;
-}
-
-// A failed measurement has no latency: shown as null / "-", never as 0.
-json OkOrNull(const ios::MeasureResult& result, double value) {
-  return result.ok() ? json(value) : json(nullptr);
-}
-
-Listing DevicesListing(ios::db::ProfileStore& store) {
-  Listing listing;
-  listing.columns = {{"name"}, {"backend"}, kSimulatedColumn, {"measurements"}, {"fingerprint"}};
-  for (const ios::db::DeviceRow& device : store.Devices()) {
-    listing.rows.push_back(
-        {device.name, device.backend, device.simulated, device.measurements, device.fingerprint});
-  }
-  return listing;
-}
-
-Listing StatsListing(ios::db::ProfileStore& store) {
-  const ios::db::Stats stats = store.GetStats();
-  int64_t simulated_devices = 0;
-  for (const ios::db::DeviceRow& device : store.Devices()) simulated_devices += device.simulated;
-  Listing listing;
-  listing.vertical_table = true;
-  // End-to-end figures are few (a handful per search): counted by listing.
-  const size_t network_runs = store.NetworkRuns("").size();
-  listing.columns = {{"devices"},      {"simulated_devices"},   {"stages"},
-                     {"measurements"}, {"failed_measurements"}, {"searches"},
-                     {"models"},       {"network_runs"}};
-  listing.rows.push_back({stats.devices, simulated_devices, stats.stages, stats.measurements,
-                          stats.failed_measurements, stats.searches, stats.models, network_runs});
-  return listing;
-}
-
-Listing SearchesListing(ios::db::ProfileStore& store, Format format) {
-  std::map<std::string, ios::db::DeviceRow> devices;
-  for (ios::db::DeviceRow& device : store.Devices()) devices[device.fingerprint] = device;
-  Listing listing;
-  listing.columns = {{"started_at"},      {"model"},          {"device"},
-                     kSimulatedColumn,    {"batch_size"},     {"latency_ms"},
-                     {"stages_measured"}, {"stages_reused"},  {"enumerate_s"},
-                     {"measure_s"},       {"solve_s"},        {"device_fingerprint", false},
-                     {"settings", false}, {"schedule", false}};
-  for (const ios::db::SearchRecord& search : store.Searches()) {
-    const auto device = devices.find(search.device_fingerprint);
-    const bool known = device != devices.end();
-    listing.rows.push_back(
-        {search.started_at, search.model, known ? device->second.name : search.device_fingerprint,
-         known && device->second.simulated, search.batch_size, search.latency_ms,
-         search.stages_measured, search.stages_reused, search.enumerate_s, search.measure_s,
-         search.solve_s, search.device_fingerprint, JsonOrText(search.settings_json, format),
-         JsonOrText(search.schedule_json, format)});
-  }
-  return listing;
-}
-
-// The end-to-end figures of whole networks under schedules (the search's
-// verification and ios-coordinator --evaluate), oldest first.
-Listing RunsListing(ios::db::ProfileStore& store, const std::string& model) {
-  std::map<std::string, ios::db::DeviceRow> devices;
-  for (ios::db::DeviceRow& device : store.Devices()) devices[device.fingerprint] = device;
-  Listing listing;
-  listing.columns = {{"measured_at"},
-                     {"model"},
-                     {"schedule"},
-                     {"device"},
-                     kSimulatedColumn,
-                     {"batch_size"},
-                     {"settings"},
-                     {"stages"},
-                     {"predicted_ms"},
-                     {"median_ms"},
-                     {"spread_ms"},
-                     {"samples"},
-                     {"meas_pred"},
-                     {"status"},
-                     {"error_message"},
-                     {"detail", false},
-                     {"device_fingerprint", false}};
-  const std::vector<ios::db::NetworkRunRow> runs = store.NetworkRuns(model);
-  for (const ios::db::NetworkRunRow& run : runs) {
-    const auto device = devices.find(run.key.device_fingerprint);
-    const bool known = device != devices.end();
-    const ios::MeasureResult& result = run.result;
-    // Unpriced (a stage failed) or unmeasured: null, never 0 or a NaN.
-    const bool priced = std::isfinite(run.predicted_ms) && run.predicted_ms > 0;
-    const json predicted = std::isfinite(run.predicted_ms) ? json(run.predicted_ms) : json(nullptr);
-    listing.rows.push_back(
-        {run.measured_at, run.model, run.schedule,
-         known ? device->second.name : run.key.device_fingerprint,
-         known && device->second.simulated, run.key.batch_size, run.key.settings_key, run.stages,
-         predicted, OkOrNull(result, result.median_ms), OkOrNull(result, result.spread_ms),
-         result.samples, result.ok() && priced ? json(result.median_ms / run.predicted_ms) : json(),
-         StatusText(result),
-         result.error_message.empty() ? json(nullptr) : json(result.error_message),
-         result.detail.empty() ? json(nullptr) : json(result.detail), run.key.device_fingerprint});
-  }
-  return listing;
-}
-
-// `device` (name or fingerprint; empty: all) narrows the rows.
-Listing MeasurementsListing(ios::db::ProfileStore& store, const std::string& model,
-                            const std::string& device, size_t limit, size_t* total) {
-  std::map<std::string, bool> simulated;  // by fingerprint
-  for (const ios::db::DeviceRow& row : store.Devices()) simulated[row.fingerprint] = row.simulated;
-  std::vector<ios::db::MeasurementRow> rows = store.Measurements(model);
-  if (!device.empty()) {
-    std::erase_if(rows, [&](const ios::db::MeasurementRow& row) {
-      return row.device_name != device && row.device_fingerprint != device;
-    });
-  }
-  *total = rows.size();
-  if (limit > 0 && rows.size() > limit) rows.resize(limit);
-
-  Listing listing;
-  listing.columns = {{"device"},
-                     kSimulatedColumn,
-                     {"batch_size"},
-                     {"settings"},
-                     {"protocol"},
-                     {"median_ms"},
-                     {"spread_ms"},
-                     {"samples"},
-                     {"status"},
-                     {"error_message"},
-                     {"stage"},
-                     {"measured_at"},
-                     {"detail", false},
-                     {"stage_key", false},
-                     {"device_fingerprint", false},
-                     {"backend", false}};
-  for (const ios::db::MeasurementRow& row : rows) {
-    const ios::MeasureResult& result = row.result;
-    listing.rows.push_back(
-        {row.device_name, simulated[row.device_fingerprint], row.batch_size, row.settings_key,
-         row.protocol, OkOrNull(result, result.median_ms), OkOrNull(result, result.spread_ms),
-         result.samples, StatusText(result),
-         result.error_message.empty() ? json(nullptr) : json(result.error_message),
-         row.stage_description, row.measured_at,
-         result.detail.empty() ? json(nullptr) : json(result.detail), row.stage_key,
-         row.device_fingerprint, row.device_backend});
-  }
-  return listing;
 }
 
 // export: --format when given, else the output file's extension.
@@ -373,6 +258,13 @@ void RequireExistingDb(const std::string& path) {
 }
 
 void Run(const Options& options) {
+  if (options.command == Command::kReport) {
+    // Before opening the DB: a typo in the path costs nothing.
+    if (const std::string problem = ios::db::OutputProblem(options.output); !problem.empty()) {
+      throw BadArgument("report --output " + options.output +
+                        ": cannot write the report there: " + problem);
+    }
+  }
   const Format format = ParseFormat(options.format_name);
   const Format export_format = options.command == Command::kExport ? ExportFormat(options) : format;
   // Queries never change the file; forget and import write, and import
@@ -453,6 +345,9 @@ void Run(const Options& options) {
       break;
     case Command::kForget:
       Forget(options, *store);
+      break;
+    case Command::kReport:
+      Report(options, *store);
       break;
   }
 }
@@ -549,8 +444,31 @@ int main(int argc, char** argv) {
   forget->add_flag("--keep-runs", options.forget_keep_runs,
                    "Drop only stage measurements, keeping end-to-end figures");
 
+  CLI::App* report = app.add_subcommand(
+      "report",
+      "Write the HTML report of a recorded search (the latest that matches): its timeline, "
+      "graph, schedules compared and search facts; a search recorded before schema 5 gives a "
+      "partial report that says what is missing");
+  CLI::Option* search_option =
+      report->add_option("--search", options.report.id, "The search's id (ios-db searches)")
+          ->check(CLI::PositiveNumber);
+  CLI::Option* model_option =
+      report->add_option("--model", options.report.model, "The latest search of this model")
+          ->excludes(search_option);
+  report->add_option("--batch", options.report.batch, "With --model: at this batch size")
+      ->needs(model_option)
+      ->check(CLI::PositiveNumber);
+  report
+      ->add_option("--device", options.report.device,
+                   "With --model: on this device (name or fingerprint)")
+      ->needs(model_option);
+  report->add_option("--output,-o", options.output, "The HTML file to write")->required();
+
   try {
     app.parse(argc, argv);
+    if (report->parsed() && search_option->count() == 0 && model_option->count() == 0) {
+      throw CLI::ValidationError("report", "name the search: --search ID or --model M");
+    }
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     std::cerr << "ios-db: " << e.what() << " (see ios-db --help)\n";
@@ -565,10 +483,17 @@ int main(int argc, char** argv) {
   if (export_command->parsed()) options.command = Command::kExport;
   if (import_command->parsed()) options.command = Command::kImport;
   if (forget->parsed()) options.command = Command::kForget;
+  if (report->parsed()) options.command = Command::kReport;
 
   try {
     Run(options);
     return 0;
+  } catch (const BadArgument& e) {
+    std::cerr << "ios-db: " << e.what() << '\n';
+    return 2;
+  } catch (const ios::db::NoSuchSearch& e) {
+    std::cerr << "ios-db: " << e.what() << '\n';
+    return 2;
   } catch (const ios::Error& e) {
     std::cerr << "ios-db: " << e.what() << '\n';
   } catch (const std::exception& e) {

@@ -1,7 +1,11 @@
 #include "db/profile_statements.h"
 
 #include <cctype>
+#include <string>
 #include <string_view>
+
+#include "common/error.h"
+#include "db/stage_text.h"
 
 namespace ios::db::detail {
 namespace {
@@ -79,9 +83,9 @@ Statements::Statements(sqlite3* db)
       record_search(db,
                     "INSERT INTO searches(model, device_fingerprint, batch_size, "
                     "settings_json, schedule_json, latency_ms, stages_measured, "
-                    "stages_reused, enumerate_s, measure_s, solve_s, started_at) "
+                    "stages_reused, enumerate_s, measure_s, solve_s, started_at, report) "
                     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                    "COALESCE(NULLIF(?12, ''), strftime('%Y-%m-%dT%H:%M:%SZ', 'now')))"),
+                    "COALESCE(NULLIF(?12, ''), strftime('%Y-%m-%dT%H:%M:%SZ', 'now')), ?13)"),
       devices(db,
               "SELECT d.fingerprint, d.backend, d.name, d.simulated, "
               "(SELECT count(*) FROM measurements m WHERE m.device_id = d.id) "
@@ -96,7 +100,7 @@ Statements::Statements(sqlite3* db)
       searches(db,
                "SELECT model, device_fingerprint, settings_json, schedule_json, batch_size, "
                "latency_ms, stages_measured, stages_reused, enumerate_s, measure_s, solve_s, "
-               "started_at FROM searches ORDER BY id"),
+               "started_at, id, report FROM searches ORDER BY id"),
       models(db, "SELECT name FROM models UNION SELECT model FROM searches ORDER BY 1"),
       all_measurements(db, MeasurementsSql("").c_str()),
       model_measurements(db, MeasurementsSql("JOIN model_stages ms ON ms.stage_id = m.stage_id "
@@ -143,6 +147,14 @@ std::vector<SearchRecord> ReadSearches(Statements& statements) {
     row.measure_s = cursor.Real(9);
     row.solve_s = cursor.Real(10);
     row.started_at = cursor.Text(11);
+    row.id = cursor.Int(12);
+    if (!cursor.IsNull(13)) {
+      try {
+        row.report_json = UnpackLongText(cursor.Blob(13));
+      } catch (const Error& e) {
+        throw Error("search " + std::to_string(row.id) + ": its stored report: " + e.what());
+      }
+    }
   }
   return rows;
 }

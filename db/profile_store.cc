@@ -314,8 +314,9 @@ class SqliteProfileStore final : public ProfileStore {
           .BindReal(9, search.enumerate_s)
           .BindReal(10, search.measure_s)
           .BindReal(11, search.solve_s)
-          .BindText(12, search.started_at)
-          .Run();
+          .BindText(12, search.started_at);
+      if (!search.report_json.empty()) cursor.BindBlob(13, PackLongText(search.report_json));
+      cursor.Run();
       return static_cast<int64_t>(sqlite3_last_insert_rowid(db()));
     });
   }
@@ -462,10 +463,11 @@ class SqliteProfileStore final : public ProfileStore {
           if (now.version == kSchemaVersion) return;
           if (now.blank()) {
             CreateSchema(db());
-          } else if (now.version >= 1 && now.version <= 3) {
+          } else if (now.version >= 1 && now.version <= 4) {
             if (now.version == 1) MigrateV1ToV2(db());
             if (now.version <= 2) MigrateV2ToV3(db());
-            MigrateV3ToV4(db());
+            if (now.version <= 3) MigrateV3ToV4(db());
+            MigrateV4ToV5(db());
             migrated = now.version == 1;  // only version 1's rewrite leaves space to give back
           } else {
             throw Error(path_ + " has profiling DB schema version " + std::to_string(now.version) +

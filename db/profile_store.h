@@ -48,12 +48,16 @@ struct MeasurementRow {
 };
 
 struct SearchRecord {
+  int64_t id = 0;  // read back by Searches(); RecordSearch ignores it and returns the new one
   std::string model, device_fingerprint, settings_json, schedule_json;
   int batch_size = 1;
   double latency_ms = 0;
   int64_t stages_measured = 0, stages_reused = 0;
   double enumerate_s = 0, measure_s = 0, solve_s = 0;
   std::string started_at;  // filled by the store when empty
+  //! report::ToJson(input, /*with_graph=*/false) of the search's report
+  //! (schema 5; stored packed). Empty: none (a search recorded before it).
+  std::string report_json;
 };
 
 //! Everything an end-to-end figure of a network under a schedule is valid
@@ -193,6 +197,8 @@ class ProfileStore {
 
   virtual std::vector<DeviceRow> Devices() = 0;
   virtual Stats GetStats() = 0;
+  //! Every recorded search, oldest first, with its id and report. Throws
+  //! ios::Error naming the search when a stored report is damaged.
   virtual std::vector<SearchRecord> Searches() = 0;
   //! Names of the models this DB knows (linked stages or recorded searches).
   virtual std::vector<std::string> Models() = 0;

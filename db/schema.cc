@@ -206,12 +206,20 @@ CREATE TABLE network_runs(
 ) WITHOUT ROWID;
 )sql";
 
+// Version 5 keeps what a search's HTML report shows beyond the returned
+// schedule (baselines, alternatives, per-part DP sizes, skipped stages,
+// warnings): report::ToJson of its ReportInput without the graph (the
+// schedule JSON beside it carries that), packed by PackLongText. Older rows
+// have NULL: their reports are partial (ios-db report says what is missing).
+constexpr const char* kMigrateV4ToV5 = "ALTER TABLE searches ADD COLUMN report BLOB";
+
 void CreateSchema(sqlite3* db) {
   sqlite::Exec(db, kDevicesTable);
   sqlite::Exec(db, StageTablesV2("").c_str());
   sqlite::Exec(db, kSearchesTable);
   MigrateV2ToV3(db);
   MigrateV3ToV4(db);
+  MigrateV4ToV5(db);
   sqlite::Exec(db, ("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
 }
 
@@ -223,5 +231,7 @@ void MigrateV1ToV2(sqlite3* db) {
 void MigrateV2ToV3(sqlite3* db) { sqlite::Exec(db, kMigrateV2ToV3); }
 
 void MigrateV3ToV4(sqlite3* db) { sqlite::Exec(db, kMigrateV3ToV4); }
+
+void MigrateV4ToV5(sqlite3* db) { sqlite::Exec(db, kMigrateV4ToV5); }
 
 }  // namespace ios::db

@@ -11,7 +11,7 @@ namespace ios::db {
 
 // "IOSF": marks a file as an ios-farm profiling DB (PRAGMA application_id).
 inline constexpr int64_t kApplicationId = 0x494F5346;
-inline constexpr int64_t kSchemaVersion = 4;
+inline constexpr int64_t kSchemaVersion = 5;
 
 //! Registers ios_stage_id(key), ios_stage_check(key), ios_pack_stage(key,
 //! description), ios_stage_key(text) and ios_stage_description(text) on
@@ -35,5 +35,9 @@ void MigrateV2ToV3(sqlite3* db);
 //! `protocol` ('isolated' for every row so far), and network_runs keeps the
 //! end-to-end figures of networks under schedules.
 void MigrateV3ToV4(sqlite3* db);
+
+//! Version 4 to 5 in place, inside the caller's transaction: searches gain
+//! `report` (the search's report input, packed; NULL for older rows).
+void MigrateV4ToV5(sqlite3* db);
 
 }  // namespace ios::db

@@ -158,4 +158,11 @@ std::string Cursor::Text(int column) const {
   return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(size));
 }
 
+std::string Cursor::Blob(int column) const {
+  const void* bytes = sqlite3_column_blob(statement_.get(), column);
+  if (bytes == nullptr) return {};
+  const int size = sqlite3_column_bytes(statement_.get(), column);
+  return std::string(static_cast<const char*>(bytes), static_cast<size_t>(size));
+}
+
 }  // namespace ios::db::sqlite

@@ -125,6 +125,7 @@ class Cursor {
   int64_t Int(int column) const;
   double Real(int column) const;
   std::string Text(int column) const;  // NULL reads as ""
+  std::string Blob(int column) const;  // NULL reads as ""
 
  private:
   Statement& statement_;

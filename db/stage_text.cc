@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <string>
 
 #include "common/error.h"
 #include "common/stage_key.h"
@@ -14,6 +15,9 @@ namespace {
 // key, NUL, description. A new dictionary needs a new format byte; the old
 // one stays readable forever.
 constexpr unsigned char kFormatV1 = 1;
+// Format byte of a packed long text (PackLongText): raw deflate, no
+// dictionary. Distinct from kFormatV1, so neither reads as the other.
+constexpr unsigned char kFormatLong = 2;
 
 // Fragments that recur in canonical keys and descriptions
 // (common/stage_spec_text.cc: StageSpec::Key, Describe; common/stage.cc:
@@ -85,19 +89,18 @@ class Deflater {
   z_stream stream_{};
 };
 
-}  // namespace
-
-std::string PackStageText(const StageText& text) {
-  std::string raw = text.key;
-  raw += '\0';
-  raw += text.description;
+// `format` byte, then raw deflate of `raw` against `dictionary` (none when
+// empty).
+std::string Pack(unsigned char format, std::string_view dictionary, std::string_view raw) {
   z_stream& stream = Deflater::OfThisThread().Reset();
   std::string packed(1 + deflateBound(&stream, raw.size()), '\0');
-  packed[0] = static_cast<char>(kFormatV1);
-  int status = deflateSetDictionary(&stream, reinterpret_cast<const Bytef*>(kDictionaryV1.data()),
-                                    static_cast<uInt>(kDictionaryV1.size()));
+  packed[0] = static_cast<char>(format);
+  int status = dictionary.empty() ? Z_OK
+                                  : deflateSetDictionary(
+                                        &stream, reinterpret_cast<const Bytef*>(dictionary.data()),
+                                        static_cast<uInt>(dictionary.size()));
   if (status == Z_OK) {
-    stream.next_in = reinterpret_cast<Bytef*>(raw.data());
+    stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data()));
     stream.avail_in = static_cast<uInt>(raw.size());
     stream.next_out = reinterpret_cast<Bytef*>(packed.data() + 1);
     stream.avail_out = static_cast<uInt>(packed.size() - 1);
@@ -108,15 +111,18 @@ std::string PackStageText(const StageText& text) {
   return packed;
 }
 
-StageText UnpackStageText(std::string_view packed) {
-  if (packed.empty() || static_cast<unsigned char>(packed[0]) != kFormatV1) {
-    throw Error("stage text: not a packed stage text (unknown format byte)");
+// Pack's inverse; `what` names the text in errors.
+std::string Unpack(unsigned char format, std::string_view dictionary, std::string_view packed,
+                   const std::string& what) {
+  if (packed.empty() || static_cast<unsigned char>(packed[0]) != format) {
+    throw Error(what + ": not a packed " + what + " (unknown format byte)");
   }
   z_stream stream{};
   Check(inflateInit2(&stream, -15), "inflateInit2");
   const bool dictionary_ok =
-      inflateSetDictionary(&stream, reinterpret_cast<const Bytef*>(kDictionaryV1.data()),
-                           static_cast<uInt>(kDictionaryV1.size())) == Z_OK;
+      dictionary.empty() ||
+      inflateSetDictionary(&stream, reinterpret_cast<const Bytef*>(dictionary.data()),
+                           static_cast<uInt>(dictionary.size())) == Z_OK;
   std::string raw;
   int status = dictionary_ok ? Z_OK : Z_DATA_ERROR;
   stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(packed.data() + 1));
@@ -130,12 +136,32 @@ StageText UnpackStageText(std::string_view packed) {
     if (status == Z_OK && stream.avail_in == 0 && stream.avail_out != 0) status = Z_DATA_ERROR;
   }
   inflateEnd(&stream);
-  if (status != Z_STREAM_END) throw Error("stage text: a packed stage text is damaged");
+  if (status != Z_STREAM_END) throw Error(what + ": a packed " + what + " is damaged");
+  return raw;
+}
+
+}  // namespace
+
+std::string PackStageText(const StageText& text) {
+  std::string raw = text.key;
+  raw += '\0';
+  raw += text.description;
+  return Pack(kFormatV1, kDictionaryV1, raw);
+}
+
+StageText UnpackStageText(std::string_view packed) {
+  const std::string raw = Unpack(kFormatV1, kDictionaryV1, packed, "stage text");
   const size_t nul = raw.find('\0');
   if (nul == std::string::npos) throw Error("stage text: a packed stage text is damaged");
   StageText text{raw.substr(0, nul), raw.substr(nul + 1)};
   if (text.description.empty()) text.description = DescribeStageKey(text.key);
   return text;
+}
+
+std::string PackLongText(std::string_view text) { return Pack(kFormatLong, {}, text); }
+
+std::string UnpackLongText(std::string_view packed) {
+  return Unpack(kFormatLong, {}, packed, "long text");
 }
 
 std::string DescribeStageKey(std::string_view key) {

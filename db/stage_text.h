@@ -25,6 +25,13 @@ std::string PackStageText(const StageText& text);
 //! the key: ~50 bytes a stage) is derived from the key (DescribeStageKey).
 StageText UnpackStageText(std::string_view packed);
 
+//! Deflates a long text without the stage dictionary (its own format byte):
+//! what a search's stored report (searches.report, schema 5) is kept as,
+//! JSON that shrinks to about a fifth.
+std::string PackLongText(std::string_view text);
+//! The inverse. Throws ios::Error when `packed` is not a packed long text.
+std::string UnpackLongText(std::string_view packed);
+
 //! StageSpec::Describe() of the stage whose key is `key`; empty when `key`
 //! is not a canonical stage key.
 std::string DescribeStageKey(std::string_view key);

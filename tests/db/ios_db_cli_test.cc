@@ -201,7 +201,7 @@ TEST_F(IosDbCliTest, SearchesInEveryFormat) {
 
   std::vector<std::string> csv = Lines(RunOnDb({"--format", "csv", "searches"}).out);
   ASSERT_EQ(csv.size(), 2u);
-  EXPECT_THAT(csv[0], StartsWith("started_at,model,device,simulated,batch_size,latency_ms"));
+  EXPECT_THAT(csv[0], StartsWith("id,started_at,model,device,simulated,batch_size,latency_ms"));
   EXPECT_THAT(csv[1], HasSubstr(",resnet,sim:v100,true,1,2.5,3,1,"));
   EXPECT_THAT(csv[1], HasSubstr(R"("{""r"":3,""s"":8}")"));
 

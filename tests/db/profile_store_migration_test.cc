@@ -1,12 +1,13 @@
-// Schema version 4 (each settings row names its StageProtocol, and the
-// end-to-end figures of verified schedules get their table) over
-// version 3: a version 3 file written by the previous build
-// (tests/data/profile_v3.db) keeps every row, named isolated, and an
-// executed search does not read them. Schema version 3 (a detail per
-// measurement) over version 2 (compact stage keys): a version 2 file
-// written by the previous build (tests/data/profile_v2.db: a tiny model on
-// sim:v100, measured exhaustively, and on sim:k80 at batch 2) keeps every
-// measurement and gains an empty detail. Version 2 over 1: a version 1 file
+// Schema version 5 (each search keeps its report input, packed) over
+// version 4: a version 4 file written by the previous build
+// (tests/data/profile_v4.db) keeps every row of every table, and its
+// searches gain their ids and a NULL report. Schema version 4 (each settings row names its
+// StageProtocol, and the end-to-end figures of verified schedules get their table) over version 3:
+// a version 3 file written by the previous build (tests/data/profile_v3.db) keeps every row, named
+// isolated, and an executed search does not read them. Schema version 3 (a detail per measurement)
+// over version 2 (compact stage keys): a version 2 file written by the previous build
+// (tests/data/profile_v2.db: a tiny model on sim:v100, measured exhaustively, and on sim:k80 at
+// batch 2) keeps every measurement and gains an empty detail. Version 2 over 1: a version 1 file
 // written by the previous build (tests/data/profile_v1.db: a SqueezeNet
 // search on sim:v100, 21 stored out-of-memory failures of a tiny model on
 // sim:k80, one recorded search) is upgraded in place by a coordinator's
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -396,6 +398,82 @@ TEST(ProfileStoreV3MigrationTest, OldRowsStayReadableAsIsolatedAndUnusedByExecut
   store.reset();
   EXPECT_EQ(ReadHeaderField(path, kUserVersionOffset), static_cast<uint32_t>(kSchemaVersion));
   EXPECT_NO_THROW(ProfileStore::Open(path.string(), read_only));
+}
+
+// Version 4 to 5 (tests/data/profile_v4.db, written by the previous build:
+// the tiny model searched on sim:v100 and on cpu,threads=1, two searches,
+// nine end-to-end figures): every row of every table stays, each search
+// reads back with its id and no report, and a new search keeps its report.
+std::map<std::string, int64_t> RowCounts(const fs::path& path) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  std::map<std::string, int64_t> counts;
+  for (const char* table : {"devices", "stages", "settings", "measurements", "models",
+                            "model_stages", "searches", "network_runs"}) {
+    sqlite3_stmt* statement = nullptr;
+    const std::string sql = std::string("SELECT count(*) FROM ") + table;
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr), SQLITE_OK) << table;
+    if (sqlite3_step(statement) == SQLITE_ROW) counts[table] = sqlite3_column_int64(statement, 0);
+    sqlite3_finalize(statement);
+  }
+  sqlite3_close(db);
+  return counts;
+}
+
+int64_t SearchesWithoutReport(const fs::path& path) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* statement = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM searches WHERE report IS NULL", -1,
+                               &statement, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  const int64_t count =
+      sqlite3_step(statement) == SQLITE_ROW ? sqlite3_column_int64(statement, 0) : -1;
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return count;
+}
+
+TEST(ProfileStoreV4MigrationTest, EveryRowStaysAndOldSearchesGainIdsAndNoReport) {
+  ::ios::testing::TempDir dir("ios_migration_v4");
+  const fs::path path = dir.path() / "v4.db";
+  fs::copy_file(fs::path(IOS_TEST_DATA_DIR) / "profile_v4.db", path);
+  ASSERT_EQ(ReadHeaderField(path, kUserVersionOffset), 4u);
+  const std::map<std::string, int64_t> before = RowCounts(path);
+  ASSERT_EQ(before.at("searches"), 2);
+  ASSERT_EQ(before.at("measurements"), 42);
+  ASSERT_EQ(before.at("network_runs"), 9);
+  OpenOptions read_only;
+  read_only.mode = OpenMode::kReadOnly;
+  EXPECT_THROW(ProfileStore::Open(path.string(), read_only), Error);
+
+  auto store = ProfileStore::Open(path.string());
+  const std::vector<SearchRecord> searches = store->Searches();
+  ASSERT_EQ(searches.size(), 2u);
+  for (size_t i = 0; i < searches.size(); ++i) {
+    EXPECT_EQ(searches[i].id, static_cast<int64_t>(i) + 1);
+    EXPECT_EQ(searches[i].model, "tiny");
+    EXPECT_TRUE(searches[i].report_json.empty());
+    EXPECT_TRUE(nlohmann::json::accept(searches[i].schedule_json));
+  }
+  EXPECT_EQ(store->Measurements("tiny").size(), 42u);
+  EXPECT_EQ(store->NetworkRuns("tiny").size(), 9u);
+  store.reset();
+  EXPECT_EQ(RowCounts(path), before);
+  EXPECT_EQ(SearchesWithoutReport(path), 2);
+  EXPECT_EQ(ReadHeaderField(path, kUserVersionOffset), static_cast<uint32_t>(kSchemaVersion));
+
+  // A search recorded now keeps its report, packed.
+  store = ProfileStore::Open(path.string(), read_only);
+  store.reset();
+  store = ProfileStore::Open(path.string());
+  SearchRecord next = searches.back();
+  next.report_json = R"({"schedules":[],"model":"tiny"})";
+  const int64_t id = store->RecordSearch(next);
+  EXPECT_EQ(id, 3);
+  EXPECT_EQ(store->Searches().back().report_json, next.report_json);
+  EXPECT_EQ(SearchesWithoutReport(path), 2);
 }
 
 }  // namespace

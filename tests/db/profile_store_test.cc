@@ -475,6 +475,31 @@ TEST_F(ProfileStoreTest, RecordsSearchesAndListsThemInOrder) {
   EXPECT_EQ(searches[1].model, "squeezenet");
   EXPECT_EQ(searches[1].batch_size, 16);
   EXPECT_EQ(searches[1].started_at, "2024-01-02T03:04:05Z");
+  EXPECT_EQ(searches[0].id, first_id);
+  EXPECT_EQ(searches[1].id, second_id);
+}
+
+TEST_F(ProfileStoreTest, ASearchKeepsItsReportExactly) {
+  auto store = PopulatedMemoryStore();
+  SearchRecord search;
+  search.model = "nasnet";
+  search.device_fingerprint = SimV100().fingerprint;
+  // Long and repetitive like a real report input, with bytes a text column
+  // would mangle (a NUL, invalid UTF-8).
+  std::string report;
+  for (int i = 0; i < 2000; ++i) report += "{\"stage\":" + std::to_string(i) + "},";
+  report += std::string("\0\xff\xfe end", 8);
+  search.report_json = report;
+  const int64_t with_report = store->RecordSearch(search);
+  search.report_json.clear();
+  const int64_t without = store->RecordSearch(search);
+
+  const std::vector<SearchRecord> searches = store->Searches();
+  ASSERT_EQ(searches.size(), 2u);
+  EXPECT_EQ(searches[0].id, with_report);
+  EXPECT_EQ(searches[0].report_json, report);
+  EXPECT_EQ(searches[1].id, without);
+  EXPECT_TRUE(searches[1].report_json.empty());
 }
 
 TEST_F(ProfileStoreTest, StatsCountEverything) {
