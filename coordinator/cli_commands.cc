@@ -207,7 +207,7 @@ int Search(CliOptions cli) {
   // The fastest schedule as it runs, when verification measured any.
   const Schedule& returned = outcome.Returned();
   const std::string schedule_json = ScheduleToJson(graph, returned, info);
-  const db::SearchRecord record = RecordOf(cli, graph, outcome, returned, info, started_at);
+  db::SearchRecord record = RecordOf(cli, graph, outcome, returned, info, started_at);
   // With --devices: HIOS over them, from the same DB and farm; its file is the output.
   std::optional<MultiDeviceOutcome> multi;
   std::string out_json = schedule_json;
@@ -237,15 +237,19 @@ int Search(CliOptions cli) {
     out_json = MultiScheduleToJson(graph, multi->schedule, multi_info);
   }
   if (!cli.out.empty()) WriteOutput(cli.out, out_json);  // fails before anything is recorded
-  store->RecordSearch(record);
-  std::optional<report::ReportInput> page;
-  if (!cli.report.empty()) {
-    page = ReportOfSearch(graph, outcome, outcome.device, multi ? &*multi : nullptr);
-    if (!cli.baselines) {  // not asked for, so not shown
-      std::erase_if(page->schedules,
-                    [](const auto& s) { return s.name == "sequential" || s.name == "greedy"; });
-    }
+  // The report's input, kept with the search's record too, so that
+  // `ios-db report` shows this search later as --report shows it now.
+  report::ReportInput page =
+      ReportOfSearch(graph, outcome, outcome.device, multi ? &*multi : nullptr);
+  if (!cli.baselines) {  // not asked for, so not shown
+    std::erase_if(page.schedules,
+                  [](const auto& s) { return s.name == "sequential" || s.name == "greedy"; });
   }
+  page.tool = "ios-coordinator search";
+  page.version = IOS_FARM_VERSION;
+  page.generated_at = started_at;
+  record.report_json = report::ToJson(page, /*with_graph=*/false);
+  store->RecordSearch(record);
   if (cli.out != "-") {
     std::cout << (outcome.ReturnedName() == "ios"
                       ? std::string("IOS schedule")
@@ -277,7 +281,7 @@ int Search(CliOptions cli) {
     std::cout.flush();
     std::cout << FormatWorkers(farm->Workers());
   }
-  if (page) WriteReport(cli, std::move(*page), "ios-coordinator search");
+  if (!cli.report.empty()) WriteReport(cli, std::move(page), "ios-coordinator search");
   return 0;
 }
 
@@ -396,7 +400,7 @@ int Evaluate(CliOptions cli) {
   if (!cli.report.empty()) {
     const EvaluationFacts facts{cli.evaluate,
                                 priced,
-                                plan,
+                                pricing.plan,
                                 table,
                                 device,
                                 cli.search.batch_size,

@@ -24,6 +24,7 @@ PricedSchedule PriceBlocks(const Graph& graph, const std::vector<std::vector<Sta
   priced.table = MeasureStages(graph, plan, store, measurer, options, progress);
   priced.schedule = PriceSchedule(ids, priced.table.latency_ms);
   priced.distinct_stages = plan.stage_count();
+  priced.plan = std::move(plan);
   return priced;
 }
 

@@ -22,6 +22,9 @@ struct PricedSchedule {
   //! Per distinct stage of the schedule, by the stage ids in `schedule`;
   //! stats say how many were measured now, reused or failed.
   LatencyTable table;
+  //! The schedule's distinct stages, whose ids `schedule` names (their keys,
+  //! for a report).
+  SearchPlan plan;
   size_t distinct_stages = 0;
 };
 

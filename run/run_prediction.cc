@@ -45,10 +45,11 @@ Prediction Predict(const PredictionInputs& in) {
   prediction.reused = table.stats.reused;
   prediction.failed = table.stats.failed;
   prediction.simulated = device.simulated;
-  for (const auto& [stage, id] : block) {
-    const double ms = table.latency_ms[static_cast<size_t>(id)];
+  for (const coordinator::ScheduledStage& s : priced.blocks.front()) {
+    const auto id = static_cast<size_t>(s.stage_id);
+    const double ms = table.latency_ms[id];
     prediction.stage_ms.push_back(std::isfinite(ms) ? ms : NAN);
-    prediction.stage_measured.push_back(table.measured_now[static_cast<size_t>(id)]);
+    prediction.stage_measured.push_back(table.measured_now[id]);
   }
   prediction.search_run = store->LookupNetworkRun(key);
   return prediction;

@@ -20,6 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::ios::testing::CliResult;
 using ::ios::testing::kCoordinator;
+using ::ios::testing::kIosDb;
 using ::ios::testing::kIosRun;
 using ::ios::testing::ShellQuote;
 
@@ -79,6 +80,16 @@ TEST_F(ReportCliTest, ASearchAndAnEvaluationWriteTheirReports) {
   // The search stored every baseline stage: the evaluation shows them too.
   EXPECT_NE(Read("evaluate.html").find("sequential and greedy: priced from the profiling DB alone"),
             std::string::npos);
+
+  // The search kept its report input: ios-db draws the same page later,
+  // whole (not the partial page of a search recorded before schema 5).
+  r = Run(kIosDb, "--db t.db report --model squeezenet --output stored.html");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ExpectReport("stored.html");
+  const std::string stored = Read("stored.html");
+  EXPECT_EQ(stored.find("Partial report"), std::string::npos);
+  EXPECT_NE(stored.find("ios-coordinator search"), std::string::npos);
+  EXPECT_NE(stored.find("\"name\":\"sequential\""), std::string::npos);
 
   // With the schedule on stdout, the line goes to stderr.
   r = Run(kCoordinator, std::string("--model squeezenet ") + kSim + " --out - --report again.html");
