@@ -488,8 +488,11 @@ report::ReportInput ReportOfSpecialization(const Graph& graph, const Specializat
   for (size_t i = 0; i < n; ++i) {
     batches.push_back(std::to_string(m.settings[i].batch));
     devices.push_back(m.settings[i].device);
-    described.push_back(m.settings[i].device + " (" + m.devices[i].name + ", " +
-                        (m.settings[i].simulated ? "SIMULATED" : "measured") + ")");
+    // The farm's name only where it says more than the one given.
+    const std::string& name = m.devices[i].name;
+    described.push_back(m.settings[i].device + " (" +
+                        (name != m.settings[i].device ? name + ", " : "") +
+                        (m.settings[i].simulated ? "simulated" : "measured") + ")");
   }
   input.title =
       m.model + ": specialization over batch " + ListOf(batches) + " on " + ListOf(devices);
