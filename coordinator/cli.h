@@ -2,6 +2,7 @@
 // farm it starts (cli_farm.cc) and what it runs (cli_commands.cc).
 #pragma once
 
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <utility>
@@ -9,7 +10,10 @@
 
 #include "coordinator/farm.h"
 #include "coordinator/multi_device.h"
+#include "coordinator/schedule_json.h"
 #include "coordinator/search.h"
+#include "db/profile_store.h"
+#include "report/report.h"
 
 namespace ios::coordinator::cli {
 
@@ -82,6 +86,20 @@ int Evaluate(CliOptions cli);
 //! table, and --out's schedule (the unconstrained search's, or with
 //! --memory-budget or --objective memory, that search's).
 int SearchFront(CliOptions cli);
+
+//! The time now, ISO 8601 in UTC (a report's and a search record's stamp).
+std::string NowUtc();
+//! --report: `input` stamped with `tool`, the version and the time, drawn
+//! and written to `path` (checked before any work by ReportPathProblem);
+//! "report written to PATH" on `said_on` (stderr where stdout carries a
+//! schedule or a matrix).
+void WriteReportFile(const std::string& path, report::ReportInput input, const std::string& tool,
+                     std::FILE* said_on);
+//! The profiling DB's record of a search of `cli`'s options that returned
+//! `returned` (`cli.search` the options it searched with).
+db::SearchRecord RecordOf(const CliOptions& cli, const Graph& graph, const SearchOutcome& outcome,
+                          const Schedule& returned, const ScheduleInfo& info,
+                          const std::string& started_at);
 
 //! A zoo name, IOS JSON or ONNX file's graph (shapes inferred) and name.
 std::pair<Graph, std::string> ResolveModel(const std::string& model);

@@ -51,16 +51,12 @@ std::pair<Graph, std::string> ResolveModel(const std::string& model) {
   return {std::move(loaded.model.graph), std::move(loaded.model.name)};
 }
 
-namespace {
-
 std::string NowUtc() {
   const std::time_t t = std::time(nullptr);
   char buffer[32];
   std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return buffer;
 }
-
-}  // namespace
 
 // Run before any work so that a typo costs nothing; leaves no file behind.
 std::string OutputProblem(const std::string& path) {
@@ -87,17 +83,9 @@ void WriteOutput(const std::string& path, const std::string& text) {
   if (!out) throw Error(path + ": cannot write the schedule file");
 }
 
-// --report: the page, written whole (the path was checked before any work).
 // Said on stderr when stdout carries the schedule.
 void WriteReport(const CliOptions& cli, report::ReportInput input, const std::string& tool) {
-  input.tool = tool;
-  input.version = IOS_FARM_VERSION;
-  input.generated_at = NowUtc();
-  std::ofstream out(cli.report, std::ios::binary | std::ios::trunc);
-  out << report::RenderHtml(input);
-  if (!out) throw Error(cli.report + ": cannot write the report");
-  std::fprintf(cli.out == "-" ? stderr : stdout, "report written to %s\n", cli.report.c_str());
-  std::fflush(cli.out == "-" ? stderr : stdout);
+  WriteReportFile(cli.report, std::move(input), tool, cli.out == "-" ? stderr : stdout);
 }
 
 std::string DescribeSchedule(const Graph& graph, const Schedule& schedule) {
@@ -148,7 +136,21 @@ std::function<void(const PlanProgress&)> PlanProgressPrinter(bool quiet) {
   };
 }
 
-// The profiling DB's record of a search that returned `returned`.
+}  // namespace
+
+// The page is written whole; the path was checked before any work.
+void WriteReportFile(const std::string& path, report::ReportInput input, const std::string& tool,
+                     std::FILE* said_on) {
+  input.tool = tool;
+  input.version = IOS_FARM_VERSION;
+  input.generated_at = NowUtc();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << report::RenderHtml(input);
+  if (!out) throw Error(path + ": cannot write the report");
+  std::fprintf(said_on, "report written to %s\n", path.c_str());
+  std::fflush(said_on);
+}
+
 db::SearchRecord RecordOf(const CliOptions& cli, const Graph& graph, const SearchOutcome& outcome,
                           const Schedule& returned, const ScheduleInfo& info,
                           const std::string& started_at) {
@@ -180,8 +182,6 @@ db::SearchRecord RecordOf(const CliOptions& cli, const Graph& graph, const Searc
   record.started_at = started_at;
   return record;
 }
-
-}  // namespace
 
 int Search(CliOptions cli) {
   const std::string started_at = NowUtc();

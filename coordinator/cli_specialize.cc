@@ -1,11 +1,13 @@
 // ios-coordinator --specialize: the specialization matrix (coordinator/
 // specialize.h) over --batch's list and every --device, printed on stdout as
-// text, CSV or JSON; progress and the device lines go to stderr.
+// text, CSV or JSON, and with --report drawn as a heat map beside each
+// schedule; progress, the device lines and "report written" go to stderr.
 #include <spdlog/spdlog.h>
 
 #include <charconv>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -15,9 +17,12 @@
 #include "coordinator/cli.h"
 #include "coordinator/cli_farm.h"
 #include "coordinator/cli_progress.h"
+#include "coordinator/report_input.h"
+#include "coordinator/schedule_json.h"
 #include "coordinator/specialize.h"
 #include "db/profile_store.h"
 #include "devices/registry.h"
+#include "report/report.h"
 
 namespace ios::coordinator::cli {
 namespace {
@@ -125,6 +130,7 @@ std::string SpecializeOptionProblem(const CliOptions& cli, bool devices_given) {
 }
 
 int Specialize(CliOptions cli) {
+  const std::string started_at = NowUtc();
   // main checked the first device; the others before anything starts.
   for (size_t d = 1; d < cli.devices.size(); ++d) {
     CliOptions one = cli;
@@ -166,6 +172,33 @@ int Specialize(CliOptions cli) {
     if (!cli.quiet) std::fprintf(stderr, "specialize: %s\n", line.c_str());
   };
   hooks.progress = std::ref(progress);
+  // Each search is recorded as a plain search of its setting is, its
+  // report included, so that `ios-db searches` and `ios-db report` show it.
+  std::optional<SearchOutcome> first;  // its sequential schedule: operators' latencies alone
+  // Named captures: clang before 16 cannot capture structured bindings.
+  hooks.searched = [&cli, &store, &first, &started_at, &graph = graph, &model_name = model_name](
+                       size_t setting, const SearchOutcome& outcome) {
+    CliOptions one = cli;
+    one.search = outcome.options;
+    ScheduleInfo info{model_name, outcome.device, outcome.options.batch_size, outcome.options, {},
+                      {}};
+    if (cli.baselines) {
+      info.sequential_ms = outcome.sequential.latency_ms;
+      info.greedy_ms = outcome.greedy.latency_ms;
+    }
+    db::SearchRecord record = RecordOf(one, graph, outcome, outcome.Returned(), info, started_at);
+    report::ReportInput page = ReportOfSearch(graph, outcome, outcome.device, nullptr);
+    if (!cli.baselines) {  // not asked for, so not shown (as Search does)
+      std::erase_if(page.schedules,
+                    [](const auto& s) { return s.name == "sequential" || s.name == "greedy"; });
+    }
+    page.tool = "ios-coordinator --specialize";
+    page.version = IOS_FARM_VERSION;
+    page.generated_at = started_at;
+    record.report_json = report::ToJson(page, /*with_graph=*/false);
+    store->RecordSearch(record);
+    if (setting == 0 && !cli.report.empty()) first = outcome;
+  };
   const SpecializationMatrix matrix =
       RunSpecialization(graph, model_name, cli.batches, devices, cli.search, *store, hooks);
   const std::string format = cli.format.empty() ? "text" : cli.format;
@@ -173,6 +206,11 @@ int Specialize(CliOptions cli) {
                 : format == "json" ? FormatMatrixJson(matrix)
                                    : FormatMatrixText(matrix));
   std::cout.flush();
+  if (!cli.report.empty()) {
+    // stdout holds the matrix alone (it may be parsed as CSV or JSON).
+    WriteReportFile(cli.report, ReportOfSpecialization(graph, matrix, first ? &*first : nullptr),
+                    "ios-coordinator --specialize", stderr);
+  }
   return 0;
 }
 

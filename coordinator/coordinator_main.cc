@@ -170,8 +170,9 @@ int main(int argc, char** argv) {
   app.add_option("--out,-o", cli.out,
                  "write the searched schedule JSON here ('-' for stdout); not with --evaluate");
   app.add_option("--report", cli.report,
-                 "also write an HTML report of the search or --evaluate here: lanes over time, "
-                 "the graph by stage, the schedules and parts compared (docs/report.md)");
+                 "also write an HTML report of the search, --evaluate or --specialize here: "
+                 "lanes over time, the graph by stage, the schedules and parts compared, the "
+                 "specialization matrix as a heat map (docs/report.md)");
   bool no_verify = false;
   app.add_flag("--no-verify", no_verify,
                "return the DP's optimum without running the best candidates end to end first "

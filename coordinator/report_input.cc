@@ -12,6 +12,8 @@
 #include <string>
 #include <tuple>
 
+#include "common/error.h"
+
 namespace ios::coordinator {
 namespace {
 
@@ -411,6 +413,129 @@ report::ReportInput ReportOfEvaluation(const Graph& graph, const EvaluationFacts
     input.notes.push_back(missing +
                           ": not shown, the profiling DB lacks some of their stages for this "
                           "device, batch and settings (a search of the model measures them)");
+  }
+  NameLanes(input);
+  return input;
+}
+
+namespace {
+
+std::string SettingName(const MatrixSetting& s) {
+  return "batch " + std::to_string(s.batch) + " on " + s.device;
+}
+
+// The matrix as the heat map draws it. report::Normalised takes a cell's
+// measured figure where it has one; a column that compares DP sums (a run
+// of it failed) keeps its cells' measured figures out, so the page ranks
+// as the text does.
+report::MatrixView MatrixViewOf(const SpecializationMatrix& m) {
+  const size_t n = m.settings.size();
+  report::MatrixView view;
+  for (const MatrixSetting& s : m.settings)
+    view.settings.push_back({s.batch, s.device, s.simulated});
+  view.cells.assign(n, std::vector<report::MatrixCell>(n));
+  for (size_t j = 0; j < n; ++j) {
+    const bool measured = m.MeasuredColumn(j);
+    for (size_t i = 0; i < n; ++i) {
+      const MatrixCell& cell = m.cells[i][j];
+      report::MatrixCell& shown = view.cells[i][j];
+      shown.predicted_ms = Figure(cell.predicted_ms);
+      shown.source = ToString(cell.source);
+      if (measured) {
+        shown.measured_ms = Figure(cell.measured_ms);
+      } else if (std::isfinite(cell.measured_ms)) {
+        char ms[64];
+        std::snprintf(ms, sizeof ms, "%.3f", cell.measured_ms);
+        shown.source += std::string(", measured ") + ms +
+                        " ms, not compared: a run of this column failed, it compares DP sums";
+      }
+      if (!cell.error.empty()) shown.source += ": " + cell.error;
+    }
+  }
+  view.stages_measured = m.stages_measured;
+  view.runs_measured = m.runs_measured;
+  return view;
+}
+
+// "a, b and c": each distinct entry once, in order.
+std::string ListOf(const std::vector<std::string>& entries) {
+  std::vector<std::string> distinct;
+  for (const std::string& e : entries) {
+    if (std::find(distinct.begin(), distinct.end(), e) == distinct.end()) distinct.push_back(e);
+  }
+  std::string text;
+  for (size_t i = 0; i < distinct.size(); ++i) {
+    text += (i == 0 ? "" : i + 1 == distinct.size() ? " and " : ", ") + distinct[i];
+  }
+  return text;
+}
+
+}  // namespace
+
+report::ReportInput ReportOfSpecialization(const Graph& graph, const SpecializationMatrix& m,
+                                           const SearchOutcome* first) {
+  const size_t n = m.settings.size();
+  bool square = m.cells.size() == n;
+  for (const std::vector<MatrixCell>& row : m.cells) square = square && row.size() == n;
+  if (n == 0 || m.own.size() != n || m.devices.size() != n || !square) {
+    throw Error("specialization report of " + m.model + ": " + std::to_string(n) +
+                " settings, but " + std::to_string(m.own.size()) + " schedules, " +
+                std::to_string(m.devices.size()) +
+                " devices and cells not one per row and column (RunSpecialization fills them)");
+  }
+  report::ReportInput input = Header(graph, m.model, m.devices[0], m.settings[0].batch);
+  std::vector<std::string> batches, devices, described;
+  for (size_t i = 0; i < n; ++i) {
+    batches.push_back(std::to_string(m.settings[i].batch));
+    devices.push_back(m.settings[i].device);
+    // The farm's name only where it says more than the one given.
+    const std::string& name = m.devices[i].name;
+    described.push_back(m.settings[i].device + " (" +
+                        (name != m.settings[i].device ? name + ", " : "") +
+                        (m.settings[i].simulated ? "simulated" : "measured") + ")");
+  }
+  input.title =
+      m.model + ": specialization over batch " + ListOf(batches) + " on " + ListOf(devices);
+  // The banner names the first device; the note below names them all.
+  input.device.simulated = m.AnySimulated();
+
+  for (size_t i = 0; i < n; ++i) {
+    const OwnSchedule& own = m.own[i];
+    const int batch = m.settings[i].batch;
+    report::ScheduleRow row = RowOf("optimised for " + SettingName(m.settings[i]),
+                                    own.priced.schedule, own.priced.plan, own.priced.table);
+    if (row.peak_bytes < 0) row.peak_bytes = SchedulePeakBytes(graph, own.priced.schedule, batch);
+    row.returned = i == 0;
+    if (own.run) {
+      row.measured = EndToEndOf(*own.run);
+      row.measured->how =
+          own.run->reused ? "at its own setting, from the DB" : "at its own setting";
+    }
+    input.schedules.push_back(std::move(row));
+  }
+  if (first != nullptr) {
+    FillAlone(RowOf("sequential", first->sequential, first->plan, first->table).stages,
+              input.op_alone_ms);
+  }
+  input.matrix = MatrixViewOf(m);
+
+  input.notes.push_back(
+      "specialization matrix: rows = the schedule optimised for a (batch, device) setting, "
+      "columns = the setting it runs at; each cell normalised to the best of its column (1.00 = "
+      "the best there). The IOS paper's Table 3 is the transpose.");
+  input.notes.push_back("devices: " + ListOf(described) + ".");
+  input.notes.push_back(
+      "each schedule is drawn priced at the setting it was optimised for; the "
+      "header's device and batch are the first setting's" +
+      std::string(first != nullptr ? ", and so are the operators' latencies alone" : "") + ".");
+  std::string returned;
+  for (size_t i = 0; i < n && i < m.returned.size(); ++i) {
+    returned += (i == 0 ? "" : "; ") + SettingName(m.settings[i]) + ": " + m.returned[i];
+  }
+  if (!returned.empty()) {
+    input.notes.push_back(
+        "what each search returned (verification's fastest, else the IOS optimum): " + returned +
+        ".");
   }
   NameLanes(input);
   return input;

@@ -12,6 +12,7 @@
 #include "common/measurement.h"
 #include "coordinator/multi_device.h"
 #include "coordinator/search.h"
+#include "coordinator/specialize.h"
 #include "report/report.h"
 
 namespace ios::coordinator {
@@ -88,5 +89,17 @@ struct EvaluationFacts {
 //! baselines). A note says which were shown.
 report::ReportInput ReportOfEvaluation(const Graph& graph, const EvaluationFacts& facts,
                                        db::ProfileStore& store);
+
+//! The report of --specialize: the matrix as a heat map (rows = optimised
+//! for, columns = run at, normalised to the column's best; a column that
+//! compares DP sums, as SpecializationMatrix::Figure does, shows no
+//! measured figure); each row's schedule priced at its own setting, the
+//! first setting's marked returned; each operator's latency alone from
+//! `first`'s sequential schedule (the first setting's search; may be null);
+//! the first setting's device, simulated when any is, and notes naming them
+//! all. Throws ios::Error when the matrix lacks what RunSpecialization fills
+//! (`own`, `devices`, a cell per row and column).
+report::ReportInput ReportOfSpecialization(const Graph& graph, const SpecializationMatrix& matrix,
+                                           const SearchOutcome* first);
 
 }  // namespace ios::coordinator

@@ -1,5 +1,6 @@
 #include "coordinator/specialize.h"
 
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -122,6 +123,7 @@ SpecializationMatrix RunSpecialization(const Graph& graph, const std::string& mo
   for (const SpecializeDevice& d : devices) {
     for (const int batch : batches) {
       matrix.settings.push_back({batch, d.name, d.measurer->Device().simulated});
+      matrix.devices.push_back(d.measurer->Device());
       options.push_back(OptionsFor(graph, base, batch, d));
       device_of.push_back(&d);
     }
@@ -143,40 +145,47 @@ SpecializationMatrix RunSpecialization(const Graph& graph, const std::string& mo
     }
     schedules.push_back(outcome.Returned());
     matrix.returned.push_back(outcome.ReturnedName());
+    if (hooks.searched) hooks.searched(i, outcome);
   }
 
   // Every schedule at every setting, a column at a time (one device's
   // farm, one batch size's settings).
   matrix.cells.assign(n, std::vector<MatrixCell>(n));
+  matrix.own.resize(n);
   for (size_t j = 0; j < n; ++j) {
     note("pricing " + std::to_string(n) + " schedules at " + Describe(matrix.settings[j]));
     Measurer& measurer = *device_of[j]->measurer;
     for (size_t i = 0; i < n; ++i) {
       MatrixCell& cell = matrix.cells[i][j];
-      const PricedSchedule priced = PriceBlocks(graph, BlockStagesOf(schedules[i]), options[j],
-                                                store, measurer, hooks.progress);
+      PricedSchedule priced = PriceBlocks(graph, BlockStagesOf(schedules[i]), options[j], store,
+                                          measurer, hooks.progress);
       matrix.stages_measured += priced.table.stats.measured;
+      std::optional<VerifiedSchedule> run;
       cell.predicted_ms = priced.schedule.latency_ms;
       if (!std::isfinite(cell.predicted_ms)) {
         cell.predicted_ms = NAN;
         cell.source = CellSource::kFailed;
         cell.error = FirstFailure(priced.table);
-        continue;
-      }
-      cell.source = CellSource::kPredicted;
-      if (!options[j].verify.enabled) continue;
-      // Keyed as the search keys its candidates: the diagonal's figure is
-      // the one its search stored.
-      const VerifiedSchedule run =
-          VerifySchedule(graph, model, "optimised for " + Describe(matrix.settings[i]),
-                         priced.schedule, options[j], measurer.Device(), store, measurer);
-      if (!run.reused) ++matrix.runs_measured;
-      if (run.measured.ok()) {
-        cell.measured_ms = run.measured.median_ms;
-        cell.source = run.reused ? CellSource::kStored : CellSource::kMeasuredNow;
       } else {
-        cell.error = std::string(ToString(run.measured.error)) + ": " + run.measured.error_message;
+        cell.source = CellSource::kPredicted;
       }
+      if (cell.source == CellSource::kPredicted && options[j].verify.enabled) {
+        // Keyed as the search keys its candidates: the diagonal's figure
+        // is the one its search stored.
+        run = VerifySchedule(graph, model, "optimised for " + Describe(matrix.settings[i]),
+                             priced.schedule, options[j], measurer.Device(), store, measurer);
+        if (!run->reused) ++matrix.runs_measured;
+        if (run->measured.ok()) {
+          cell.measured_ms = run->measured.median_ms;
+          cell.source = run->reused ? CellSource::kStored : CellSource::kMeasuredNow;
+        } else {
+          cell.error =
+              std::string(ToString(run->measured.error)) + ": " + run->measured.error_message;
+        }
+      }
+      // The diagonal is each schedule where it was chosen: kept whole for
+      // a report's timeline.
+      if (i == j) matrix.own[i] = {std::move(priced), std::move(run)};
     }
   }
   return matrix;

@@ -8,12 +8,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/graph.h"
 #include "common/measurement.h"
 #include "coordinator/measurer.h"
+#include "coordinator/pricing.h"
 #include "coordinator/search.h"
 #include "db/profile_store.h"
 
@@ -52,6 +54,14 @@ struct MatrixCell {
   std::string error;  // why there is no end-to-end figure or no price, when so
 };
 
+//! A row's schedule at the setting it was optimised for: what a report
+//! draws beside the matrix (ReportOfSpecialization), so that each
+//! schedule's timeline shows the stages it was chosen for.
+struct OwnSchedule {
+  PricedSchedule priced;                // the diagonal cell's pricing
+  std::optional<VerifiedSchedule> run;  // its end-to-end run there, when verified
+};
+
 struct SpecializationMatrix {
   std::string model;
   //! Rows and columns alike, in this order: per device, per batch size.
@@ -62,6 +72,11 @@ struct SpecializationMatrix {
   //! Over the whole run, searches and cross pricing together: a second run
   //! on the same DB measures 0 and 0.
   int64_t stages_measured = 0, runs_measured = 0;
+  //! Per setting, its device as the farm describes it; per row, its
+  //! schedule at its own setting. Filled by RunSpecialization for a
+  //! report; the text, CSV and JSON need neither.
+  std::vector<DeviceInfo> devices;
+  std::vector<OwnSchedule> own;
 
   //! Whether `column` compares end-to-end figures: every priced cell of it
   //! has one. Otherwise it compares DP sums, so that a run that failed
@@ -85,6 +100,9 @@ struct SpecializeHooks {
   std::function<void(const std::string&)> note;
   std::function<void(const MeasureProgress&)> progress;
   std::function<void(const PlanProgress&)> plan_progress;
+  //! Each setting's search once it is done (the CLI records it in the
+  //! DB's searches as a plain search is recorded).
+  std::function<void(size_t setting, const SearchOutcome&)> searched;
 };
 
 //! The matrix over `batches` x `devices` (each device's batches together):

@@ -1,12 +1,15 @@
 // ios-coordinator --specialize as a user runs it (coordinator/specialize.h):
 // the matrix alone on stdout in each format, a second run that measures
-// nothing, and the one-line refusals of lists where they do not apply.
+// nothing, the HTML report's heat map, and the one-line refusals of lists
+// where they do not apply.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "tests/testing/binaries.h"
@@ -18,6 +21,7 @@ namespace {
 
 using ::ios::testing::CliResult;
 using ::ios::testing::kCoordinator;
+using ::ios::testing::kIosDb;
 using ::ios::testing::NonEmptyLines;
 using nlohmann::json;
 using ::testing::HasSubstr;
@@ -37,6 +41,12 @@ class SpecializeCliTest : public ::testing::Test {
     return result;
   }
   std::filesystem::path Path(const std::string& name) const { return dir_.path() / name; }
+  std::string Read(const std::string& name) const {
+    std::ifstream in(Path(name), std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
 
  private:
   ::ios::testing::TempDir dir_{"ios_specialize_cli"};
@@ -83,6 +93,53 @@ TEST_F(SpecializeCliTest, PrintsTheMatrixAloneOnStdoutAndASecondRunMeasuresNothi
             "source");
   EXPECT_THAT(lines[16], StartsWith("8,sim:k80,8,sim:k80,"));
   EXPECT_THAT(lines[16], HasSubstr(",1.000000,db"));
+}
+
+TEST_F(SpecializeCliTest, DrawsTheMatrixAsAHeatMapInTheReportAndRecordsEachSearch) {
+  const CliResult r = Coordinator(
+      "--model squeezenet --specialize --batch 1,8 --device sim:v100 -q --format json "
+      "--report m.html");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // stdout stays the matrix alone: the report is announced on stderr.
+  EXPECT_TRUE(json::accept(r.out)) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("report written to m.html"));
+
+  const std::string page = Read("m.html");
+  ASSERT_FALSE(page.empty()) << "m.html was not written";
+  const std::string open = "<script type=\"application/json\" id=\"data\">";
+  const size_t begin = page.find(open);
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = page.find("</script>", begin);
+  ASSERT_NE(end, std::string::npos);
+  const std::string blob = page.substr(begin + open.size(), end - begin - open.size());
+  ASSERT_TRUE(json::accept(blob)) << "the data blob is not JSON";
+  const json data = json::parse(blob);
+  // One schedule per setting, each drawn at its own setting.
+  ASSERT_EQ(data["schedules"].size(), 2u);
+  EXPECT_EQ(data["schedules"][1]["name"], "optimised for batch 8 on sim:v100");
+  EXPECT_EQ(data["schedules"][0]["returned"], true);
+  EXPECT_EQ(data["simulated"], true);
+  // The heat map: settings^2 cells, the diagonal marked.
+  ASSERT_NE(page.find("id=\"matrix-table\""), std::string::npos);
+  size_t cells = 0;
+  for (size_t at = page.find("<td data-r="); at != std::string::npos;
+       at = page.find("<td data-r=", at + 1)) {
+    ++cells;
+  }
+  EXPECT_EQ(cells, 4u);
+  EXPECT_THAT(page, HasSubstr("Table 3 is the transpose"));
+
+  // Each search is a search of the DB like a plain one.
+  const CliResult searches =
+      ::ios::testing::RunBinary(Path(""), kIosDb, "searches --db p.db --format json");
+  ASSERT_EQ(searches.exit_code, 0) << searches.err;
+  ASSERT_TRUE(json::accept(searches.out));
+  const json recorded = json::parse(searches.out);
+  ASSERT_EQ(recorded.size(), 2u);
+  EXPECT_EQ(recorded[0]["batch_size"], 1);
+  EXPECT_EQ(recorded[1]["batch_size"], 8);
+  // With its report input, for `ios-db report`.
+  EXPECT_EQ(recorded[1]["report"], true);
 }
 
 // The measured case (plain build only: under a sanitizer the cpu's
@@ -153,6 +210,8 @@ TEST_F(SpecializeCliTest, RefusesListsWithoutSpecializeAndWhatItCannotCombineInO
       {"--evaluate s.json --specialize --device sim:v100",
        "--specialize is not used with --evaluate"},
       {"--model squeezenet --specialize --device sim:v100 --device sim:nope", "sim:nope"},
+      {"--model squeezenet --specialize --device sim:v100 --report no/such/dir/m.html",
+       "--report no/such/dir/m.html: cannot write the report there"},
   };
   for (const auto& c : cases) {
     const CliResult r = Coordinator(c.args);

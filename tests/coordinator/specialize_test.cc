@@ -18,8 +18,10 @@
 #include "common/zoo.h"
 #include "coordinator/measurer.h"
 #include "coordinator/pricing.h"
+#include "coordinator/report_input.h"
 #include "db/profile_store.h"
 #include "devices/sim/sim_backend.h"
+#include "report/report.h"
 
 namespace ios::coordinator {
 namespace {
@@ -191,6 +193,74 @@ TEST_F(SpecializeTest, TextMarksTheBestOfEachColumnAndSaysItIsSimulated) {
   EXPECT_NE(text.find("batch 8, sim:k80 (" + first_->matrix.returned[3] + ")"), std::string::npos)
       << text;
   EXPECT_GE(std::count(text.begin(), text.end(), '*'), 4) << text;
+}
+
+TEST_F(SpecializeTest, ItsReportDrawsEachScheduleAtItsOwnSettingBesideTheMatrix) {
+  const SpecializationMatrix& m = first_->matrix;
+  const report::ReportInput input = ReportOfSpecialization(*graph_, m, nullptr);
+  ASSERT_EQ(input.schedules.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const report::ScheduleRow& row = input.schedules[i];
+    EXPECT_EQ(row.returned, i == 0) << row.name;
+    // The diagonal's pricing: its own setting's figures.
+    EXPECT_DOUBLE_EQ(row.predicted_ms, m.cells[i][i].predicted_ms) << row.name;
+    ASSERT_TRUE(row.measured.has_value()) << row.name;
+    EXPECT_DOUBLE_EQ(row.measured->median_ms, m.cells[i][i].measured_ms) << row.name;
+    EXPECT_GT(row.peak_bytes, 0) << row.name;
+  }
+  EXPECT_EQ(input.schedules[3].name, "optimised for batch 8 on sim:k80");
+  EXPECT_EQ(input.device.name, m.devices[0].name);
+  EXPECT_TRUE(input.device.simulated);
+  ASSERT_TRUE(input.matrix.has_value());
+  for (size_t i = 0; i < 4; ++i) {
+    for (size_t j = 0; j < 4; ++j) {
+      EXPECT_NEAR(report::Normalised(*input.matrix, i, j), m.Normalised(i, j), 1e-12);
+    }
+  }
+  std::string notes;
+  for (const std::string& note : input.notes) notes += note + "\n";
+  EXPECT_NE(notes.find("Table 3 is the transpose"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("sim:v100"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("sim:k80"), std::string::npos) << notes;
+
+  // Every schedule covers every operator once: the page draws.
+  const std::string page = report::RenderHtml(input);
+  EXPECT_NE(page.find("id=\"matrix-table\""), std::string::npos);
+  const std::string text = report::ToJson(input);
+  ASSERT_TRUE(nlohmann::json::accept(text));
+  const nlohmann::json doc = nlohmann::json::parse(text);
+  ASSERT_TRUE(doc.contains("matrix"));
+  size_t cells = 0;
+  for (const auto& row : doc["matrix"]["cells"]) cells += row.size();
+  EXPECT_EQ(cells, 16u);
+}
+
+// A column whose run failed compares DP sums (SpecializationMatrix::Figure):
+// the heat map must rank it the same way, not mix in measured figures.
+TEST_F(SpecializeTest, ItsReportComparesAColumnWithAFailedRunByDpSumsAsTheTextDoes) {
+  SpecializationMatrix m = first_->matrix;
+  m.cells[1][0].measured_ms = NAN;
+  m.cells[1][0].source = CellSource::kPredicted;
+  m.cells[1][0].error = "unsupported: no networks";
+  m.cells[0][0].measured_ms = m.cells[0][0].predicted_ms * 10;  // ignored: DP sums compared
+  const report::ReportInput input = ReportOfSpecialization(*graph_, m, nullptr);
+  ASSERT_TRUE(input.matrix.has_value());
+  EXPECT_TRUE(std::isnan(input.matrix->cells[0][0].measured_ms));
+  EXPECT_NE(input.matrix->cells[0][0].source.find("not compared"), std::string::npos);
+  EXPECT_NE(input.matrix->cells[1][0].source.find("no networks"), std::string::npos);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_NEAR(report::Normalised(*input.matrix, i, 0), m.Normalised(i, 0), 1e-12) << i;
+  }
+}
+
+TEST(SpecializationMatrixTest, ItsReportRefusesAMatrixWithoutItsSchedules) {
+  const Graph graph = BuildZooModel("squeezenet");
+  SpecializationMatrix m;
+  m.model = "squeezenet";
+  m.settings = {{1, "sim:v100", true}};
+  m.returned = {"ios"};
+  m.cells.assign(1, std::vector<MatrixCell>(1));
+  EXPECT_THROW(ReportOfSpecialization(graph, m, nullptr), Error);
 }
 
 TEST(SpecializationMatrixTest, NormalisesToTheColumnsBestAndSkipsCellsWithoutAFigure) {
