@@ -7,7 +7,8 @@
   'use strict';
   var D = JSON.parse(document.getElementById('data').textContent);
   var chosen = 0;  // index of the schedule drawn
-  var LABEL_W = 130, ROW_H = 26, AXIS_H = 22, BAR_H = 16;
+  var LABEL_W = 190, ROW_H = 26, AXIS_H = 22, BAR_H = 16;
+  var TEXT_PX = 6.2;  // a character's width at 11px system-ui, near enough to keep labels apart
 
   function esc(s) {
     return String(s).replace(/[&<>"']/g, function (c) {
@@ -22,7 +23,7 @@
       '" height="' + h.toFixed(2) + '" ' + attrs + '/>';
   }
   function text(x, y, s, attrs) { return '<text x="' + x.toFixed(1) + '" y="' + y.toFixed(1) + '" ' + (attrs || '') + '>' + esc(s) + '</text>'; }
-  function fit(s, px) { var n = Math.floor(px / 6.2); return s.length <= n ? s : s.slice(0, Math.max(n - 1, 1)) + '\u2026'; }
+  function fit(s, px) { var n = Math.floor(px / TEXT_PX); return s.length <= n ? s : s.slice(0, Math.max(n - 1, 1)) + '\u2026'; }
   var HATCH = '<defs><pattern id="hatch" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)">' +
     '<rect width="6" height="6" fill="#f4c27a"/><line x1="0" y1="0" x2="0" y2="6" stroke="#b06d00" stroke-width="2"/></pattern></defs>';
 
@@ -46,16 +47,30 @@
   }
 
   // Stage and op boxes of a timeline (tl: TimelineJson), stages[d][k] the rows.
+  // Block labels share one line above the rows (every device's in the
+  // multi-device view), so each is shortened to "b<n>" or left out when it
+  // would run into the one before it.
   function boxes(tl, stagesOf, ppm, top) {
-    var out = '', lastBlock = {};
+    var out = '', lastBlock = {}, labels = [];
     tl.stages.forEach(function (b) {
       var st = stagesOf(b[0])[b[1]], x = LABEL_W + b[2] * ppm, y = top + b[4] * ROW_H;
       out += rect(x, y, b[3] * ppm, b[5] * ROW_H - 2, 'class="st' + (b[7] ? ' est' : '') + '" fill="' + colour(b[1]) +
         '" fill-opacity="0.35" data-d="' + b[0] + '" data-s="' + b[1] + '" data-ms="' + b[3] + '"');
       var bound = lastBlock[b[0]] !== undefined && lastBlock[b[0]] !== st[1];
       out += '<line class="' + (bound ? 'block' : 'bound') + '" x1="' + x + '" x2="' + x + '" y1="' + (y - 3) + '" y2="' + (y + b[5] * ROW_H) + '"/>';
-      if (bound || lastBlock[b[0]] === undefined) out += text(x + 2, top - 4, 'block ' + st[1], 'class="lane"');
+      if (bound || lastBlock[b[0]] === undefined) labels.push({x: x, block: st[1]});
       lastBlock[b[0]] = st[1];
+    });
+    labels.sort(function (a, b) { return a.x - b.x; });
+    var end = -Infinity;
+    labels.forEach(function (l, i) {
+      var room = (i + 1 < labels.length ? labels[i + 1].x : Infinity) - l.x - 4;
+      var fits = ['block ' + l.block, 'b' + l.block].filter(function (t) {
+        return l.x >= end + 4 && TEXT_PX * t.length <= room;
+      });
+      if (!fits.length) return;
+      out += text(l.x + 2, top - 4, fits[0], 'class="lane"');
+      end = l.x + 2 + TEXT_PX * fits[0].length;
     });
     tl.ops.forEach(function (o) {
       var nodes = o[0], merged = nodes.length > 1, x = LABEL_W + o[4] * ppm, w = o[5] * ppm;
@@ -93,7 +108,10 @@
     var total = Math.max(tl.total, s.predicted || 0, s.measured && s.measured.median || 0);
     var ppm = scale(total), top = AXIS_H + 14, h = top + rows * ROW_H + 2 * (BAR_H + 6) + 20;
     var out = HATCH + axis(ppm, total, AXIS_H);
-    for (var r = 0; r < rows; ++r) out += text(4, top + r * ROW_H + 16, 'lane ' + r, 'class="lane" data-lane="' + r + '"');
+    for (var r = 0; r < rows; ++r) {
+      var name = s.rows[r] || ['lane ' + r, 0, ''];
+      out += text(4, top + r * ROW_H + 16, fit(name[0], LABEL_W - 8), 'class="lane' + (name[1] ? ' mixed' : '') + '" data-lane="' + r + '"');
+    }
     out += boxes(tl, function () { return s.stages; }, ppm, top);
     out += bars(ppm, top + rows * ROW_H + 8, s.predicted, s.measured);
     var w = LABEL_W + total * ppm + 200;
@@ -136,7 +154,7 @@
       var first = tl.first_row[dv];
       out += '<line class="block" x1="0" x2="' + (LABEL_W + total * ppm) + '" y1="' + (top + first * ROW_H - 1) + '" y2="' + (top + first * ROW_H - 1) + '"/>';
       for (var r = 0; r < tl.dev_rows[dv]; ++r) {
-        out += text(4, top + (first + r) * ROW_H + 16, fit(name, 80) + ' \u00b7 ' + r, 'class="lane" data-lane="' + (first + r) + '"');
+        out += text(4, top + (first + r) * ROW_H + 16, fit(name, LABEL_W - 50) + ' \u00b7 ' + r, 'class="lane" data-lane="' + (first + r) + '"');
       }
     });
     out += boxes(tl, function (dv) { return M.stages[dv]; }, ppm, top);
@@ -158,6 +176,10 @@
       'stage key id: ' + (st[5] || 'unknown')].concat(st[6] ? ['error: ' + st[6]] : []);
   }
   function describe(el) {
+    if (el.hasAttribute('data-lane')) {
+      var row = el.closest('#timeline') !== null && D.schedules[chosen].rows[+el.getAttribute('data-lane')];
+      return row ? [row[2]] : [el.textContent];
+    }
     var multi = el.closest('#multi') !== null, dv = +el.getAttribute('data-d') || 0;
     var stages = multi ? D.multi.stages[dv] : D.schedules[chosen] && D.schedules[chosen].stages;
     var k = el.getAttribute('data-s'), lines = [];
@@ -181,7 +203,7 @@
     return lines;
   }
   document.addEventListener('mousemove', function (ev) {
-    var el = ev.target.closest ? ev.target.closest('[data-i],[data-s],[data-t]') : null;
+    var el = ev.target.closest ? ev.target.closest('[data-i],[data-s],[data-t],[data-lane]') : null;
     if (!el || el.tagName === 'TD') { tip.hidden = true; return; }
     tip.textContent = describe(el).join('\n');
     tip.hidden = false;
