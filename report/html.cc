@@ -69,7 +69,8 @@ std::string CompareTable(const ReportInput& input) {
   }
   std::string out =
       "<table class=\"num\" id=\"compare-table\"><thead><tr><th>schedule</th><th>predicted "
-      "(DP sum) ms</th><th>measured end to end ms</th><th>vs sequential</th><th>stages</th>"
+      "(DP sum) ms</th><th>measured end to end ms</th><th>speed-up over sequential "
+      "(DP)</th><th>stages</th>"
       "<th>most lanes</th><th>peak activations</th></tr></thead><tbody>";
   for (const ScheduleRow& s : input.schedules) {
     size_t lanes = 0;
