@@ -26,7 +26,10 @@ constexpr const char* kCsp =
 // page's self-test (report.js copies the list into #selftest).
 constexpr const char* kErrorGuard =
     "<script>window.iosErrors=[];"
-    "addEventListener('error',function(e){iosErrors.push('error: '+e.message)},true);"
+    // A failed <img>/<script>/<link> load fires a plain Event at the element
+    // (no message), seen here only because the listener captures.
+    "addEventListener('error',function(e){var t=e.target,u=t&&(t.currentSrc||t.src||t.href);"
+    "iosErrors.push(t&&t!==window&&u?'cannot load '+u:'error: '+e.message)},true);"
     "addEventListener('unhandledrejection',function(e){iosErrors.push('rejection: '+e.reason)});"
     "addEventListener('securitypolicyviolation',function(e){iosErrors.push('csp: '+"
     "e.violatedDirective+' '+e.blockedURI)});"
@@ -40,9 +43,13 @@ std::string Fixed(double v, int digits) {
   return buffer;
 }
 
-std::string Mib(int64_t bytes) {
+// Small models' peaks are kilobytes: "0.00 MiB" would hide them.
+std::string Bytes(int64_t bytes) {
   if (bytes < 0) return "&ndash;";
-  return Fixed(static_cast<double>(bytes) / (1024.0 * 1024.0), 2) + " MiB";
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  const double b = static_cast<double>(bytes);
+  if (bytes < 1024 * 1024) return Fixed(b / 1024.0, 1) + " KiB";
+  return Fixed(b / (1024.0 * 1024.0), 2) + " MiB";
 }
 
 std::string MeasuredText(const std::optional<EndToEnd>& e) {
@@ -62,7 +69,8 @@ std::string CompareTable(const ReportInput& input) {
   }
   std::string out =
       "<table class=\"num\" id=\"compare-table\"><thead><tr><th>schedule</th><th>predicted "
-      "(DP sum) ms</th><th>measured end to end ms</th><th>vs sequential</th><th>stages</th>"
+      "(DP sum) ms</th><th>measured end to end ms</th><th>speed-up over sequential "
+      "(DP)</th><th>stages</th>"
       "<th>most lanes</th><th>peak activations</th></tr></thead><tbody>";
   for (const ScheduleRow& s : input.schedules) {
     size_t lanes = 0;
@@ -76,7 +84,7 @@ std::string CompareTable(const ReportInput& input) {
                 ? Fixed(sequential / s.predicted_ms, 2) + "&times;"
                 : "&ndash;") +
            "</td><td>" + std::to_string(s.stages.size()) + "</td><td>" + std::to_string(lanes) +
-           "</td><td>" + Mib(s.peak_bytes) + "</td></tr>";
+           "</td><td>" + Bytes(s.peak_bytes) + "</td></tr>";
   }
   return out + "</tbody></table>";
 }
@@ -144,6 +152,15 @@ std::string HeatStyle(double ratio) {
 }
 
 std::string MatrixTable(const MatrixView& m) {
+  // A DP sum leaves out what only an end-to-end run sees (launch gaps,
+  // caches warm across stages), so beside measured cells it is not the same
+  // kind of figure: such cells are marked.
+  bool any_measured = false;
+  for (const auto& row : m.cells) {
+    for (const MatrixCell& cell : row)
+      any_measured = any_measured || std::isfinite(cell.measured_ms);
+  }
+  bool any_dp_sum = false;
   std::string out =
       "<p>Rows: the schedule optimised for a setting; columns: the setting it runs at. Each "
       "cell is its time divided by the best of its column (1.00 = the best there); raw "
@@ -159,16 +176,25 @@ std::string MatrixTable(const MatrixView& m) {
     for (size_t c = 0; c < m.cells[r].size(); ++c) {
       const MatrixCell& cell = m.cells[r][c];
       const double ratio = Normalised(m, r, c);
-      out += "<td data-r=\"" + std::to_string(r) + "\" data-c=\"" + std::to_string(c) +
-             "\" data-ms=\"" + Fixed(CellMs(cell), 4) + "\"" + HeatStyle(ratio) +
-             " title=\"predicted " + Fixed(cell.predicted_ms, 3) + " ms, measured " +
-             Fixed(cell.measured_ms, 3) + " ms (" + EscapeHtml(cell.source) + ")\">" +
-             Fixed(ratio, 3) + (r == c ? "*" : "") + "</td>";
+      const bool dp_sum =
+          any_measured && !std::isfinite(cell.measured_ms) && std::isfinite(cell.predicted_ms);
+      any_dp_sum = any_dp_sum || dp_sum;
+      out += "<td data-r=\"" + std::to_string(r) + "\" data-c=\"" + std::to_string(c) + "\"" +
+             (dp_sum ? " class=\"dpsum\"" : "") + " data-ms=\"" + Fixed(CellMs(cell), 4) + "\"" +
+             HeatStyle(ratio) + " title=\"predicted " + Fixed(cell.predicted_ms, 3) +
+             " ms, measured " + Fixed(cell.measured_ms, 3) + " ms (" + EscapeHtml(cell.source) +
+             ")\">" + Fixed(ratio, 3) + (r == c ? "*" : "") + (dp_sum ? "&dagger;" : "") + "</td>";
     }
     out += "</tr>";
   }
+  out += "</tbody></table><p>* the schedule optimised for the column's own setting.";
+  if (any_dp_sum) {
+    out +=
+        "<br>&dagger; no end-to-end run: the DP's sum of stage latencies, beside cells "
+        "measured end to end (a sum leaves out the gaps between stages).";
+  }
   out +=
-      "</tbody></table><p>* the schedule optimised for the column's own setting. Stages "
+      "</p><p>Stages "
       "measured: " +
       std::to_string(m.stages_measured) +
       ", network runs measured: " + std::to_string(m.runs_measured) + ".</p>";
@@ -194,12 +220,22 @@ std::string RenderHtml(const ReportInput& input) {
   page += detail::kReportCss;
   page += "</style>";
   page += kErrorGuard;
-  page += "</head><body><header><h1>" + EscapeHtml(title) + "</h1><p class=\"meta\">" +
-          EscapeHtml(input.model) + " &middot; " + EscapeHtml(input.device.name) +
-          " &middot; batch " + std::to_string(input.batch) + " &middot; " +
-          std::to_string(input.graph.OperatorCount()) + " operators &middot; " +
-          EscapeHtml(input.tool) + " " + EscapeHtml(input.version) + " &middot; " +
-          EscapeHtml(input.generated_at) + "</p>";
+  // Producers may leave the tool, version or time empty (a stored search
+  // has no version): such fields leave no separator behind.
+  std::string meta;
+  const auto add = [&meta](const std::string& field) {
+    if (field.empty()) return;
+    meta += (meta.empty() ? "" : " &middot; ") + field;
+  };
+  add(EscapeHtml(input.model));
+  add(EscapeHtml(input.device.name));
+  add("batch " + std::to_string(input.batch));
+  add(std::to_string(input.graph.OperatorCount()) + " operators");
+  add(EscapeHtml(input.tool) + (input.tool.empty() || input.version.empty() ? "" : " ") +
+      EscapeHtml(input.version));
+  add(EscapeHtml(input.generated_at));
+  page +=
+      "</head><body><header><h1>" + EscapeHtml(title) + "</h1><p class=\"meta\">" + meta + "</p>";
   if (input.device.simulated) {
     page +=
         "<p class=\"banner\" id=\"simulated\">SIMULATED: every latency here comes from "
@@ -213,7 +249,9 @@ std::string RenderHtml(const ReportInput& input) {
       "<nav id=\"views\"></nav></header><noscript><p class=\"note\">The timeline and "
       "graph drawings need JavaScript; the tables below do not.</p></noscript><main>";
   page += Section("timeline", "Timeline",
-                  "<p class=\"legend\">One row per lane. Stage boxes are as long as the "
+                  "<p class=\"legend\">One row per lane (a cuda stream, a cpu thread group, a "
+                  "modelled stream); a row name in italics: its stages run that row on "
+                  "different lanes (hover it for the list). Stage boxes are as long as the "
                   "stage's measured latency; operators inside are sized by their latency "
                   "alone, scaled so the longest lane fills the stage. Hatched: merged "
                   "convolutions. Thick lines: block boundaries.</p><div class=\"pick\"></div>"

@@ -1,5 +1,6 @@
 // The checks RenderHtml makes and the data blob its page draws from.
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -96,6 +97,47 @@ json TimelineJson(const TimelineLayout& t) {
           {"links", links}};
 }
 
+// What timeline row r is on the device: lane r of every stage with more than
+// r lanes. Lane names depend on a stage's lane count (on cuda a lone lane
+// runs on stream 0, lane 0 of several on stream 1), so a row can be
+// different lanes in different stages; it is then named after the lane count
+// most of its stages have (ties: the larger count, the parallel one) and
+// marked mixed, and its tip lists every name with its stage count.
+// [[label, mixed 0|1, tip], ...] per row.
+json RowNamesJson(const ScheduleRow& schedule, int rows, const LaneNames& names) {
+  const auto name = [&](int lanes, int lane) {
+    const auto it = names.by_count.find(lanes);
+    if (it != names.by_count.end() && static_cast<size_t>(lane) < it->second.size() &&
+        !it->second[static_cast<size_t>(lane)].empty()) {
+      return it->second[static_cast<size_t>(lane)];
+    }
+    return "lane " + std::to_string(lane);
+  };
+  json out = json::array();
+  for (int r = 0; r < rows; ++r) {
+    std::map<int, int> stages_with;  // lane count -> stages that have row r
+    for (const StageRow& stage : schedule.stages) {
+      const int lanes =
+          stage.strategy == Strategy::kMerge ? 1 : static_cast<int>(stage.groups.size());
+      if (lanes > r) ++stages_with[lanes];
+    }
+    int common = 0, most = -1;
+    std::map<std::string, int> by_name;  // name -> stages, sorted for a stable tip
+    for (const auto& [lanes, count] : stages_with) {
+      if (count >= most) common = lanes, most = count;
+      by_name[name(lanes, r)] += count;
+    }
+    std::string tip =
+        "row " + std::to_string(r) + " = lane " + std::to_string(r) + " of each stage";
+    for (const auto& [label, count] : by_name) {
+      tip += "\n" + label + ": " + std::to_string(count) + (count == 1 ? " stage" : " stages");
+    }
+    out.push_back({stages_with.empty() ? "lane " + std::to_string(r) : name(common, r),
+                   by_name.size() > 1 ? 1 : 0, tip});
+  }
+  return out;
+}
+
 json EndToEndJson(const std::optional<EndToEnd>& e) {
   if (!e) return nullptr;
   return {{"median", Ms(e->median_ms)}, {"spread", Ms(e->spread_ms)},
@@ -186,13 +228,15 @@ std::string PageData(const ReportInput& input) {
         for (NodeId v : group) stage_of[static_cast<size_t>(v)] = static_cast<int>(k);
       }
     }
+    const TimelineLayout timeline = LayOutTimeline(s, input.op_alone_ms);
     schedules.push_back({{"name", s.name},
                          {"predicted", Ms(s.predicted_ms)},
                          {"measured", EndToEndJson(s.measured)},
                          {"returned", s.returned},
                          {"stages", stages},
                          {"stage_of", stage_of},
-                         {"tl", TimelineJson(LayOutTimeline(s, input.op_alone_ms))}});
+                         {"tl", TimelineJson(timeline)},
+                         {"rows", RowNamesJson(s, timeline.rows, input.lanes)}});
   }
   json lanes = json::object();
   for (const auto& [count, labels] : input.lanes.by_count) lanes[std::to_string(count)] = labels;

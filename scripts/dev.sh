@@ -115,14 +115,18 @@ test_threads() {
 main_job() {
   local db="${IOS_DB:-$ROOT/ios-farm.db}" out="${IOS_OUT:-$ROOT/schedule.json}"
   local model="${IOS_MODEL:-squeezenet}" batch="${IOS_BATCH:-1}"
+  local report="${IOS_REPORT:-$ROOT/report.html}"
   "$BUILD_DIR/coordinator/ios-coordinator" --model "$model" --batch "$batch" --db "$db" \
-    --out "$out" "$@"
+    --out "$out" --report "$report" "$@"
   local schedule
   for schedule in sequential greedy "$out"; do
     echo
     "$BUILD_DIR/run/ios-run" --model "$model" --schedule "$schedule" --batch "$batch" \
       --db "$db" --runs 20
   done
+  # Last, so it is the line left in view: the page docs/report.md explains.
+  echo
+  echo "report: file://$(cd "$(dirname "$report")" && pwd)/$(basename "$report")"
 }
 
 case "${1:-}" in

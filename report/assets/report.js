@@ -7,7 +7,8 @@
   'use strict';
   var D = JSON.parse(document.getElementById('data').textContent);
   var chosen = 0;  // index of the schedule drawn
-  var LABEL_W = 130, ROW_H = 26, AXIS_H = 22, BAR_H = 16;
+  var LABEL_W = 190, ROW_H = 26, AXIS_H = 22, BAR_H = 16;
+  var TEXT_PX = 6.2;  // a character's width at 11px system-ui, near enough to keep labels apart
 
   function esc(s) {
     return String(s).replace(/[&<>"']/g, function (c) {
@@ -22,7 +23,7 @@
       '" height="' + h.toFixed(2) + '" ' + attrs + '/>';
   }
   function text(x, y, s, attrs) { return '<text x="' + x.toFixed(1) + '" y="' + y.toFixed(1) + '" ' + (attrs || '') + '>' + esc(s) + '</text>'; }
-  function fit(s, px) { var n = Math.floor(px / 6.2); return s.length <= n ? s : s.slice(0, Math.max(n - 1, 1)) + '\u2026'; }
+  function fit(s, px) { var n = Math.floor(px / TEXT_PX); return s.length <= n ? s : s.slice(0, Math.max(n - 1, 1)) + '\u2026'; }
   var HATCH = '<defs><pattern id="hatch" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)">' +
     '<rect width="6" height="6" fill="#f4c27a"/><line x1="0" y1="0" x2="0" y2="6" stroke="#b06d00" stroke-width="2"/></pattern></defs>';
 
@@ -31,7 +32,7 @@
     return names && names[l] ? names[l] : 'lane ' + l;
   }
   function scale(total) {
-    var avail = Math.max(document.documentElement.clientWidth - LABEL_W - 260, 400);
+    var avail = Math.max(document.documentElement.clientWidth - LABEL_W - 380, 400);
     return total > 0 ? Math.max(avail / total, 4) : 4;
   }
   function axis(ppm, total, y) {
@@ -40,22 +41,45 @@
     var out = '';
     for (var t = 0; t <= total + 1e-9 && step > 0; t += step) {
       out += '<line class="bound" x1="' + (LABEL_W + t * ppm) + '" x2="' + (LABEL_W + t * ppm) + '" y1="' + (y - 4) + '" y2="' + y + '"/>' +
-        text(LABEL_W + t * ppm + 2, y - 6, fix(t, step < 1 ? 3 : 0) + ' ms');
+        text(LABEL_W + t * ppm + 2, y - 6, fix(t, Math.max(0, -Math.floor(Math.log10(step) + 1e-9))) + ' ms');
     }
     return out;
   }
 
+  // The time the drawing spans: the stages, and a measured figure up to
+  // 1.5 times them (bars() cuts a longer one).
+  function span(stages, measured) {
+    var m = measured && measured.median || 0;
+    return stages > 0 && m > stages * 1.5 ? stages : Math.max(stages, m);
+  }
+
   // Stage and op boxes of a timeline (tl: TimelineJson), stages[d][k] the rows.
+  // Block labels share one line above the rows (every device's in the
+  // multi-device view), so each is shortened to "b<n>" or left out when it
+  // would run into the one before it.
   function boxes(tl, stagesOf, ppm, top) {
-    var out = '', lastBlock = {};
+    var out = '', lastBlock = {}, labels = [];
     tl.stages.forEach(function (b) {
       var st = stagesOf(b[0])[b[1]], x = LABEL_W + b[2] * ppm, y = top + b[4] * ROW_H;
       out += rect(x, y, b[3] * ppm, b[5] * ROW_H - 2, 'class="st' + (b[7] ? ' est' : '') + '" fill="' + colour(b[1]) +
         '" fill-opacity="0.35" data-d="' + b[0] + '" data-s="' + b[1] + '" data-ms="' + b[3] + '"');
       var bound = lastBlock[b[0]] !== undefined && lastBlock[b[0]] !== st[1];
       out += '<line class="' + (bound ? 'block' : 'bound') + '" x1="' + x + '" x2="' + x + '" y1="' + (y - 3) + '" y2="' + (y + b[5] * ROW_H) + '"/>';
-      if (bound || lastBlock[b[0]] === undefined) out += text(x + 2, top - 4, 'block ' + st[1], 'class="lane"');
+      if (bound || lastBlock[b[0]] === undefined) labels.push({x: x, block: st[1]});
       lastBlock[b[0]] = st[1];
+    });
+    labels.sort(function (a, b) { return a.x - b.x; });
+    var end = -Infinity, named = {};
+    labels.forEach(function (l, i) {
+      if (named[l.block]) return;  // another device's start of a block already named
+      var room = (i + 1 < labels.length ? labels[i + 1].x : Infinity) - l.x - 4;
+      var fits = ['block ' + l.block, 'b' + l.block].filter(function (t) {
+        return l.x >= end + 4 && TEXT_PX * t.length <= room;
+      });
+      if (!fits.length) return;
+      out += text(l.x + 2, top - 4, fits[0], 'class="lane"');
+      named[l.block] = true;
+      end = l.x + 2 + TEXT_PX * fits[0].length;
     });
     tl.ops.forEach(function (o) {
       var nodes = o[0], merged = nodes.length > 1, x = LABEL_W + o[4] * ppm, w = o[5] * ppm;
@@ -71,16 +95,25 @@
     return out;
   }
 
-  function bars(ppm, y, predicted, measured) {
+  // The end-to-end bars under the lanes, on their scale up to `total`; a
+  // longer figure (a loaded machine, a slow first run) is cut there with a
+  // break mark rather than shrinking every stage to a sliver.
+  function bars(ppm, y, predicted, measured, total, name) {
     var out = '';
+    function bar(ms, cls) {
+      var cut = ms > total * 1.001, w = Math.min(ms, total) * ppm;
+      return rect(LABEL_W, y, w, BAR_H, 'class="' + cls + '"') +
+        (cut ? '<path class="cut" d="M' + (LABEL_W + w - 12) + ' ' + (y + BAR_H + 1) + 'l6 ' + (-BAR_H - 2) +
+          'M' + (LABEL_W + w - 6) + ' ' + (y + BAR_H + 1) + 'l6 ' + (-BAR_H - 2) + '"/>' : '');
+    }
+    function end(ms) { return LABEL_W + Math.min(ms, total) * ppm + 4; }
     if (predicted !== null) {
-      out += rect(LABEL_W, y, predicted * ppm, BAR_H, 'class="bar"') + text(4, y + 12, 'DP sum') +
-        text(LABEL_W + predicted * ppm + 4, y + 12, fix(predicted, 3) + ' ms');
+      out += bar(predicted, 'bar') + text(4, y + 12, name) + text(end(predicted), y + 12, fix(predicted, 3) + ' ms');
     }
     y += BAR_H + 6;
     if (measured && measured.median !== null) {
-      out += rect(LABEL_W, y, measured.median * ppm, BAR_H, 'class="bar measured"') + text(4, y + 12, 'measured') +
-        text(LABEL_W + measured.median * ppm + 4, y + 12, fix(measured.median, 3) + ' \u00b1 ' + fix(measured.spread, 3) +
+      out += bar(measured.median, 'bar measured') + text(4, y + 12, 'measured') +
+        text(end(measured.median), y + 12, fix(measured.median, 3) + ' \u00b1 ' + fix(measured.spread, 3) +
           ' ms (' + (measured.how || 'end to end') + (measured.from_db ? ', from the DB' : '') + ')');
     } else if (measured && measured.error) {
       out += text(4, y + 12, 'measured: failed: ' + measured.error);
@@ -90,13 +123,16 @@
 
   function drawTimeline() {
     var s = D.schedules[chosen], tl = s.tl, rows = Math.max(tl.rows, 1);
-    var total = Math.max(tl.total, s.predicted || 0, s.measured && s.measured.median || 0);
+    var total = span(Math.max(tl.total, s.predicted || 0), s.measured);
     var ppm = scale(total), top = AXIS_H + 14, h = top + rows * ROW_H + 2 * (BAR_H + 6) + 20;
     var out = HATCH + axis(ppm, total, AXIS_H);
-    for (var r = 0; r < rows; ++r) out += text(4, top + r * ROW_H + 16, 'lane ' + r, 'class="lane" data-lane="' + r + '"');
+    for (var r = 0; r < rows; ++r) {
+      var name = s.rows[r] || ['lane ' + r, 0, ''];
+      out += text(4, top + r * ROW_H + 16, fit(name[0], LABEL_W - 8), 'class="lane' + (name[1] ? ' mixed' : '') + '" data-lane="' + r + '"');
+    }
     out += boxes(tl, function () { return s.stages; }, ppm, top);
-    out += bars(ppm, top + rows * ROW_H + 8, s.predicted, s.measured);
-    var w = LABEL_W + total * ppm + 200;
+    out += bars(ppm, top + rows * ROW_H + 8, s.predicted, s.measured, total, 'DP sum');
+    var w = LABEL_W + total * ppm + 340;
     document.getElementById('timeline').innerHTML = '<svg width="' + w + '" height="' + h + '">' + out + '</svg>';
   }
 
@@ -117,7 +153,8 @@
     D.ops.forEach(function (op, v) {
       var x = cx(v) - bw / 2, y = cy(v);
       if (v === 0) {
-        out += rect(x, y, bw, bh, 'class="in" fill="#fff" stroke="#333"') + text(x + 3, y + bh - 8, fit('input ' + op[0], bw));
+        out += rect(x, y, bw, bh, 'class="in" fill="#fff" stroke="#333"') +
+          text(x + 3, y + bh - 8, fit(op[0] === 'input' ? 'input' : 'input ' + op[0], bw));
         return;
       }
       var k = s ? s.stage_of[v] : -1;
@@ -129,14 +166,14 @@
   }
 
   function drawMulti() {
-    var M = D.multi, tl = M.tl, total = Math.max(tl.total, M.predicted || 0, M.measured && M.measured.median || 0);
+    var M = D.multi, tl = M.tl, total = span(Math.max(tl.total, M.predicted || 0), M.measured);
     var ppm = scale(total), top = AXIS_H + 14, linkY = top + tl.rows * ROW_H + 6;
     var out = HATCH + axis(ppm, total, AXIS_H);
     M.devices.forEach(function (name, dv) {
       var first = tl.first_row[dv];
       out += '<line class="block" x1="0" x2="' + (LABEL_W + total * ppm) + '" y1="' + (top + first * ROW_H - 1) + '" y2="' + (top + first * ROW_H - 1) + '"/>';
       for (var r = 0; r < tl.dev_rows[dv]; ++r) {
-        out += text(4, top + (first + r) * ROW_H + 16, fit(name, 80) + ' \u00b7 ' + r, 'class="lane" data-lane="' + (first + r) + '"');
+        out += text(4, top + (first + r) * ROW_H + 16, fit(name, LABEL_W - 50) + ' \u00b7 ' + r, 'class="lane" data-lane="' + (first + r) + '"');
       }
     });
     out += boxes(tl, function (dv) { return M.stages[dv]; }, ppm, top);
@@ -144,9 +181,9 @@
     tl.links.forEach(function (l) {
       out += rect(LABEL_W + l[1] * ppm, linkY + 2, Math.max(l[2] * ppm, 2), ROW_H - 8, 'class="link" data-t="' + l[0] + '"');
     });
-    out += bars(ppm, linkY + ROW_H + 8, M.predicted, M.measured);
+    out += bars(ppm, linkY + ROW_H + 8, M.predicted, M.measured, total, 'predicted');
     var h = linkY + ROW_H + 2 * (BAR_H + 6) + 24;
-    document.getElementById('multi').innerHTML = '<svg width="' + (LABEL_W + total * ppm + 200) + '" height="' + h + '">' + out + '</svg>';
+    document.getElementById('multi').innerHTML = '<svg width="' + (LABEL_W + total * ppm + 340) + '" height="' + h + '">' + out + '</svg>';
   }
 
   // One tooltip for the whole page, found by delegation: no listener per shape.
@@ -158,6 +195,10 @@
       'stage key id: ' + (st[5] || 'unknown')].concat(st[6] ? ['error: ' + st[6]] : []);
   }
   function describe(el) {
+    if (el.hasAttribute('data-lane')) {
+      var row = el.closest('#timeline') !== null && D.schedules[chosen].rows[+el.getAttribute('data-lane')];
+      return row ? [row[2]] : [el.textContent];
+    }
     var multi = el.closest('#multi') !== null, dv = +el.getAttribute('data-d') || 0;
     var stages = multi ? D.multi.stages[dv] : D.schedules[chosen] && D.schedules[chosen].stages;
     var k = el.getAttribute('data-s'), lines = [];
@@ -181,7 +222,7 @@
     return lines;
   }
   document.addEventListener('mousemove', function (ev) {
-    var el = ev.target.closest ? ev.target.closest('[data-i],[data-s],[data-t]') : null;
+    var el = ev.target.closest ? ev.target.closest('[data-i],[data-s],[data-t],[data-lane]') : null;
     if (!el || el.tagName === 'TD') { tip.hidden = true; return; }
     tip.textContent = describe(el).join('\n');
     tip.hidden = false;

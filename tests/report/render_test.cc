@@ -192,5 +192,83 @@ TEST(RenderTest, AReportOnlyNeedsAGraphAndSchedules) {
   EXPECT_EQ(page.find("id=\"v-search\""), std::string::npos);
 }
 
+// data["schedules"][s]["rows"][r]: [label, mixed 0|1, tip].
+nlohmann::json RowNames(const ReportInput& in, size_t schedule) {
+  return nlohmann::json::parse(JsonBlock(RenderHtml(in), "data"))["schedules"][schedule]["rows"];
+}
+
+TEST(RenderTest, NamesTimelineRowsAfterTheDevicesLanes) {
+  ReportInput in = SmallInput();
+  // The ios schedule runs everything on one lane, and every sim lane 0 is
+  // "modelled stream 0": one name, not mixed.
+  nlohmann::json rows = RowNames(in, 0);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0][0], "modelled stream 0");
+  EXPECT_EQ(rows[0][1], 0);
+  // cuda: a lone lane is stream 0, lane 0 of three is stream 1. The greedy
+  // schedule has one 3-lane stage and three 1-lane stages.
+  in.lanes.kind = "cuda";
+  in.lanes.by_count = {{1, {"stream 0 (main)"}}, {3, {"stream 1", "stream 2", "stream 3"}}};
+  rows = RowNames(in, 2);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0][0], "stream 0 (main)");  // most of row 0's stages
+  EXPECT_EQ(rows[0][1], 1);
+  EXPECT_NE(rows[0][2].get<std::string>().find("stream 0 (main): 3 stages"), std::string::npos)
+      << rows[0][2];
+  EXPECT_NE(rows[0][2].get<std::string>().find("stream 1: 1 stage"), std::string::npos)
+      << rows[0][2];
+  EXPECT_EQ(rows[1][0], "stream 2");
+  EXPECT_EQ(rows[1][1], 0);
+  EXPECT_EQ(rows[2][0], "stream 3");
+  // A lane count the producer gave no names for falls back to "lane l".
+  in.lanes.by_count.erase(3);
+  rows = RowNames(in, 2);
+  EXPECT_EQ(rows[1][0], "lane 1");
+}
+
+TEST(RenderTest, ItsErrorGuardNamesAResourceThatFailedToLoad) {
+  // Such an error event has no message: "error: undefined" said nothing.
+  const std::string page = RenderHtml(SmallInput());
+  EXPECT_NE(page.find("'cannot load '+u"), std::string::npos);
+}
+
+TEST(RenderTest, HeaderLeavesNoDanglingSeparatorForEmptyFields) {
+  ReportInput in = SmallInput();
+  in.version.clear();
+  in.generated_at.clear();
+  std::string page = RenderHtml(in);
+  EXPECT_NE(page.find("6 operators &middot; test</p>"), std::string::npos);
+  in.tool.clear();
+  page = RenderHtml(in);
+  EXPECT_NE(page.find("6 operators</p>"), std::string::npos);
+  EXPECT_EQ(page.find("&middot; </p>"), std::string::npos);
+  EXPECT_EQ(page.find("&middot;  &middot;"), std::string::npos);
+}
+
+TEST(RenderTest, WritesSmallPeaksInKibibytes) {
+  ReportInput in = SmallInput();
+  in.schedules[1].peak_bytes = 100;
+  in.schedules[2].peak_bytes = 3 << 20;
+  const std::string page = RenderHtml(in);
+  EXPECT_NE(page.find("<td>4.0 KiB</td>"), std::string::npos);  // ios: 4096 bytes
+  EXPECT_NE(page.find("<td>100 B</td>"), std::string::npos);
+  EXPECT_NE(page.find("<td>3.00 MiB</td>"), std::string::npos);
+}
+
+TEST(RenderTest, MarksAMatrixCellThatIsADpSumAmongMeasuredCells) {
+  ReportInput in = SmallInput();
+  in.matrix = testing::SmallMatrix();  // cell [1][2] was not run end to end
+  std::string page = RenderHtml(in);
+  EXPECT_EQ(Count(page, "class=\"dpsum\""), 1u);
+  EXPECT_NE(page.find("<td data-r=\"1\" data-c=\"2\" class=\"dpsum\""), std::string::npos);
+  EXPECT_EQ(Count(page, "&dagger;"), 2u);  // the cell and its legend line
+  // Nothing measured: every cell is a DP sum, comparable with the others.
+  for (auto& row : in.matrix->cells) {
+    for (MatrixCell& cell : row) cell.measured_ms = kNoFigure;
+  }
+  page = RenderHtml(in);
+  EXPECT_EQ(Count(page, "&dagger;"), 0u);
+}
+
 }  // namespace
 }  // namespace ios::report

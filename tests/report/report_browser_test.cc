@@ -334,6 +334,7 @@ TEST_F(ReportBrowserTest, ItsSelfTestCatchesAFetchAndAScriptErrorAfterItsScriptR
   const std::string errors = page.selftest["errors"].dump();
   EXPECT_NE(errors.find("notAFunction"), std::string::npos) << errors;
   EXPECT_NE(errors.find("csp: img-src"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("cannot load http://192.0.2.1/x.png"), std::string::npos) << errors;
   EXPECT_EQ(page.selftest.value("resources", -1), 1) << page.selftest.dump();
 }
 
