@@ -1,5 +1,8 @@
 #include "common/input_file.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -77,6 +80,17 @@ std::string ReadInputFile(const std::string& path, std::string_view kind,
   }
   if (in.bad()) throw Error(where + ": read error");
   return text;
+}
+
+std::string OutputFileProblem(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) return "it is a directory";
+  const bool existed = std::filesystem::exists(path, error);
+  std::FILE* file = std::fopen(path.c_str(), "a");  // appends nothing, truncates nothing
+  if (file == nullptr) return std::strerror(errno);
+  std::fclose(file);
+  if (!existed) std::filesystem::remove(path, error);
+  return "";
 }
 
 }  // namespace ios

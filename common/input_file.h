@@ -1,6 +1,7 @@
 // Reading a file a user named on a command line (a model, a schedule,
 // weights, an import, an --input): one set of checks for every tool, so that
-// a directory, a FIFO or /dev/zero is refused before anything reads it.
+// a directory, a FIFO or /dev/zero is refused before anything reads it; and
+// the one check of a file a tool will write (--out, --report, --output).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,12 @@ std::uintmax_t CheckInputFile(const std::string& path, std::string_view kind,
 //! CheckInputFile, then reads the file whole, and stops with an ios::Error at
 //! `max_bytes` should it grow while being read.
 std::string ReadInputFile(const std::string& path, std::string_view kind, std::uintmax_t max_bytes);
+
+//! Why `path` cannot be written ("it is a directory", strerror's words), or
+//! "" when it can. Run before any work, so that a typo costs nothing: it
+//! opens the file to append nothing, and removes it again if it was not
+//! there before, leaving no trace.
+std::string OutputFileProblem(const std::string& path);
 
 //! "64 MiB" for whole mebibytes, else "N bytes": limits in messages.
 std::string ByteCountText(std::uintmax_t bytes);

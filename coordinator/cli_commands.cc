@@ -2,13 +2,10 @@
 // schedule (--evaluate), each ending with its figures measured end to end.
 #include <spdlog/spdlog.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -17,6 +14,7 @@
 
 #include "common/blocks.h"
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/ios_json.h"
 #include "common/model_source.h"
 #include "common/printable.h"
@@ -58,17 +56,8 @@ std::string NowUtc() {
   return buffer;
 }
 
-// Run before any work so that a typo costs nothing; leaves no file behind.
 std::string OutputProblem(const std::string& path) {
-  if (path == "-") return "";
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) return "it is a directory";
-  const bool existed = std::filesystem::exists(path, error);
-  std::FILE* file = std::fopen(path.c_str(), "a");  // appends nothing, truncates nothing
-  if (file == nullptr) return std::strerror(errno);
-  std::fclose(file);
-  if (!existed) std::filesystem::remove(path, error);
-  return "";
+  return path == "-" ? "" : OutputFileProblem(path);
 }
 
 namespace {

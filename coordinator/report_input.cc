@@ -1,18 +1,16 @@
 #include "coordinator/report_input.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
 #include <tuple>
 
 #include "common/error.h"
+#include "common/input_file.h"
 
 namespace ios::coordinator {
 namespace {
@@ -177,14 +175,8 @@ std::optional<report::ScheduleRow> StoredBaseline(const Graph& graph, const Eval
 std::string ReportPathProblem(const std::string& path) {
   const std::string cannot = "cannot write the report there: ";
   if (path.empty() || path == "-") return cannot + "a file name is expected";
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) return cannot + "it is a directory";
-  const bool existed = std::filesystem::exists(path, error);
-  std::FILE* file = std::fopen(path.c_str(), "a");  // appends nothing, truncates nothing
-  if (file == nullptr) return cannot + std::strerror(errno);
-  std::fclose(file);
-  if (!existed) std::filesystem::remove(path, error);
-  return "";
+  const std::string problem = OutputFileProblem(path);
+  return problem.empty() ? "" : cannot + problem;
 }
 
 std::vector<PartStageCounts> CountPartStages(const SearchOutcome& o) {

@@ -260,7 +260,7 @@ void RequireExistingDb(const std::string& path) {
 void Run(const Options& options) {
   if (options.command == Command::kReport) {
     // Before opening the DB: a typo in the path costs nothing.
-    if (const std::string problem = ios::db::OutputProblem(options.output); !problem.empty()) {
+    if (const std::string problem = ios::OutputFileProblem(options.output); !problem.empty()) {
       throw BadArgument("report --output " + options.output +
                         ": cannot write the report there: " + problem);
     }

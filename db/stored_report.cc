@@ -1,11 +1,8 @@
 #include "db/stored_report.h"
 
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
-#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -305,17 +302,6 @@ std::string RenderStoredReport(ProfileStore& store, const SearchRecord& search,
   } catch (const Error& e) {
     throw Error(SearchName(search) + ": its report does not fit its graph: " + e.what());
   }
-}
-
-std::string OutputProblem(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) return "it is a directory";
-  const bool existed = std::filesystem::exists(path, error);
-  std::FILE* file = std::fopen(path.c_str(), "a");  // appends nothing, truncates nothing
-  if (file == nullptr) return std::strerror(errno);
-  std::fclose(file);
-  if (!existed) std::filesystem::remove(path, error);
-  return "";
 }
 
 }  // namespace ios::db

@@ -59,9 +59,4 @@ report::ReportInput StoredReportInput(ProfileStore& store, const SearchRecord& s
 std::string RenderStoredReport(ProfileStore& store, const SearchRecord& search,
                                const Renderer& renderer);
 
-//! Why `path` cannot be written ("it is a directory", strerror), or empty.
-//! Creates nothing: an existing file keeps its bytes, a missing one stays
-//! missing. Run before any work, so that a typo costs nothing.
-std::string OutputProblem(const std::string& path);
-
 }  // namespace ios::db
