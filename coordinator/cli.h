@@ -101,8 +101,9 @@ db::SearchRecord RecordOf(const CliOptions& cli, const Graph& graph, const Searc
                           const Schedule& returned, const ScheduleInfo& info,
                           const std::string& started_at);
 
-//! A zoo name, IOS JSON or ONNX file's graph (shapes inferred) and name.
-std::pair<Graph, std::string> ResolveModel(const std::string& model);
+//! --model's graph (a zoo name, an IOS JSON or ONNX file; shapes inferred)
+//! and name, with its blocks found here under --blocks auto.
+std::pair<Graph, std::string> ResolveModel(const CliOptions& cli);
 
 //! --batch's value: one batch size, or with --specialize a comma list.
 //! Throws ios::Error saying which entry is wrong and why.

@@ -37,7 +37,8 @@ namespace ios::coordinator::cli {
 
 // A zoo name, or else a path to an IOS JSON or ONNX file. The search needs
 // only the graph: an ONNX file's weights change no latency.
-std::pair<Graph, std::string> ResolveModel(const std::string& model) {
+std::pair<Graph, std::string> ResolveModel(const CliOptions& cli) {
+  const std::string& model = cli.model;
   const auto start = std::chrono::steady_clock::now();
   ModelWithWeights loaded = LoadAnyModel(model);
   for (const std::string& warning : loaded.warnings) spdlog::warn("{}", warning);
@@ -45,6 +46,10 @@ std::pair<Graph, std::string> ResolveModel(const std::string& model) {
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     spdlog::info("{}: imported in {:.3f} s ({} operators, {} rewrites)", model, took.count(),
                  loaded.model.graph.OperatorCount(), loaded.notes.size());
+  }
+  if (cli.blocks == "auto") {
+    SetAutomaticBlocks(loaded.model.graph);
+    InferShapes(loaded.model.graph);
   }
   return {std::move(loaded.model.graph), std::move(loaded.model.name)};
 }
@@ -174,11 +179,7 @@ db::SearchRecord RecordOf(const CliOptions& cli, const Graph& graph, const Searc
 
 int Search(CliOptions cli) {
   const std::string started_at = NowUtc();
-  auto [graph, model_name] = ResolveModel(cli.model);
-  if (cli.blocks == "auto") {
-    SetAutomaticBlocks(graph);
-    InferShapes(graph);
-  }
+  auto [graph, model_name] = ResolveModel(cli);
   auto store = db::ProfileStore::Open(cli.db);
   SayWhatIsKeptOnInterrupt(cli.db);
   auto farm = StartFarm(cli);
@@ -276,11 +277,7 @@ int Search(CliOptions cli) {
 
 int SearchFront(CliOptions cli) {
   const std::string started_at = NowUtc();
-  auto [graph, model_name] = ResolveModel(cli.model);
-  if (cli.blocks == "auto") {
-    SetAutomaticBlocks(graph);
-    InferShapes(graph);
-  }
+  auto [graph, model_name] = ResolveModel(cli);
   auto store = db::ProfileStore::Open(cli.db);
   SayWhatIsKeptOnInterrupt(cli.db);
   auto farm = StartFarm(cli);

@@ -12,7 +12,6 @@
 #include <system_error>
 #include <vector>
 
-#include "common/blocks.h"
 #include "common/error.h"
 #include "coordinator/cli.h"
 #include "coordinator/cli_farm.h"
@@ -140,11 +139,7 @@ int Specialize(CliOptions cli) {
       return 2;
     }
   }
-  auto [graph, model_name] = ResolveModel(cli.model);
-  if (cli.blocks == "auto") {
-    SetAutomaticBlocks(graph);
-    InferShapes(graph);
-  }
+  auto [graph, model_name] = ResolveModel(cli);
   auto store = db::ProfileStore::Open(cli.db);
   SayWhatIsKeptOnInterrupt(cli.db);
   std::vector<RunningFarm> farms;
