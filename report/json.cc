@@ -3,6 +3,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "common/ios_json.h"
@@ -229,6 +232,19 @@ EndToEnd EndToEndOf(const Reader& r) {
   return e;
 }
 
+// parent[key], an array of objects, read one element at a time, so that an
+// error names the element ("search.parts[3].width").
+template <typename ReadOne>
+auto ArrayOf(const Reader& parent, const char* key, ReadOne read_one) {
+  std::vector<decltype(read_one(std::declval<const Reader&>()))> items;
+  const json& array = parent.Array(key);
+  items.reserve(array.size());
+  for (size_t i = 0; i < array.size(); ++i) {
+    items.push_back(read_one(Reader(array[i], Indexed(parent.Path(key), i), parent.where())));
+  }
+  return items;
+}
+
 std::vector<StageRow> StagesOf(const Reader& parent, const char* key) {
   std::vector<StageRow> stages;
   const json& array = parent.Array(key);
@@ -277,9 +293,7 @@ ScheduleRow ScheduleOf(const Reader& r) {
 
 SearchFacts SearchOf(const Reader& r) {
   SearchFacts f;
-  const json& parts = r.Array("parts");
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const Reader p(parts[i], Indexed(r.Path("parts"), i), r.where());
+  f.parts = ArrayOf(r, "parts", [](const Reader& p) {
     PartRow row;
     p.Read("block", row.block);
     p.Read("part", row.part);
@@ -296,8 +310,8 @@ SearchFacts SearchOf(const Reader& r) {
     p.Read("stored", row.stored);
     p.Read("earlier", row.earlier);
     p.Read("skipped", row.skipped);
-    f.parts.push_back(row);
-  }
+    return row;
+  });
   r.Read("warnings", f.warnings);
   r.Read("distinct_stages", f.distinct_stages);
   r.Read("stage_occurrences", f.stage_occurrences);
@@ -321,17 +335,13 @@ SearchFacts SearchOf(const Reader& r) {
 
 MultiDeviceView MultiOf(const Reader& r) {
   MultiDeviceView m;
-  const json& devices = r.Array("devices");
-  for (size_t i = 0; i < devices.size(); ++i) {
-    const Reader d(devices[i], Indexed(r.Path("devices"), i), r.where());
+  m.devices = ArrayOf(r, "devices", [](const Reader& d) {
     DeviceStages row;
     d.Read("name", row.name);
     row.stages = StagesOf(d, "stages");
-    m.devices.push_back(std::move(row));
-  }
-  const json& transfers = r.Array("transfers");
-  for (size_t i = 0; i < transfers.size(); ++i) {
-    const Reader t(transfers[i], Indexed(r.Path("transfers"), i), r.where());
+    return row;
+  });
+  m.transfers = ArrayOf(r, "transfers", [](const Reader& t) {
     TransferRow row;
     t.Read("producer", row.producer);
     t.Read("from", row.from);
@@ -339,8 +349,8 @@ MultiDeviceView MultiOf(const Reader& r) {
     t.Read("bytes", row.bytes);
     t.Read("start_ms", row.start_ms);
     t.Read("finish_ms", row.finish_ms);
-    m.transfers.push_back(row);
-  }
+    return row;
+  });
   r.Read("predicted_ms", m.predicted_ms);
   r.Read("one_device_kept", m.one_device_kept);
   if (r.Has("measured")) m.measured = EndToEndOf(r.Object("measured"));
@@ -349,15 +359,13 @@ MultiDeviceView MultiOf(const Reader& r) {
 
 MatrixView MatrixOf(const Reader& r) {
   MatrixView m;
-  const json& settings = r.Array("settings");
-  for (size_t i = 0; i < settings.size(); ++i) {
-    const Reader s(settings[i], Indexed(r.Path("settings"), i), r.where());
+  m.settings = ArrayOf(r, "settings", [](const Reader& s) {
     MatrixSetting row;
     s.Read("batch", row.batch);
     s.Read("device", row.device);
     s.Read("simulated", row.simulated);
-    m.settings.push_back(row);
-  }
+    return row;
+  });
   r.Read("extra_rows", m.extra_rows);
   const json& rows = r.Array("cells");
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -487,12 +495,7 @@ ReportInput FromJson(std::string_view text, const std::string& where) {
       }
     }
   }
-  if (r.Has("schedules")) {
-    const json& schedules = r.Array("schedules");
-    for (size_t i = 0; i < schedules.size(); ++i) {
-      in.schedules.push_back(ScheduleOf(Reader(schedules[i], Indexed("schedules", i), where)));
-    }
-  }
+  if (r.Has("schedules")) in.schedules = ArrayOf(r, "schedules", ScheduleOf);
   if (r.Has("search")) in.search = SearchOf(r.Object("search"));
   if (r.Has("multi")) in.multi = MultiOf(r.Object("multi"));
   if (r.Has("matrix")) in.matrix = MatrixOf(r.Object("matrix"));
