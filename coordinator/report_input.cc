@@ -20,17 +20,24 @@ using report::Source;
 
 double Figure(double ms) { return std::isfinite(ms) ? ms : kNoFigure; }
 
+// What a stage row says of every schedule: its operators, lanes, block and
+// price; where the price came from is the caller's to say.
+report::StageRow PricedStageRow(const ScheduledStage& s, size_t block) {
+  report::StageRow row;
+  row.strategy = s.stage.strategy;
+  row.groups = s.stage.groups;
+  row.block = static_cast<int>(block);
+  row.latency_ms = Figure(s.latency_ms);
+  return row;
+}
+
 // The stages of `schedule`, priced and sourced from the search's table.
 std::vector<report::StageRow> StageRows(const Schedule& schedule, const SearchPlan& plan,
                                         const LatencyTable& table) {
   std::vector<report::StageRow> rows;
   for (size_t b = 0; b < schedule.blocks.size(); ++b) {
     for (const ScheduledStage& s : schedule.blocks[b]) {
-      report::StageRow row;
-      row.strategy = s.stage.strategy;
-      row.groups = s.stage.groups;
-      row.block = static_cast<int>(b);
-      row.latency_ms = Figure(s.latency_ms);
+      report::StageRow row = PricedStageRow(s, b);
       const size_t id = static_cast<size_t>(s.stage_id);
       if (s.stage_id >= 0 && id < plan.key_hashes.size()) {
         row.key_id = std::to_string(plan.key_hashes[id].id);
@@ -158,11 +165,7 @@ std::optional<report::ScheduleRow> StoredBaseline(const Graph& graph, const Eval
   row.peak_bytes = schedule.peak_bytes;
   for (size_t b = 0; b < schedule.blocks.size(); ++b) {
     for (const ScheduledStage& s : schedule.blocks[b]) {
-      report::StageRow stage;
-      stage.strategy = s.stage.strategy;
-      stage.groups = s.stage.groups;
-      stage.block = static_cast<int>(b);
-      stage.latency_ms = s.latency_ms;
+      report::StageRow stage = PricedStageRow(s, b);
       stage.source = Source::kStored;
       row.stages.push_back(std::move(stage));
     }
