@@ -111,15 +111,15 @@ bool MergeIsExact(const std::vector<ConvParams>& convs, Window input, std::mt199
 
 // ------------------------------------------------------ the rule, case by case
 
-struct MergeCase {
+struct ConvMergeCase {
   std::string label;
   std::vector<ConvParams> convs;
   Window input;       // H x W of the shared input
   ConvParams merged;  // kernel and padding expected (the rest as convs[0])
 };
-void PrintTo(const MergeCase& c, std::ostream* os) { *os << c.label; }
+void PrintTo(const ConvMergeCase& c, std::ostream* os) { *os << c.label; }
 
-const MergeCase kMergeCases[] = {
+const ConvMergeCase kMergeCases[] = {
     {"1x1_3x3_5x5",
      {Conv({1, 1}, {0, 0}), Conv({3, 3}, {1, 1}), Conv({5, 5}, {2, 2})},
      {32, 32},
@@ -143,10 +143,10 @@ const MergeCase kMergeCases[] = {
      Conv({7, 7}, {3, 3}, {2, 2})},
 };
 
-class MergeCaseTest : public ::testing::TestWithParam<MergeCase> {};
+class MergeCaseTest : public ::testing::TestWithParam<ConvMergeCase> {};
 
 TEST_P(MergeCaseTest, TheRuleAcceptsEveryPair) {
-  const MergeCase& c = GetParam();
+  const ConvMergeCase& c = GetParam();
   for (const ConvParams& a : c.convs) {
     for (const ConvParams& b : c.convs) {
       const std::optional<MergeConflict> conflict = FindMergeConflict(Op(a), Op(b));
@@ -157,7 +157,7 @@ TEST_P(MergeCaseTest, TheRuleAcceptsEveryPair) {
 }
 
 TEST_P(MergeCaseTest, MergedConvIsTheSameForEveryOrderOfTheMembers) {
-  const MergeCase& c = GetParam();
+  const ConvMergeCase& c = GetParam();
   std::vector<int> order(c.convs.size());
   std::iota(order.begin(), order.end(), 0);
   int permutations = 0;
@@ -177,7 +177,7 @@ TEST_P(MergeCaseTest, MergedConvIsTheSameForEveryOrderOfTheMembers) {
 }
 
 TEST_P(MergeCaseTest, MergedOutputHasEveryMembersHeightAndWidth) {
-  const MergeCase& c = GetParam();
+  const ConvMergeCase& c = GetParam();
   const Shape input{8, c.input.h, c.input.w};
   const Shape merged = OutputOf(MergedConv(c.convs), input);
   for (const ConvParams& conv : c.convs) {

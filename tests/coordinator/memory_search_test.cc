@@ -26,14 +26,10 @@ namespace {
 using testing::CountingMeasurer;
 using testing::DefaultOptions;
 using testing::ExpectValidSchedule;
+using testing::SearchInMemory;
 
-SearchOutcome Search(const Graph& g, const SearchOptions& options) {
-  auto store = db::ProfileStore::Open(":memory:");
-  CountingMeasurer measurer;
-  return RunSearch(g, g.name, options, *store, measurer);
-}
-
-std::vector<Stage> StagesOf(const Schedule& schedule) {
+// Every stage of `schedule`, block after block, as exec::PlanMemory takes them.
+std::vector<Stage> FlatStagesOf(const Schedule& schedule) {
   std::vector<Stage> stages;
   for (const auto& block : schedule.blocks) {
     for (const ScheduledStage& s : block) stages.push_back(s.stage);
@@ -66,23 +62,23 @@ TEST(MemorySearchTest, TheFastestScheduleUnderTheCapLazyOrNot) {
     const Graph g = ::ios::testing::RandomSmallGraph(seed, 7 + static_cast<int>(seed % 5));
     SearchOptions options = DefaultOptions();
     options.verify.enabled = false;
-    const SearchOutcome free = Search(g, options);
+    const SearchOutcome free = SearchInMemory(g, options);
     SearchOptions least_options = options;
     least_options.memory.objective = MemoryOptions::Objective::kMemory;
-    const SearchOutcome least = Search(g, least_options);
+    const SearchOutcome least = SearchInMemory(g, least_options);
     const int64_t low = least.plan.memory.least_peak, high = free.ios.peak_bytes;
     SCOPED_TRACE("seed " + std::to_string(seed));
     for (int64_t cap : {low, (low + high) / 2, high}) {
       SearchOptions capped = options;
       capped.memory.budget_bytes = cap;
-      const SearchOutcome all = Search(g, capped);
+      const SearchOutcome all = SearchInMemory(g, capped);
       capped.measure = MeasureMode::kLazy;
-      const SearchOutcome lazy = Search(g, capped);
+      const SearchOutcome lazy = SearchInMemory(g, capped);
       ExpectValidSchedule(g, all.ios);
       EXPECT_NEAR(all.ios.latency_ms, ReferenceWithin(g, free, cap), 1e-9);
       EXPECT_NEAR(lazy.ios.latency_ms, all.ios.latency_ms, 1e-9);
       EXPECT_LE(all.ios.peak_bytes, cap);
-      EXPECT_EQ(all.ios.peak_bytes, exec::PlanMemory(g, StagesOf(all.ios)).peak_live_bytes);
+      EXPECT_EQ(all.ios.peak_bytes, exec::PlanMemory(g, FlatStagesOf(all.ios)).peak_live_bytes);
       EXPECT_GE(all.ios.latency_ms, free.ios.latency_ms - 1e-9);
       constrained += all.ios.latency_ms > free.ios.latency_ms + 1e-9;
     }
@@ -95,7 +91,7 @@ TEST(MemorySearchTest, ObjectiveMemoryGivesTheLeastPeakOfAnyOrder) {
     const Graph g = ::ios::testing::RandomSmallGraph(seed, 8);
     SearchOptions options = DefaultOptions();
     options.memory.objective = MemoryOptions::Objective::kMemory;
-    const SearchOutcome outcome = Search(g, options);
+    const SearchOutcome outcome = SearchInMemory(g, options);
     ASSERT_TRUE(outcome.plan.memory.active);
     EXPECT_TRUE(outcome.plan.memory.least_exact);
     EXPECT_EQ(outcome.ios.peak_bytes, outcome.plan.memory.least_peak);
@@ -125,7 +121,7 @@ TEST(MemorySearchTest, ABudgetBelowTheLeastPeakFallsBackToItWithAWarning) {
   const Graph g = ::ios::testing::RandomSmallGraph(5, 9);
   SearchOptions options = DefaultOptions(4);
   options.memory.budget_bytes = 1;
-  const SearchOutcome outcome = Search(g, options);
+  const SearchOutcome outcome = SearchInMemory(g, options);
   ASSERT_FALSE(outcome.plan.memory.warnings.empty());
   EXPECT_NE(outcome.plan.memory.warnings[0].find("below the least peak"), std::string::npos);
   EXPECT_EQ(outcome.ios.peak_bytes, outcome.plan.memory.least_peak * 4);
@@ -140,7 +136,7 @@ TEST(MemorySearchTest, BaselinesOverTheCapAreNotVerifiedOrReturned) {
     SearchOptions options = DefaultOptions();
     options.measure = MeasureMode::kLazy;
     options.memory.objective = MemoryOptions::Objective::kMemory;
-    const SearchOutcome outcome = Search(g, options);
+    const SearchOutcome outcome = SearchInMemory(g, options);
     ASSERT_TRUE(outcome.verification.ran());
     const int64_t cap = outcome.plan.memory.cap;
     for (const VerifiedSchedule& c : outcome.verification.candidates) {
@@ -160,10 +156,10 @@ TEST(MemorySearchTest, InceptionUnderTheSequentialPeakFitsInThePlan) {
   const Graph g = BuildZooModel("inception_v3");
   SearchOptions options = DefaultOptions();
   options.measure = MeasureMode::kLazy;
-  const SearchOutcome free = Search(g, options);
+  const SearchOutcome free = SearchInMemory(g, options);
   ASSERT_GT(free.ios.peak_bytes, free.sequential.peak_bytes);  // what makes the test worth it
   options.memory.budget_bytes = free.sequential.peak_bytes;
-  const SearchOutcome capped = Search(g, options);
+  const SearchOutcome capped = SearchInMemory(g, options);
   EXPECT_LE(capped.ios.peak_bytes, free.sequential.peak_bytes);
   EXPECT_LE(capped.Returned().peak_bytes, free.sequential.peak_bytes);
   EXPECT_LT(capped.ios.latency_ms, free.sequential.latency_ms);

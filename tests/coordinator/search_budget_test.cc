@@ -25,13 +25,8 @@ namespace {
 using testing::CountingMeasurer;
 using testing::DefaultOptions;
 using testing::ExpectValidSchedule;
+using testing::SearchInMemory;
 using testing::WideBlock;
-
-SearchOutcome Search(const Graph& g, const SearchOptions& options) {
-  auto store = db::ProfileStore::Open(":memory:");
-  CountingMeasurer measurer;
-  return RunSearch(g, g.name, options, *store, measurer);
-}
 
 int Approximated(const SearchPlan& plan) {
   int count = 0;
@@ -47,7 +42,7 @@ class WideBlockSearchTest : public ::testing::TestWithParam<WideCase> {};
 
 TEST_P(WideBlockSearchTest, FinishesWithAValidApproximateScheduleAndOneWarningPerPart) {
   const Graph g = WideBlock(GetParam().width, GetParam().depth);
-  const SearchOutcome outcome = Search(g, DefaultOptions());
+  const SearchOutcome outcome = SearchInMemory(g, DefaultOptions());
   ExpectValidSchedule(g, outcome.ios);
   ASSERT_GT(Approximated(outcome.plan), 0);
   // One warning per part over budget, naming the block, the part and its
@@ -94,7 +89,7 @@ TEST(SearchBudgetTest, AtTheSplitDepthLimitThePartIsScheduledGreedily) {
   SearchOptions options = DefaultOptions();
   options.dp.max_states = 4;
   options.max_split_depth = 0;
-  const SearchOutcome outcome = Search(g, options);
+  const SearchOutcome outcome = SearchInMemory(g, options);
   ASSERT_EQ(outcome.plan.parts.size(), 1u);
   EXPECT_EQ(outcome.plan.parts[0].schedule, PartSchedule::kGreedy);
   ASSERT_EQ(outcome.plan.warnings.size(), 1u);
@@ -109,7 +104,7 @@ TEST(SearchBudgetTest, TinyBudgetsMixSplitAndGreedyPiecesAndStayValid) {
   SearchOptions options = DefaultOptions();
   options.dp.max_transitions = 40;
   options.max_split_depth = 2;
-  const SearchOutcome outcome = Search(g, options);
+  const SearchOutcome outcome = SearchInMemory(g, options);
   bool split = false, greedy = false;
   for (const PartPlan& p : outcome.plan.parts) {
     split = split || p.schedule == PartSchedule::kSplit;
@@ -125,7 +120,7 @@ TEST(SearchBudgetTest, WhenTheSearchStageBudgetRunsOutLaterPartsAreApproximated)
   const Graph g = BuildZooModel("squeezenet");
   SearchOptions options = DefaultOptions();
   options.max_search_stages = 60;
-  const SearchOutcome outcome = Search(g, options);
+  const SearchOutcome outcome = SearchInMemory(g, options);
   EXPECT_EQ(outcome.plan.parts.front().schedule, PartSchedule::kExact);
   EXPECT_GT(Approximated(outcome.plan), 0);
   ASSERT_FALSE(outcome.plan.warnings.empty());
@@ -143,7 +138,7 @@ TEST(SearchBudgetTest, TheWarningNamesTheBudgetThatWasExceeded) {
   SearchOptions options = DefaultOptions();
   options.dp.max_transitions = 40;
   options.max_search_stages = 200'000;  // below --max-dp-stages: caps every part's
-  const SearchOutcome outcome = Search(g, options);
+  const SearchOutcome outcome = SearchInMemory(g, options);
   ASSERT_FALSE(outcome.plan.warnings.empty());
   const std::string& warning = outcome.plan.warnings.front();
   EXPECT_NE(warning.find("transitions"), std::string::npos) << warning;
@@ -210,7 +205,7 @@ Graph ThreeChains(int length = 20) {
 
 TEST(SearchBudgetTest, ABlockCutByMaxPartSizeIsApproximateAndNeverSlowerThanGreedy) {
   const Graph g = ThreeChains();
-  const SearchOutcome outcome = Search(g, DefaultOptions());
+  const SearchOutcome outcome = SearchInMemory(g, DefaultOptions());
   ExpectValidSchedule(g, outcome.ios);
   ASSERT_EQ(outcome.plan.parts.size(), 2u);
   for (const PartPlan& p : outcome.plan.parts) EXPECT_EQ(p.schedule, PartSchedule::kCut);
@@ -236,7 +231,7 @@ TEST(SearchBudgetTest, ExplicitPartsWithinMaxPartSizeStayExact) {
   const std::vector<NodeId> ops = block.Operators();
   block.parts = {std::vector<NodeId>(ops.begin(), ops.begin() + 5),
                  std::vector<NodeId>(ops.begin() + 5, ops.end())};
-  const SearchOutcome outcome = Search(g, DefaultOptions());
+  const SearchOutcome outcome = SearchInMemory(g, DefaultOptions());
   EXPECT_TRUE(outcome.plan.warnings.empty());
   EXPECT_EQ(Approximated(outcome.plan), 0);
   ExpectValidSchedule(g, outcome.ios);
@@ -256,7 +251,7 @@ TEST(SearchBudgetTest, NoZooModelIsCutByTheDefaultMaxPartSize) {
 TEST(SearchBudgetTest, ZooModelsStayExact) {
   for (const char* model : {"squeezenet", "inception_v3"}) {
     const Graph g = BuildZooModel(model);
-    const SearchOutcome outcome = Search(g, DefaultOptions());
+    const SearchOutcome outcome = SearchInMemory(g, DefaultOptions());
     EXPECT_TRUE(outcome.plan.warnings.empty()) << model;
     EXPECT_EQ(Approximated(outcome.plan), 0) << model;
     for (const PartSummary& p : outcome.ios.parts) EXPECT_EQ(p.schedule, PartSchedule::kExact);

@@ -13,6 +13,7 @@
 
 #include "coordinator/measurer.h"
 #include "coordinator/search.h"
+#include "db/profile_store.h"
 #include "devices/sim/sim_backend.h"
 #include "tests/testing/process.h"
 
@@ -102,6 +103,14 @@ inline SearchOptions DefaultOptions(int batch = 1) {
   options.dp.strategies = StrategySet::kBoth;
   options.batch_size = batch;
   return options;
+}
+
+// A search of `g` against a fresh in-memory profiling DB, every stage
+// measured by a CountingMeasurer: for tests about what the search returns.
+inline SearchOutcome SearchInMemory(const Graph& g, const SearchOptions& options) {
+  auto store = db::ProfileStore::Open(":memory:");
+  CountingMeasurer measurer;
+  return RunSearch(g, g.name, options, *store, measurer);
 }
 
 // A fresh directory per test, removed afterwards.

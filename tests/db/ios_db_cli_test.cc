@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "db/profile_store.h"
+#include "tests/db/profile_store_testing.h"
 #include "tests/testing/binaries.h"
 #include "tests/testing/process.h"
 
@@ -23,6 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using testing::Lines;
 using ::testing::Not;
 using ::testing::StartsWith;
 
@@ -32,13 +34,6 @@ using ::ios::testing::kIosDb;
 using ::ios::testing::CliResult;
 using ::ios::testing::ReadFile;
 using ::ios::testing::ShellQuote;
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 class IosDbCliTest : public ::testing::Test {
  protected:

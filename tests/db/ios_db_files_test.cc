@@ -15,6 +15,7 @@
 #include "common/stage.h"
 #include "common/zoo.h"
 #include "db/profile_store.h"
+#include "tests/db/profile_store_testing.h"
 #include "tests/testing/binaries.h"
 #include "tests/testing/process.h"
 
@@ -28,9 +29,8 @@ using ::ios::testing::ShellQuote;
 using ::ios::testing::WriteFile;
 using nlohmann::json;
 using ::testing::HasSubstr;
-
-const DeviceInfo kV100{"sim", "sim:v100", "sim:v100|sm70", true};
-constexpr const char* kSettings = "w2-n6-r6-float32";
+using testing::kToolSettings;
+using testing::kToolV100;
 
 // A canonical stage key: SqueezeNet's first operator alone.
 std::string RealStageKey() {
@@ -41,12 +41,18 @@ std::string RealStageKey() {
 
 // One row as `ios-db --format json export` writes it.
 json ExportRow(const std::string& stage_key) {
-  return {{"device", kV100.name},     {"device_fingerprint", kV100.fingerprint},
-          {"backend", kV100.backend}, {"simulated", true},
-          {"stage_key", stage_key},   {"stage", "a stage"},
-          {"settings", kSettings},    {"batch_size", 1},
-          {"status", "ok"},           {"median_ms", 0.5},
-          {"spread_ms", 0.01},        {"samples", 36},
+  return {{"device", kToolV100.name},
+          {"device_fingerprint", kToolV100.fingerprint},
+          {"backend", kToolV100.backend},
+          {"simulated", true},
+          {"stage_key", stage_key},
+          {"stage", "a stage"},
+          {"settings", kToolSettings},
+          {"batch_size", 1},
+          {"status", "ok"},
+          {"median_ms", 0.5},
+          {"spread_ms", 0.01},
+          {"samples", 36},
           {"error_message", nullptr}};
 }
 
@@ -94,7 +100,7 @@ TEST_F(IosDbFilesTest, ADbInAReadOnlyFolderCanBeQueried) {
   fs::create_directory(folder);
   {
     auto store = ProfileStore::Open((folder / "p.db").string());
-    store->UpsertDevice(kV100);
+    store->UpsertDevice(kToolV100);
   }
   ASSERT_FALSE(fs::exists(folder / "p.db-wal")) << "closing folds the log into the file";
   fs::permissions(folder, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
@@ -115,7 +121,7 @@ TEST_F(IosDbFilesTest, ADbInAReadOnlyFolderCanBeQueried) {
   const CliResult result = Run(args, binary);
   fs::permissions(folder, fs::perms::owner_all);
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_THAT(result.out, HasSubstr(kV100.fingerprint));
+  EXPECT_THAT(result.out, HasSubstr(kToolV100.fingerprint));
   EXPECT_FALSE(fs::exists(folder / "p.db-shm"));
 }
 
@@ -150,7 +156,7 @@ TEST_F(IosDbFilesTest, ImportRefusesARowWhoseStageKeyDoesNotParseNamingTheRow) {
 TEST_F(IosDbFilesTest, ImportingNothingIsAnErrorThatSaysWhy) {
   {
     auto store = ProfileStore::Open(Path("ours.db"));
-    store->UpsertDevice(kV100);
+    store->UpsertDevice(kToolV100);
   }
   ASSERT_TRUE(WriteFile(Path("empty.json"), "[]"));
   CliResult empty = Run({"--db", Path("ours.db"), "import", Path("empty.json"), "--force"});

@@ -15,6 +15,7 @@
 #include "common/stage.h"
 #include "common/zoo.h"
 #include "db/profile_store.h"
+#include "tests/db/profile_store_testing.h"
 #include "tests/testing/binaries.h"
 #include "tests/testing/process.h"
 
@@ -28,10 +29,11 @@ using ::ios::testing::ReadFile;
 using ::ios::testing::ShellQuote;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using testing::kToolSettings;
+using testing::kToolV100;
+using testing::Ok;
 
-const DeviceInfo kV100{"sim", "sim:v100", "sim:v100|sm70", true};
 const DeviceInfo kH100{"cuda", "NVIDIA H100 80GB HBM3", "cuda|H100|sm90", false};
-constexpr const char* kSettings = "w2-n6-r6-float32";
 
 // Three canonical stage keys (single operators of SqueezeNet): import
 // refuses keys that do not parse.
@@ -46,14 +48,6 @@ const std::string& StageKey(int i) {
   return keys[i];
 }
 
-MeasureResult Ok(double ms) {
-  MeasureResult result;
-  result.median_ms = ms;
-  result.spread_ms = ms / 100;
-  result.samples = 36;
-  return result;
-}
-
 class IosDbImportTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -61,24 +55,24 @@ class IosDbImportTest : public ::testing::Test {
     // Theirs: three V100 rows (one a failure), one in other settings, one
     // H100 row.
     auto theirs = ProfileStore::Open(Path("theirs.db"));
-    theirs->UpsertDevice(kV100);
+    theirs->UpsertDevice(kToolV100);
     theirs->UpsertDevice(kH100);
     for (const char* name : {"a", "b", "c"}) {
       theirs->UpsertStage(StageKey(name[0] - 'a'), std::string("description of stage-") + name);
     }
-    theirs->Store({StageKey(0), kV100.fingerprint, 1, kSettings}, Ok(0.5));
-    theirs->Store({StageKey(1), kV100.fingerprint, 8, kSettings}, Ok(2.0));
+    theirs->Store({StageKey(0), kToolV100.fingerprint, 1, kToolSettings}, Ok(0.5));
+    theirs->Store({StageKey(1), kToolV100.fingerprint, 8, kToolSettings}, Ok(2.0));
     MeasureResult oom;
     oom.error = MeasureError::kOutOfMemory;
     oom.error_message = "needs 40 GiB";
-    theirs->Store({StageKey(2), kV100.fingerprint, 1, kSettings}, oom);
-    theirs->Store({StageKey(0), kV100.fingerprint, 1, "w1-n1-r1-float32"}, Ok(0.6));
-    theirs->Store({StageKey(0), kH100.fingerprint, 1, kSettings}, Ok(0.1));
+    theirs->Store({StageKey(2), kToolV100.fingerprint, 1, kToolSettings}, oom);
+    theirs->Store({StageKey(0), kToolV100.fingerprint, 1, "w1-n1-r1-float32"}, Ok(0.6));
+    theirs->Store({StageKey(0), kH100.fingerprint, 1, kToolSettings}, Ok(0.1));
     // Ours: the V100, and our own measurement of stage-a, which is kept.
     auto ours = ProfileStore::Open(Path("ours.db"));
-    ours->UpsertDevice(kV100);
+    ours->UpsertDevice(kToolV100);
     ours->UpsertStage(StageKey(0), "description of stage-a");
-    ours->Store({StageKey(0), kV100.fingerprint, 1, kSettings}, Ok(0.45));
+    ours->Store({StageKey(0), kToolV100.fingerprint, 1, kToolSettings}, Ok(0.45));
   }
 
   std::string Path(const std::string& name) const { return (dir_.path() / name).string(); }
@@ -101,7 +95,7 @@ class IosDbImportTest : public ::testing::Test {
 TEST_F(IosDbImportTest, OnlyTheReceivingDeviceAndSettingsComeInAndOursAreKept) {
   Export();
   const CliResult result = Run({"--db", Path("ours.db"), "import", Path("x.json"), "--device",
-                                "sim:v100", "--settings", kSettings});
+                                "sim:v100", "--settings", kToolSettings});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("imported 2 of 5 measurements"));
   EXPECT_THAT(result.out, HasSubstr("1 already here (kept ours)"));
@@ -109,17 +103,18 @@ TEST_F(IosDbImportTest, OnlyTheReceivingDeviceAndSettingsComeInAndOursAreKept) {
   EXPECT_THAT(result.out, HasSubstr("refused 1: settings differ (w1-n1-r1-float32)"));
 
   auto ours = ProfileStore::Open(Path("ours.db"));
-  EXPECT_EQ(ours->Lookup({StageKey(0), kV100.fingerprint, 1, kSettings})->median_ms, 0.45);
-  const auto b = ours->Lookup({StageKey(1), kV100.fingerprint, 8, kSettings});
+  EXPECT_EQ(ours->Lookup({StageKey(0), kToolV100.fingerprint, 1, kToolSettings})->median_ms, 0.45);
+  const auto b = ours->Lookup({StageKey(1), kToolV100.fingerprint, 8, kToolSettings});
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->median_ms, 2.0);
   EXPECT_EQ(b->samples, 36);
-  const auto c = ours->Lookup({StageKey(2), kV100.fingerprint, 1, kSettings});
+  const auto c = ours->Lookup({StageKey(2), kToolV100.fingerprint, 1, kToolSettings});
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->error, MeasureError::kOutOfMemory);
   EXPECT_EQ(c->error_message, "needs 40 GiB");
-  EXPECT_FALSE(ours->Lookup({StageKey(0), kH100.fingerprint, 1, kSettings}).has_value());
-  EXPECT_FALSE(ours->Lookup({StageKey(0), kV100.fingerprint, 1, "w1-n1-r1-float32"}).has_value());
+  EXPECT_FALSE(ours->Lookup({StageKey(0), kH100.fingerprint, 1, kToolSettings}).has_value());
+  EXPECT_FALSE(
+      ours->Lookup({StageKey(0), kToolV100.fingerprint, 1, "w1-n1-r1-float32"}).has_value());
   // Descriptions come along.
   bool described = false;
   for (const MeasurementRow& row : ours->Measurements("")) {
@@ -134,9 +129,10 @@ TEST_F(IosDbImportTest, ForceTakesEveryRowUnderItsOwnDeviceAndSettings) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("imported 4 of 5"));
   auto ours = ProfileStore::Open(Path("ours.db"));
-  EXPECT_EQ(ours->Lookup({StageKey(0), kH100.fingerprint, 1, kSettings})->median_ms, 0.1);
-  EXPECT_EQ(ours->Lookup({StageKey(0), kV100.fingerprint, 1, "w1-n1-r1-float32"})->median_ms, 0.6);
-  EXPECT_EQ(ours->Lookup({StageKey(0), kV100.fingerprint, 1, kSettings})->median_ms, 0.45);
+  EXPECT_EQ(ours->Lookup({StageKey(0), kH100.fingerprint, 1, kToolSettings})->median_ms, 0.1);
+  EXPECT_EQ(ours->Lookup({StageKey(0), kToolV100.fingerprint, 1, "w1-n1-r1-float32"})->median_ms,
+            0.6);
+  EXPECT_EQ(ours->Lookup({StageKey(0), kToolV100.fingerprint, 1, kToolSettings})->median_ms, 0.45);
   EXPECT_EQ(ours->GetStats().devices, 2);
 }
 
@@ -149,7 +145,7 @@ TEST_F(IosDbImportTest, UnclearRequestsAndBadFilesAreRefusedBeforeAnythingIsWrit
   EXPECT_THAT(result.err, HasSubstr("--device and --settings"));
   // A device this DB does not know, by name.
   result = Run({"--db", Path("ours.db"), "import", Path("x.json"), "--device", "sim:k80",
-                "--settings", kSettings});
+                "--settings", kToolSettings});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.err, HasSubstr("no device named 'sim:k80'"));
   // A row with a field of the wrong type: file, row and field named.
@@ -175,7 +171,7 @@ TEST_F(IosDbImportTest, ExportOfOneDeviceHasOnlyItsRows) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const json rows = json::parse(ReadFile(Path("v100.json")));
   ASSERT_EQ(rows.size(), 4u);
-  for (const json& row : rows) EXPECT_EQ(row["device_fingerprint"], kV100.fingerprint);
+  for (const json& row : rows) EXPECT_EQ(row["device_fingerprint"], kToolV100.fingerprint);
   EXPECT_EQ(
       Run({"--db", Path("theirs.db"), "export", "--device", "nope", "--output", Path("n.json")})
           .exit_code,

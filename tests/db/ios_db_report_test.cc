@@ -16,6 +16,7 @@
 #include "common/ios_json.h"
 #include "db/profile_store.h"
 #include "report/report.h"
+#include "tests/db/profile_store_testing.h"
 #include "tests/testing/binaries.h"
 #include "tests/testing/paths.h"
 #include "tests/testing/process.h"
@@ -31,10 +32,9 @@ using ::ios::testing::ShellQuote;
 using ::ios::testing::TempDir;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using testing::kToolV100;
 using ::testing::Not;
 using ::testing::StartsWith;
-
-const DeviceInfo kSim{"sim", "sim:v100", "sim:v100|sm70", true};
 
 // The page's data block (what its script draws from).
 json PageData(const std::string& page) {
@@ -54,7 +54,7 @@ report::ReportInput TinyReport() {
   input.version = "0.0.test";
   input.generated_at = "2026-11-27T10:00:00Z";
   input.model = "tiny";
-  input.device = kSim;
+  input.device = kToolV100;
   input.graph = LoadIosJson(::ios::testing::TestData("tiny_model.json")).graph;
   for (const char* name : {"ios", "sequential"}) {
     report::ScheduleRow& schedule = input.schedules.emplace_back();
@@ -105,10 +105,10 @@ class IosDbReportTest : public ::testing::Test {
   int64_t Record(const std::string& db, const report::ReportInput& input, int batch = 1,
                  const std::string& report_json = "") {
     auto store = ProfileStore::Open(db);
-    store->UpsertDevice(kSim);
+    store->UpsertDevice(kToolV100);
     SearchRecord search;
     search.model = input.model;
-    search.device_fingerprint = kSim.fingerprint;
+    search.device_fingerprint = kToolV100.fingerprint;
     search.batch_size = batch;
     search.settings_json = R"({"returned":"ios"})";
     search.schedule_json = ScheduleJsonOf(input.graph);
@@ -166,7 +166,7 @@ TEST_F(IosDbReportTest, AModelNamesItsLatestSearchNarrowedByBatchAndDevice) {
   ASSERT_EQ(latest.exit_code, 0) << latest.err;
   EXPECT_THAT(ReadFile(Path("a.html")), HasSubstr("<title>at batch 8</title>"));
   EXPECT_THAT(latest.out, HasSubstr("search " + std::to_string(at_batch_8)));
-  for (const std::string& device : {kSim.name, kSim.fingerprint}) {
+  for (const std::string& device : {kToolV100.name, kToolV100.fingerprint}) {
     const CliResult narrowed = Run({"--db", Path("p.db"), "report", "--model", "tiny", "--batch",
                                     "1", "--device", device, "-o", "b.html"});
     ASSERT_EQ(narrowed.exit_code, 0) << narrowed.err;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "db/profile_store.h"
+#include "tests/db/profile_store_testing.h"
 #include "tests/testing/binaries.h"
 #include "tests/testing/process.h"
 
@@ -25,19 +26,13 @@ using ::ios::testing::kIosDb;
 using ::ios::testing::ShellQuote;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using testing::kToolV100;
+using testing::Lines;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-const DeviceInfo kSim{"sim", "sim:v100", "sim:v100|sm70", true};
 // Never registered as a device: its runs show the fingerprint as the name.
 constexpr const char* kUnknownFingerprint = "cuda|H100|sm90";
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 class IosDbRunsTest : public ::testing::Test {
  protected:
@@ -55,7 +50,7 @@ class IosDbRunsTest : public ::testing::Test {
   // that they list in it whether or not the clock ticked between them.
   static void PrepareDb() {
     auto store = ProfileStore::Open((dir_ / "runs.db").string());
-    store->UpsertDevice(kSim);
+    store->UpsertDevice(kToolV100);
     NetworkRunRow failed;
     failed.key = {"inception-greedy", kUnknownFingerprint, 16, "w2-n1-r10-max30-spread5%-float32"};
     failed.model = "inception_v3";
@@ -66,7 +61,7 @@ class IosDbRunsTest : public ::testing::Test {
     failed.result.error_message = "needs 3,2 GiB";
     store->StoreNetworkRun(failed);
     NetworkRunRow ok;
-    ok.key = {"squeezenet-ios", kSim.fingerprint, 1, "w0-n1-r1-float32"};
+    ok.key = {"squeezenet-ios", kToolV100.fingerprint, 1, "w0-n1-r1-float32"};
     ok.model = "squeezenet";
     ok.schedule = "ios";
     ok.stages = 18;
@@ -100,7 +95,7 @@ class IosDbRunsTest : public ::testing::Test {
     MeasureResult ok;
     ok.median_ms = 1;
     ok.samples = 36;
-    store->Store({"conv", kSim.fingerprint, 1, "w2-n6-r6-float32"}, ok);
+    store->Store({"conv", kToolV100.fingerprint, 1, "w2-n6-r6-float32"}, ok);
     return name;
   }
 

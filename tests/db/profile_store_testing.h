@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "common/measurement.h"
 #include "db/profile_store.h"
@@ -55,6 +57,18 @@ inline MeasureResult Ok(double median_ms) {
 inline MeasurementKey Key(const std::string& stage, const DeviceInfo& device, int batch = 1,
                           const std::string& settings = "w2-n6-r6-float32") {
   return {stage, device.fingerprint, batch, settings};
+}
+
+// The device and settings the ios-db tool tests write rows for: their
+// fingerprint and settings appear in the tools' expected output.
+inline const DeviceInfo kToolV100{"sim", "sim:v100", "sim:v100|sm70", true};
+inline constexpr const char* kToolSettings = "w2-n6-r6-float32";
+
+inline std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
 }
 
 }  // namespace ios::db::testing

@@ -67,14 +67,14 @@ std::vector<Stage> Greedy(const Graph& graph) {
 // An inception-like net: three branches concatenated (twice read, so one
 // concat buffer), two mergeable convolutions, eltwise, an identity with a
 // summed slice, a sequential unit and a pool.
-struct Net {
+struct ProgramNet {
   Graph graph;
   NodeId a, b, c, d, e, f, h, i, j, k;
 };
 
-Net BuildNet() {
+ProgramNet BuildProgramNet() {
   GraphBuilder g({4, 8, 8});
-  Net n;
+  ProgramNet n;
   n.a = g.Add("a", ConvOp(4, 1, 1, 0), {{g.S(0)}});
   n.b = g.Add("b", ConvOp(4, 3, 1, 1), {{g.S(0)}});
   n.c = g.Add("c", PoolOp(PoolType::kMax, 3, 1, 1), {{g.S(0)}});
@@ -123,12 +123,12 @@ int CountSteps(const Program& p, OpKind kind) {
 }
 
 TEST(NetworkProgramTest, SequentialScheduleMatchesNaiveEvaluation) {
-  const Net n = BuildNet();
+  const ProgramNet n = BuildProgramNet();
   ExpectMatchesNaive(n.graph, Sequential(n.graph), "sequential");
 }
 
 TEST(NetworkProgramTest, ConcurrentScheduleMatchesNaiveEvaluation) {
-  const Net n = BuildNet();
+  const ProgramNet n = BuildProgramNet();
   const std::vector<Stage> stages = {Parallel({{n.a}, {n.b}, {n.c, n.d}}), Parallel({{n.e}, {n.f}}),
                                      Parallel({{n.h, n.i, n.j}}), Parallel({{n.k}})};
   ExpectMatchesNaive(n.graph, stages, "concurrent");
@@ -138,7 +138,7 @@ TEST(NetworkProgramTest, ConcurrentScheduleMatchesNaiveEvaluation) {
 }
 
 TEST(NetworkProgramTest, MergeScheduleMatchesNaiveEvaluation) {
-  const Net n = BuildNet();
+  const ProgramNet n = BuildProgramNet();
   const std::vector<Stage> stages = {Parallel({{n.a}, {n.b}, {n.c, n.d}}),
                                      Stage{Strategy::kMerge, {{n.e}, {n.f}}},
                                      Parallel({{n.h}}),
@@ -156,12 +156,12 @@ TEST(NetworkProgramTest, MergeScheduleMatchesNaiveEvaluation) {
 }
 
 TEST(NetworkProgramTest, GreedyScheduleMatchesNaiveEvaluation) {
-  const Net n = BuildNet();
+  const ProgramNet n = BuildProgramNet();
   ExpectMatchesNaive(n.graph, Greedy(n.graph), "greedy");
 }
 
 TEST(NetworkProgramTest, WholeProducerConcatenationIsOneBufferTheProducersWrite) {
-  const Net n = BuildNet();
+  const ProgramNet n = BuildProgramNet();
   const NetworkProgram net =
       BuildNetworkProgram(n.graph, Sequential(n.graph), WeightStore::Random(n.graph, 1));
   EXPECT_EQ(net.memory.concat_views, 1);  // [a, b, d], read by e and f
@@ -232,7 +232,7 @@ TEST(NetworkProgramTest, BuffersAreReusedAfterTheirLastReader) {
 }
 
 TEST(NetworkProgramTest, RefusesSchedulesThatDoNotCoverTheGraphInOrder) {
-  const Net n = BuildNet();
+  const ProgramNet n = BuildProgramNet();
   const WeightStore w = WeightStore::Random(n.graph, 1);
   std::vector<Stage> missing = Sequential(n.graph);
   missing.pop_back();

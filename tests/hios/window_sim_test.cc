@@ -14,8 +14,6 @@
 namespace ios::hios {
 namespace {
 
-const std::string kDir = IOS_HIOS_INSTANCES;
-
 // Sums over a group of instances, for means.
 struct Tally {
   double before_ms = 0, after_ms = 0, seconds = 0;
@@ -27,7 +25,7 @@ TEST(WindowSimTest, KeepsEveryInstanceValidAndNeverSlower) {
   // The reference's LP mapping where it has one, else round robin along the
   // priority order; singletons in priority order, then the window with the
   // instance's own window size and stream count (2, 2), and with 3, 3.
-  IOS_REQUIRE_FIXTURE(kDir);
+  IOS_REQUIRE_FIXTURE(fixtures::kInstanceDir);
   Tally tally[2][2];  // [options: instance's, 3/3][reference: completed, failed]
   for (const SimInstance& sim : fixtures::AllInstances()) {
     const int n = sim.dag.ops();

@@ -21,6 +21,7 @@
 
 #include "common/error.h"
 #include "net/context.h"
+#include "tests/net/captured_log.h"
 #include "tests/testing/binaries.h"
 #include "tests/testing/process.h"
 
@@ -244,28 +245,7 @@ TEST_F(CurveKeysTest, TheAllowListNamesTheFileAtFault) {
 // ---------------------------------------------------------------------------
 // The authenticator, over real sockets
 
-// Keeps what the default spdlog logger says while it lives.
-class CapturedLog {
- public:
-  CapturedLog()
-      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)),
-        previous_(spdlog::default_logger()) {
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("curve_test", sink_));
-  }
-  ~CapturedLog() { spdlog::set_default_logger(previous_); }
-  CapturedLog(const CapturedLog&) = delete;
-  CapturedLog& operator=(const CapturedLog&) = delete;
-
-  std::string Text() const {
-    std::string text;
-    for (const std::string& line : sink_->last_formatted()) text += line;
-    return text;
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
+using testing::CapturedLog;
 
 class CurveAuthenticatorTest : public ::testing::Test {
  protected:

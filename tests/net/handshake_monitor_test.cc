@@ -17,36 +17,14 @@
 
 #include "net/context.h"
 #include "net/curve.h"
+#include "tests/net/captured_log.h"
 
 namespace ios::net {
 namespace {
 
 using namespace std::chrono_literals;
 
-// Log lines of the default logger while it lives.
-class CapturedLog {
- public:
-  CapturedLog()
-      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)),
-        previous_(spdlog::default_logger()) {
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("monitor_test", sink_));
-  }
-  ~CapturedLog() { spdlog::set_default_logger(previous_); }
-  CapturedLog(const CapturedLog&) = delete;
-  CapturedLog& operator=(const CapturedLog&) = delete;
-  //! The lines holding `text`.
-  std::vector<std::string> With(const std::string& text) const {
-    std::vector<std::string> lines;
-    for (const std::string& line : sink_->last_formatted()) {
-      if (line.find(text) != std::string::npos) lines.push_back(line);
-    }
-    return lines;
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
+using testing::CapturedLog;
 
 class HandshakeMonitorTest : public ::testing::Test {
  protected:

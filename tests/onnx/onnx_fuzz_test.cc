@@ -25,14 +25,14 @@
 namespace ios::onnx_import {
 namespace {
 
-std::string Fixture(const std::string& model) {
+std::string FixtureBytes(const std::string& model) {
   std::ifstream in(std::string(IOS_TEST_DATA_DIR) + "/onnx/" + model + ".onnx", std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 TEST(OnnxFuzzTest, DamagedExportsImportOrAreRefusedWithAnError) {
   for (const char* model : {"squeezenet1_1", "googlenet"}) {
-    const std::string good = Fixture(model);
+    const std::string good = FixtureBytes(model);
     ASSERT_GT(good.size(), 1000u) << model;
     std::mt19937_64 rng(20261125);
     int refused = 0, imported = 0;
