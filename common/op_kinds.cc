@@ -42,6 +42,41 @@ void SoftmaxReference(const RegisteredOp& op, const Shape& input, const float* i
   }
 }
 
+// ---- channel_shuffle ----------------------------------------------------------
+// ShuffleNet's channel shuffle: the channels, seen as `groups` rows of C/groups,
+// read column by column (PyTorch's view(N, g, C/g, H, W) -> transpose(1, 2) ->
+// view(N, C, H, W)). Output channel j*g + i is input channel i*(C/g) + j.
+
+constexpr OpAttribute kChannelShuffleAttributes[] = {
+    {"groups", 2, 1, 1 << 16, "the number of channel groups (a divisor of the channels)"},
+};
+
+Shape ChannelShuffleShape(const RegisteredOp& op, const Shape& input, const std::string& where) {
+  const int groups = op.attributes.at(0);
+  if (groups < 1 || input.c % groups != 0) {
+    throw Error(where + ": groups: " + std::to_string(groups) + " does not divide the " +
+                std::to_string(input.c) + " input channels");
+  }
+  return input;
+}
+
+std::string DescribeChannelShuffle(const RegisteredOp& op) {
+  return "channel shuffle (" + std::to_string(op.attributes.at(0)) + " groups)";
+}
+
+void ChannelShuffleReference(const RegisteredOp& op, const Shape& input, const float* in,
+                             float* out) {
+  const int groups = op.attributes.at(0);
+  const int per_group = input.c / groups;
+  const size_t plane = static_cast<size_t>(input.h) * input.w;
+  for (int i = 0; i < groups; ++i) {
+    for (int j = 0; j < per_group; ++j) {
+      std::copy_n(in + static_cast<size_t>(i * per_group + j) * plane, plane,
+                  out + static_cast<size_t>(j * groups + i) * plane);
+    }
+  }
+}
+
 // In the order of the RegisteredKind enum.
 constexpr OpKindSpec kSpecs[] = {
     {.kind = RegisteredKind::kSoftmax,
@@ -53,6 +88,15 @@ constexpr OpKindSpec kSpecs[] = {
      .reference = SoftmaxReference,
      // max, subtract, exp, sum, divide: about five per element
      .sim_flops_per_element = 5},
+    {.kind = RegisteredKind::kChannelShuffle,
+     .name = "channel_shuffle",
+     .summary = "the channels as `groups` rows read column by column (ShuffleNet)",
+     .attributes = kChannelShuffleAttributes,
+     .infer = ChannelShuffleShape,
+     .describe = DescribeChannelShuffle,
+     .reference = ChannelShuffleReference,
+     // a copy: no arithmetic, only the read and the write every kind pays
+     .sim_flops_per_element = 0},
 };
 
 const OpAttribute* FindAttribute(const OpKindSpec& spec, std::string_view name, size_t* index) {

@@ -370,6 +370,8 @@ class LaneCompiler {
     switch (step.op.registered.kind) {
       case RegisteredKind::kSoftmax:
         return Softmax(step, calls);
+      case RegisteredKind::kChannelShuffle:
+        break;
     }
     throw ExecError(MeasureError::kUnsupported,
                     "cpu: " + where_ + ": no primitive for " + KindName(step.op));

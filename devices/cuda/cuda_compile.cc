@@ -347,6 +347,8 @@ void CudaPreparedProgram::CompileRegistered(const exec::Step& step, StreamContex
                             return api.SoftmaxForward(dnn, log, x, from, y, to);
                           });
     }
+    case RegisteredKind::kChannelShuffle:
+      break;
   }
   throw ExecError(MeasureError::kUnsupported,
                   "cuda: " + where + ": no call for " + KindName(step.op));

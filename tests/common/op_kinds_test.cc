@@ -25,6 +25,12 @@ OpParams Softmax(bool log) {
   return op;
 }
 
+OpParams ChannelShuffle(int groups) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kChannelShuffle);
+  SetAttribute(op.registered, "groups", groups, "test");
+  return op;
+}
+
 TEST(OpKindsTest, KindsAreInEnumOrderWithNamesNoBuiltInWordTakes) {
   // Words of stage keys and IOS JSON types of the kinds before the table.
   const std::set<std::string> built_in = {
@@ -216,6 +222,40 @@ TEST(OpKindsTest, SoftmaxReferenceIsShiftedAndNormalisedPerPixel) {
   spec.reference(Softmax(true).registered, {2, 1, 2}, in.data(), out.data());
   EXPECT_NEAR(out[1], std::log(0.25), 1e-6);
   EXPECT_NEAR(out[2], std::log(e / (1 + e)), 1e-5);
+}
+
+TEST(OpKindsTest, ChannelShuffleReadsTheGroupsColumnByColumn) {
+  const OpKindSpec& spec = SpecOf(RegisteredKind::kChannelShuffle);
+  // Six channels of two pixels each, valued 10 * channel + pixel: with three
+  // groups the rows are (0 1)(2 3)(4 5), read by column: 0 2 4 1 3 5.
+  const Shape shape{6, 1, 2};
+  std::vector<float> in;
+  for (int c = 0; c < 6; ++c) {
+    for (int p = 0; p < 2; ++p) in.push_back(static_cast<float>(10 * c + p));
+  }
+  std::vector<float> out(in.size());
+  spec.reference(ChannelShuffle(3).registered, shape, in.data(), out.data());
+  const std::vector<float> expected = {0, 1, 20, 21, 40, 41, 10, 11, 30, 31, 50, 51};
+  EXPECT_EQ(out, expected);
+  // Two groups of three: (0 1 2)(3 4 5) -> 0 3 1 4 2 5.
+  spec.reference(ChannelShuffle(2).registered, shape, in.data(), out.data());
+  const std::vector<float> by_two = {0, 1, 30, 31, 10, 11, 40, 41, 20, 21, 50, 51};
+  EXPECT_EQ(out, by_two);
+}
+
+TEST(OpKindsTest, ChannelShuffleKeepsTheShapeAndRefusesGroupsThatDoNotDivide) {
+  EXPECT_EQ(InferOpOutput(ChannelShuffle(2), {{58, 28, 28}}, "x"), (Shape{58, 28, 28}));
+  EXPECT_EQ(RegisteredKeyText(ChannelShuffle(2).registered), "channel_shuffle(groups=2)");
+  EXPECT_EQ(Describe(ChannelShuffle(4)), "channel shuffle (4 groups)");
+  try {
+    InferOpOutput(ChannelShuffle(4), {{58, 28, 28}}, "node 'shuffle'");
+    FAIL() << "4 groups of 58 channels were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'shuffle': groups: 4 does not divide the 58 input "
+                                         "channels"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
