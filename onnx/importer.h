@@ -29,6 +29,7 @@ struct Value {
     kFlat,      // a feature map flattened to (C*H*W) by Flatten
     kPadded,    // a feature map with zero padding still to apply (Pad)
     kConstant,  // an initializer, a Constant or a weight without values
+    kGrouped,   // a feature map viewed as (N, groups, C/groups, H, W): a channel shuffle's middle
   };
   Kind kind = Kind::kTensor;
   Inputs terms;                           // kTensor, kFlat, kPadded
@@ -36,6 +37,8 @@ struct Value {
   Window pad{0, 0};                       // kPadded
   const ConstTensor* constant = nullptr;  // kConstant
   std::string made_by;                    // "node 'x' (Pad)", for messages
+  int groups = 0;                         // kGrouped
+  bool transposed = false;                // kGrouped: viewed as (N, C/groups, groups, H, W)
 };
 
 //! An IR operator with the weights it will get, while the graph is built.
@@ -198,6 +201,30 @@ class Importer {
 
   void ImportConstantNode(const ::onnx::NodeProto& node, const Attributes& attrs);
 
+  // ---- Constant folding (onnx_fold.cc) -------------------------------------------
+
+  //! Shape arithmetic on constants (and Shape of any value, whose shape is
+  //! static) becomes a constant; false when `node` is not such arithmetic.
+  bool FoldConstants(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  bool FoldShape(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  // ---- Channel moves (onnx_layout.cc) ----------------------------------------------
+
+  Value SliceChannels(const Value& x, int begin, int end) const;
+
+  void ImportSlice(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  void ImportSplit(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  void ImportTranspose(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  bool GroupChannels(const ::onnx::NodeProto& node, const Value& x,
+                     const std::vector<int64_t>& shape);
+
+  bool UngroupChannels(const ::onnx::NodeProto& node, const Value& x,
+                       const std::vector<int64_t>& shape);
+
   void Note(std::string text) { notes_.push_back(std::move(text)); }
 
   // ---- The output and the finished graph ---------------------------------------
@@ -222,6 +249,7 @@ class Importer {
   std::string where_, label_;
   bool have_input_ = false;
   int batch_ = 1;
+  int folded_ = 0;            // nodes FoldConstants turned into constants
   bool fixed_batch_ = false;  // the file gives the batch a size
   NodeId sink_ = -1;
 };

@@ -199,7 +199,8 @@ void Importer::Flatten(const ::onnx::NodeProto& node, const Value& x) {
   Define(node, flat);
 }
 
-//! Reshape to (N, C*H*W) is a flatten; anything else is refused.
+//! Reshape to (N, C*H*W) is a flatten, and to (N, g, C/g, H, W) and back the
+//! two ends of a channel shuffle (onnx_layout.cc); anything else is refused.
 void Importer::ImportReshape(const ::onnx::NodeProto& node) {
   const Attributes attrs(node, where_);
   attrs.OnlyKnown({"allowzero"});
@@ -207,6 +208,10 @@ void Importer::ImportReshape(const ::onnx::NodeProto& node) {
   const bool allowzero = attrs.Int("allowzero", 0, kFlagBounds) != 0;
   const Value& x = Input(node, 0);
   const ConstTensor& shape = ConstInput(node, 1, "shape");
+  if (shape.has_values && !shape.is_float &&
+      (GroupChannels(node, x, shape.ints) || UngroupChannels(node, x, shape.ints))) {
+    return;
+  }
   const int64_t features = int64_t{x.shape.c} * x.shape.h * x.shape.w;
   if (allowzero && std::find(shape.ints.begin(), shape.ints.end(), 0) != shape.ints.end()) {
     std::string text;
@@ -223,8 +228,8 @@ void Importer::ImportReshape(const ::onnx::NodeProto& node) {
   if (!flatten) {
     throw Error(where_ + ": a Reshape other than flattening each sample (to [N, " +
                 std::to_string(features) +
-                "]) is not supported (channel shuffles and "
-                "reshapes cannot be scheduled by this importer)");
+                "]) or a channel shuffle (to [N, g, C/g, H, W], Transpose [0, 2, 1, 3, 4], back to "
+                "[N, C, H, W]) is not supported");
   }
   Flatten(node, x);
 }

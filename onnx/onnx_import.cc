@@ -49,6 +49,10 @@ ImportedModel Importer::Run() {
   CountReaders();
   AddInputs();
   for (int i = 0; i < g.node_size(); ++i) ImportNode(g.node(i), i);
+  if (folded_ > 0) {
+    Note(std::to_string(folded_) +
+         " node(s) computing shapes and indices (Shape, Gather, ...) were folded into constants");
+  }
   FinishOutput();
   return Assemble();
 }
@@ -173,6 +177,8 @@ std::string Importer::KindText(const Value& v) {
       return "the output of " + v.made_by + ", which only a Conv or an AveragePool may read";
     case Value::Kind::kConstant:
       return "a constant";
+    case Value::Kind::kGrouped:
+      return "a feature map viewed as channel groups (the middle of a channel shuffle)";
   }
   return "?";
 }
@@ -206,6 +212,10 @@ void Importer::CheckInferredShape(const std::string& name, const Value& value) c
   std::vector<int64_t> ours = {fixed_batch_ ? batch_ : -1};  // -1: the symbolic batch
   if (value.kind == Value::Kind::kFlat) {
     ours.push_back(int64_t{s.c} * s.h * s.w);
+  } else if (value.kind == Value::Kind::kGrouped) {
+    const int per_group = s.c / value.groups;
+    ours.insert(ours.end(), {value.transposed ? per_group : value.groups,
+                             value.transposed ? value.groups : per_group, s.h, s.w});
   } else if (value.kind == Value::Kind::kPadded) {
     ours.insert(ours.end(), {s.c, s.h + int64_t{2} * value.pad.h, s.w + int64_t{2} * value.pad.w});
   } else {

@@ -23,9 +23,11 @@ constexpr const char* kSupported =
     "MaxPool, "
     "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and ReduceMax over H and W, Pad "
     "(before Conv or AveragePool), Concat "
-    "(channels), Add, Mul (equal shapes or N,C,1,1 broadcast), Flatten, Reshape (as flatten), "
+    "(channels), Slice and Split (channels), Add, Mul (equal shapes or N,C,1,1 broadcast), "
+    "Flatten, Reshape (as flatten), Reshape-Transpose-Reshape as a channel shuffle, "
     "Gemm, MatMul, Softmax and LogSoftmax (over channels), Dropout, "
-    "Identity, Constant";
+    "Identity, Constant, and Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, Add, Sub, Mul, "
+    "Div, Neg, Slice, Range and ConstantOfShape on constants (folded)";
 
 }  // namespace
 
@@ -40,6 +42,7 @@ void Importer::ImportNode(const ::onnx::NodeProto& node, int index) {
   }
   const std::string& op = node.op_type();
   const Attributes attrs(node, where_);
+  if (FoldConstants(node, attrs)) return;
   if (op == "Conv") return ImportConv(node, attrs);
   if (op == "BatchNormalization") return ImportBatchNorm(node, attrs);
   if (op == "Relu") return ImportActivation(node, Activation::kRelu);
@@ -56,6 +59,9 @@ void Importer::ImportNode(const ::onnx::NodeProto& node, int index) {
   if (op == "Add" || op == "Mul") return ImportElementwise(node);
   if (op == "Flatten") return ImportFlatten(node, attrs);
   if (op == "Reshape") return ImportReshape(node);
+  if (op == "Transpose") return ImportTranspose(node, attrs);
+  if (op == "Slice") return ImportSlice(node, attrs);
+  if (op == "Split") return ImportSplit(node, attrs);
   if (op == "Gemm" || op == "MatMul") return ImportFullyConnected(node, attrs);
   if (op == "Softmax" || op == "LogSoftmax") return ImportSoftmax(node, attrs, op == "LogSoftmax");
   if (op == "Dropout" || op == "Identity") return ImportPassThrough(node);

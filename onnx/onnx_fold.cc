@@ -1,0 +1,331 @@
+// Constant folding at import: the shape arithmetic exporters write around
+// reshapes and slices (Shape -> Gather -> Add -> Div -> Slice in ShuffleNet's
+// channel split; Shape -> Gather -> Unsqueeze -> Concat -> Reshape in
+// attention) computes numbers the importer knows already, since every
+// feature map's shape is static. Those nodes become constants and vanish;
+// only the operator that reads the result (a Slice, a Reshape) remains.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/printable.h"
+#include "onnx/importer.h"
+
+namespace ios::onnx_import::detail {
+namespace {
+
+// The largest constant folding makes: shape arithmetic is a handful of
+// numbers, and a ConstantOfShape of a feature map's size is a few million.
+constexpr int64_t kMaxFoldedElements = int64_t{1} << 24;
+
+// ONNX TensorProto element types the folder converts between.
+constexpr int64_t kOnnxFloat = 1, kOnnxInt32 = 6, kOnnxInt64 = 7, kOnnxBool = 9, kOnnxDouble = 11;
+
+int64_t Count(const std::vector<int64_t>& dims, const std::string& where) {
+  const int64_t count = ElementCount(dims, where);
+  if (count > kMaxFoldedElements) {
+    throw Error(where + ": folding it would make a constant of " + std::to_string(count) +
+                " elements (at most " + std::to_string(kMaxFoldedElements) + ")");
+  }
+  return count;
+}
+
+double At(const ConstTensor& t, int64_t i) {
+  return t.is_float ? double{t.floats[static_cast<size_t>(i)]}
+                    : static_cast<double>(t.ints[static_cast<size_t>(i)]);
+}
+
+ConstTensor Make(std::vector<int64_t> dims, bool is_float, const std::string& where) {
+  ConstTensor t;
+  t.dims = std::move(dims);
+  t.has_values = true;
+  t.is_float = is_float;
+  const auto count = static_cast<size_t>(Count(t.dims, where));
+  if (is_float)
+    t.floats.resize(count);
+  else
+    t.ints.resize(count);
+  return t;
+}
+
+void Set(ConstTensor& t, int64_t i, double v) {
+  if (t.is_float)
+    t.floats[static_cast<size_t>(i)] = static_cast<float>(v);
+  else
+    t.ints[static_cast<size_t>(i)] = static_cast<int64_t>(v);
+}
+
+// Row-major strides of `dims`.
+std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+
+// `axis` of a rank-`rank` tensor, negative counting from the end.
+size_t Axis(int64_t axis, size_t rank, const std::string& where) {
+  const auto r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) {
+    throw Error(where + ": axis " + std::to_string(axis) + " of a rank-" + std::to_string(r) +
+                " tensor");
+  }
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
+// Numpy broadcasting of two constants (ONNX's multidirectional rule).
+ConstTensor Broadcast(const ConstTensor& a, const ConstTensor& b, const std::string& where,
+                      const std::function<double(double, double)>& f) {
+  const size_t rank = std::max(a.dims.size(), b.dims.size());
+  std::vector<int64_t> da(rank, 1), db(rank, 1), out(rank, 1);
+  std::copy(a.dims.begin(), a.dims.end(), da.begin() + (rank - a.dims.size()));
+  std::copy(b.dims.begin(), b.dims.end(), db.begin() + (rank - b.dims.size()));
+  for (size_t i = 0; i < rank; ++i) {
+    if (da[i] != db[i] && da[i] != 1 && db[i] != 1) {
+      throw Error(where + ": constants " + a.DimsText() + " and " + b.DimsText() +
+                  " do not broadcast");
+    }
+    out[i] = da[i] == 1 ? db[i] : da[i];
+  }
+  ConstTensor r = Make(out, a.is_float, where);
+  const std::vector<int64_t> so = Strides(out), sa = Strides(da), sb = Strides(db);
+  const int64_t n = Count(out, where);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t ia = 0, ib = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t k = i / so[d] % out[d];
+      if (da[d] != 1) ia += k * sa[d];
+      if (db[d] != 1) ib += k * sb[d];
+    }
+    Set(r, i, f(At(a, ia), At(b, ib)));
+  }
+  return r;
+}
+
+}  // namespace
+
+bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  const std::string& op = node.op_type();
+  static const std::vector<std::string> kFoldable = {
+      "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Cast",  "Add",
+      "Sub",   "Mul",    "Div",       "Neg",     "Slice",  "Range", "ConstantOfShape"};
+  if (std::find(kFoldable.begin(), kFoldable.end(), op) == kFoldable.end()) return false;
+  if (op == "Shape") return FoldShape(node, attrs);
+  // Every present input a constant with values: otherwise the operator is
+  // an operator on feature maps (Add, Concat, Slice...), imported as such.
+  std::vector<const ConstTensor*> in;
+  for (int i = 0; i < node.input_size(); ++i) {
+    if (node.input(i).empty()) {
+      in.push_back(nullptr);
+      continue;
+    }
+    const Value& v = Input(node, i);
+    if (v.kind != Value::Kind::kConstant || !v.constant->has_values) return false;
+    in.push_back(v.constant);
+  }
+  if (in.empty() || in[0] == nullptr) return false;
+  const ConstTensor& x = *in[0];
+  const auto input = [&](size_t i) -> const ConstTensor* {
+    return i < in.size() ? in[i] : nullptr;
+  };
+  // An int64 list from input i or, below the opset that moved it there, the attribute.
+  const auto list = [&](size_t i, const std::string& attr) {
+    if (const ConstTensor* t = input(i)) {
+      std::vector<int64_t> values;
+      for (int64_t k = 0; k < t->elements(); ++k) values.push_back(static_cast<int64_t>(At(*t, k)));
+      return values;
+    }
+    return attrs.Ints(attr);
+  };
+  ConstTensor out;
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    attrs.OnlyKnown({});
+    if (input(1) == nullptr) return false;
+    const bool ints = !x.is_float;
+    out = Broadcast(x, *in[1], where_, [&](double a, double b) -> double {
+      if (op == "Add") return a + b;
+      if (op == "Sub") return a - b;
+      if (op == "Mul") return a * b;
+      if (b == 0) throw Error(where_ + ": division by zero in a constant");
+      return ints ? std::trunc(a / b) : a / b;  // integer Div truncates, as C's
+    });
+  } else if (op == "Neg") {
+    attrs.OnlyKnown({});
+    out = Make(x.dims, x.is_float, where_);
+    for (int64_t i = 0; i < x.elements(); ++i) Set(out, i, -At(x, i));
+  } else if (op == "Cast") {
+    attrs.OnlyKnown({"to", "saturate"});
+    const int64_t to = attrs.Int("to", 0);
+    if (to != kOnnxFloat && to != kOnnxDouble && to != kOnnxInt32 && to != kOnnxInt64 &&
+        to != kOnnxBool) {
+      throw Error(where_ + ": Cast of a constant to element type " + std::to_string(to) +
+                  ": only float, double, int32, int64 and bool are folded");
+    }
+    out = Make(x.dims, to == kOnnxFloat || to == kOnnxDouble, where_);
+    for (int64_t i = 0; i < x.elements(); ++i) {
+      Set(out, i, to == kOnnxBool ? (At(x, i) != 0 ? 1.0 : 0.0) : At(x, i));
+    }
+  } else if (op == "Gather") {
+    attrs.OnlyKnown({"axis"});
+    if (input(1) == nullptr) return false;
+    const ConstTensor& indices = *in[1];
+    const size_t axis = Axis(attrs.Int("axis", 0), x.dims.size(), where_);
+    std::vector<int64_t> dims(x.dims.begin(), x.dims.begin() + axis);
+    dims.insert(dims.end(), indices.dims.begin(), indices.dims.end());
+    dims.insert(dims.end(), x.dims.begin() + axis + 1, x.dims.end());
+    out = Make(dims, x.is_float, where_);
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 0; d < axis; ++d) outer *= x.dims[d];
+    for (size_t d = axis + 1; d < x.dims.size(); ++d) inner *= x.dims[d];
+    const int64_t extent = x.dims[axis], picks = indices.elements();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t p = 0; p < picks; ++p) {
+        int64_t k = static_cast<int64_t>(At(indices, p));
+        if (k < 0) k += extent;
+        if (k < 0 || k >= extent) {
+          throw Error(where_ + ": index " + std::to_string(At(indices, p)) +
+                      " is outside an axis of " + std::to_string(extent));
+        }
+        for (int64_t i = 0; i < inner; ++i) {
+          Set(out, (o * picks + p) * inner + i, At(x, (o * extent + k) * inner + i));
+        }
+      }
+    }
+  } else if (op == "Unsqueeze" || op == "Squeeze") {
+    attrs.OnlyKnown({"axes"});
+    const std::vector<int64_t> axes = list(1, "axes");
+    std::vector<int64_t> dims = x.dims;
+    if (op == "Unsqueeze") {
+      const size_t rank = dims.size() + axes.size();
+      std::vector<bool> added(rank, false);
+      for (int64_t a : axes) added[Axis(a, rank, where_)] = true;
+      dims.clear();
+      size_t next = 0;
+      for (size_t d = 0; d < rank; ++d) dims.push_back(added[d] ? 1 : x.dims[next++]);
+    } else {
+      std::vector<bool> removed(dims.size(), axes.empty());
+      for (int64_t a : axes) removed[Axis(a, dims.size(), where_)] = true;
+      dims.clear();
+      for (size_t d = 0; d < x.dims.size(); ++d) {
+        if (removed[d] && x.dims[d] != 1 && !axes.empty()) {
+          throw Error(where_ + ": squeezes axis " + std::to_string(d) + " of extent " +
+                      std::to_string(x.dims[d]));
+        }
+        if (!(removed[d] && x.dims[d] == 1)) dims.push_back(x.dims[d]);
+      }
+    }
+    out = x;
+    out.dims = dims;
+  } else if (op == "Concat") {
+    attrs.OnlyKnown({"axis"});
+    const size_t axis = Axis(attrs.Int("axis", 0), x.dims.size(), where_);
+    std::vector<int64_t> dims = x.dims;
+    dims[axis] = 0;
+    for (const ConstTensor* t : in) {
+      if (t == nullptr || t->dims.size() != x.dims.size() || t->is_float != x.is_float) {
+        throw Error(where_ + ": constants of different ranks or types");
+      }
+      dims[axis] += t->dims[axis];
+    }
+    out = Make(dims, x.is_float, where_);
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 0; d < axis; ++d) outer *= dims[d];
+    for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
+    int64_t i = 0;
+    for (int64_t o = 0; o < outer; ++o) {
+      for (const ConstTensor* t : in) {
+        const int64_t run = t->dims[axis] * inner;
+        for (int64_t k = 0; k < run; ++k) Set(out, i++, At(*t, o * run + k));
+      }
+    }
+  } else if (op == "Slice") {
+    attrs.OnlyKnown({"starts", "ends", "axes"});
+    std::vector<int64_t> starts = list(1, "starts"), ends = list(2, "ends"), axes = list(3, "axes");
+    std::vector<int64_t> steps = list(4, "steps");
+    if (axes.empty()) {
+      for (size_t d = 0; d < starts.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+    }
+    std::vector<int64_t> first(x.dims.size(), 0), step(x.dims.size(), 1), dims = x.dims;
+    for (size_t k = 0; k < axes.size() && k < starts.size() && k < ends.size(); ++k) {
+      const size_t d = Axis(axes[k], x.dims.size(), where_);
+      const int64_t n = x.dims[d], s = k < steps.size() ? steps[k] : 1;
+      if (s <= 0) throw Error(where_ + ": only positive Slice steps are folded");
+      const int64_t b = std::clamp(starts[k] < 0 ? starts[k] + n : starts[k], int64_t{0}, n);
+      const int64_t e = std::clamp(ends[k] < 0 ? ends[k] + n : ends[k], int64_t{0}, n);
+      first[d] = b;
+      step[d] = s;
+      dims[d] = e > b ? (e - b + s - 1) / s : 0;
+    }
+    out = Make(dims, x.is_float, where_);
+    const std::vector<int64_t> so = Strides(dims), sx = Strides(x.dims);
+    for (int64_t i = 0; i < Count(dims, where_); ++i) {
+      int64_t from = 0;
+      for (size_t d = 0; d < dims.size(); ++d)
+        from += (first[d] + i / so[d] % dims[d] * step[d]) * sx[d];
+      Set(out, i, At(x, from));
+    }
+  } else if (op == "Range") {
+    attrs.OnlyKnown({});
+    if (input(1) == nullptr || input(2) == nullptr) return false;
+    const double start = At(x, 0), limit = At(*in[1], 0), delta = At(*in[2], 0);
+    if (delta == 0) throw Error(where_ + ": Range with a delta of 0");
+    const auto n = static_cast<int64_t>(std::max(0.0, std::ceil((limit - start) / delta)));
+    out = Make({n}, x.is_float, where_);
+    for (int64_t i = 0; i < n; ++i) Set(out, i, start + static_cast<double>(i) * delta);
+  } else {  // ConstantOfShape
+    attrs.OnlyKnown({"value"});
+    ConstTensor fill;
+    fill.has_values = true;
+    fill.floats = {0.0f};
+    if (const auto value = attrs.Tensor("value")) fill = ReadTensor(*value, where_);
+    if (!fill.has_values || fill.elements() != 1) {
+      throw Error(where_ + ": its value must be one number");
+    }
+    std::vector<int64_t> dims;
+    for (int64_t i = 0; i < x.elements(); ++i) dims.push_back(static_cast<int64_t>(At(x, i)));
+    out = Make(dims, fill.is_float, where_);
+    for (int64_t i = 0; i < Count(dims, where_); ++i) Set(out, i, At(fill, 0));
+  }
+  out.name = node.output(0);
+  ++folded_;
+  ConstTensor& held = held_.emplace_back(std::move(out));
+  Define(node, {Value::Kind::kConstant, {}, {}, {0, 0}, &held, {}});
+  return true;
+}
+
+//! Every feature map's shape is static: Shape is [N, C, H, W] (N the batch
+//! the model is imported at; the IR itself has none), or [N, C*H*W]
+//! flattened, or a constant's dims.
+bool Importer::FoldShape(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  attrs.OnlyKnown({"start", "end"});
+  const Value& x = Input(node, 0);
+  std::vector<int64_t> dims;
+  switch (x.kind) {
+    case Value::Kind::kConstant:
+      dims = x.constant->dims;
+      break;
+    case Value::Kind::kFlat:
+      dims = {batch_, int64_t{x.shape.c} * x.shape.h * x.shape.w};
+      break;
+    case Value::Kind::kTensor:
+      dims = {batch_, x.shape.c, x.shape.h, x.shape.w};
+      break;
+    default:
+      throw Error(where_ + ": the shape of " + KindText(x) + " is not known to the importer");
+  }
+  const auto rank = static_cast<int64_t>(dims.size());
+  const auto clamp = [&](int64_t i) { return std::clamp(i < 0 ? i + rank : i, int64_t{0}, rank); };
+  const int64_t begin = clamp(attrs.Int("start", 0)), end = clamp(attrs.Int("end", rank));
+  ConstTensor out = Make({std::max<int64_t>(end - begin, 0)}, false, where_);
+  for (int64_t i = begin; i < end; ++i) out.ints[static_cast<size_t>(i - begin)] = dims[i];
+  out.name = node.output(0);
+  ++folded_;
+  ConstTensor& held = held_.emplace_back(std::move(out));
+  Define(node, {Value::Kind::kConstant, {}, {}, {0, 0}, &held, {}});
+  return true;
+}
+
+}  // namespace ios::onnx_import::detail
