@@ -1,11 +1,12 @@
 // The cpu device against the naive reference device: every op kind
 // (padding, stride, dilation, groups and depthwise edge cases, batch 1 and
-// 2, views at channel offsets), and stage programs with concurrent lanes and
-// merged convolutions.
+// 2, views at channel offsets), stage programs with concurrent lanes and
+// merged convolutions, and channel shuffles on concatenation views.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/activation.h"
@@ -29,9 +30,10 @@ using ::ios::testing::PoolOp;
 
 //! Runs `program` on the cpu device (twice: runs must not depend on each
 //! other) and on the reference device with the same seeded inputs, and
-//! compares every output.
+//! compares every output: output o within `relative[o]` (0: exactly equal),
+//! 1e-4 where `relative` has no entry.
 void ExpectSameAsReference(exec::Device& cpu, const exec::Program& program, int batch,
-                           const std::string& what) {
+                           const std::string& what, const std::vector<double>& relative = {}) {
   SCOPED_TRACE(what + " at batch " + std::to_string(batch));
   try {
     exec::Validate(program);
@@ -51,7 +53,8 @@ void ExpectSameAsReference(exec::Device& cpu, const exec::Program& program, int 
   reference->TimedRuns(1);
   for (size_t o = 0; o < program.outputs.size(); ++o) {
     exec::testing::ExpectClose(mine->Read(program.outputs[o]), reference->Read(program.outputs[o]),
-                               1e-4, what + " output " + std::to_string(o));
+                               o < relative.size() ? relative[o] : 1e-4,
+                               what + " output " + std::to_string(o));
   }
 }
 
@@ -187,9 +190,10 @@ std::vector<OpCase> EveryOpKind() {
     op.act = act;
     cases.push_back({std::string("activation_") + ToString(act), op, {{3, 4, 5}}});
   }
-  // Every kind of common/op_kinds.h at its defaults, and softmax's logarithm.
+  // Every kind of common/op_kinds.h at its defaults (channel_shuffle: 2
+  // groups, so an even channel count), and softmax's logarithm.
   for (const OpKindSpec& spec : RegisteredKinds()) {
-    cases.push_back({std::string(spec.name), MakeRegisteredOp(spec.kind), {{5, 3, 4}}});
+    cases.push_back({std::string(spec.name), MakeRegisteredOp(spec.kind), {{6, 3, 4}}});
   }
   OpParams log_softmax = MakeRegisteredOp(RegisteredKind::kSoftmax);
   log_softmax.registered.attributes = {1};
@@ -208,6 +212,117 @@ TEST_F(CpuDeviceTest, EveryOpKindMatchesTheReferenceWithAndWithoutChannelOffsets
                               c.name + (offsets ? " at channel offsets" : ""));
       }
     }
+  }
+}
+
+// ---- channel_shuffle: a permutation, so exactly the reference's values ------
+
+OpParams ShuffleOp(int groups) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kChannelShuffle);
+  op.registered.attributes = {groups};
+  return op;
+}
+
+TEST_F(CpuDeviceTest, ChannelShuffleEqualsTheReferenceExactlyForShuffleNetsGroupings) {
+  struct Case {
+    int channels, groups;
+  };
+  // ShuffleNet V2's 2 groups of 29 (its 116-channel stage split in two),
+  // and both edges: one group (a copy) and one channel per group.
+  for (const Case c : {Case{6, 3}, Case{6, 2}, Case{58, 2}, Case{6, 1}, Case{6, 6}}) {
+    for (const bool offsets : {false, true}) {
+      const exec::Program program = OneOp(ShuffleOp(c.groups), {{c.channels, 4, 3}}, offsets);
+      for (const int batch : {1, 3}) {
+        ExpectSameAsReference(*device_, program, batch,
+                              "channel_shuffle of " + std::to_string(c.channels) + " in " +
+                                  std::to_string(c.groups) + " groups" +
+                                  (offsets ? " at channel offsets" : ""),
+                              {0.0});
+      }
+    }
+  }
+}
+
+//! Half a ShuffleNet V2 unit, every value exact (max pooling, relu,
+//! concatenations, shuffles): shuffles that read channel slices of a
+//! concatenation and write into the concatenation the last node reads,
+//! beside a convolution that can run in parallel with them.
+struct ShuffleNet {
+  Graph graph;
+  NodeId left, right, cat, shuffle_a, shuffle_b, side, out;
+};
+
+ShuffleNet BuildShuffleNet() {
+  using ::ios::testing::ActOp;
+  using ::ios::testing::IdentityOp;
+  exec::testing::GraphBuilder g({8, 5, 5});
+  ShuffleNet n;
+  n.left = g.Add("left", PoolOp(PoolType::kMax, 3, 1, 1), {{g.S(0, 0, 6)}});
+  n.right = g.Add("right", ActOp(Activation::kRelu), {{g.S(0, 2, 8)}});
+  n.cat = g.Add("cat", IdentityOp(), {{g.S(n.left)}, {g.S(n.right)}});
+  n.shuffle_a = g.Add("shuffle_a", ShuffleOp(3), {{g.S(n.cat, 3, 9)}});
+  n.shuffle_b = g.Add("shuffle_b", ShuffleOp(2), {{g.S(n.right)}});
+  n.side = g.Add("side", ::ios::testing::ConvOp(4, 3, 1, 1), {{g.S(0)}});
+  n.out = g.Add("out", IdentityOp(), {{g.S(n.shuffle_a)}, {g.S(n.shuffle_b)}});
+  n.graph = g.Done();
+  return n;
+}
+
+//! Whether `view` is its whole buffer rather than a channel view of it.
+bool CoversItsBuffer(const exec::Program& program, const exec::View& view) {
+  return view.offset == 0 && view.channels == program.buffers.at(view.buffer).shape.c;
+}
+
+TEST_F(CpuDeviceTest, ChannelShuffleReadsAndWritesConcatenationViewsInANetworkProgram) {
+  const ShuffleNet n = BuildShuffleNet();
+  auto parallel = [](std::vector<std::vector<NodeId>> groups) {
+    return Stage{Strategy::kParallel, std::move(groups)};
+  };
+  const std::vector<Stage> sequential = {parallel({{n.left}}),      parallel({{n.right}}),
+                                         parallel({{n.cat}}),       parallel({{n.shuffle_a}}),
+                                         parallel({{n.shuffle_b}}), parallel({{n.side}}),
+                                         parallel({{n.out}})};
+  const std::vector<Stage> concurrent = {parallel({{n.left}, {n.right}}), parallel({{n.cat}}),
+                                         parallel({{n.shuffle_a}, {n.side}, {n.shuffle_b}}),
+                                         parallel({{n.out}})};
+  for (const auto& [name, stages] :
+       {std::pair{"sequential", sequential}, std::pair{"concurrent", concurrent}}) {
+    const exec::Program program =
+        exec::BuildNetworkProgram(n.graph, stages, exec::WeightStore::Random(n.graph, 7)).program;
+    // The views this test is about: without them it would test dense copies.
+    int sliced_inputs = 0, sliced_outputs = 0;
+    for (const exec::ProgramStage& stage : program.stages) {
+      for (const exec::Lane& lane : stage.lanes) {
+        for (const exec::Step& step : lane.steps) {
+          if (step.op.kind != OpKind::kRegistered) continue;
+          sliced_inputs += !CoversItsBuffer(program, step.inputs.at(0));
+          sliced_outputs += !CoversItsBuffer(program, step.output);
+        }
+      }
+    }
+    EXPECT_EQ(sliced_inputs, 2) << name;
+    EXPECT_EQ(sliced_outputs, 2) << name;
+    for (const int batch : {1, 3}) ExpectSameAsReference(*device_, program, batch, name, {0.0});
+  }
+}
+
+TEST_F(CpuDeviceTest, ChannelShufflesBesideAConvolutionInOneStageMatchTheReference) {
+  const ShuffleNet n = BuildShuffleNet();
+  const exec::Program program = exec::StageProgram(
+      MakeStageSpec(n.graph, {Strategy::kParallel, {{n.shuffle_a}, {n.side}, {n.shuffle_b}}}), 3);
+  ASSERT_EQ(program.stages.at(0).lanes.size(), 3u);
+  // The shuffles' outputs exactly; the convolution's within oneDNN's rounding.
+  std::vector<double> relative;
+  for (const exec::View& output : program.outputs) {
+    for (const exec::Lane& lane : program.stages[0].lanes) {
+      for (const exec::Step& step : lane.steps) {
+        if (step.output == output) relative.push_back(step.op.kind == OpKind::kConv ? 1e-4 : 0.0);
+      }
+    }
+  }
+  ASSERT_EQ(relative, (std::vector<double>{0.0, 0.0, 1e-4}));  // outputs in node order
+  for (const int batch : {1, 3}) {
+    ExpectSameAsReference(*device_, program, batch, "shuffle | conv | shuffle", relative);
   }
 }
 
