@@ -90,7 +90,7 @@ struct Journal {
   std::vector<std::pair<TensorLayout, TensorLayout>> transforms;
 
   // ---- What the fake answers --------------------------------------------
-  //! Compute what can be computed (above); set before the first fake is made.
+  //! Compute what can be computed (above); set before anything is allocated.
   bool compute = false;
   int devices = 1;
   Code device_count_error = Code::kOk;  // kNoDevice: no driver

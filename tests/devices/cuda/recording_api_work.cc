@@ -225,25 +225,42 @@ Status RecordingApi::TransformTensor(DnnHandle handle, TensorDesc x_desc, const 
                                (t.h - 1) * t.stride_h + (t.w - 1) * t.stride_w + 1) *
            sizeof(float);
   };
+  // Every element's offset, in the order of the sizes both share.
+  const auto offsets = [](const TensorLayout& t) {
+    std::vector<int64_t> at;
+    for (int n = 0; n < t.n; ++n) {
+      for (int c = 0; c < t.c; ++c) {
+        for (int h = 0; h < t.h; ++h) {
+          for (int w = 0; w < t.w; ++w) {
+            at.push_back(n * t.stride_n + c * t.stride_c + h * t.stride_h + w * t.stride_w);
+          }
+        }
+      }
+    }
+    return at;
+  };
+  // Element by element: channel views of one buffer interleave at batch > 1.
   const auto x_at = reinterpret_cast<uintptr_t>(x), y_at = reinterpret_cast<uintptr_t>(y);
   if (x_at < y_at + bytes(q) && y_at < x_at + bytes(p)) {
-    Violation(call + ": the output overlaps the input (cuDNN converts out of place)");
+    std::vector<uintptr_t> written;
+    for (int64_t o : offsets(q)) written.push_back(y_at + o * sizeof(float));
+    std::sort(written.begin(), written.end());
+    for (int64_t i : offsets(p)) {
+      if (std::binary_search(written.begin(), written.end(), x_at + i * sizeof(float))) {
+        Violation(call + ": the output overlaps the input (cuDNN converts out of place)");
+        break;
+      }
+    }
   }
   journal_->transforms.emplace_back(p, q);
   const Status status = Op(call, handle, -1, x, y);
   const unsigned char* from = Held(x, bytes(p));
   unsigned char* to = Held(y, bytes(q));
-  if (!status.ok() || capturing_ || from == nullptr || to == nullptr) return status;
-  for (int n = 0; n < p.n; ++n) {
-    for (int c = 0; c < p.c; ++c) {
-      for (int h = 0; h < p.h; ++h) {
-        for (int w = 0; w < p.w; ++w) {
-          const int64_t i = n * p.stride_n + c * p.stride_c + h * p.stride_h + w * p.stride_w;
-          const int64_t o = n * q.stride_n + c * q.stride_c + h * q.stride_h + w * q.stride_w;
-          std::memcpy(to + o * sizeof(float), from + i * sizeof(float), sizeof(float));
-        }
-      }
-    }
+  const bool same = p.n == q.n && p.c == q.c && p.h == q.h && p.w == q.w;  // else a violation
+  if (!status.ok() || capturing_ || !same || from == nullptr || to == nullptr) return status;
+  const std::vector<int64_t> reads = offsets(p), writes = offsets(q);
+  for (size_t e = 0; e < reads.size(); ++e) {
+    std::memcpy(to + writes[e] * sizeof(float), from + reads[e] * sizeof(float), sizeof(float));
   }
   return status;
 }
