@@ -362,8 +362,8 @@ void CudaPreparedProgram::CompileRegistered(const exec::Step& step, StreamContex
 // contiguous in every view (a view is a channel range), which keeps the
 // Api's 4-D tensors (a 5-D descriptor would add a second tensor kind for
 // this call alone). One launch, where copies per group would be `groups`
-// launches (ShuffleNet's are 2 to 8 groups of 24 to 488 channels) and a
-// kernel of our own would duplicate what cuDNN has.
+// launches (ShuffleNet V2 shuffles 2 groups, V1 up to 8) and a kernel of
+// our own would duplicate what cuDNN has.
 void CudaPreparedProgram::CompileChannelShuffle(const exec::Step& step, StreamContext& context,
                                                 const std::string& where,
                                                 std::vector<Call>& calls) {
