@@ -250,6 +250,11 @@ class Api {
   //! more terms does that).
   virtual Status OpTensor(DnnHandle handle, OpTensorDesc op, TensorDesc a_desc, const void* a,
                           TensorDesc b_desc, const void* b, TensorDesc c_desc, void* c) = 0;
+  //! y = x, element by element, each in its own strides (same sizes; y
+  //! does not overlap x): cuDNN's layout conversion. A permutation of
+  //! channels written as strides (the channel shuffle) is one such copy.
+  virtual Status TransformTensor(DnnHandle handle, TensorDesc x_desc, const void* x,
+                                 TensorDesc y_desc, void* y) = 0;
   //! For each of `batch` samples: `count` floats from src + n * src_stride to
   //! dst + n * dst_stride, added to what is there when `accumulate`. Our own
   //! kernel (cuda_kernels.cu): slice copies and sums of a term's slices.

@@ -453,6 +453,14 @@ class RealApi final : public Api {
                    "cudnnAddTensor");
   }
 
+  Status TransformTensor(DnnHandle handle, TensorDesc x_desc, const void* x, TensorDesc y_desc,
+                         void* y) override {
+    const float one = 1, zero = 0;
+    return FromDnn(
+        cudnnTransformTensor(Dnn(handle), &one, Tensor(x_desc), x, &zero, Tensor(y_desc), y),
+        "cudnnTransformTensor");
+  }
+
   Status ActivationForward(DnnHandle handle, ActivationDesc act, TensorDesc x_desc, const void* x,
                            TensorDesc y_desc, void* y) override {
     const float one = 1, zero = 0;

@@ -348,10 +348,53 @@ void CudaPreparedProgram::CompileRegistered(const exec::Step& step, StreamContex
                           });
     }
     case RegisteredKind::kChannelShuffle:
-      break;
+      return CompileChannelShuffle(step, context, where, calls);
   }
   throw ExecError(MeasureError::kUnsupported,
                   "cuda: " + where + ": no call for " + KindName(step.op));
+}
+
+// The shuffle is a transpose of the channels seen as groups x (C/groups)
+// rows: one cudnnTransformTensor, the permutation written as strides, on
+// 4-D descriptors {N, groups, C/groups, H*W}. The input reads row i, column
+// j at channel i*(C/groups) + j; the output writes it at channel j*groups
+// + i. H and W fold into one dimension because a channel's plane is
+// contiguous in every view (a view is a channel range), which keeps the
+// Api's 4-D tensors (a 5-D descriptor would add a second tensor kind for
+// this call alone). One launch, where copies per group would be `groups`
+// launches (ShuffleNet V2 shuffles 2 groups, V1 up to 8) and a kernel of
+// our own would duplicate what cuDNN has.
+void CudaPreparedProgram::CompileChannelShuffle(const exec::Step& step, StreamContext& context,
+                                                const std::string& where,
+                                                std::vector<Call>& calls) {
+  const int groups = AttributeOf(step.op.registered, "groups").value_or(0);
+  const int channels = step.inputs[0].channels;
+  if (groups < 1 || channels % groups != 0 || step.output.channels != channels) {
+    throw ExecError(MeasureError::kBackendFailure,
+                    "cuda: " + where + ": a channel shuffle of " + std::to_string(groups) +
+                        " groups from " + std::to_string(channels) + " channels to " +
+                        std::to_string(step.output.channels) +
+                        "; expected a divisor of the channels and as many out as in");
+  }
+  const cuda::TensorLayout in =
+      LayoutOf(buffers_.at(step.inputs[0].buffer), step.inputs[0], batch_);
+  const cuda::TensorLayout out = LayoutOf(buffers_.at(step.output.buffer), step.output, batch_);
+  const int per_group = channels / groups;
+  const int64_t plane = in.stride_c;  // H*W, the same for both views
+  // The extent check (CheckTensorLimits) bounds the plane far below int's range.
+  const int pixels = static_cast<int>(plane);
+  const cuda::TensorDesc x =
+      KeepTensor(cuda::TensorLayout{batch_, groups, per_group, pixels, in.stride_n,
+                                    per_group * plane, plane, 1},
+                 where + ": its input as groups x channels per group");
+  const cuda::TensorDesc y = KeepTensor(
+      cuda::TensorLayout{batch_, groups, per_group, pixels, out.stride_n, plane, groups * plane, 1},
+      where + ": its output as groups x channels per group");
+  const float* input = ViewAddress(step.inputs[0]);
+  float* output = ViewAddress(step.output);
+  const cuda::DnnHandle dnn = context.dnn;
+  cuda::Api& api = api_;
+  calls.push_back({[=, &api] { return api.TransformTensor(dnn, x, input, y, output); }});
 }
 
 void CudaPreparedProgram::CompileEltwise(const exec::Step& step, StreamContext& context,

@@ -4,9 +4,10 @@
 // agree with its buffers; lanes of a stage run on their own stream and
 // handle, forked from and joined to the origin stream; replays capture
 // once; whole networks stay within their buffers. The fake computes
-// nothing: numerics are the cpu backend's and the GPU tests'
-// (cuda_gpu_test). Algorithm choice: cuda_algorithm_test.cc; injected
-// failures: cuda_failure_test.cc; cuDNN's refusals: cuda_refusal_test.cc.
+// nothing (numerics are the cpu backend's and the GPU tests', cuda_gpu_test)
+// except the copies it can compute when a test asks: the channel shuffle's. Algorithm choice:
+// cuda_algorithm_test.cc; injected failures: cuda_failure_test.cc; cuDNN's refusals:
+// cuda_refusal_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
@@ -25,6 +26,7 @@
 #include "exec/program.h"
 #include "exec/weights.h"
 #include "run/network_run.h"
+#include "tests/devices/cuda/channel_shuffle_program.h"
 #include "tests/devices/cuda/device_test_support.h"
 
 namespace ios::devices::cuda_testing {
@@ -202,6 +204,81 @@ TEST(CudaDeviceTest, SoftmaxIsOneCuDnnCallOnTheViewsThemselves) {
   using V = std::vector<std::string>;
   EXPECT_EQ(OpsOf("softmax"), V{"cudnnSoftmaxForward"});
   EXPECT_EQ(OpsOf("logsoftmax_on_slice"), V{"cudnnSoftmaxForward(log)"});
+}
+
+// The channel shuffle: one cudnnTransformTensor whose strides permute the
+// channels (cuda_compile.cc); the fake computes it. Input values are their
+// buffer channel: 6 channels in 3 groups of 2 are read column by column.
+TEST(CudaDeviceTest, AChannelShuffleIsOneTransformReadingTheGroupsColumnByColumn) {
+  constexpr int kBatch = 3, kPixels = 2 * 3;
+  const exec::Program program = ChannelShuffleProgram(6, 3, 2, 3);
+  const int in_c = program.buffers[0].shape.c, out_c = program.buffers[1].shape.c;
+  auto journal = std::make_shared<Journal>();
+  journal->compute = true;
+  std::vector<float> got;
+  {
+    auto device = Device(journal);
+    auto prepared = device->Prepare(program, kBatch);
+    std::vector<float> input;
+    for (int n = 0; n < kBatch; ++n) {
+      for (int c = 0; c < in_c; ++c) input.insert(input.end(), kPixels, static_cast<float>(c));
+    }
+    prepared->Write(0, input);
+    prepared->Write(1, std::vector<float>(static_cast<size_t>(kBatch) * out_c * kPixels, -7.0f));
+    journal->ops.clear();
+    prepared->TimedRuns(1);
+    got = prepared->Read(program.outputs[0]);
+  }
+  EXPECT_EQ(OpCalls(*journal), std::vector<std::string>{"cudnnTransformTensor"});
+  // {N, groups, C/groups, H*W}: the input's view at channel 2 of 9, the
+  // output's at channel 3 of 11 (the pointers carry the offsets).
+  using Layout = cuda::TensorLayout;
+  const Layout x{kBatch, 3, 2, kPixels, 9 * kPixels, 2 * kPixels, kPixels, 1};
+  const Layout y{kBatch, 3, 2, kPixels, 11 * kPixels, kPixels, 3 * kPixels, 1};
+  ASSERT_EQ(journal->transforms.size(), 1u);
+  EXPECT_TRUE(journal->transforms[0] == std::pair(x, y)) << "not the permuting strides";
+  const std::vector<float> channels{-7, -7, -7, 2, 4, 6, 3, 5, 7, -7, -7};
+  ASSERT_EQ(got.size(), static_cast<size_t>(kBatch) * out_c * kPixels);
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i], channels[i / kPixels % out_c]) << "at value " << i;
+  }
+  ExpectNoViolations(*journal);
+  ExpectNothingAlive(*journal);
+}
+
+TEST(CudaDeviceTest, ChannelShufflesOnChannelViewsComputeWhatTheReferenceDeviceComputes) {
+  for (const auto& [channels, groups] : {std::pair{6, 3}, std::pair{6, 2}, std::pair{58, 2}}) {
+    SCOPED_TRACE(std::to_string(channels) + " channels in " + std::to_string(groups) + " groups");
+    const exec::Program program = ChannelShuffleProgram(channels, groups, 3, 5);
+    auto journal = std::make_shared<Journal>();
+    journal->compute = true;
+    std::vector<float> got;
+    {
+      auto device = Device(journal);
+      got = RunChannelShuffle(*device, program, 3);
+    }
+    auto reference = exec::MakeReferenceDevice();
+    const run::Comparison c = run::Compare(got, RunChannelShuffle(*reference, program, 3));
+    EXPECT_FALSE(c.sizes_differ);
+    EXPECT_EQ(c.max_abs_diff, 0) << "a copy is exact";
+    ExpectNoViolations(*journal);
+    ExpectNothingAlive(*journal);
+  }
+}
+
+// Garbage a test would compare: work the computing fake cannot compute is
+// a violation, not a silent pass.
+TEST(CudaDeviceTest, TheComputingFakeRefusesWorkItCannotCompute) {
+  Network net;
+  auto journal = std::make_shared<Journal>();
+  journal->compute = true;
+  {
+    auto device = Device(journal);
+    device->Prepare(exec::StageProgram(net.Spec(Strategy::kParallel, {{"softmax"}})), 1)
+        ->TimedRuns(1);
+  }
+  ASSERT_EQ(journal->violations.size(), 1u) << Listed(journal->violations);
+  EXPECT_THAT(journal->violations[0], HasSubstr("cudnnSoftmaxForward: the journal computes"));
 }
 
 TEST(CudaDeviceTest, AMergeStageIsOneConvolutionOfTheStackedWeights) {

@@ -197,6 +197,35 @@ TEST(RecordingApiTest, SeesEachBreachOfTheProtocol) {
                }).empty());
 }
 
+// cudnnTransformTensor converts out of place between tensors of one shape;
+// channel views of one buffer interleave at batch 2 without sharing an
+// element, which is no breach.
+TEST(RecordingApiTest, SeesATransformOntoItsOwnElementsOrBetweenShapesThatDiffer) {
+  const auto transform = [](const cuda::TensorLayout& x, int y_offset,
+                            const cuda::TensorLayout& y) {
+    auto journal = std::make_shared<Journal>();
+    RecordingApi api(journal);
+    cuda::Stream stream;
+    cuda::DnnHandle dnn;
+    cuda::TensorDesc x_desc, y_desc;
+    void* p = nullptr;
+    api.Malloc(4096, p);
+    api.CreateStream(stream);
+    api.CreateDnn(dnn);
+    api.SetDnnStream(dnn, stream);
+    api.CreateTensor(x, x_desc);
+    api.CreateTensor(y, y_desc);
+    api.TransformTensor(dnn, x_desc, p, y_desc, static_cast<float*>(p) + y_offset);
+    return journal->violations;
+  };
+  // Channels [0, 2) of a 2 x 4 x 1 x 1 buffer to [2, 4), then to [1, 3).
+  const cuda::TensorLayout two{2, 2, 1, 1, 4, 1, 1, 1};
+  EXPECT_TRUE(transform(two, 2, two).empty()) << Listed(transform(two, 2, two));
+  EXPECT_THAT(transform(two, 1, two), ::testing::ElementsAre(HasSubstr("overlaps the input")));
+  EXPECT_THAT(transform(two, 100, cuda::TensorLayout{2, 1, 2, 1, 4, 2, 1, 1}),
+              ::testing::ElementsAre(HasSubstr("different shapes")));
+}
+
 TEST(CudaDeviceTest, AStickyErrorLosesTheDeviceForGood) {
   Network net;
   const exec::Program program = exec::StageProgram(net.Spec(Strategy::kParallel, {{"conv3"}}));

@@ -7,7 +7,7 @@
 // backend measures and refuses an absurd batch as unsupported (beyond
 // cuDNN's int tensor extents); channel views at unaligned offsets and the
 // fused convolution over an output full of NaN compute what the reference
-// device computes. Without a
+// device computes, and so do channel shuffles between channel views. Without a
 // GPU (or a driver) every test skips and says why. docs/gpu.md lists what
 // to run on a GPU machine.
 #include <gmock/gmock.h>
@@ -17,6 +17,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/zoo.h"
@@ -27,6 +28,7 @@
 #include "exec/program.h"
 #include "exec/weights.h"
 #include "run/network_run.h"
+#include "tests/devices/cuda/channel_shuffle_program.h"
 #include "tests/devices/cuda/channel_views.h"
 #include "tests/devices/op_network.h"
 
@@ -83,6 +85,26 @@ TEST_F(CudaGpuTest, EveryOpKindComputesWhatTheReferenceDeviceComputes) {
     for (const Node& node : net_.graph().nodes) {
       if (node.op.kind == OpKind::kInput) continue;
       ExpectSameAsReference(net_.Spec(Strategy::kParallel, {{node.name}}), batch);
+    }
+  }
+}
+
+// One cudnnTransformTensor on permuting strides (cuda_compile.cc), between
+// channel views whose neighbours it must leave alone: a copy, so exact.
+// ShuffleNet V2's first stage shuffles 116 channels in 2 groups at 28x28.
+TEST_F(CudaGpuTest, ChannelShufflesOnChannelViewsComputeWhatTheReferenceComputesExactly) {
+  auto reference = exec::MakeReferenceDevice();
+  for (const auto& [channels, groups, size] :
+       {std::tuple{6, 3, 5}, std::tuple{6, 2, 5}, std::tuple{58, 2, 7}, std::tuple{116, 2, 28},
+        std::tuple{48, 8, 3}}) {
+    for (int batch : {1, 3}) {
+      SCOPED_TRACE(std::to_string(channels) + " channels in " + std::to_string(groups) +
+                   " groups at batch " + std::to_string(batch));
+      const exec::Program program = ChannelShuffleProgram(channels, groups, size, size);
+      const run::Comparison c = run::Compare(RunChannelShuffle(*device_, program, batch),
+                                             RunChannelShuffle(*reference, program, batch));
+      EXPECT_FALSE(c.sizes_differ);
+      EXPECT_EQ(c.max_abs_diff, 0);
     }
   }
 }

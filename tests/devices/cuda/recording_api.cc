@@ -4,6 +4,7 @@
 #include "tests/devices/cuda/recording_api.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -165,6 +166,7 @@ void RecordingApi::Extent(const void* pointer, TensorDesc desc, const std::strin
 Status RecordingApi::Op(const std::string& call, DnnHandle handle, int algo, const void* reads,
                         const void* writes) {
   if (Status s = Enter(call); !s.ok()) return s;
+  NotComputed(call);
   void* stream = StreamOf(handle, call);
   if (stream != nullptr) Work(stream, call);
   journal_->ops.push_back({call, handle.value, stream, algo});
@@ -224,7 +226,8 @@ Status RecordingApi::Malloc(size_t bytes, void*& pointer) {
     return {Code::kOutOfMemory, "cudaMalloc", "out of memory (recorded)"};
   }
   pointer = reinterpret_cast<void*>(next_address_);
-  memory_[next_address_] = {bytes, current_device_};
+  memory_[next_address_] = {bytes, current_device_, {}};
+  if (journal_->compute) memory_[next_address_].held.resize(bytes);
   journal_->live_bytes += static_cast<int64_t>(bytes);
   journal_->live[pointer] = "memory";
   next_address_ += (bytes + 4095) / 4096 * 4096 + 4096;  // a gap between allocations
@@ -241,10 +244,11 @@ Status RecordingApi::Free(void* pointer) {
   return status;
 }
 
-Status RecordingApi::CopyToDevice(void* device, const void*, size_t bytes) {
+Status RecordingApi::CopyToDevice(void* device, const void* host, size_t bytes) {
   if (Status s = Enter("cudaMemcpy(host to device)"); !s.ok()) return s;
   OutsideRegions("cudaMemcpy(host to device)");
   Span(device, bytes, "cudaMemcpy(host to device)");
+  if (unsigned char* held = Held(device, bytes)) std::memcpy(held, host, bytes);
   return Ok();
 }
 
@@ -252,6 +256,10 @@ Status RecordingApi::CopyToHost(void* host, const void* device, size_t bytes) {
   if (Status s = Enter("cudaMemcpy(device to host)"); !s.ok()) return s;
   OutsideRegions("cudaMemcpy(device to host)");
   Span(device, bytes, "cudaMemcpy(device to host)");
+  if (const unsigned char* held = Held(device, bytes)) {
+    std::memcpy(host, held, bytes);
+    return Ok();
+  }
   // Deterministic contents, so reads are checked for their layout only.
   auto* values = static_cast<float*>(host);
   for (size_t i = 0; i < bytes / sizeof(float); ++i) values[i] = static_cast<float>(i);
@@ -285,6 +293,7 @@ Status RecordingApi::CopyPeerAsync(void* dst, int dst_device, const void* src, i
   if (Status s = Enter(call); !s.ok()) return s;
   Span(dst, bytes, call + " (destination)");
   Span(src, bytes, call + " (source)");
+  NotComputed(call);
   for (const auto& [pointer, device, what] :
        {std::tuple{static_cast<const void*>(dst), dst_device, "destination"},
         std::tuple{src, src_device, "source"}}) {
@@ -454,6 +463,7 @@ Status RecordingApi::LaunchGraph(GraphExec exec, Stream stream) {
   if (Status s = Enter("cudaGraphLaunch"); !s.ok()) return s;
   Use(exec.value, "graph exec", "cudaGraphLaunch");
   if (capturing_) Violation("cudaGraphLaunch inside a capture");
+  NotComputed("cudaGraphLaunch");
   Work(stream.value, "cudaGraphLaunch");
   Trace("cudaGraphLaunch", stream.value);
   ++journal_->launches;

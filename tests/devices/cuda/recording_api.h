@@ -20,6 +20,12 @@
 // whatever the recording stream knew. Several fakes on one Journal are one
 // machine (one GPU each, or several on one GPU), as the handles of one
 // process are. Failures are injected by call number.
+//
+// It computes nothing either, unless a journal asks for it (`compute`):
+// then every allocation holds host memory, copies move real bytes, and the
+// few calls the fake can compute (cudnnTransformTensor, CopyStrided) do so
+// as they are enqueued; any other work is a violation, since what it wrote
+// would be garbage a test might compare.
 #pragma once
 
 #include <cstdint>
@@ -80,8 +86,12 @@ struct Journal {
   std::vector<StreamRecord> timeline;      // stream calls of every fake, in order
   std::vector<PeerCopy> peer_copies;
   std::vector<std::pair<int, int>> peer_enabled;  // (current GPU, peer), per call
+  //! The (x, y) tensors of every cudnnTransformTensor enqueued.
+  std::vector<std::pair<TensorLayout, TensorLayout>> transforms;
 
   // ---- What the fake answers --------------------------------------------
+  //! Compute what can be computed (above); set before anything is allocated.
+  bool compute = false;
   int devices = 1;
   Code device_count_error = Code::kOk;  // kNoDevice: no driver
   size_t free_bytes = size_t{8} << 30, total_bytes = size_t{16} << 30;
@@ -140,6 +150,7 @@ struct EventState {
 struct Allocation {
   size_t bytes = 0;
   int device = 0;
+  std::vector<unsigned char> held;  // its contents, when the journal computes
 };
 struct FilterDims {
   int k = 0, c = 0, r = 0, s = 0;
@@ -242,6 +253,8 @@ class RecordingApi final : public Api {
                         TensorDesc y_desc, void* y) override;
   Status OpTensor(DnnHandle handle, OpTensorDesc op, TensorDesc a_desc, const void* a,
                   TensorDesc b_desc, const void* b, TensorDesc c_desc, void* c) override;
+  Status TransformTensor(DnnHandle handle, TensorDesc x_desc, const void* x, TensorDesc y_desc,
+                         void* y) override;
   Status CopyStrided(Stream stream, float* dst, int64_t dst_stride, const float* src,
                      int64_t src_stride, int64_t count, int batch, bool accumulate) override;
   Status MaxPool(Stream stream, const MaxPoolShape& shape, const float* src, float* dst) override;
@@ -287,6 +300,13 @@ class RecordingApi final : public Api {
              const void* reads = nullptr, const void* writes = nullptr);
   //! The live allocation `pointer` lies in, or null.
   const Allocation* AllocationOf(const void* pointer) const;
+  //! Where the `bytes` at `pointer` are held on the host: null unless the
+  //! journal computes, and when they are not all inside one allocation
+  //! (Span notes that).
+  unsigned char* Held(const void* pointer, size_t bytes);
+  //! A violation when the journal computes and `call`, which is work, is
+  //! not one the fake computes.
+  void NotComputed(const std::string& call);
 
   std::shared_ptr<Journal> journal_;
   // The machine, shared by every fake on the journal; the references keep

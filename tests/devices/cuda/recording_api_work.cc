@@ -1,7 +1,9 @@
 // The recording fake's work calls: each enqueued operation's operands are
 // checked (alive, inside a live allocation, shapes that agree) and recorded
-// on its stream (recording_api.h).
+// on its stream (recording_api.h), and, when the journal computes, the
+// calls the fake can compute are computed on the host.
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -207,16 +209,105 @@ Status RecordingApi::OpTensor(DnnHandle handle, OpTensorDesc op, TensorDesc a_de
   return Op(call, handle);
 }
 
+// Work inside a capture is not run, on a GPU either: computed only outside.
+Status RecordingApi::TransformTensor(DnnHandle handle, TensorDesc x_desc, const void* x,
+                                     TensorDesc y_desc, void* y) {
+  const std::string call = "cudnnTransformTensor";
+  Extent(x, x_desc, call);
+  Extent(y, y_desc, call);
+  SameShape(call, x_desc, y_desc);
+  const auto xt = tensors_.find(x_desc.value);
+  const auto yt = tensors_.find(y_desc.value);
+  if (xt == tensors_.end() || yt == tensors_.end()) return Op(call, handle, -1, x, y);
+  const TensorLayout p = xt->second, q = yt->second;
+  const auto bytes = [](const TensorLayout& t) {
+    return static_cast<size_t>((t.n - 1) * t.stride_n + (t.c - 1) * t.stride_c +
+                               (t.h - 1) * t.stride_h + (t.w - 1) * t.stride_w + 1) *
+           sizeof(float);
+  };
+  // Every element's offset, in the order of the sizes both share.
+  const auto offsets = [](const TensorLayout& t) {
+    std::vector<int64_t> at;
+    for (int n = 0; n < t.n; ++n) {
+      for (int c = 0; c < t.c; ++c) {
+        for (int h = 0; h < t.h; ++h) {
+          for (int w = 0; w < t.w; ++w) {
+            at.push_back(n * t.stride_n + c * t.stride_c + h * t.stride_h + w * t.stride_w);
+          }
+        }
+      }
+    }
+    return at;
+  };
+  // Element by element: channel views of one buffer interleave at batch > 1.
+  const auto x_at = reinterpret_cast<uintptr_t>(x), y_at = reinterpret_cast<uintptr_t>(y);
+  if (x_at < y_at + bytes(q) && y_at < x_at + bytes(p)) {
+    std::vector<uintptr_t> written;
+    for (int64_t o : offsets(q)) written.push_back(y_at + o * sizeof(float));
+    std::sort(written.begin(), written.end());
+    for (int64_t i : offsets(p)) {
+      if (std::binary_search(written.begin(), written.end(), x_at + i * sizeof(float))) {
+        Violation(call + ": the output overlaps the input (cuDNN converts out of place)");
+        break;
+      }
+    }
+  }
+  journal_->transforms.emplace_back(p, q);
+  const Status status = Op(call, handle, -1, x, y);
+  const unsigned char* from = Held(x, bytes(p));
+  unsigned char* to = Held(y, bytes(q));
+  const bool same = p.n == q.n && p.c == q.c && p.h == q.h && p.w == q.w;  // else a violation
+  if (!status.ok() || capturing_ || !same || from == nullptr || to == nullptr) return status;
+  const std::vector<int64_t> reads = offsets(p), writes = offsets(q);
+  for (size_t e = 0; e < reads.size(); ++e) {
+    std::memcpy(to + writes[e] * sizeof(float), from + reads[e] * sizeof(float), sizeof(float));
+  }
+  return status;
+}
+
 Status RecordingApi::CopyStrided(Stream stream, float* dst, int64_t dst_stride, const float* src,
                                  int64_t src_stride, int64_t count, int batch, bool accumulate) {
-  return StridedKernel(accumulate ? "CopyStrided(accumulate)" : "CopyStrided", stream, dst,
-                       dst_stride, src, src_stride, count, batch);
+  const Status status = StridedKernel(accumulate ? "CopyStrided(accumulate)" : "CopyStrided",
+                                      stream, dst, dst_stride, src, src_stride, count, batch);
+  const auto span = [&](int64_t stride) {
+    return static_cast<size_t>((batch - 1) * stride + count) * sizeof(float);
+  };
+  auto* to = reinterpret_cast<float*>(Held(dst, span(dst_stride)));
+  const auto* from = reinterpret_cast<const float*>(Held(src, span(src_stride)));
+  if (!status.ok() || capturing_ || from == nullptr || to == nullptr) return status;
+  for (int n = 0; n < batch; ++n) {
+    for (int64_t i = 0; i < count; ++i) {
+      float& out = to[n * dst_stride + i];
+      out = (accumulate ? out : 0.0f) + from[n * src_stride + i];
+    }
+  }
+  return status;
+}
+
+unsigned char* RecordingApi::Held(const void* pointer, size_t bytes) {
+  if (!journal_->compute) return nullptr;
+  const auto address = reinterpret_cast<uintptr_t>(pointer);
+  auto it = memory_.upper_bound(address);
+  if (it == memory_.begin()) return nullptr;
+  --it;
+  Allocation& a = it->second;
+  if (address + bytes > it->first + a.bytes || a.held.size() != a.bytes) return nullptr;
+  return a.held.data() + (address - it->first);
+}
+
+void RecordingApi::NotComputed(const std::string& call) {
+  if (!journal_->compute) return;
+  for (const char* computed : {"cudnnTransformTensor", "CopyStrided", "CopyStrided(accumulate)"}) {
+    if (call == computed) return;
+  }
+  Violation(call + ": the journal computes, and the fake cannot compute this call");
 }
 
 Status RecordingApi::StridedKernel(const std::string& call, Stream stream, const float* dst,
                                    int64_t dst_stride, const float* src, int64_t src_stride,
                                    int64_t count, int batch) {
   if (Status s = Enter(call); !s.ok()) return s;
+  NotComputed(call);
   const size_t dst_bytes = static_cast<size_t>((batch - 1) * dst_stride + count) * sizeof(float);
   const size_t src_bytes = static_cast<size_t>((batch - 1) * src_stride + count) * sizeof(float);
   Span(dst, dst_bytes, call + " (destination)");
@@ -237,6 +328,7 @@ Status RecordingApi::ActivateStrided(Stream stream, ActivationMode mode, float* 
 Status RecordingApi::MaxPool(Stream stream, const MaxPoolShape& g, const float* src, float* dst) {
   const std::string call = "MaxPool";
   if (Status s = Enter(call); !s.ok()) return s;
+  NotComputed(call);
   const int64_t in_plane = int64_t{g.in_h} * g.in_w, out_plane = int64_t{g.out_h} * g.out_w;
   Span(src,
        static_cast<size_t>((g.batch - 1) * g.src_batch_stride + g.channels * in_plane) *
