@@ -102,6 +102,16 @@ class Network {
           return op;
         }(),
         {{{1, 2, 6}}});
+    // ShuffleNet's channel shuffle, on a slice and across two terms.
+    Add("channel_shuffle_on_slice", MakeRegisteredOp(RegisteredKind::kChannelShuffle),
+        {{{1, 2, 6}}});
+    Add("channel_shuffle_of_concat",
+        [] {
+          OpParams op = MakeRegisteredOp(RegisteredKind::kChannelShuffle);
+          op.registered.attributes = {3};
+          return op;
+        }(),
+        {{{0, 0, 4}}, {{1, 1, 3}}});
     // Squeeze-and-excitation's channel scale: a C x 1 x 1 term broadcast.
     Add("channel_scale", ::ios::testing::EltwiseOp(EltwiseType::kMul),
         {{{*graph_.Find("global_avg"), 0, 8}}, {{1, 0, 8}}});

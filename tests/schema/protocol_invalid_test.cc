@@ -306,7 +306,7 @@ TEST(ProtocolTest, RegisteredKindsAreCheckedByNameCountAndRange) {
        "build knows softmax)"},
       {softmax("evil\n\x1b[2J", {}),
        "query.stage.groups[0].ops[0].op.registered.name: unknown operator kind "
-       "'evil\\n\\x1b[2J' (this build knows softmax)"},
+       "'evil\\n\\x1b[2J' (this build knows softmax, channel_shuffle)"},
       {softmax("softmax", {}),
        "query.stage.groups[0].ops[0].op.registered.attributes: softmax has 1, got 0"},
       {softmax("softmax", {2}),
