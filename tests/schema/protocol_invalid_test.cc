@@ -303,7 +303,7 @@ TEST(ProtocolTest, RegisteredKindsAreCheckedByNameCountAndRange) {
       {softmax(nullptr, {}), "query.stage.groups[0].ops[0].op.registered: missing"},
       {softmax("gelu", {}),
        "query.stage.groups[0].ops[0].op.registered.name: unknown operator kind 'gelu' (this "
-       "build knows softmax)"},
+       "build knows softmax, channel_shuffle)"},
       {softmax("evil\n\x1b[2J", {}),
        "query.stage.groups[0].ops[0].op.registered.name: unknown operator kind "
        "'evil\\n\\x1b[2J' (this build knows softmax, channel_shuffle)"},
