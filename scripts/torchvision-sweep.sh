@@ -87,7 +87,7 @@ for model in "${models[@]}"; do
   seconds=$(echo "$(date +%s.%N) - $start" | bc)
   if ((status == 0)); then
     summary=$(grep -m1 '^model ' <<<"$log" | sed 's/;.*//')
-    latency=$(awk '$1 == "ios" {print $2, $3}' <<<"$log")
+    latency=$(awk '$1 == "ios" {print $2, $3; exit}' <<<"$log")
     checked=""
     if ((match)); then
       if checked=$(match "$model" "$OUT_DIR/$model.schedule.json"); then
