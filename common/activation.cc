@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <string>
 
 namespace ios {
@@ -23,6 +24,21 @@ float Silu(float x) { return x * Sigmoid(x); }
 float HardSigmoid(float x) { return Relu6(x + 3) / 6; }
 // PyTorch's LeakyReLU at its default slope (ONNX: LeakyRelu, alpha 0.01).
 float LeakyRelu(float x) { return x > 0 ? x : kLeakyReluSlope * x; }
+// 0.5 x (1 + erf(x / sqrt 2)), PyTorch's GELU (ONNX: Gelu, or its
+// decomposition through Erf). Both GELUs in double, since backends are
+// checked against them; 1 + erf(y) as erfc(-y), which keeps the small values
+// of negative x that 1 + erf(y) rounds to 0.
+float Gelu(float x) {
+  const double v = x;
+  return static_cast<float>(0.5 * v * std::erfc(-v / std::numbers::sqrt2));
+}
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), PyTorch's
+// GELU(approximate='tanh').
+float GeluTanh(float x) {
+  const double v = x;
+  const double k = std::sqrt(2 / std::numbers::pi);
+  return static_cast<float>(0.5 * v * (1 + std::tanh(k * (v + 0.044715 * v * v * v))));
+}
 
 // In the order of the Activation enum (and of the wire's enumerators).
 constexpr ActivationKind kKinds[] = {
@@ -35,6 +51,8 @@ constexpr ActivationKind kKinds[] = {
     {Activation::kSilu, "silu", Silu},
     {Activation::kHardSigmoid, "hardsigmoid", HardSigmoid},
     {Activation::kLeakyRelu, "leakyrelu", LeakyRelu},
+    {Activation::kGelu, "gelu", Gelu},
+    {Activation::kGeluTanh, "gelu_tanh", GeluTanh},
 };
 
 }  // namespace

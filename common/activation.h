@@ -33,7 +33,7 @@ const ActivationKind& KindOf(Activation act);
 //! The activation named `name` ("relu", "relu6", ...), or nullopt.
 std::optional<Activation> ActivationNamed(std::string_view name);
 
-//! "relu, sigmoid, tanh, ... or leakyrelu": for messages.
+//! "relu, sigmoid, tanh, ... or gelu_tanh": for messages.
 std::string ActivationNames();
 
 }  // namespace ios

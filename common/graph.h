@@ -42,6 +42,8 @@ enum class Activation {
   kSilu,
   kHardSigmoid,
   kLeakyRelu,
+  kGelu,
+  kGeluTanh,
 };
 enum class PoolType { kMax, kAvg, kGlobalMax, kGlobalAvg };
 enum class EltwiseType { kAdd, kMul };

@@ -41,6 +41,15 @@ struct Value {
   bool transposed = false;                // kGrouped: viewed as (N, C/groups, groups, H, W)
 };
 
+//! A GELU written as its formula (onnx_gelu.cc): the nodes from x to `top`.
+struct GeluMatch {
+  std::string x;  // the tensor the GELU is of
+  Activation act = Activation::kGelu;
+  int x_reads = 0;                 // how often the chain reads x
+  std::string top;                 // the last Mul's output: the GELU's
+  std::vector<std::string> inner;  // the other nodes' outputs, read only by the chain
+};
+
 //! An IR operator with the weights it will get, while the graph is built.
 struct Pending {
   Node node;
@@ -201,6 +210,13 @@ class Importer {
 
   void ImportConstantNode(const ::onnx::NodeProto& node, const Attributes& attrs);
 
+  // ---- GELU chains (onnx_gelu.cc) --------------------------------------------------
+
+  //! Finds every GELU written as its formula before any node is imported.
+  void FindGelus();
+
+  void ImportGelu(const ::onnx::NodeProto& node, const GeluMatch& match);
+
   // ---- Constant folding (onnx_fold.cc) -------------------------------------------
 
   //! Shape arithmetic on constants (and Shape of any value, whose shape is
@@ -249,8 +265,10 @@ class Importer {
   std::string where_, label_;
   bool have_input_ = false;
   int batch_ = 1;
-  int folded_ = 0;            // nodes FoldConstants turned into constants
-  bool fixed_batch_ = false;  // the file gives the batch a size
+  int folded_ = 0;                          // nodes FoldConstants turned into constants
+  std::map<std::string, GeluMatch> gelus_;  // by the output of a chain's last Mul
+  std::set<std::string> gelu_inner_;        // outputs of the chains' other nodes
+  bool fixed_batch_ = false;                // the file gives the batch a size
   NodeId sink_ = -1;
 };
 

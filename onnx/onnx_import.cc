@@ -47,6 +47,7 @@ ImportedModel Importer::Run() {
     AddConstant(detail::ReadTensor(t, source_ + ": initializer " + Quoted(t.name())));
   }
   CountReaders();
+  FindGelus();
   AddInputs();
   for (int i = 0; i < g.node_size(); ++i) ImportNode(g.node(i), i);
   if (folded_ > 0) {

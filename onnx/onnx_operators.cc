@@ -41,6 +41,13 @@ void Importer::ImportNode(const ::onnx::NodeProto& node, int index) {
                 "; only the default ONNX domain is imported");
   }
   const std::string& op = node.op_type();
+  // A GELU chain's inner nodes become nothing; its last Mul the activation.
+  if (node.output_size() > 0 && gelu_inner_.count(node.output(0))) return;
+  if (node.output_size() > 0) {
+    if (const auto gelu = gelus_.find(node.output(0)); gelu != gelus_.end()) {
+      return ImportGelu(node, gelu->second);
+    }
+  }
   const Attributes attrs(node, where_);
   if (FoldConstants(node, attrs)) return;
   if (op == "Conv") return ImportConv(node, attrs);

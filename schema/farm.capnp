@@ -187,6 +187,8 @@ enum Activation {
   silu @6;       # protocol 3
   hardsigmoid @7;  # protocol 4
   leakyRelu @8;    # protocol 4
+  gelu @9;         # protocol 8
+  geluTanh @10;    # protocol 8
 }
 
 # Append only (ios::PoolType).

@@ -51,7 +51,7 @@ constexpr EnumPairs<OpKind, wire::OpKind, 8> kOpKinds{{
     {OpKind::kRegistered, wire::OpKind::REGISTERED},
 }};
 // One pair per kind of common/activation.h (checked by the protocol tests).
-constexpr EnumPairs<Activation, wire::Activation, 9> kActivations{{
+constexpr EnumPairs<Activation, wire::Activation, 11> kActivations{{
     {Activation::kNone, wire::Activation::NONE},
     {Activation::kRelu, wire::Activation::RELU},
     {Activation::kSigmoid, wire::Activation::SIGMOID},
@@ -61,6 +61,8 @@ constexpr EnumPairs<Activation, wire::Activation, 9> kActivations{{
     {Activation::kSilu, wire::Activation::SILU},
     {Activation::kHardSigmoid, wire::Activation::HARDSIGMOID},
     {Activation::kLeakyRelu, wire::Activation::LEAKY_RELU},
+    {Activation::kGelu, wire::Activation::GELU},
+    {Activation::kGeluTanh, wire::Activation::GELU_TANH},
 }};
 constexpr EnumPairs<PoolType, wire::PoolType, 4> kPoolTypes{{
     {PoolType::kMax, wire::PoolType::MAX},

@@ -35,7 +35,8 @@ namespace ios::schema {
 //! links), and a query may time a link between two of them
 //! (StageQuery::link, answered in StageResult::link), which an older
 //! worker would take for an empty stage.
-inline constexpr uint32_t kProtocolVersion = 7;
+//! 8: activations gelu and gelu_tanh.
+inline constexpr uint32_t kProtocolVersion = 8;
 //! Larger frames are dropped unread (ZMQ_MAXMSGSIZE is set to this too).
 inline constexpr size_t kMaxMessageBytes = size_t{1} << 20;
 

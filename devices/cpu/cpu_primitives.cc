@@ -71,6 +71,10 @@ std::vector<Eltwise> EltwiseStepsOf(Activation act) {
       return {{algorithm::eltwise_linear, 1.f / 6, 0.5f}, {algorithm::eltwise_clip, 0.f, 1.f}};
     case Activation::kLeakyRelu:  // alpha: the slope below zero
       return {{algorithm::eltwise_relu, kLeakyReluSlope}};
+    case Activation::kGelu:
+      return {{algorithm::eltwise_gelu_erf}};
+    case Activation::kGeluTanh:
+      return {{algorithm::eltwise_gelu_tanh}};
     case Activation::kNone:
       break;
   }

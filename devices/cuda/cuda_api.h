@@ -96,8 +96,9 @@ struct AlgoResult {
 };
 
 //! cuDNN's activations (kRelu6: clipped at 6; kSwish: x * sigmoid(x), cuDNN
-//! 8.2 and newer), and kHardSwish, kHardSigmoid and kLeakyRelu (slope
-//! ios::kLeakyReluSlope), which only our kernel computes.
+//! 8.2 and newer), and kHardSwish, kHardSigmoid, kLeakyRelu (slope
+//! ios::kLeakyReluSlope), kGelu (erf) and kGeluTanh, which only our kernel
+//! computes.
 enum class ActivationMode {
   kRelu,
   kSigmoid,
@@ -106,13 +107,16 @@ enum class ActivationMode {
   kSwish,
   kHardSwish,
   kHardSigmoid,
-  kLeakyRelu
+  kLeakyRelu,
+  kGelu,
+  kGeluTanh
 };
 
 //! True for the modes ActivateStrided computes and cuDNN has not.
 constexpr bool OnlyOurKernelComputes(ActivationMode mode) {
   return mode == ActivationMode::kHardSwish || mode == ActivationMode::kHardSigmoid ||
-         mode == ActivationMode::kLeakyRelu;
+         mode == ActivationMode::kLeakyRelu || mode == ActivationMode::kGelu ||
+         mode == ActivationMode::kGeluTanh;
 }
 enum class PoolingMode { kMax, kAverageCountingPadding, kAverageExcludingPadding };
 

@@ -20,6 +20,7 @@
 
 #include <climits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/activation.h"
@@ -332,9 +333,11 @@ class RealApi final : public Api {
       case ActivationMode::kHardSwish:
       case ActivationMode::kHardSigmoid:
       case ActivationMode::kLeakyRelu:
+      case ActivationMode::kGelu:
+      case ActivationMode::kGeluTanh:
         return {Code::kUnsupported, "cudnnSetActivationDescriptor",
-                "cuDNN has no such mode (hardswish, hardsigmoid, leaky relu); ActivateStrided "
-                "computes it"};
+                "cuDNN has no such mode (hardswish, hardsigmoid, leaky relu, gelu, gelu_tanh); "
+                "ActivateStrided computes it"};
     }
     return MakeDescriptor(
         cudnnCreateActivationDescriptor, "cudnnCreateActivationDescriptor",
@@ -523,24 +526,22 @@ class RealApi final : public Api {
 
   Status ActivateStrided(Stream stream, ActivationMode mode, float* dst, int64_t dst_stride,
                          const float* src, int64_t src_stride, int64_t count, int batch) override {
-    KernelActivation function = KernelActivation::kHardSwish;
-    switch (mode) {
-      case ActivationMode::kHardSwish:
-        break;
-      case ActivationMode::kHardSigmoid:
-        function = KernelActivation::kHardSigmoid;
-        break;
-      case ActivationMode::kLeakyRelu:
-        function = KernelActivation::kLeakyRelu;
-        break;
-      default:
-        return {Code::kUnsupported, "ios::cuda::ActivateStrided",
-                "our kernel computes hardswish, hardsigmoid and leaky relu only"};
+    constexpr std::pair<ActivationMode, KernelActivation> kFunctions[] = {
+        {ActivationMode::kHardSwish, KernelActivation::kHardSwish},
+        {ActivationMode::kHardSigmoid, KernelActivation::kHardSigmoid},
+        {ActivationMode::kLeakyRelu, KernelActivation::kLeakyRelu},
+        {ActivationMode::kGelu, KernelActivation::kGelu},
+        {ActivationMode::kGeluTanh, KernelActivation::kGeluTanh},
+    };
+    for (const auto& [ours, function] : kFunctions) {
+      if (ours != mode) continue;
+      return FromCuda(
+          LaunchActivationStrided(As<CUstream_st>(stream.value), function, kLeakyReluSlope, dst,
+                                  dst_stride, src, src_stride, count, batch),
+          "ios::cuda::ActivateStrided");
     }
-    return FromCuda(
-        LaunchActivationStrided(As<CUstream_st>(stream.value), function, kLeakyReluSlope, dst,
-                                dst_stride, src, src_stride, count, batch),
-        "ios::cuda::ActivateStrided");
+    return {Code::kUnsupported, "ios::cuda::ActivateStrided",
+            "our kernel computes hardswish, hardsigmoid, leaky relu, gelu and gelu_tanh only"};
   }
 
  private:

@@ -30,6 +30,10 @@ cuda::ActivationMode ModeOf(Activation act, const std::string& where) {
       return cuda::ActivationMode::kHardSigmoid;
     case Activation::kLeakyRelu:
       return cuda::ActivationMode::kLeakyRelu;
+    case Activation::kGelu:
+      return cuda::ActivationMode::kGelu;
+    case Activation::kGeluTanh:
+      return cuda::ActivationMode::kGeluTanh;
     case Activation::kNone:
       break;
   }
@@ -306,7 +310,7 @@ void CudaPreparedProgram::CompileActivation(const exec::Step& step, StreamContex
 }
 
 // cuDNN's activation where it has the function, our kernel where it has
-// not (hardswish, hardsigmoid, leaky relu).
+// not (hardswish, hardsigmoid, leaky relu, gelu, gelu_tanh).
 std::function<cuda::Status()> CudaPreparedProgram::ActivationCall(Activation act,
                                                                   StreamContext& context,
                                                                   const exec::View& from,

@@ -35,8 +35,12 @@ __global__ void ActivationStridedKernel(float slope, float* dst, int64_t dst_str
       to[i] = x * Relu6(x + 3.0f) / 6.0f;
     } else if (kFunction == KernelActivation::kHardSigmoid) {
       to[i] = Relu6(x + 3.0f) / 6.0f;
-    } else {
+    } else if (kFunction == KernelActivation::kLeakyRelu) {
       to[i] = x > 0.0f ? x : slope * x;
+    } else if (kFunction == KernelActivation::kGelu) {
+      to[i] = 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));  // 1 / sqrt 2
+    } else {  // gelu_tanh; 0.7978...: sqrt(2 / pi)
+      to[i] = 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
     }
   }
 }
@@ -109,6 +113,14 @@ cudaError_t LaunchActivationStrided(cudaStream_t stream, KernelActivation functi
         break;
       case KernelActivation::kLeakyRelu:
         ActivationStridedKernel<KernelActivation::kLeakyRelu>
+            <<<grid, threads, 0, stream>>>(slope, dst, dst_stride, src, src_stride, count, base);
+        break;
+      case KernelActivation::kGelu:
+        ActivationStridedKernel<KernelActivation::kGelu>
+            <<<grid, threads, 0, stream>>>(slope, dst, dst_stride, src, src_stride, count, base);
+        break;
+      case KernelActivation::kGeluTanh:
+        ActivationStridedKernel<KernelActivation::kGeluTanh>
             <<<grid, threads, 0, stream>>>(slope, dst, dst_stride, src, src_stride, count, base);
         break;
     }

@@ -15,8 +15,9 @@ cudaError_t LaunchCopyStrided(cudaStream_t stream, float* dst, int64_t dst_strid
 
 //! The activations cuDNN has no mode for, as common/activation.cc defines
 //! them: hardswish x * relu6(x + 3) / 6, hardsigmoid relu6(x + 3) / 6,
-//! leaky relu x or slope * x below zero.
-enum class KernelActivation { kHardSwish, kHardSigmoid, kLeakyRelu };
+//! leaky relu x or slope * x below zero, gelu 0.5 x (1 + erf(x / sqrt 2))
+//! and gelu_tanh 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+enum class KernelActivation { kHardSwish, kHardSigmoid, kLeakyRelu, kGelu, kGeluTanh };
 
 //! The same walk, dst = function(src); dst may be src. `slope`: leaky
 //! relu's, unused by the others.

@@ -74,7 +74,7 @@ TEST(StageKeyParseTest, MalformedKeysAreRefusedWithTheirPosition) {
       {"v1;sideways;in=16x32x32,;g=act(relu)<X0[0:16]+|>", "expected a strategy"},
       {"v1;parallel;in=16x32,;g=act(relu)<X0[0:16]+|>", "byte 20: expected 'x'"},
       {"v1;parallel;in=16x32x32,", "expected a group"},
-      {"v1;parallel;in=16x32x32,;g=act(gelu)<X0[0:16]+|>", "expected an activation"},
+      {"v1;parallel;in=16x32x32,;g=act(swish)<X0[0:16]+|>", "expected an activation"},
       {"v1;parallel;in=16x32x32,;g=softmax<X0[0:16]+|>", "expected an operator"},
       {"v1;parallel;in=16x32x32,;g=act(relu)<X0[0:16]|>", "expected ']+'"},
       {"v1;parallel;in=16x32x32,;g=act(relu)<X0[0:16]+", "at the end"},

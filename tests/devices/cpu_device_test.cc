@@ -237,6 +237,10 @@ TEST_F(CpuDeviceTest, ActivationsMatchTheirFormulasBetweenViewsOfDifferentBuffer
         return std::min(std::max(v / 6 + 0.5f, 0.f), 1.f);
       case Activation::kLeakyRelu:
         return v > 0 ? v : 0.01f * v;
+      case Activation::kGelu:
+        return 0.5f * v * (1 + std::erf(v / std::sqrt(2.f)));
+      case Activation::kGeluTanh:
+        return 0.5f * v * (1 + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
       case Activation::kNone:
         break;
     }

@@ -76,6 +76,8 @@ class Network {
     Add("leakyrelu_on_slice", ::ios::testing::ActOp(Activation::kLeakyRelu), {{{1, 2, 6}}});
     Add("conv_leakyrelu", Conv(8, 3, 1, 1, 1, 1, Activation::kLeakyRelu), {{{0, 0, 8}}});
     Add("hardsigmoid", ::ios::testing::ActOp(Activation::kHardSigmoid), {{{0, 0, 8}}});
+    Add("conv_gelu", Conv(8, 1, 0, 1, 1, 1, Activation::kGelu), {{{0, 0, 8}}});
+    Add("gelu_tanh_on_slice", ::ios::testing::ActOp(Activation::kGeluTanh), {{{1, 2, 6}}});
     // ceil_mode: 9 -> 5 (a last window over the last row and column only).
     Add("max_pool_ceil",
         [] {

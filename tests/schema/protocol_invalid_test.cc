@@ -248,8 +248,8 @@ TEST(ProtocolTest, UnknownEnumerantsFromANewerPeerAreInvalid) {
   } cases[] = {
       {[](wire::Op::Builder op) { op.setKind(static_cast<wire::OpKind>(8)); },
        "query.stage.groups[0].ops[0].op.kind: unknown value 8"},
-      {[](wire::Op::Builder op) { op.getConv().setActivation(static_cast<wire::Activation>(9)); },
-       "query.stage.groups[0].ops[0].op.conv.activation: unknown value 9"},
+      {[](wire::Op::Builder op) { op.getConv().setActivation(static_cast<wire::Activation>(11)); },
+       "query.stage.groups[0].ops[0].op.conv.activation: unknown value 11"},
       {[](wire::Op::Builder op) { op.getPool().setType(static_cast<wire::PoolType>(9)); },
        "query.stage.groups[0].ops[0].op.pool.type: unknown value 9"},
       {[](wire::Op::Builder op) { op.setEltwise(static_cast<wire::EltwiseType>(2)); },

@@ -1,4 +1,5 @@
 // Round trips of every message kind and the frame-level checks.
+#include "common/activation.h"
 #include "common/op_kinds.h"
 #include "tests/schema/protocol_testing.h"
 
@@ -84,6 +85,24 @@ TEST(ProtocolTest, MergeStageRoundTrips) {
                         {{ConvOp(48, 3, 1, 1), {{External(0, 0, 64)}}, {48, 17, 17}}},
                         {{ConvOp(16, 5, 1, 2), {{External(0, 0, 64)}}, {16, 17, 17}}}};
   ExpectSameSpec(RoundTrip(query).stage, query.stage);
+}
+
+// Every activation of common/activation.h has its enumerant (kActivations in
+// protocol.cc), after a convolution and on its own.
+TEST(ProtocolTest, EveryActivationRoundTripsAsAPostOpAndAsAnOperator) {
+  for (const ActivationKind& kind : ActivationKinds()) {
+    SCOPED_TRACE(std::string(kind.name));
+    StageQuery query = SampleQuery();
+    query.stage.strategy = Strategy::kParallel;
+    query.stage.externals = {{8, 5, 5}};
+    query.stage.groups = {{{ConvOp(8, 3, 1, 1, kind.id), {{External(0, 0, 8)}}, {8, 5, 5}}},
+                          {{ActivationOp(kind.id), {{External(0, 0, 8)}}, {8, 5, 5}}}};
+    const StageQuery got = RoundTrip(query);
+    ExpectSameSpec(got.stage, query.stage);
+    ASSERT_EQ(got.stage.groups.size(), 2u);
+    EXPECT_EQ(got.stage.groups[0][0].op.conv.act, kind.id);
+    EXPECT_EQ(got.stage.groups[1][0].op.act, kind.id);
+  }
 }
 
 TEST(ProtocolTest, RegisteredKindsRoundTripByNameWithTheirAttributes) {

@@ -199,6 +199,29 @@ TEST(CudaDeviceTest, AveragePoolsCountOrLeaveOutTheirPaddingAsTheOpSays) {
   }
 }
 
+// The activations cuDNN lacks: one launch of our kernel per run, after the
+// convolution and its bias when fused into one, with the op's function.
+TEST(CudaDeviceTest, ActivationsCuDnnLacksAreOneLaunchOfOurKernelWithTheirFunction) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(OpsOf("conv_gelu"),
+            (V{"cudnnConvolutionForward", "cudnnAddTensor", "ActivateStrided"}));
+  EXPECT_EQ(OpsOf("gelu_tanh_on_slice"), V{"ActivateStrided"});
+  Network net;
+  for (const auto& [name, mode] : {std::pair{"conv_gelu", cuda::ActivationMode::kGelu},
+                                   std::pair{"gelu_tanh_on_slice", cuda::ActivationMode::kGeluTanh},
+                                   std::pair{"conv_hardswish", cuda::ActivationMode::kHardSwish},
+                                   std::pair{"hardsigmoid", cuda::ActivationMode::kHardSigmoid},
+                                   std::pair{"conv_leakyrelu", cuda::ActivationMode::kLeakyRelu}}) {
+    auto journal = std::make_shared<Journal>();
+    {
+      auto device = Device(journal);
+      device->Prepare(exec::StageProgram(net.Spec(Strategy::kParallel, {{name}})), 1)->TimedRuns(1);
+    }
+    EXPECT_EQ(journal->kernel_activations, std::vector<cuda::ActivationMode>{mode}) << name;
+    ExpectNoViolations(*journal);
+  }
+}
+
 // Registered kinds: cuDNN's own call, on the strided views as they are.
 TEST(CudaDeviceTest, SoftmaxIsOneCuDnnCallOnTheViewsThemselves) {
   using V = std::vector<std::string>;

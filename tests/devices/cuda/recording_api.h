@@ -88,6 +88,8 @@ struct Journal {
   std::vector<std::pair<int, int>> peer_enabled;  // (current GPU, peer), per call
   //! The (x, y) tensors of every cudnnTransformTensor enqueued.
   std::vector<std::pair<TensorLayout, TensorLayout>> transforms;
+  //! The function of every ActivateStrided enqueued (our kernel).
+  std::vector<ActivationMode> kernel_activations;
 
   // ---- What the fake answers --------------------------------------------
   //! Compute what can be computed (above); set before anything is allocated.

@@ -322,7 +322,10 @@ Status RecordingApi::ActivateStrided(Stream stream, ActivationMode mode, float* 
                                      int64_t dst_stride, const float* src, int64_t src_stride,
                                      int64_t count, int batch) {
   if (!OnlyOurKernelComputes(mode)) Violation("ActivateStrided for an activation cuDNN has");
-  return StridedKernel("ActivateStrided", stream, dst, dst_stride, src, src_stride, count, batch);
+  Status status =
+      StridedKernel("ActivateStrided", stream, dst, dst_stride, src, src_stride, count, batch);
+  if (status.ok()) journal_->kernel_activations.push_back(mode);
+  return status;
 }
 
 Status RecordingApi::MaxPool(Stream stream, const MaxPoolShape& g, const float* src, float* dst) {
