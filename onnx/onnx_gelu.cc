@@ -43,26 +43,13 @@ class GeluFinder {
       return false;
     }
     const std::string& x = div->input(0);
-    const ::onnx::NodeProto* plus_one = SoleReader(erf, "Add");
-    if (plus_one == nullptr || Other(*plus_one, erf.output(0)) == nullptr ||
-        !IsScalar(*Other(*plus_one, erf.output(0)), 1.0)) {
-      return false;
-    }
-    const ::onnx::NodeProto* times_x = SoleReader(*plus_one, "Mul");
-    if (times_x == nullptr || Other(*times_x, plus_one->output(0)) == nullptr ||
-        *Other(*times_x, plus_one->output(0)) != x) {
-      return false;
-    }
-    const ::onnx::NodeProto* half = SoleReader(*times_x, "Mul");
-    if (half == nullptr || Other(*half, times_x->output(0)) == nullptr ||
-        !IsScalar(*Other(*half, times_x->output(0)), 0.5)) {
-      return false;
-    }
+    const Tail tail = MatchTail(erf, x);
+    if (tail.half == nullptr) return false;
     match = {x,
              Activation::kGelu,
              2,
-             half->output(0),
-             {div->output(0), erf.output(0), plus_one->output(0), times_x->output(0)}};
+             tail.half->output(0),
+             {div->output(0), erf.output(0), tail.plus_one->output(0), tail.times_x->output(0)}};
     return EachInnerValueReadOnce(match);
   }
 
@@ -88,30 +75,39 @@ class GeluFinder {
           square->input(0) != x || square->input(1) != x) {
         continue;
       }
-      const ::onnx::NodeProto* plus_one = SoleReader(tanh, "Add");
-      if (plus_one == nullptr || Other(*plus_one, tanh.output(0)) == nullptr ||
-          !IsScalar(*Other(*plus_one, tanh.output(0)), 1.0)) {
-        return false;
-      }
-      const ::onnx::NodeProto* times_x = SoleReader(*plus_one, "Mul");
-      if (times_x == nullptr || Other(*times_x, plus_one->output(0)) == nullptr ||
-          *Other(*times_x, plus_one->output(0)) != x) {
-        return false;
-      }
-      const ::onnx::NodeProto* half = SoleReader(*times_x, "Mul");
-      if (half == nullptr || Other(*half, times_x->output(0)) == nullptr ||
-          !IsScalar(*Other(*half, times_x->output(0)), 0.5)) {
-        return false;
-      }
-      match = {x,
-               Activation::kGeluTanh,
-               5,
-               half->output(0),
-               {square->output(0), x_cube->output(0), cubic->output(0), sum->output(0),
-                scaled->output(0), tanh.output(0), plus_one->output(0), times_x->output(0)}};
+      const Tail tail = MatchTail(tanh, x);
+      if (tail.half == nullptr) return false;
+      match = {
+          x,
+          Activation::kGeluTanh,
+          5,
+          tail.half->output(0),
+          {square->output(0), x_cube->output(0), cubic->output(0), sum->output(0),
+           scaled->output(0), tanh.output(0), tail.plus_one->output(0), tail.times_x->output(0)}};
       return EachInnerValueReadOnce(match);
     }
     return false;
+  }
+
+  //! Both formulas end alike: 0.5 * (x * (1 + f)), f being the Erf or the
+  //! Tanh. `half` is null when the chain after `f` is not that.
+  struct Tail {
+    const ::onnx::NodeProto* plus_one = nullptr;
+    const ::onnx::NodeProto* times_x = nullptr;
+    const ::onnx::NodeProto* half = nullptr;
+  };
+  Tail MatchTail(const ::onnx::NodeProto& f, const std::string& x) const {
+    const ::onnx::NodeProto* plus_one = SoleReader(f, "Add");
+    const std::string* one = plus_one != nullptr ? Other(*plus_one, f.output(0)) : nullptr;
+    if (one == nullptr || !IsScalar(*one, 1.0)) return {};
+    const ::onnx::NodeProto* times_x = SoleReader(*plus_one, "Mul");
+    const std::string* x_again =
+        times_x != nullptr ? Other(*times_x, plus_one->output(0)) : nullptr;
+    if (x_again == nullptr || *x_again != x) return {};
+    const ::onnx::NodeProto* half = SoleReader(*times_x, "Mul");
+    const std::string* factor = half != nullptr ? Other(*half, times_x->output(0)) : nullptr;
+    if (factor == nullptr || !IsScalar(*factor, 0.5)) return {};
+    return {plus_one, times_x, half};
   }
 
   //! The chain is all that reads its inner values: nothing else sees them.
