@@ -154,6 +154,13 @@ class Parser {
     return static_cast<int>(x);
   }
 
+  // A float attribute: any JSON number, rounded to the nearest float (the
+  // writer's numbers read back to the same bits). Its range is the kind's.
+  float Float(const json& v, const std::string& where) const {
+    if (!v.is_number()) Fail(where, "expected a number, got " + Printable(v.dump()));
+    return static_cast<float>(v.get<double>());
+  }
+
   Window Pair(const json& obj, const char* key, const std::string& where,
               std::optional<Window> fallback = std::nullopt) const {
     if (fallback && !obj.contains(key)) return *fallback;
@@ -235,11 +242,14 @@ class Parser {
     } else if (type == "sequential") {
       op.kind = OpKind::kSequential;
     } else if (const OpKindSpec* spec = RegisteredKindNamed(type)) {
-      // Its declared attributes, each an optional integer field.
+      // Its declared attributes, each an optional integer or number field.
       op = MakeRegisteredOp(spec->kind);
       for (size_t i = 0; i < spec->attributes.size(); ++i) {
         const std::string name(spec->attributes[i].name);
-        if (jn.contains(name)) op.registered.attributes[i] = Int(jn[name], where + "." + name);
+        if (!jn.contains(name)) continue;
+        op.registered.attributes[i] = spec->attributes[i].is_float
+                                          ? FloatBits(Float(jn[name], where + "." + name))
+                                          : Int(jn[name], where + "." + name);
       }
       try {
         CheckAttributes(op.registered, where);

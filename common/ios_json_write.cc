@@ -1,5 +1,6 @@
 // Writing a graph (and a schedule) as IOS JSON (common/ios_json.h): the
 // inverse of the loader, in the reference's own field names.
+#include <charconv>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,6 +19,18 @@ json PairJson(const Window& w) { return json::array({w.h, w.w}); }
 
 const char* ActJson(Activation act) {
   return act == Activation::kNone ? "identity" : ToString(act);
+}
+
+// A float attribute as a JSON number: the double nearest its shortest
+// decimal, so the file says 1e-06 rather than 9.999999974752427e-07 (the
+// float's exact value), unless that double would not round back to the
+// same float; then the exact value, which always does.
+json FloatJson(const OpAttribute& attribute, int bits) {
+  const float value = FloatOfBits(bits);
+  const std::string text = AttributeText(attribute, bits);
+  double shortest = 0;
+  std::from_chars(text.data(), text.data() + text.size(), shortest);
+  return static_cast<float>(shortest) == value ? shortest : static_cast<double>(value);
 }
 
 void WriteOp(json& jn, const OpParams& op) {
@@ -65,9 +78,11 @@ void WriteOp(json& jn, const OpParams& op) {
       jn["type"] = spec.name;
       // Attributes at their defaults are left out, as a file writer would.
       for (size_t i = 0; i < spec.attributes.size(); ++i) {
+        const OpAttribute& attribute = spec.attributes[i];
         const int value = op.registered.attributes.at(i);
-        if (value != spec.attributes[i].default_value)
-          jn[std::string(spec.attributes[i].name)] = value;
+        if (value == attribute.default_value) continue;
+        jn[std::string(attribute.name)] =
+            attribute.is_float ? FloatJson(attribute, value) : json(value);
       }
       break;
     }

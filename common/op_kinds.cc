@@ -1,6 +1,7 @@
 #include "common/op_kinds.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -77,6 +78,49 @@ void ChannelShuffleReference(const RegisteredOp& op, const Shape& input, const f
   }
 }
 
+// ---- layernorm ----------------------------------------------------------------
+// LayerNorm over the channels of each pixel, without its affine (the
+// importer folds gamma and beta into neighbouring convs): ConvNeXt's norm,
+// and a transformer's over the channels of each token. The variance is the
+// mean of squared deviations, as PyTorch computes it, not E[x^2] - mean^2
+// (which cancels catastrophically when the mean is large).
+
+constexpr OpAttribute kLayerNormAttributes[] = {
+    {.name = "eps",
+     .default_value = FloatBits(1e-5f),
+     .means = "added to the variance before its square root (PyTorch's default 1e-05)",
+     .is_float = true,
+     .float_min = 0,
+     .float_max = 1,
+     .float_min_excluded = true},
+};
+
+Shape LayerNormShape(const RegisteredOp&, const Shape& input, const std::string&) { return input; }
+
+std::string DescribeLayerNorm(const RegisteredOp& op) {
+  return "layer norm over channels (eps " +
+         AttributeText(kLayerNormAttributes[0], op.attributes.at(0)) + ")";
+}
+
+void LayerNormReference(const RegisteredOp& op, const Shape& input, const float* in, float* out) {
+  const double eps = FloatOfBits(op.attributes.at(0));
+  const size_t plane = static_cast<size_t>(input.h) * input.w;
+  for (size_t pixel = 0; pixel < plane; ++pixel) {
+    double sum = 0;
+    for (int c = 0; c < input.c; ++c) sum += in[c * plane + pixel];
+    const double mean = sum / input.c;
+    double squares = 0;
+    for (int c = 0; c < input.c; ++c) {
+      const double deviation = in[c * plane + pixel] - mean;
+      squares += deviation * deviation;
+    }
+    const double scale = 1 / std::sqrt(squares / input.c + eps);
+    for (int c = 0; c < input.c; ++c) {
+      out[c * plane + pixel] = static_cast<float>((in[c * plane + pixel] - mean) * scale);
+    }
+  }
+}
+
 // In the order of the RegisteredKind enum.
 constexpr OpKindSpec kSpecs[] = {
     {.kind = RegisteredKind::kSoftmax,
@@ -97,7 +141,38 @@ constexpr OpKindSpec kSpecs[] = {
      .reference = ChannelShuffleReference,
      // a copy: no arithmetic, only the read and the write every kind pays
      .sim_flops_per_element = 0},
+    {.kind = RegisteredKind::kLayerNorm,
+     .name = "layernorm",
+     .summary = "(x - mean) / sqrt(variance + eps) over the channels of each pixel, no affine",
+     .attributes = kLayerNormAttributes,
+     .infer = LayerNormShape,
+     .describe = DescribeLayerNorm,
+     .reference = LayerNormReference,
+     // sum, subtract, square, sum, subtract, multiply, and the per-pixel
+     // square root spread over the channels: about eight per element
+     .sim_flops_per_element = 8},
 };
+
+// The shortest decimal that reads back to `value`'s bits (std::to_chars
+// without a precision guarantees that).
+std::string FloatText(float value) {
+  char text[32];
+  const auto [end, error] = std::to_chars(text, text + sizeof text, value);
+  if (error != std::errc()) throw Error("a float attribute could not be printed");
+  return std::string(text, end);
+}
+
+bool InFloatRange(const OpAttribute& a, float value) {
+  // Written so that NaN, which compares false, is out of range.
+  const bool above_min = a.float_min_excluded ? value > a.float_min : value >= a.float_min;
+  return above_min && value <= a.float_max;
+}
+
+std::string RangeText(const OpAttribute& a) {
+  if (!a.is_float) return std::to_string(a.min) + " to " + std::to_string(a.max);
+  return (a.float_min_excluded ? "above " : "") + FloatText(a.float_min) + " to " +
+         FloatText(a.float_max);
+}
 
 const OpAttribute* FindAttribute(const OpKindSpec& spec, std::string_view name, size_t* index) {
   for (size_t i = 0; i < spec.attributes.size(); ++i) {
@@ -155,6 +230,15 @@ std::optional<int> AttributeOf(const RegisteredOp& op, std::string_view name) {
   return op.attributes[index];
 }
 
+std::optional<float> FloatAttributeOf(const RegisteredOp& op, std::string_view name) {
+  size_t index = 0;
+  const OpAttribute* attribute = FindAttribute(SpecOf(op.kind), name, &index);
+  if (attribute == nullptr || !attribute->is_float || index >= op.attributes.size()) {
+    return std::nullopt;
+  }
+  return FloatOfBits(op.attributes[index]);
+}
+
 void SetAttribute(RegisteredOp& op, std::string_view name, int value, const std::string& where) {
   const OpKindSpec& spec = SpecOf(op.kind);
   size_t index = 0;
@@ -166,6 +250,22 @@ void SetAttribute(RegisteredOp& op, std::string_view name, int value, const std:
   op.attributes[index] = value;
 }
 
+void SetFloatAttribute(RegisteredOp& op, std::string_view name, float value,
+                       const std::string& where) {
+  const OpKindSpec& spec = SpecOf(op.kind);
+  size_t index = 0;
+  const OpAttribute* attribute = FindAttribute(spec, name, &index);
+  if (attribute != nullptr && !attribute->is_float) {
+    throw Error(where + ": " + std::string(spec.name) + "'s attribute '" + std::string(name) +
+                "' is an integer, not a float");
+  }
+  SetAttribute(op, name, FloatBits(value), where);
+}
+
+std::string AttributeText(const OpAttribute& attribute, int value) {
+  return attribute.is_float ? FloatText(FloatOfBits(value)) : std::to_string(value);
+}
+
 void CheckAttributes(const RegisteredOp& op, const std::string& where) {
   const OpKindSpec& spec = SpecOf(op.kind);
   if (op.attributes.size() != spec.attributes.size()) {
@@ -175,10 +275,12 @@ void CheckAttributes(const RegisteredOp& op, const std::string& where) {
   }
   for (size_t i = 0; i < spec.attributes.size(); ++i) {
     const OpAttribute& a = spec.attributes[i];
-    if (op.attributes[i] < a.min || op.attributes[i] > a.max) {
-      throw Error(where + ": " + std::string(a.name) + ": " + std::to_string(op.attributes[i]) +
-                  " is out of range (expected " + std::to_string(a.min) + " to " +
-                  std::to_string(a.max) + "; " + std::string(a.means) + ")");
+    const int value = op.attributes[i];
+    const bool in_range =
+        a.is_float ? InFloatRange(a, FloatOfBits(value)) : value >= a.min && value <= a.max;
+    if (!in_range) {
+      throw Error(where + ": " + std::string(a.name) + ": " + AttributeText(a, value) +
+                  " is out of range (expected " + RangeText(a) + "; " + std::string(a.means) + ")");
     }
   }
 }
@@ -191,7 +293,7 @@ std::string RegisteredKeyText(const RegisteredOp& op) {
     if (i > 0) text += ',';
     text += spec.attributes[i].name;
     text += '=';
-    text += std::to_string(i < op.attributes.size() ? op.attributes[i] : 0);
+    text += AttributeText(spec.attributes[i], i < op.attributes.size() ? op.attributes[i] : 0);
   }
   text += ')';
   return text;

@@ -1,7 +1,7 @@
 // Operator kinds declared in one place. A kind here is everything the IR
 // needs to know about it: its name (IOS JSON "type", stage-key text, wire
-// name, descriptions), its integer attributes (their JSON fields, key text
-// and wire list follow from the declaration), shape inference, a readable
+// name, descriptions), its integer and float attributes (their JSON fields,
+// key text and wire list follow from the declaration), shape inference, a readable
 // description and the reference arithmetic every backend is checked
 // against. Everything generic about a kind (parsing, printing, the wire,
 // validation, the simulator's price, the reference device) reads this
@@ -15,6 +15,7 @@
 // weights no generic form would describe better.
 #pragma once
 
+#include <bit>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,12 +25,24 @@
 
 namespace ios {
 
-//! One integer attribute of a registered kind.
+//! A float attribute's value as RegisteredOp::attributes holds it: its bit
+//! pattern, so that equality, hashing and the wire stay those of ints.
+constexpr int FloatBits(float value) { return std::bit_cast<int>(value); }
+//! The float whose bit pattern FloatBits gave.
+constexpr float FloatOfBits(int bits) { return std::bit_cast<float>(bits); }
+
+//! One attribute of a registered kind: an integer, or a float when
+//! `is_float` (its value and default then being FloatBits of the float).
 struct OpAttribute {
-  std::string_view name;  // IOS JSON field and key text: lower case, no digits first
-  int default_value = 0;
-  int min = 0, max = 0;    // inclusive
+  std::string_view name;   // IOS JSON field and key text: lower case, no digits first
+  int default_value = 0;   // a float attribute's: FloatBits(default)
+  int min = 0, max = 0;    // inclusive; an integer attribute's range
   std::string_view means;  // one line, for messages and docs
+  bool is_float = false;
+  //! A float attribute's range: float_min to float_max, both included
+  //! unless float_min_excluded (eps: above 0). NaN is never in range.
+  float float_min = 0, float_max = 0;
+  bool float_min_excluded = false;
 };
 
 struct OpKindSpec {
@@ -72,16 +85,31 @@ OpParams MakeRegisteredOp(RegisteredKind kind);
 //! kind declares no such attribute.
 std::optional<int> AttributeOf(const RegisteredOp& op, std::string_view name);
 
+//! The float attribute named `name` of `op`, or nullopt when the kind
+//! declares no such attribute or declares it an integer.
+std::optional<float> FloatAttributeOf(const RegisteredOp& op, std::string_view name);
+
 //! Sets the attribute named `name`; throws ios::Error naming `where` when
 //! the kind has no such attribute.
 void SetAttribute(RegisteredOp& op, std::string_view name, int value, const std::string& where);
+
+//! Sets the float attribute named `name`; throws ios::Error naming `where`
+//! when the kind has no such attribute or declares it an integer.
+void SetFloatAttribute(RegisteredOp& op, std::string_view name, float value,
+                       const std::string& where);
+
+//! `value` (an entry of RegisteredOp::attributes) as key text and messages
+//! print it: an integer in decimal; a float as the shortest decimal that
+//! reads back to the same bits ("1e-06", "0.5").
+std::string AttributeText(const OpAttribute& attribute, int value);
 
 //! Checks that `op` has one value per declared attribute, each in range.
 //! Throws ios::Error naming `where`, the attribute and its range.
 void CheckAttributes(const RegisteredOp& op, const std::string& where);
 
 //! Stage-key text: name "(" (attribute "=" value ("," ...)*)? ")", every
-//! attribute in declared order, e.g. "softmax(log=0)".
+//! attribute in declared order, each value as AttributeText prints it, e.g.
+//! "softmax(log=0)", "layernorm(eps=1e-06)".
 std::string RegisteredKeyText(const RegisteredOp& op);
 
 }  // namespace ios

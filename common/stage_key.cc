@@ -81,6 +81,17 @@ class KeyParser {
     return value;
   }
 
+  // A float attribute as AttributeText prints it; the shortest round-trip
+  // decimal reads back to the same bits.
+  float Float() {
+    float value = 0;
+    const char* begin = key_.data() + at_;
+    const auto [end, error] = std::from_chars(begin, key_.data() + key_.size(), value);
+    if (error != std::errc() || end == begin) Fail("a decimal number", at_);
+    at_ += static_cast<size_t>(end - begin);
+    return value;
+  }
+
   // Lower-case letters and underscores: strategy, activation and pool names.
   std::string Name() {
     const size_t begin = at_;
@@ -146,7 +157,7 @@ class KeyParser {
       if (i > 0) Expect(",");
       Expect(spec->attributes[i].name);
       Expect("=");
-      op.registered.attributes[i] = Int();
+      op.registered.attributes[i] = spec->attributes[i].is_float ? FloatBits(Float()) : Int();
     }
     Expect(")");
     return op;

@@ -376,6 +376,8 @@ class LaneCompiler {
         return Softmax(step, calls);
       case RegisteredKind::kChannelShuffle:
         return ChannelShuffle(step, calls);
+      case RegisteredKind::kLayerNorm:
+        break;  // not yet on cpu: refused below
     }
     throw ExecError(MeasureError::kUnsupported,
                     "cpu: " + where_ + ": no primitive for " + KindName(step.op));

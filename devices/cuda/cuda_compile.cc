@@ -353,6 +353,8 @@ void CudaPreparedProgram::CompileRegistered(const exec::Step& step, StreamContex
     }
     case RegisteredKind::kChannelShuffle:
       return CompileChannelShuffle(step, context, where, calls);
+    case RegisteredKind::kLayerNorm:
+      break;  // not yet on cuda: refused below
   }
   throw ExecError(MeasureError::kUnsupported,
                   "cuda: " + where + ": no call for " + KindName(step.op));

@@ -25,6 +25,12 @@ OpParams Softmax(bool log) {
   return op;
 }
 
+OpParams LayerNorm(float eps) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kLayerNorm);
+  SetFloatAttribute(op.registered, "eps", eps, "test");
+  return op;
+}
+
 OpParams ChannelShuffle(int groups) {
   OpParams op = MakeRegisteredOp(RegisteredKind::kChannelShuffle);
   SetAttribute(op.registered, "groups", groups, "test");
@@ -50,6 +56,8 @@ TEST(OpKindsTest, KindsAreInEnumOrderWithNamesNoBuiltInWordTakes) {
     }
     EXPECT_EQ(RegisteredKindNamed(name), &spec);
     for (const OpAttribute& a : spec.attributes) {
+      // A float attribute's default is checked as a float, by CheckAttributes below.
+      if (a.is_float) continue;
       EXPECT_LE(a.min, a.default_value) << name << "." << a.name;
       EXPECT_LE(a.default_value, a.max) << name << "." << a.name;
     }
@@ -58,7 +66,7 @@ TEST(OpKindsTest, KindsAreInEnumOrderWithNamesNoBuiltInWordTakes) {
     EXPECT_EQ(KindName(op), name);
   }
   EXPECT_EQ(RegisteredKindNamed("gelu"), nullptr);
-  EXPECT_EQ(RegisteredKindNames(), "softmax, channel_shuffle");
+  EXPECT_EQ(RegisteredKindNames(), "softmax, channel_shuffle, layernorm");
 }
 
 TEST(OpKindsTest, AttributesAreCheckedAgainstTheirDeclaredRanges) {
@@ -144,7 +152,7 @@ TEST(OpKindsTest, StageKeysWithBadAttributesSayWhere) {
            {"softmax(log=0", "expected ')'"},
            {"softmix(log=0)",
             "expected an operator (conv, pool, act, add, mul, id, seq, softmax, "
-            "channel_shuffle)"}}) {
+            "channel_shuffle, layernorm)"}}) {
     std::string bad = key;
     bad.replace(at, good.size(), text);
     try {
@@ -205,7 +213,7 @@ TEST(OpKindsTest, IosJsonRefusesOutOfRangeAttributesAndListsKnownTypes) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("unknown operator type 'gelu'"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("sequential, softmax, channel_shuffle)"),
+    EXPECT_NE(std::string(e.what()).find("sequential, softmax, channel_shuffle, layernorm)"),
               std::string::npos)
         << e.what();
   }
@@ -259,6 +267,137 @@ TEST(OpKindsTest, ChannelShuffleKeepsTheShapeAndRefusesGroupsThatDoNotDivide) {
               std::string::npos)
         << e.what();
   }
+}
+
+// ---- float attributes: layernorm(eps) ------------------------------------------
+
+TEST(OpKindsTest, FloatAttributesAreStoredAsTheirBitsAndReadAsFloats) {
+  const OpParams plain = MakeRegisteredOp(RegisteredKind::kLayerNorm);
+  EXPECT_EQ(plain.registered.attributes, std::vector<int>{FloatBits(1e-5f)});
+  EXPECT_EQ(FloatAttributeOf(plain.registered, "eps"), 1e-5f);
+  EXPECT_EQ(FloatAttributeOf(LayerNorm(1e-6f).registered, "eps"), 1e-6f);
+  EXPECT_NE(LayerNorm(1e-6f), plain);
+  // An integer attribute is not read or written as a float.
+  EXPECT_EQ(FloatAttributeOf(Softmax(true).registered, "log"), std::nullopt);
+  OpParams softmax = Softmax(false);
+  EXPECT_THROW(SetFloatAttribute(softmax.registered, "log", 1.0f, "x"), Error);
+  EXPECT_THROW(SetFloatAttribute(softmax.registered, "eps", 1.0f, "x"), Error);
+}
+
+TEST(OpKindsTest, LayerNormKeyTextIsTheShortestDecimalAndParsesBackBitExact) {
+  EXPECT_EQ(RegisteredKeyText(LayerNorm(1e-6f).registered), "layernorm(eps=1e-06)");
+  EXPECT_EQ(RegisteredKeyText(LayerNorm(1e-5f).registered), "layernorm(eps=1e-05)");
+  EXPECT_EQ(RegisteredKeyText(LayerNorm(0.5f).registered), "layernorm(eps=0.5)");
+  EXPECT_EQ(Describe(LayerNorm(1e-6f)), "layer norm over channels (eps 1e-06)");
+  // The float just above 1e-06 needs more digits, and gets them.
+  const float next = std::nextafter(1e-6f, 1.0f);
+  for (const float eps : {1e-6f, 1e-5f, 1e-12f, 1.0f, next}) {
+    const Graph g = SoftmaxGraph(LayerNorm(eps));
+    Stage stage;
+    stage.groups = {{1, 2}, {3}};
+    const StageSpec spec = MakeStageSpec(g, stage);
+    const std::string key = spec.Key();
+    EXPECT_NE(key.find(RegisteredKeyText(LayerNorm(eps).registered) + "<"), std::string::npos)
+        << key;
+    const StageSpec parsed = ParseStageKey(key);
+    EXPECT_EQ(parsed.Key(), key);
+    ASSERT_FALSE(parsed.groups.empty());
+    ASSERT_FALSE(parsed.groups[0].empty());
+    EXPECT_EQ(parsed.groups[0].back().op, LayerNorm(eps)) << key;
+  }
+}
+
+TEST(OpKindsTest, LayerNormEpsOutOfRangeIsRefusedNamingTheField) {
+  for (const float eps : {0.0f, -1e-6f, 2.0f, std::nanf("")}) {
+    try {
+      CheckAttributes(LayerNorm(eps).registered, "node 'ln'");
+      FAIL() << "eps " << eps << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("node 'ln': eps: "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(" is out of range (expected above 0 to 1; "),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // A stage key with eps 0 or no number is refused as well.
+  const Graph g = SoftmaxGraph(LayerNorm(1e-6f));
+  Stage stage;
+  stage.groups = {{2}};
+  const std::string key = MakeStageSpec(g, stage).Key();
+  const std::string good = "layernorm(eps=1e-06)";
+  const size_t at = key.find(good);
+  ASSERT_NE(at, std::string::npos) << key;
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {"layernorm(eps=0)", "eps: 0 is out of range"},
+           {"layernorm(eps=x)", "expected a decimal number"}}) {
+    std::string bad = key;
+    bad.replace(at, good.size(), text);
+    try {
+      ParseStageKey(bad);
+      FAIL() << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+}
+
+std::string LayerNormJson(const std::string& eps) {
+  std::string text = Json(eps);
+  text.replace(text.find("\"softmax\""), 9, "\"layernorm\"");
+  return text;
+}
+
+TEST(OpKindsTest, IosJsonReadsAndWritesAFloatAttributeAsANumber) {
+  EXPECT_EQ(ParseIosJson(LayerNormJson(""), "c.json").graph.node(2).op, LayerNorm(1e-5f));
+  const IosModel model = ParseIosJson(LayerNormJson(", \"eps\": 1e-06"), "c.json");
+  EXPECT_EQ(model.graph.node(2).op, LayerNorm(1e-6f));
+  const std::string written = ToIosJson(model.graph);
+  EXPECT_NE(written.find("\"eps\": 1e-06"), std::string::npos) << written;
+  EXPECT_EQ(ToIosJson(ParseIosJson(LayerNormJson(""), "c.json").graph).find("\"eps\""),
+            std::string::npos);
+  const IosModel again = ParseIosJson(written, "again.json");
+  std::string difference;
+  EXPECT_TRUE(StructurallyEqual(model.graph, again.graph, &difference)) << difference;
+  // Bit-exact through the file for a value needing all its digits.
+  Graph g = model.graph;
+  g.nodes[2].op = LayerNorm(std::nextafter(1e-6f, 1.0f));
+  EXPECT_EQ(ParseIosJson(ToIosJson(g), "next.json").graph.node(2).op, g.nodes[2].op);
+  // An integer is a number too.
+  EXPECT_EQ(ParseIosJson(LayerNormJson(", \"eps\": 1"), "c.json").graph.node(2).op, LayerNorm(1));
+  for (const auto& [field, message] : std::vector<std::pair<std::string, std::string>>{
+           {", \"eps\": 0", "eps: 0 is out of range (expected above 0 to 1"},
+           {", \"eps\": 1e300", "eps: inf is out of range"},
+           {", \"eps\": \"1e-6\"", ".eps: expected a number, got \"1e-6\""}}) {
+    try {
+      ParseIosJson(LayerNormJson(field), "c.json");
+      FAIL() << field;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("c.json"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(OpKindsTest, LayerNormReferenceNormalisesEachPixelOverItsChannels) {
+  const OpKindSpec& spec = SpecOf(RegisteredKind::kLayerNorm);
+  // Three channels x three pixels, NCHW. Pixel 0 is (1, 2, 6): mean 3,
+  // deviations (-2, -1, 3), variance 14/3. Pixel 1 is constant: variance 0,
+  // so every output is 0. Pixel 2 is pixel 0 plus 1e7, where E[x^2] - mean^2
+  // would lose the variance to cancellation.
+  const std::vector<float> in = {1, 5, 1e7f + 1, 2, 5, 1e7f + 2, 6, 5, 1e7f + 6};
+  std::vector<float> out(in.size());
+  for (const float eps : {1e-5f, 0.5f}) {
+    spec.reference(LayerNorm(eps).registered, {3, 1, 3}, in.data(), out.data());
+    const double scale = 1 / std::sqrt(14.0 / 3 + static_cast<double>(eps));
+    const double deviations[] = {-2, -1, 3};
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_NEAR(out[c * 3 + 0], deviations[c] * scale, 1e-6) << c;
+      EXPECT_EQ(out[c * 3 + 1], 0.0f) << c;
+      EXPECT_NEAR(out[c * 3 + 2], deviations[c] * scale, 1e-6) << c;
+    }
+  }
+  // Concatenated terms: the norm is over all their channels.
+  EXPECT_EQ(InferOpOutput(LayerNorm(1e-6f), {{3, 4, 4}, {5, 4, 4}}, "x"), (Shape{8, 4, 4}));
 }
 
 }  // namespace
