@@ -1,4 +1,7 @@
 // Well-formed messages with invalid content are refused, naming the field.
+#include <cmath>
+
+#include "common/op_kinds.h"
 #include "tests/schema/protocol_testing.h"
 
 namespace ios::schema {
@@ -303,15 +306,22 @@ TEST(ProtocolTest, RegisteredKindsAreCheckedByNameCountAndRange) {
       {softmax(nullptr, {}), "query.stage.groups[0].ops[0].op.registered: missing"},
       {softmax("gelu", {}),
        "query.stage.groups[0].ops[0].op.registered.name: unknown operator kind 'gelu' (this "
-       "build knows softmax, channel_shuffle)"},
+       "build knows softmax, channel_shuffle, layernorm)"},
       {softmax("evil\n\x1b[2J", {}),
        "query.stage.groups[0].ops[0].op.registered.name: unknown operator kind "
-       "'evil\\n\\x1b[2J' (this build knows softmax, channel_shuffle)"},
+       "'evil\\n\\x1b[2J' (this build knows softmax, channel_shuffle, layernorm)"},
       {softmax("softmax", {}),
        "query.stage.groups[0].ops[0].op.registered.attributes: softmax has 1, got 0"},
       {softmax("softmax", {2}),
        "query.stage.groups[0].ops[0].op.registered: log: 2 is out of range (expected 0 to 1; 1: "
        "the logarithm of the softmax (ONNX LogSoftmax))"},
+      // A float attribute travels as its bits and is checked as a float.
+      {softmax("layernorm", {FloatBits(0.0f)}),
+       "query.stage.groups[0].ops[0].op.registered: eps: 0 is out of range (expected above 0 to "
+       "1; added to the variance before its square root (PyTorch's default 1e-05))"},
+      {softmax("layernorm", {FloatBits(std::nanf(""))}),
+       "query.stage.groups[0].ops[0].op.registered: eps: nan is out of range (expected above 0 "
+       "to 1; added to the variance before its square root (PyTorch's default 1e-05))"},
   };
   for (const auto& c : cases) {
     const DecodeError error = Failure(OneConvQuery(c.edit));

@@ -122,6 +122,20 @@ TEST(ProtocolTest, RegisteredKindsRoundTripByNameWithTheirAttributes) {
   EXPECT_EQ(got.stage.groups[0][0].op, softmax);
 }
 
+TEST(ProtocolTest, AFloatAttributeRoundTripsBitExact) {
+  StageQuery query = SampleQuery();
+  OpParams layernorm = MakeRegisteredOp(RegisteredKind::kLayerNorm);
+  SetFloatAttribute(layernorm.registered, "eps", 1e-6f, "test");
+  query.stage.strategy = Strategy::kParallel;
+  query.stage.externals = {{96, 4, 4}};
+  query.stage.groups = {{{layernorm, {{External(0, 0, 96)}}, {96, 4, 4}}}};
+  const StageQuery got = RoundTrip(query);
+  ExpectSameSpec(got.stage, query.stage);
+  EXPECT_EQ(got.stage.Key(), query.stage.Key());
+  EXPECT_NE(got.stage.Key().find("layernorm(eps=1e-06)"), std::string::npos) << got.stage.Key();
+  EXPECT_EQ(FloatAttributeOf(got.stage.groups[0][0].op.registered, "eps"), 1e-6f);
+}
+
 TEST(ProtocolTest, PoolFlagsRoundTrip) {
   StageQuery query = SampleQuery();
   OpParams avg = PoolOp(PoolType::kAvg, 3, 2, 1);
