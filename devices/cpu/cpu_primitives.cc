@@ -377,7 +377,7 @@ class LaneCompiler {
       case RegisteredKind::kChannelShuffle:
         return ChannelShuffle(step, calls);
       case RegisteredKind::kLayerNorm:
-        break;  // not yet on cpu: refused below
+        return LayerNorm(step, calls);
     }
     throw ExecError(MeasureError::kUnsupported,
                     "cpu: " + where_ + ": no primitive for " + KindName(step.op));
@@ -399,6 +399,52 @@ class LaneCompiler {
     doing_ = "creating a softmax_v2_forward";
     Add(calls, pd, dnnl::softmax_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
     FinishOutput(calls, step.output, dst);
+  }
+
+  //! A view as rows of `rows` x its channels: a pixel's channels are a row
+  //! (nhwc), the row stride being the buffer's channel count.
+  memory RowsMemory(const exec::View& view, int64_t rows) const {
+    const memory::desc desc(Dims{rows, view.channels}, kF32, Dims{ShapeOf(view).c, 1});
+    return memory(desc, engine_, buffer_data_.at(view.buffer) + view.offset);
+  }
+
+  //! LayerNorm over the channels of each pixel, without scale or shift.
+  //! oneDNN normalises over the last logical dimension, so the data is
+  //! described as {N*H*W, C} rows; its statistics are computed in its
+  //! scratchpad (forward_inference without use_global_stats). A channel
+  //! view of a wider buffer is copied to dense rows first, and written
+  //! back from them, as for softmax.
+  void LayerNorm(const exec::Step& step, std::vector<Call>& calls) {
+    const exec::View& in = step.inputs.at(0);
+    const exec::View& out = step.output;
+    const Shape& is = ShapeOf(in);
+    const Shape& os = ShapeOf(out);
+    if (in.channels != out.channels || is.h != os.h || is.w != os.w) {
+      throw ExecError(MeasureError::kBackendFailure,
+                      "cpu: " + where_ + ": layernorm cannot map " + std::to_string(in.channels) +
+                          "x" + std::to_string(is.h) + "x" + std::to_string(is.w) + " onto " +
+                          std::to_string(out.channels) + "x" + std::to_string(os.h) + "x" +
+                          std::to_string(os.w));
+    }
+    const float eps = FloatAttributeOf(step.op.registered, "eps").value_or(0);
+    const int64_t rows = batch_ * is.h * is.w;
+    const memory::desc dense(Dims{rows, in.channels}, kF32, Tag::ab);
+    memory src = RowsMemory(in, rows);
+    if (!IsDense(in)) {
+      const memory strided = src;
+      src = Temp(dense);
+      Copy(calls, strided, src);
+    }
+    const memory dst_view = RowsMemory(out, rows);
+    const memory dst = IsDense(out) ? dst_view : Temp(dense);
+    doing_ = "layer_normalization_forward::primitive_desc";
+    const dnnl::layer_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, dense,
+                                                       eps, dnnl::normalization_flags::none);
+    const dnnl::layer_normalization_forward::primitive_desc pd(desc, attr_, engine_);
+    doing_ = "creating a layer_normalization_forward";
+    Add(calls, pd, dnnl::layer_normalization_forward(pd),
+        {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    if (!IsDense(out)) Copy(calls, dst, dst_view);
   }
 
   //! A view's channels seen as `rows` x `columns` (channel row * row_stride

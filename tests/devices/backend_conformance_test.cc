@@ -52,10 +52,12 @@ MeasureSettings Quick() {
 class BackendConformanceTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
+    const bool cuda = GetParam().starts_with("cuda");
+    net_ = Network(cuda ? NetworkKinds::kOnCuda : NetworkKinds::kAll);
     try {
       backend_ = OpenBackend(GetParam());
     } catch (const Error& e) {
-      if (GetParam().starts_with("cuda")) GTEST_SKIP() << "no GPU to run on: " << e.what();
+      if (cuda) GTEST_SKIP() << "no GPU to run on: " << e.what();
       throw;
     }
   }

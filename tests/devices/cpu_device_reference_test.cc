@@ -1,7 +1,8 @@
 // The cpu device against the naive reference device: every op kind
 // (padding, stride, dilation, groups and depthwise edge cases, batch 1 and
 // 2, views at channel offsets), stage programs with concurrent lanes and
-// merged convolutions, and channel shuffles on concatenation views.
+// merged convolutions, and channel shuffles and layer norms on
+// concatenation views.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -323,6 +324,70 @@ TEST_F(CpuDeviceTest, ChannelShufflesBesideAConvolutionInOneStageMatchTheReferen
   ASSERT_EQ(relative, (std::vector<double>{0.0, 0.0, 1e-4}));  // outputs in node order
   for (const int batch : {1, 3}) {
     ExpectSameAsReference(*device_, program, batch, "shuffle | conv | shuffle", relative);
+  }
+}
+
+// ---- layernorm: oneDNN's layer norm over {N*H*W, C} rows ----------------------
+
+OpParams LayerNormOp(float eps) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kLayerNorm);
+  SetFloatAttribute(op.registered, "eps", eps, "test");
+  return op;
+}
+
+TEST_F(CpuDeviceTest, LayerNormMatchesTheReferenceForWideAndOddChannelCounts) {
+  // ConvNeXt-T's 96 channels, and 7: no vector width divides it.
+  for (const int channels : {96, 7}) {
+    for (const bool offsets : {false, true}) {
+      const exec::Program program = OneOp(LayerNormOp(1e-6f), {{channels, 5, 4}}, offsets);
+      for (const int batch : {1, 3}) {
+        ExpectSameAsReference(*device_, program, batch,
+                              "layernorm of " + std::to_string(channels) + " channels" +
+                                  (offsets ? " at channel offsets" : ""),
+                              {1e-5});
+      }
+    }
+  }
+}
+
+TEST_F(CpuDeviceTest, LayerNormReadsAndWritesChannelViewsOfConcatenations) {
+  using ::ios::testing::ActOp;
+  using ::ios::testing::IdentityOp;
+  for (const int channels : {96, 7}) {
+    exec::testing::GraphBuilder g({channels + 2, 5, 4});
+    const NodeId left = g.Add("left", ActOp(Activation::kRelu), {{g.S(0, 0, channels)}});
+    const NodeId right = g.Add("right", PoolOp(PoolType::kMax, 3, 1, 1), {{g.S(0, 0, 2)}});
+    const NodeId cat = g.Add("cat", IdentityOp(), {{g.S(right)}, {g.S(left)}});
+    // Channels 1 .. channels of the concatenation: one of `right`'s and
+    // all but the last of `left`'s.
+    const NodeId norm = g.Add("norm", LayerNormOp(1e-5f), {{g.S(cat, 1, 1 + channels)}});
+    const NodeId side = g.Add("side", ActOp(Activation::kRelu), {{g.S(0, channels, channels + 2)}});
+    g.Add("out", IdentityOp(), {{g.S(norm)}, {g.S(side)}});
+    const Graph graph = g.Done();
+    std::vector<Stage> stages;
+    for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes.size()); ++id) {
+      stages.push_back(Stage{Strategy::kParallel, {{id}}});
+    }
+    const exec::Program program =
+        exec::BuildNetworkProgram(graph, stages, exec::WeightStore::Random(graph, 7)).program;
+    int sliced_inputs = 0, sliced_outputs = 0;
+    for (const exec::ProgramStage& stage : program.stages) {
+      for (const exec::Lane& lane : stage.lanes) {
+        for (const exec::Step& step : lane.steps) {
+          if (step.op.kind != OpKind::kRegistered) continue;
+          sliced_inputs += !CoversItsBuffer(program, step.inputs.at(0));
+          sliced_outputs += !CoversItsBuffer(program, step.output);
+        }
+      }
+    }
+    // The views this test is about: without them it would test dense rows.
+    EXPECT_EQ(sliced_inputs, 1) << channels;
+    EXPECT_EQ(sliced_outputs, 1) << channels;
+    for (const int batch : {1, 3}) {
+      ExpectSameAsReference(*device_, program, batch,
+                            "layernorm of a concatenation view, " + std::to_string(channels),
+                            {1e-5});
+    }
   }
 }
 
