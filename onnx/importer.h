@@ -30,6 +30,7 @@ struct Value {
     kPadded,    // a feature map with zero padding still to apply (Pad)
     kConstant,  // an initializer, a Constant or a weight without values
     kGrouped,   // a feature map viewed as (N, groups, C/groups, H, W): a channel shuffle's middle
+    kChannelsLast,  // a feature map transposed to (N, H, W, C): per-position operators read it
   };
   Kind kind = Kind::kTensor;
   Inputs terms;                           // kTensor, kFlat, kPadded
@@ -47,6 +48,16 @@ struct GeluMatch {
   Activation act = Activation::kGelu;
   int x_reads = 0;                 // how often the chain reads x
   std::string top;                 // the last Mul's output: the GELU's
+  std::vector<std::string> inner;  // the other nodes' outputs, read only by the chain
+};
+
+//! A LayerNorm written as its formula (onnx_layernorm.cc), PyTorch's export
+//! below opset 17: (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps).
+struct LayerNormMatch {
+  std::string x;
+  std::vector<int64_t> axes;  // both ReduceMeans'
+  double eps = 0;
+  std::string top;                 // the Div's output: the normalised x
   std::vector<std::string> inner;  // the other nodes' outputs, read only by the chain
 };
 
@@ -122,6 +133,14 @@ class Importer {
   //! `v` is the node's input `input` (0 unless said).
   Pending* SoleProducer(const ::onnx::NodeProto& node, const Value& v, int input = 0);
 
+  //! Whether tensor `name` is read `reads` times and, through the operators
+  //! that pass a value on unchanged (Identity, Transpose, Flatten), what it
+  //! passes on was read by nothing else either.
+  bool ReadOnlyBy(const std::string& name, int reads) const;
+
+  //! Records that `node`'s output is its input `input` passed on unchanged.
+  void PassedOn(const ::onnx::NodeProto& node, int input = 0);
+
   Window SymmetricPads(const std::vector<int64_t>& pads, const std::string& attr) const;
 
   //! A 2-D window attribute (kernel_shape, strides, dilations), each value
@@ -136,8 +155,6 @@ class Importer {
 
   void ImportConv(const ::onnx::NodeProto& node, const Attributes& attrs);
 
-  //! Folded into the convolution that is its only input: exact, since
-  //! inference-mode batch norm is a per-channel affine map.
   //! Inference-mode batch norm is a per-channel affine map y = a x + b:
   //! folded into the convolution that is its only input (exact), or else a
   //! depthwise 1x1 convolution with a and b as its weights and bias (the
@@ -193,7 +210,35 @@ class Importer {
   //! output, for readers that need a single term.
   Value Materialize(const Value& v, const std::string& suffix = "");
 
-  void FoldBias(const ::onnx::NodeProto& node, const Value& x, const ConstTensor& bias);
+  // ---- Per-channel affine maps (onnx_affine.cc) -------------------------------------
+
+  //! Mul or Add of a feature map and a constant with one value per channel
+  //! (or one for all): folded into the convolution that is its only input,
+  //! or else a per-channel affine operator (a depthwise 1x1 convolution).
+  //! False when the constant is not per channel.
+  bool ImportChannelConstant(const ::onnx::NodeProto& node, const Value& x, int x_input,
+                             const ConstTensor& constant);
+
+  //! y = a conv(x) + b as the convolution's own weights and bias (`a`, `b`
+  //! one value per output channel, or empty when the file has no values).
+  void FoldAffineOutput(Pending& conv, const std::vector<double>& a, const std::vector<double>& b,
+                        bool has_values);
+
+  //! The depthwise 1x1 convolution y = a x + b that per-channel constants
+  //! and unfoldable norms become (`a`, `b` empty when the file has no values).
+  Value AffineOperator(const Value& x, std::vector<float> a, std::vector<float> b,
+                       const std::string& hint);
+
+  //! A per-channel affine operator read by nothing but a convolution without
+  //! padding becomes part of that convolution (exact up to rounding: every
+  //! input channel of the kernel is scaled, the shift goes into the bias).
+  //! `inputs` are the convolution's and become the affine operator's own.
+  void FoldAffineInput(const ::onnx::NodeProto& node, const Value& x, ConvParams& conv,
+                       exec::ConvWeights& weights, bool& has_values, Inputs& inputs);
+
+  //! MatMul of a channels-last feature map by a constant [C, K]: a 1x1
+  //! convolution to K channels (ConvNeXt's pointwise layers).
+  void ImportChannelsLastMatMul(const ::onnx::NodeProto& node, const Value& x);
 
   void ImportFlatten(const ::onnx::NodeProto& node, const Attributes& attrs);
 
@@ -216,6 +261,21 @@ class Importer {
   void FindGelus();
 
   void ImportGelu(const ::onnx::NodeProto& node, const GeluMatch& match);
+
+  // ---- LayerNorm (onnx_layernorm.cc) ---------------------------------------------
+
+  //! Finds every LayerNorm written as its formula before any node is imported.
+  void FindLayerNorms();
+
+  void ImportLayerNormChain(const ::onnx::NodeProto& node, const LayerNormMatch& match);
+
+  //! ONNX's LayerNormalization (opset 17): the normalisation, then its scale
+  //! and bias as per-channel constants.
+  void ImportLayerNormalization(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  //! layernorm(eps) over the channels of `x`, normalised along `axes`
+  //! (the last of a channels-last map, or 1 of an N,C,H,W one).
+  Value LayerNorm(const Value& x, const std::vector<int64_t>& axes, double eps);
 
   // ---- Constant folding (onnx_fold.cc) -------------------------------------------
 
@@ -265,10 +325,13 @@ class Importer {
   std::string where_, label_;
   bool have_input_ = false;
   int batch_ = 1;
-  int folded_ = 0;                          // nodes FoldConstants turned into constants
-  std::map<std::string, GeluMatch> gelus_;  // by the output of a chain's last Mul
-  std::set<std::string> gelu_inner_;        // outputs of the chains' other nodes
-  bool fixed_batch_ = false;                // the file gives the batch a size
+  int folded_ = 0;                                     // nodes FoldConstants turned into constants
+  std::map<std::string, GeluMatch> gelus_;             // by the output of a chain's last Mul
+  std::map<std::string, LayerNormMatch> layer_norms_;  // by the output of a chain's Div
+  // Outputs of the nodes inside a recognised formula (GELU, LayerNorm): not imported.
+  std::set<std::string> formula_inner_;
+  std::map<std::string, std::string> passed_on_;  // output -> the input it is unchanged
+  bool fixed_batch_ = false;                      // the file gives the batch a size
   NodeId sink_ = -1;
 };
 

@@ -58,15 +58,23 @@ void Importer::ImportElementwise(const ::onnx::NodeProto& node) {
   const bool add = node.op_type() == "Add";
   const Value& a = Input(node, 0);
   const Value& b = Input(node, 1);
-  // MatMul + Add of a constant vector: the fully connected layer's bias.
-  if (add && (a.kind == Value::Kind::kConstant) != (b.kind == Value::Kind::kConstant)) {
-    return FoldBias(node, a.kind == Value::Kind::kConstant ? b : a,
-                    *(a.kind == Value::Kind::kConstant ? a : b).constant);
+  // A bias, a norm's scale or shift, a layer scale: one value per channel.
+  if ((a.kind == Value::Kind::kConstant) != (b.kind == Value::Kind::kConstant)) {
+    const int x_input = a.kind == Value::Kind::kConstant ? 1 : 0;
+    const Value& x = Input(node, x_input);
+    const ConstTensor& constant = *Input(node, 1 - x_input).constant;
+    if (ImportChannelConstant(node, x, x_input, constant)) return;
+    throw Error(where_ + ": " + (add ? "adding" : "multiplying by") + " the constant " +
+                constant.DimsText() + " to " + ShapeText(x) +
+                ": only a constant with one value per channel (or one value) is supported");
   }
   if (!add && FoldGatedActivation(node, a, b)) return;
   for (int i = 0; i < 2; ++i) {
     const Value& v = Input(node, i);
-    if (v.kind != Value::Kind::kTensor && v.kind != Value::Kind::kFlat) MapInput(node, i);
+    if (v.kind != Value::Kind::kTensor && v.kind != Value::Kind::kFlat &&
+        v.kind != Value::Kind::kChannelsLast) {
+      MapInput(node, i);
+    }
   }
   // Equal shapes, or a C x 1 x 1 map applied to every pixel of a C x H x W
   // one (squeeze-and-excitation's channel scale).
@@ -164,22 +172,6 @@ Value Importer::Materialize(const Value& v, const std::string& suffix) {
   return out;
 }
 
-void Importer::FoldBias(const ::onnx::NodeProto& node, const Value& x, const ConstTensor& bias) {
-  const int x_input = Input(node, 0).kind == Value::Kind::kConstant ? 1 : 0;
-  Pending* fc = x.kind == Value::Kind::kFlat ? SoleProducer(node, x, x_input) : nullptr;
-  if (fc == nullptr || fc->node.op.kind != OpKind::kConv || fc->node.op.conv.bias ||
-      fc->node.op.conv.act != Activation::kNone ||
-      bias.elements() != fc->node.op.conv.out_channels) {
-    throw Error(where_ + ": adding the constant " + bias.DimsText() + " to " + ShapeText(x) +
-                ": only a bias added to the output of a MatMul is supported");
-  }
-  fc->node.op.conv.bias = true;
-  fc->has_weights = fc->has_weights && bias.has_values && bias.is_float;
-  fc->weights.bias = bias.floats;
-  Note("Add " + Quoted(label_) + " became the bias of " + Quoted(fc->node.name));
-  Define(node, x);
-}
-
 void Importer::ImportFlatten(const ::onnx::NodeProto& node, const Attributes& attrs) {
   attrs.OnlyKnown({"axis"});
   const int64_t axis = attrs.Int("axis", 1);
@@ -191,6 +183,7 @@ void Importer::ImportFlatten(const ::onnx::NodeProto& node, const Attributes& at
 }
 
 void Importer::Flatten(const ::onnx::NodeProto& node, const Value& x) {
+  PassedOn(node);
   if (x.kind == Value::Kind::kFlat) return Define(node, x);
   if (x.kind != Value::Kind::kTensor) MapInput(node, 0);
   // A concatenation stays terms: the fully connected layer reads them.
@@ -243,6 +236,7 @@ void Importer::ImportFullyConnected(const ::onnx::NodeProto& node, const Attribu
   else
     attrs.OnlyKnown({});
   const Value& x = Input(node, 0);
+  if (!gemm && x.kind == Value::Kind::kChannelsLast) return ImportChannelsLastMatMul(node, x);
   if (x.kind != Value::Kind::kFlat) {
     throw Error(where_ + ": its input " + Quoted(node.input(0)) + " is " + KindText(x) +
                 "; a fully connected layer is supported on a flattened feature map");
@@ -289,11 +283,13 @@ void Importer::ImportFullyConnected(const ::onnx::NodeProto& node, const Attribu
     has_values = has_values && b.has_values && b.is_float;
     for (float v : b.floats) weights.bias.push_back(beta * v);
   }
+  Inputs inputs = x.terms;
+  FoldAffineInput(node, x, c, weights, has_values, inputs);
   OpParams op;
   op.kind = OpKind::kConv;
   op.conv = c;
   Value out =
-      AddNode(op, x.terms, TermShapes(x.terms), "FullyConnected", std::move(weights), has_values);
+      AddNode(op, inputs, TermShapes(inputs), "FullyConnected", std::move(weights), has_values);
   out.kind = Value::Kind::kFlat;
   Define(node, out);
 }
@@ -303,6 +299,7 @@ void Importer::ImportPassThrough(const ::onnx::NodeProto& node) {
     Attributes(node, where_).OnlyKnown({"seed", "ratio", "is_test"});
   }
   Value v = Input(node, 0);
+  PassedOn(node);
   Note(node.op_type() + " " + Quoted(label_) + " was removed");
   Define(node, v);
 }

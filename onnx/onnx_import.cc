@@ -48,6 +48,7 @@ ImportedModel Importer::Run() {
   }
   CountReaders();
   FindGelus();
+  FindLayerNorms();
   AddInputs();
   for (int i = 0; i < g.node_size(); ++i) ImportNode(g.node(i), i);
   if (folded_ > 0) {
@@ -180,6 +181,9 @@ std::string Importer::KindText(const Value& v) {
       return "a constant";
     case Value::Kind::kGrouped:
       return "a feature map viewed as channel groups (the middle of a channel shuffle)";
+    case Value::Kind::kChannelsLast:
+      return "a feature map transposed to channels-last (N, H, W, C), which only per-position "
+             "operators, a LayerNorm or MatMul over its channels, or a Transpose back may read";
   }
   return "?";
 }
@@ -217,6 +221,8 @@ void Importer::CheckInferredShape(const std::string& name, const Value& value) c
     const int per_group = s.c / value.groups;
     ours.insert(ours.end(), {value.transposed ? per_group : value.groups,
                              value.transposed ? value.groups : per_group, s.h, s.w});
+  } else if (value.kind == Value::Kind::kChannelsLast) {
+    ours.insert(ours.end(), {s.h, s.w, s.c});
   } else if (value.kind == Value::Kind::kPadded) {
     ours.insert(ours.end(), {s.c, s.h + int64_t{2} * value.pad.h, s.w + int64_t{2} * value.pad.w});
   } else {
@@ -283,9 +289,24 @@ Pending* Importer::SoleProducer(const ::onnx::NodeProto& node, const Value& v, i
   const Slice& s = v.terms[0][0];
   Pending& p = pending_.at(s.producer);
   if (s.begin != 0 || s.end != p.node.output.c) return nullptr;
-  const auto readers = readers_.find(node.input(input));
-  if (readers == readers_.end() || readers->second != 1) return nullptr;
-  return &p;
+  return ReadOnlyBy(node.input(input), 1) ? &p : nullptr;
+}
+
+bool Importer::ReadOnlyBy(const std::string& name, int reads) const {
+  const auto readers = readers_.find(name);
+  if (readers == readers_.end() || readers->second != reads) return false;
+  for (auto from = passed_on_.find(name); from != passed_on_.end();
+       from = passed_on_.find(from->second)) {
+    const auto before = readers_.find(from->second);
+    if (before == readers_.end() || before->second != 1) return false;
+  }
+  return true;
+}
+
+void Importer::PassedOn(const ::onnx::NodeProto& node, int input) {
+  if (node.output_size() > 0 && input < node.input_size()) {
+    passed_on_[node.output(0)] = node.input(input);
+  }
 }
 
 Window Importer::SymmetricPads(const std::vector<int64_t>& pads, const std::string& attr) const {
@@ -357,6 +378,14 @@ void Importer::FinishOutput() {
   const Value& out = it->second;
   if (out.kind == Value::Kind::kConstant || out.kind == Value::Kind::kPadded) {
     throw Error(where_ + ": is " + KindText(out) + ", not a computed feature map");
+  }
+  // The IR writes N, C, H, W: another order of the same values is another output.
+  const bool reordered =
+      (out.kind == Value::Kind::kChannelsLast && int64_t{out.shape.h} * out.shape.w > 1) ||
+      (out.kind == Value::Kind::kGrouped && out.transposed);
+  if (reordered) {
+    throw Error(where_ + ": is " + KindText(out) +
+                "; an output in another order than (N, C, H, W) is not supported");
   }
   NodeId sink = -1;
   if (out.terms.size() == 1 && out.terms[0].size() == 1) {

@@ -1,6 +1,7 @@
 // Operators that move channels without arithmetic: Slice and Split along the
-// channels (ShuffleNet's chunk), and the Reshape -> Transpose -> Reshape of a
-// channel shuffle. Slices cost nothing in the IR (a reader reads a channel
+// channels (ShuffleNet's chunk), the Reshape -> Transpose -> Reshape of a
+// channel shuffle, and the Transposes to channels-last and back around
+// per-position layers. Slices cost nothing in the IR (a reader reads a channel
 // range of its producer); the shuffle is one channel_shuffle operator.
 #include <cstdint>
 #include <string>
@@ -155,8 +156,10 @@ bool Importer::GroupChannels(const ::onnx::NodeProto& node, const Value& x,
 }
 
 //! Transpose: swapping the group axes of a grouped view (the middle of a
-//! channel shuffle). Any other transpose moves data between the channel
-//! and spatial axes, which the IR does not represent.
+//! channel shuffle), or moving the channels last and back (ConvNeXt's
+//! per-position layers): both only relabel the axes of the same data. Any
+//! other transpose moves data between the channel and spatial axes, which
+//! the IR does not represent.
 void Importer::ImportTranspose(const ::onnx::NodeProto& node, const Attributes& attrs) {
   attrs.OnlyKnown({"perm"});
   const Value& x = Input(node, 0);
@@ -166,8 +169,18 @@ void Importer::ImportTranspose(const ::onnx::NodeProto& node, const Attributes& 
     swapped.transposed = !x.transposed;
     return Define(node, swapped);
   }
+  const bool to_last = x.kind == Value::Kind::kTensor && perm == std::vector<int64_t>{0, 2, 3, 1};
+  const bool back =
+      x.kind == Value::Kind::kChannelsLast && perm == std::vector<int64_t>{0, 3, 1, 2};
+  if (to_last || back) {
+    Value relabelled = x;
+    relabelled.kind = to_last ? Value::Kind::kChannelsLast : Value::Kind::kTensor;
+    PassedOn(node);
+    return Define(node, relabelled);
+  }
   throw Error(where_ + ": a Transpose with perm " + ListText(perm) + " of " + KindText(x) +
-              ": only swapping the two channel-group axes of a channel shuffle (a Reshape to "
+              ": only moving the channels last (perm [0, 2, 3, 1]) and back (perm [0, 3, 1, 2]), "
+              "or swapping the two channel-group axes of a channel shuffle (a Reshape to "
               "[N, g, C/g, H, W], perm [0, 2, 1, 3, 4], a Reshape back) is supported");
 }
 

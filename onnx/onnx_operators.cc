@@ -24,8 +24,11 @@ constexpr const char* kSupported =
     "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and ReduceMax over H and W, Pad "
     "(before Conv or AveragePool), Concat "
     "(channels), Slice and Split (channels), Add, Mul (equal shapes or N,C,1,1 broadcast), "
+    "Mul and Add by per-channel constants, "
     "Flatten, Reshape (as flatten), Reshape-Transpose-Reshape as a channel shuffle, "
-    "Gemm, MatMul, Softmax and LogSoftmax (over channels), Dropout, "
+    "Transpose to channels-last and back, LayerNormalization and its formula (over channels), "
+    "Gemm, MatMul (also of a channels-last map by a constant), Softmax and LogSoftmax (over "
+    "channels), Dropout, "
     "Identity, Constant, and Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, Add, Sub, Mul, "
     "Div, Neg, Slice, Range and ConstantOfShape on constants (folded)";
 
@@ -42,10 +45,13 @@ void Importer::ImportNode(const ::onnx::NodeProto& node, int index) {
   }
   const std::string& op = node.op_type();
   // A GELU chain's inner nodes become nothing; its last Mul the activation.
-  if (node.output_size() > 0 && gelu_inner_.count(node.output(0))) return;
+  if (node.output_size() > 0 && formula_inner_.count(node.output(0))) return;
   if (node.output_size() > 0) {
     if (const auto gelu = gelus_.find(node.output(0)); gelu != gelus_.end()) {
       return ImportGelu(node, gelu->second);
+    }
+    if (const auto norm = layer_norms_.find(node.output(0)); norm != layer_norms_.end()) {
+      return ImportLayerNormChain(node, norm->second);
     }
   }
   const Attributes attrs(node, where_);
@@ -70,6 +76,7 @@ void Importer::ImportNode(const ::onnx::NodeProto& node, int index) {
   if (op == "Slice") return ImportSlice(node, attrs);
   if (op == "Split") return ImportSplit(node, attrs);
   if (op == "Gemm" || op == "MatMul") return ImportFullyConnected(node, attrs);
+  if (op == "LayerNormalization") return ImportLayerNormalization(node, attrs);
   if (op == "Softmax" || op == "LogSoftmax") return ImportSoftmax(node, attrs, op == "LogSoftmax");
   if (op == "Dropout" || op == "Identity") return ImportPassThrough(node);
   if (op == "Constant") return ImportConstantNode(node, attrs);
@@ -127,15 +134,14 @@ void Importer::ImportConv(const ::onnx::NodeProto& node, const Attributes& attrs
     weights.bias = b.floats;
     has_values = has_values && b.has_values && b.is_float;
   }
+  Inputs inputs = x.terms;
+  if (x.kind == Value::Kind::kTensor) FoldAffineInput(node, x, c, weights, has_values, inputs);
   OpParams op;
   op.kind = OpKind::kConv;
   op.conv = c;
-  const Inputs inputs = x.terms;
   Define(node, AddNode(op, inputs, TermShapes(inputs), "", std::move(weights), has_values));
 }
 
-//! Folded into the convolution that is its only input: exact, since
-//! inference-mode batch norm is a per-channel affine map.
 //! Inference-mode batch norm is a per-channel affine map y = a x + b:
 //! folded into the convolution that is its only input (exact), or else a
 //! depthwise 1x1 convolution with a and b as its weights and bias (the
@@ -170,43 +176,18 @@ void Importer::ImportBatchNorm(const ::onnx::NodeProto& node, const Attributes& 
   Pending* conv = SoleProducer(node, x);
   if (conv != nullptr && conv->node.op.kind == OpKind::kConv &&
       conv->node.op.conv.act == Activation::kNone) {
-    conv->node.op.conv.bias = true;
-    conv->has_weights = conv->has_weights && has_values;
-    if (conv->has_weights) {
-      exec::ConvWeights& w = conv->weights;
-      if (w.bias.empty()) w.bias.assign(static_cast<size_t>(k), 0.0f);
-      const size_t per_output = w.kernel.size() / static_cast<size_t>(k);
-      for (int o = 0; o < k; ++o) {
-        for (size_t j = 0; j < per_output; ++j) {
-          float& v = w.kernel[static_cast<size_t>(o) * per_output + j];
-          v = static_cast<float>(v * a[o]);
-        }
-        w.bias[o] = static_cast<float>(double(w.bias[o]) * a[o] + b[o]);
-      }
-    }
+    FoldAffineOutput(*conv, a, b, has_values);
     Note("BatchNormalization " + Quoted(label_) + " was folded into convolution " +
          Quoted(conv->node.name));
     return Define(node, x);
   }
-  OpParams op;
-  op.kind = OpKind::kConv;
-  op.conv.out_channels = k;
-  op.conv.kernel = {1, 1};
-  op.conv.groups = k;
-  op.conv.bias = true;
-  exec::ConvWeights weights;
-  weights.out_channels = k;
-  weights.in_per_group = 1;
-  weights.kernel_h = weights.kernel_w = 1;
-  if (has_values) {
-    for (int c = 0; c < k; ++c) {
-      weights.kernel.push_back(static_cast<float>(a[c]));
-      weights.bias.push_back(static_cast<float>(b[c]));
-    }
-  }
   Note("BatchNormalization " + Quoted(label_) + " became a per-channel affine operator");
-  Define(node,
-         AddNode(op, x.terms, TermShapes(x.terms), "BatchNorm", std::move(weights), has_values));
+  std::vector<float> scale, shift;
+  if (has_values) {
+    scale.assign(a.begin(), a.end());
+    shift.assign(b.begin(), b.end());
+  }
+  Define(node, AffineOperator(x, std::move(scale), std::move(shift), "BatchNorm"));
 }
 
 //! HardSigmoid and LeakyRelu at the one setting each that stage keys
@@ -239,7 +220,7 @@ void Importer::ImportActivation(const ::onnx::NodeProto& node, Activation act,
   Attributes(node, where_).OnlyKnown(attributes);
   // A fully connected layer's output (flat) too: its map is C x 1 x 1.
   const Value& x = Input(node, 0);
-  if (x.kind != Value::Kind::kFlat) MapInput(node, 0);
+  if (x.kind != Value::Kind::kFlat && x.kind != Value::Kind::kChannelsLast) MapInput(node, 0);
   Pending* conv = SoleProducer(node, x);
   if (conv != nullptr && conv->node.op.kind == OpKind::kConv &&
       conv->node.op.conv.act == Activation::kNone) {

@@ -102,7 +102,10 @@ def he_init(model):
     constructors' own initialisations (meant for training, with batch norm
     at its initial statistics) make deep models' outputs vanish or explode
     in eval mode (GoogLeNet's are the classifier's bias alone), so a
-    comparison with them would not exercise the network."""
+    comparison with them would not exercise the network. Layer norms get
+    random affine parameters and ConvNeXt's layer scales values near 1
+    (their constructors' 1 / 0 and 1e-6 would make the norms' scale and
+    bias, and each residual branch, invisible in the output)."""
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)):
@@ -114,6 +117,12 @@ def he_init(model):
                 m.bias.uniform_(-0.1, 0.1)
                 m.running_mean.uniform_(-0.1, 0.1)
                 m.running_var.uniform_(0.5, 1.5)
+            elif isinstance(m, torch.nn.LayerNorm) and m.elementwise_affine:
+                m.weight.uniform_(0.5, 1.0)
+                m.bias.uniform_(-0.1, 0.1)
+            scale = getattr(m, "layer_scale", None)
+            if isinstance(scale, torch.nn.Parameter):
+                scale.uniform_(0.5, 1.0)
 
 
 def build_model(name, seed, init):

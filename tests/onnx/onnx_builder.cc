@@ -99,6 +99,15 @@ std::string OnnxBuilder::Ints(const std::vector<int64_t>& values) {
   return name;
 }
 
+std::string OnnxBuilder::FloatConstant(float value) {
+  ::onnx::AttributeProto attr;
+  attr.set_name("value");
+  attr.set_type(::onnx::AttributeProto::TENSOR);
+  attr.mutable_t()->set_data_type(::onnx::TensorProto_DataType_FLOAT);
+  attr.mutable_t()->add_float_data(value);
+  return Node("Constant", {}, {attr});
+}
+
 std::string OnnxBuilder::WeightInput(const std::vector<int64_t>& dims) {
   auto* input = model_.mutable_graph()->add_input();
   const std::string name = Fresh();

@@ -23,28 +23,18 @@ using testing::IntAttr;
 using testing::IntsAttr;
 using testing::OnnxBuilder;
 
-// A Constant node holding one float, as PyTorch writes the formula's numbers.
-std::string ScalarConstant(OnnxBuilder& b, float value) {
-  ::onnx::AttributeProto attr;
-  attr.set_name("value");
-  attr.set_type(::onnx::AttributeProto::TENSOR);
-  attr.mutable_t()->set_data_type(::onnx::TensorProto_DataType_FLOAT);
-  attr.mutable_t()->add_float_data(value);
-  return b.Node("Constant", {}, {attr});
-}
-
 std::string ExactGelu(OnnxBuilder& b, const std::string& x, float half = 0.5f) {
-  const std::string erf = b.Node("Erf", {b.Node("Div", {x, ScalarConstant(b, 1.4142135f)})});
-  const std::string plus_one = b.Node("Add", {erf, ScalarConstant(b, 1.0f)});
-  return b.Node("Mul", {b.Node("Mul", {x, plus_one}), ScalarConstant(b, half)});
+  const std::string erf = b.Node("Erf", {b.Node("Div", {x, b.FloatConstant(1.4142135f)})});
+  const std::string plus_one = b.Node("Add", {erf, b.FloatConstant(1.0f)});
+  return b.Node("Mul", {b.Node("Mul", {x, plus_one}), b.FloatConstant(half)});
 }
 
 std::string TanhGelu(OnnxBuilder& b, const std::string& x) {
   const std::string cube = b.Node("Mul", {x, b.Node("Mul", {x, x})});
-  const std::string inner = b.Node("Add", {x, b.Node("Mul", {ScalarConstant(b, 0.044715f), cube})});
-  const std::string t = b.Node("Tanh", {b.Node("Mul", {ScalarConstant(b, 0.7978846f), inner})});
-  const std::string plus_one = b.Node("Add", {ScalarConstant(b, 1.0f), t});
-  return b.Node("Mul", {ScalarConstant(b, 0.5f), b.Node("Mul", {x, plus_one})});
+  const std::string inner = b.Node("Add", {x, b.Node("Mul", {b.FloatConstant(0.044715f), cube})});
+  const std::string t = b.Node("Tanh", {b.Node("Mul", {b.FloatConstant(0.7978846f), inner})});
+  const std::string plus_one = b.Node("Add", {b.FloatConstant(1.0f), t});
+  return b.Node("Mul", {b.FloatConstant(0.5f), b.Node("Mul", {x, plus_one})});
 }
 
 double Gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }

@@ -1,0 +1,70 @@
+// Internal to onnx/: walking an ONNX graph by producer and reader, for the
+// matchers of operators that exporters write as formulas of several nodes
+// (GELU in onnx_gelu.cc, LayerNorm in onnx_layernorm.cc). A formula is
+// recognised before import, so its constants may still be Constant nodes.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "onnx/importer.h"
+
+namespace ios::onnx_import::detail {
+
+class NodeChains {
+ public:
+  NodeChains(const ::onnx::GraphProto& graph, const std::map<std::string, Value>& values,
+             const std::map<std::string, int>& readers);
+
+  //! The node whose output `name` is, or nullptr (a graph input, an initializer).
+  const ::onnx::NodeProto* ProducerOf(const std::string& name) const;
+
+  //! The producer of `node`'s input `input`, or nullptr.
+  const ::onnx::NodeProto* Producer(const ::onnx::NodeProto& node, int input) const;
+
+  //! The producer of `node`'s input `input` when it is of type `op`.
+  const ::onnx::NodeProto* Producer(const ::onnx::NodeProto& node, int input,
+                                    const std::string& op) const;
+
+  //! The one node reading `node`'s output, when it is a binary `op`.
+  const ::onnx::NodeProto* SoleReader(const ::onnx::NodeProto& node, const std::string& op) const;
+
+  //! The operand of binary `node` that is not `name` (nullptr when neither is).
+  static const std::string* Other(const ::onnx::NodeProto& node, const std::string& name);
+
+  //! The operand of binary `node` beside a scalar constant equal to `value`.
+  const std::string* ScalarOperand(const ::onnx::NodeProto& node, double value) const;
+
+  //! The value of tensor `name` when it is a one-element float constant (an
+  //! initializer, or a Constant node not yet imported).
+  std::optional<double> Scalar(const std::string& name) const;
+
+  //! Whether tensor `name` is a one-element float constant equal to `value`
+  //! within the relative difference an exporter's float rounding leaves.
+  bool IsScalar(const std::string& name, double value) const;
+
+  //! The integers of tensor `name` when it is an integer constant.
+  std::optional<std::vector<int64_t>> Ints(const std::string& name) const;
+
+  //! How many nodes (and graph outputs) read tensor `name`.
+  int Readers(const std::string& name) const;
+
+  //! Each of `names` is read once: by the formula, so nothing else sees it.
+  bool EachReadOnce(const std::vector<std::string>& names) const;
+
+ private:
+  //! The constant tensor `name` holds, read into `scratch` when it is a
+  //! Constant node's; nullptr when it is not a constant.
+  const ConstTensor* Constant(const std::string& name, ConstTensor& scratch) const;
+
+  const std::map<std::string, Value>& values_;
+  const std::map<std::string, int>& readers_;
+  std::map<std::string, const ::onnx::NodeProto*> producer_;
+  std::map<std::string, std::vector<const ::onnx::NodeProto*>> reader_of_;
+};
+
+}  // namespace ios::onnx_import::detail
