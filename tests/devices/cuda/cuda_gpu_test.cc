@@ -28,7 +28,7 @@
 #include "exec/program.h"
 #include "exec/weights.h"
 #include "run/network_run.h"
-#include "tests/devices/cuda/channel_shuffle_program.h"
+#include "tests/devices/cuda/channel_view_program.h"
 #include "tests/devices/cuda/channel_views.h"
 #include "tests/devices/op_network.h"
 
@@ -101,8 +101,8 @@ TEST_F(CudaGpuTest, ChannelShufflesOnChannelViewsComputeWhatTheReferenceComputes
       SCOPED_TRACE(std::to_string(channels) + " channels in " + std::to_string(groups) +
                    " groups at batch " + std::to_string(batch));
       const exec::Program program = ChannelShuffleProgram(channels, groups, size, size);
-      const run::Comparison c = run::Compare(RunChannelShuffle(*device_, program, batch),
-                                             RunChannelShuffle(*reference, program, batch));
+      const run::Comparison c = run::Compare(RunChannelViewProgram(*device_, program, batch),
+                                             RunChannelViewProgram(*reference, program, batch));
       EXPECT_FALSE(c.sizes_differ);
       EXPECT_EQ(c.max_abs_diff, 0);
     }
