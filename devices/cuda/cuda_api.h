@@ -130,6 +130,17 @@ struct MaxPoolShape {
   int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
   int64_t src_batch_stride = 0, dst_batch_stride = 0;
 };
+
+//! A layer norm's views for our kernel: `batch` samples of `channels`
+//! planes of `pixels` floats (NCHW: channel c of a pixel is c * pixels
+//! floats after its channel 0), each sample `*_batch_stride` floats after
+//! the previous one (a channel view of a wider buffer: the buffer's C*H*W).
+struct LayerNormShape {
+  int batch = 1, channels = 1;
+  int64_t pixels = 1;
+  int64_t src_batch_stride = 0, dst_batch_stride = 0;
+  friend bool operator==(const LayerNormShape&, const LayerNormShape&) = default;
+};
 enum class OpTensorOp { kAdd, kMul };
 
 //! Everything the cuda device calls. Implementations are not thread-safe;
@@ -264,14 +275,20 @@ class Api {
   //! kernel (cuda_kernels.cu): slice copies and sums of a term's slices.
   virtual Status CopyStrided(Stream stream, float* dst, int64_t dst_stride, const float* src,
                              int64_t src_stride, int64_t count, int batch, bool accumulate) = 0;
-  //! The same walk, dst = activation(src) (dst may be src): our kernel for
-  //! what cuDNN has no mode for (OnlyOurKernelComputes).
   //! Max pooling of `shape` by our kernel (cuda_kernels.cu).
   virtual Status MaxPool(Stream stream, const MaxPoolShape& shape, const float* src,
                          float* dst) = 0;
+  //! CopyStrided's walk, dst = activation(src) (dst may be src): our kernel
+  //! for what cuDNN has no mode for (OnlyOurKernelComputes).
   virtual Status ActivateStrided(Stream stream, ActivationMode mode, float* dst, int64_t dst_stride,
                                  const float* src, int64_t src_stride, int64_t count,
                                  int batch) = 0;
+  //! y = (x - mean) / sqrt(variance + eps) over the channels of each pixel
+  //! of `shape`, the variance the mean of squared deviations, no affine
+  //! (the layernorm kind, common/op_kinds.h). Our kernel (cuda_kernels.cu);
+  //! cuDNN's legacy API has no layer norm. dst may be src.
+  virtual Status LayerNormStrided(Stream stream, const LayerNormShape& shape, float eps,
+                                  const float* src, float* dst) = 0;
 };
 
 }  // namespace ios::cuda

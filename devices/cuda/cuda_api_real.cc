@@ -1,8 +1,8 @@
 // cuda::Api on the CUDA runtime and cuDNN's legacy API: with
-// cuda_real_support.cc, the only translation units of ours that include
-// their headers and call them. Kept to calls that exist in CUDA 11.4+ and
-// cuDNN 8+ (docs/gpu.md, "Support matrix"); anything newer sits behind a
-// version check.
+// cuda_real_support.cc and cuda_kernel_api.cc (our kernels' launches), the
+// only translation units of ours that include their headers and call them. Kept to calls that exist
+// in CUDA 11.4+ and cuDNN 8+ (docs/gpu.md, "Support matrix"); anything newer sits behind a version
+// check.
 //
 // cuDNN 9 deprecates the legacy API this file is written against (filter,
 // convolution, activation, pooling and op-tensor descriptors and the calls
@@ -20,11 +20,9 @@
 
 #include <climits>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "common/activation.h"
-#include "devices/cuda/cuda_kernels.h"
+#include "devices/cuda/cuda_kernel_api.h"
 #include "devices/cuda/cuda_real_support.h"
 
 // Silences cuDNN 9's deprecation of its legacy API where we use it on
@@ -49,7 +47,7 @@ AlgoResult ResultFromDnn(const cudnnConvolutionFwdAlgoPerf_t& perf) {
 }
 IOS_LEGACY_CUDNN_END
 
-class RealApi final : public Api {
+class RealApi final : public KernelApi {
  public:
   ~RealApi() override {
     if (nvml_ != nullptr) dlclose(nvml_);
@@ -496,52 +494,6 @@ class RealApi final : public Api {
     return FromDnn(cudnnOpTensor(Dnn(handle), OpDesc(op), &one, Tensor(a_desc), a, &one,
                                  Tensor(b_desc), b, &zero, Tensor(c_desc), c),
                    "cudnnOpTensor");
-  }
-
-  Status CopyStrided(Stream stream, float* dst, int64_t dst_stride, const float* src,
-                     int64_t src_stride, int64_t count, int batch, bool accumulate) override {
-    return FromCuda(LaunchCopyStrided(As<CUstream_st>(stream.value), dst, dst_stride, src,
-                                      src_stride, count, batch, accumulate),
-                    accumulate ? "ios::cuda::CopyStrided(accumulate)" : "ios::cuda::CopyStrided");
-  }
-
-  Status MaxPool(Stream stream, const MaxPoolShape& shape, const float* src, float* dst) override {
-    const MaxPoolGeometry g{shape.batch,
-                            shape.channels,
-                            shape.in_h,
-                            shape.in_w,
-                            shape.out_h,
-                            shape.out_w,
-                            shape.kernel_h,
-                            shape.kernel_w,
-                            shape.stride_h,
-                            shape.stride_w,
-                            shape.pad_h,
-                            shape.pad_w,
-                            shape.src_batch_stride,
-                            shape.dst_batch_stride};
-    return FromCuda(LaunchMaxPool(As<CUstream_st>(stream.value), g, src, dst),
-                    "ios::cuda::MaxPool");
-  }
-
-  Status ActivateStrided(Stream stream, ActivationMode mode, float* dst, int64_t dst_stride,
-                         const float* src, int64_t src_stride, int64_t count, int batch) override {
-    constexpr std::pair<ActivationMode, KernelActivation> kFunctions[] = {
-        {ActivationMode::kHardSwish, KernelActivation::kHardSwish},
-        {ActivationMode::kHardSigmoid, KernelActivation::kHardSigmoid},
-        {ActivationMode::kLeakyRelu, KernelActivation::kLeakyRelu},
-        {ActivationMode::kGelu, KernelActivation::kGelu},
-        {ActivationMode::kGeluTanh, KernelActivation::kGeluTanh},
-    };
-    for (const auto& [ours, function] : kFunctions) {
-      if (ours != mode) continue;
-      return FromCuda(
-          LaunchActivationStrided(As<CUstream_st>(stream.value), function, kLeakyReluSlope, dst,
-                                  dst_stride, src, src_stride, count, batch),
-          "ios::cuda::ActivateStrided");
-    }
-    return {Code::kUnsupported, "ios::cuda::ActivateStrided",
-            "our kernel computes hardswish, hardsigmoid, leaky relu, gelu and gelu_tanh only"};
   }
 
  private:

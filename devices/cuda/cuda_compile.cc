@@ -47,13 +47,14 @@ cuda::MathType MathOf(const CudaOptions& options) {
 
 //! Whether a step's views become cuDNN tensors (our kernels take int64
 //! strides and counts: identity copies, ceil-mode max pools, activations
-//! cuDNN lacks).
+//! cuDNN lacks, layer norms).
 bool DescribedToCuDnn(const exec::Step& step) {
   switch (step.op.kind) {
     case OpKind::kConv:
     case OpKind::kEltwise:
-    case OpKind::kRegistered:
       return true;
+    case OpKind::kRegistered:
+      return step.op.registered.kind != RegisteredKind::kLayerNorm;
     case OpKind::kPool:
       return !step.op.pool.ceil;
     case OpKind::kActivation:
@@ -354,7 +355,7 @@ void CudaPreparedProgram::CompileRegistered(const exec::Step& step, StreamContex
     case RegisteredKind::kChannelShuffle:
       return CompileChannelShuffle(step, context, where, calls);
     case RegisteredKind::kLayerNorm:
-      break;  // not yet on cuda: refused below
+      return CompileLayerNorm(step, context, where, calls);
   }
   throw ExecError(MeasureError::kUnsupported,
                   "cuda: " + where + ": no call for " + KindName(step.op));
@@ -401,6 +402,38 @@ void CudaPreparedProgram::CompileChannelShuffle(const exec::Step& step, StreamCo
   const cuda::DnnHandle dnn = context.dnn;
   cuda::Api& api = api_;
   calls.push_back({[=, &api] { return api.TransformTensor(dnn, x, input, y, output); }});
+}
+
+// Our kernel (cuDNN's legacy API has no layer norm), on the views as they
+// are: a channel's plane is contiguous in any view, so a pixel's channels
+// are `plane` floats apart and a sample is the whole buffer's C*H*W after
+// the previous one, on both sides.
+void CudaPreparedProgram::CompileLayerNorm(const exec::Step& step, StreamContext& context,
+                                           const std::string& where, std::vector<Call>& calls) {
+  const exec::View& from = step.inputs.at(0);
+  const Shape& in = buffers_.at(from.buffer).shape;
+  const Shape& out = buffers_.at(step.output.buffer).shape;
+  const std::optional<float> eps = FloatAttributeOf(step.op.registered, "eps");
+  if (!eps || from.channels != step.output.channels || in.h != out.h || in.w != out.w) {
+    throw ExecError(MeasureError::kBackendFailure,
+                    "cuda: " + where + ": a layer norm from " + std::to_string(from.channels) +
+                        "x" + std::to_string(in.h) + "x" + std::to_string(in.w) + " to " +
+                        std::to_string(step.output.channels) + "x" + std::to_string(out.h) + "x" +
+                        std::to_string(out.w) + (eps ? "" : " without an eps") +
+                        "; expected one shape in and out, and an eps");
+  }
+  cuda::LayerNormShape shape;
+  shape.batch = batch_;
+  shape.channels = from.channels;
+  shape.pixels = int64_t{in.h} * in.w;
+  shape.src_batch_stride = int64_t{in.c} * shape.pixels;
+  shape.dst_batch_stride = int64_t{out.c} * shape.pixels;
+  const float* src = ViewAddress(from);
+  float* dst = ViewAddress(step.output);
+  const float epsilon = *eps;
+  const cuda::Stream stream = context.stream;
+  cuda::Api& api = api_;
+  calls.push_back({[=, &api] { return api.LayerNormStrided(stream, shape, epsilon, src, dst); }});
 }
 
 void CudaPreparedProgram::CompileEltwise(const exec::Step& step, StreamContext& context,

@@ -69,6 +69,42 @@ __global__ void MaxPoolKernel(MaxPoolGeometry g, const float* src, float* dst) {
   }
 }
 
+// One thread per pixel (grid-stride over every sample's pixels), three
+// passes over its channels: the mean, the variance as the mean of squared
+// deviations (E[x^2] - mean^2 cancels when the mean is large), then the
+// output. Neighbouring threads read neighbouring pixels of one channel
+// plane, so every pass reads whole coalesced rows. The sums are doubles,
+// as the reference device's are: with float sums, 768 channels of values
+// around 100 come out up to 3e-4 off (1e-6 around 0), beyond the 1e-5 the
+// tests ask. About five double operations per value: far below the memory
+// traffic's time where doubles run at half the float rate (data-centre
+// GPUs), about equal to it where they run at 1/64 (consumer cards;
+// docs/gpu.md). dst may be src: a thread reads each of its pixel's values
+// before it writes it, and touches no other pixel.
+__global__ void LayerNormKernel(float eps, int batch, int channels, int64_t pixels,
+                                const float* src, int64_t src_stride, float* dst,
+                                int64_t dst_stride) {
+  const int64_t total = int64_t{batch} * pixels;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t n = i / pixels, pixel = i % pixels;
+    const float* from = src + n * src_stride + pixel;
+    float* to = dst + n * dst_stride + pixel;
+    double sum = 0;
+    for (int c = 0; c < channels; ++c) sum += from[c * pixels];
+    const double mean = sum / channels;
+    double squares = 0;
+    for (int c = 0; c < channels; ++c) {
+      const double deviation = from[c * pixels] - mean;
+      squares += deviation * deviation;
+    }
+    const double scale = 1 / sqrt(squares / channels + eps);
+    for (int c = 0; c < channels; ++c) {
+      to[c * pixels] = static_cast<float>((from[c * pixels] - mean) * scale);
+    }
+  }
+}
+
 //! Launches `launch(blocks, samples, base)` over every sample, in chunks of
 //! gridDim.y's limit; the first launch error, or cudaSuccess.
 template <class Launch>
@@ -136,6 +172,20 @@ cudaError_t LaunchMaxPool(cudaStream_t stream, const MaxPoolGeometry& shape, con
   const int64_t needed = (total + kThreads - 1) / kThreads;
   MaxPoolKernel<<<static_cast<unsigned>(needed < kMaxBlocks ? needed : kMaxBlocks), kThreads, 0,
                   stream>>>(shape, src, dst);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchLayerNorm(cudaStream_t stream, float eps, int batch, int channels, int64_t pixels,
+                            const float* src, int64_t src_stride, float* dst, int64_t dst_stride) {
+  const int64_t total = int64_t{batch} * pixels;
+  if (total <= 0 || channels <= 0) return cudaSuccess;
+  // Smaller blocks than the copies': ConvNeXt's late stages have few
+  // pixels (7x7 per sample), and each thread does a pixel's whole work.
+  constexpr int kThreads = 128;
+  constexpr int64_t kMaxBlocks = 4096;  // grid-stride beyond this
+  const int64_t needed = (total + kThreads - 1) / kThreads;
+  LayerNormKernel<<<static_cast<unsigned>(needed < kMaxBlocks ? needed : kMaxBlocks), kThreads, 0,
+                    stream>>>(eps, batch, channels, pixels, src, src_stride, dst, dst_stride);
   return cudaGetLastError();
 }
 

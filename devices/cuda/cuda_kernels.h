@@ -37,4 +37,12 @@ struct MaxPoolGeometry {
 cudaError_t LaunchMaxPool(cudaStream_t stream, const MaxPoolGeometry& shape, const float* src,
                           float* dst);
 
+//! LayerNorm over the channels of each pixel, no affine (common/op_kinds.cc
+//! defines it): (x - mean) / sqrt(variance + eps), the variance the mean of
+//! squared deviations. NCHW views: channel c of a pixel `c * pixels` floats
+//! after channel 0, sample n at src + n * src_stride, dst + n * dst_stride.
+//! dst may be src.
+cudaError_t LaunchLayerNorm(cudaStream_t stream, float eps, int batch, int channels, int64_t pixels,
+                            const float* src, int64_t src_stride, float* dst, int64_t dst_stride);
+
 }  // namespace ios::cuda

@@ -166,6 +166,8 @@ class CudaPreparedProgram : public exec::PreparedProgram {
                          std::vector<Call>& calls);
   void CompileChannelShuffle(const exec::Step& step, StreamContext& context,
                              const std::string& where, std::vector<Call>& calls);
+  void CompileLayerNorm(const exec::Step& step, StreamContext& context, const std::string& where,
+                        std::vector<Call>& calls);
   void CompileEltwise(const exec::Step& step, StreamContext& context, const std::string& where,
                       std::vector<Call>& calls);
   void CompileIdentity(const exec::Step& step, StreamContext& context, std::vector<Call>& calls);

@@ -53,7 +53,6 @@ class BackendConformanceTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     const bool cuda = GetParam().starts_with("cuda");
-    net_ = Network(cuda ? NetworkKinds::kOnCuda : NetworkKinds::kAll);
     try {
       backend_ = OpenBackend(GetParam());
     } catch (const Error& e) {

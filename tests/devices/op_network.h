@@ -29,15 +29,10 @@ inline OpParams Conv(int out, int kernel, int pad, int stride = 1, int dilation 
   return op;
 }
 
-//! Which kinds a Network holds: every one, or those the cuda backend runs
-//! (all but layernorm, not yet on cuda: its tests, which build the default
-//! network, leave it out until it is).
-enum class NetworkKinds { kAll, kOnCuda };
-
 //! The graph: every kind of interest, on an 8x9x9 input.
 class Network {
  public:
-  explicit Network(NetworkKinds kinds = NetworkKinds::kOnCuda) {
+  Network() {
     Node input{"in", "", {}, {}, {8, 9, 9}};
     input.op.kind = OpKind::kInput;
     graph_.nodes.push_back(input);
@@ -119,19 +114,17 @@ class Network {
           return op;
         }(),
         {{{0, 0, 4}}, {{1, 1, 3}}});
-    if (kinds == NetworkKinds::kAll) {
-      // ConvNeXt's layer norm over channels, across two terms and on a
-      // slice (strided views).
-      Add("layernorm_of_concat", MakeRegisteredOp(RegisteredKind::kLayerNorm),
-          {{{0, 0, 5}}, {{1, 1, 4}}});
-      Add("layernorm_on_slice",
-          [] {
-            OpParams op = MakeRegisteredOp(RegisteredKind::kLayerNorm);
-            SetFloatAttribute(op.registered, "eps", 1e-6f, "layernorm_on_slice");
-            return op;
-          }(),
-          {{{1, 2, 7}}});
-    }
+    // ConvNeXt's layer norm over channels, across two terms and on a
+    // slice (strided views).
+    Add("layernorm_of_concat", MakeRegisteredOp(RegisteredKind::kLayerNorm),
+        {{{0, 0, 5}}, {{1, 1, 4}}});
+    Add("layernorm_on_slice",
+        [] {
+          OpParams op = MakeRegisteredOp(RegisteredKind::kLayerNorm);
+          SetFloatAttribute(op.registered, "eps", 1e-6f, "layernorm_on_slice");
+          return op;
+        }(),
+        {{{1, 2, 7}}});
     // Squeeze-and-excitation's channel scale: a C x 1 x 1 term broadcast.
     Add("channel_scale", ::ios::testing::EltwiseOp(EltwiseType::kMul),
         {{{*graph_.Find("global_avg"), 0, 8}}, {{1, 0, 8}}});

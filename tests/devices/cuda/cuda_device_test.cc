@@ -5,7 +5,8 @@
 // handle, forked from and joined to the origin stream; replays capture
 // once; whole networks stay within their buffers. The fake computes
 // nothing (numerics are the cpu backend's and the GPU tests', cuda_gpu_test)
-// except the copies it can compute when a test asks: the channel shuffle's. Algorithm choice:
+// except what it can compute when a test asks: the channel shuffle's copy
+// here, the layer norm in cuda_layernorm_test.cc. Algorithm choice:
 // cuda_algorithm_test.cc; injected failures: cuda_failure_test.cc; cuDNN's refusals:
 // cuda_refusal_test.cc.
 #include <gmock/gmock.h>
@@ -26,7 +27,7 @@
 #include "exec/program.h"
 #include "exec/weights.h"
 #include "run/network_run.h"
-#include "tests/devices/cuda/channel_shuffle_program.h"
+#include "tests/devices/cuda/channel_view_program.h"
 #include "tests/devices/cuda/device_test_support.h"
 
 namespace ios::devices::cuda_testing {
@@ -278,10 +279,10 @@ TEST(CudaDeviceTest, ChannelShufflesOnChannelViewsComputeWhatTheReferenceDeviceC
     std::vector<float> got;
     {
       auto device = Device(journal);
-      got = RunChannelShuffle(*device, program, 3);
+      got = RunChannelViewProgram(*device, program, 3);
     }
     auto reference = exec::MakeReferenceDevice();
-    const run::Comparison c = run::Compare(got, RunChannelShuffle(*reference, program, 3));
+    const run::Comparison c = run::Compare(got, RunChannelViewProgram(*reference, program, 3));
     EXPECT_FALSE(c.sizes_differ);
     EXPECT_EQ(c.max_abs_diff, 0) << "a copy is exact";
     ExpectNoViolations(*journal);

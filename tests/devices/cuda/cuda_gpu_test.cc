@@ -7,9 +7,9 @@
 // backend measures and refuses an absurd batch as unsupported (beyond
 // cuDNN's int tensor extents); channel views at unaligned offsets and the
 // fused convolution over an output full of NaN compute what the reference
-// device computes, and so do channel shuffles between channel views. Without a
-// GPU (or a driver) every test skips and says why. docs/gpu.md lists what
-// to run on a GPU machine.
+// device computes, and so do channel shuffles and layer norms between
+// channel views. Without a GPU (or a driver) every test skips and says why.
+// docs/gpu.md lists what to run on a GPU machine.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -28,7 +28,7 @@
 #include "exec/program.h"
 #include "exec/weights.h"
 #include "run/network_run.h"
-#include "tests/devices/cuda/channel_shuffle_program.h"
+#include "tests/devices/cuda/channel_view_program.h"
 #include "tests/devices/cuda/channel_views.h"
 #include "tests/devices/op_network.h"
 
@@ -101,10 +101,34 @@ TEST_F(CudaGpuTest, ChannelShufflesOnChannelViewsComputeWhatTheReferenceComputes
       SCOPED_TRACE(std::to_string(channels) + " channels in " + std::to_string(groups) +
                    " groups at batch " + std::to_string(batch));
       const exec::Program program = ChannelShuffleProgram(channels, groups, size, size);
-      const run::Comparison c = run::Compare(RunChannelShuffle(*device_, program, batch),
-                                             RunChannelShuffle(*reference, program, batch));
+      const run::Comparison c = run::Compare(RunChannelViewProgram(*device_, program, batch),
+                                             RunChannelViewProgram(*reference, program, batch));
       EXPECT_FALSE(c.sizes_differ);
       EXPECT_EQ(c.max_abs_diff, 0);
+    }
+  }
+}
+
+// Our kernel (cuda_kernels.cu) between channel views whose neighbours it
+// must leave alone, against the reference device within 1e-5 (both sum in
+// double): ConvNeXt-T's 96 channels at 56x56 and 768 at 7x7, an odd 7, and
+// values around 100 (a large mean, where E[x^2] - mean^2 would cancel).
+TEST_F(CudaGpuTest, LayerNormsOnChannelViewsComputeWhatTheReferenceComputes) {
+  auto reference = exec::MakeReferenceDevice();
+  for (const auto& [channels, size] :
+       {std::tuple{7, 5}, std::tuple{96, 9}, std::tuple{96, 56}, std::tuple{768, 7}}) {
+    for (const float shift : {0.0f, 100.0f}) {
+      for (int batch : {1, 3}) {
+        SCOPED_TRACE(std::to_string(channels) + " channels of " + std::to_string(size) + "x" +
+                     std::to_string(size) + " shifted by " + std::to_string(shift) + " at batch " +
+                     std::to_string(batch));
+        const exec::Program program = LayerNormProgram(channels, 1e-6f, size, size);
+        const run::Comparison c =
+            run::Compare(RunChannelViewProgram(*device_, program, batch, shift),
+                         RunChannelViewProgram(*reference, program, batch, shift));
+        EXPECT_FALSE(c.sizes_differ);
+        EXPECT_LE(c.max_abs_diff, 1e-5);
+      }
     }
   }
 }

@@ -23,14 +23,15 @@
 //
 // It computes nothing either, unless a journal asks for it (`compute`):
 // then every allocation holds host memory, copies move real bytes, and the
-// few calls the fake can compute (cudnnTransformTensor, CopyStrided) do so
-// as they are enqueued; any other work is a violation, since what it wrote
+// few calls the fake can compute (cudnnTransformTensor, CopyStrided,
+// LayerNormStrided) do so as they are enqueued; any other work is a violation, since what it wrote
 // would be garbage a test might compare.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <set>
 #include <string>
 #include <utility>
@@ -71,6 +72,19 @@ struct PeerCopy {
   void* stream = nullptr;
 };
 
+//! One LayerNormStrided (our kernel) as it was asked for.
+struct LayerNormCall {
+  LayerNormShape shape;
+  float eps = 0;
+  friend bool operator==(const LayerNormCall&, const LayerNormCall&) = default;
+  //! For gtest's messages.
+  friend void PrintTo(const LayerNormCall& c, std::ostream* os) {
+    *os << "batch " << c.shape.batch << ", " << c.shape.channels << " channels of "
+        << c.shape.pixels << " pixels, batch strides " << c.shape.src_batch_stride << " -> "
+        << c.shape.dst_batch_stride << ", eps " << c.eps;
+  }
+};
+
 struct FakeMachine;  // the objects the fakes of one journal share
 
 //! Everything the fake saw; shared with the test, so it outlives the device.
@@ -90,6 +104,7 @@ struct Journal {
   std::vector<std::pair<TensorLayout, TensorLayout>> transforms;
   //! The function of every ActivateStrided enqueued (our kernel).
   std::vector<ActivationMode> kernel_activations;
+  std::vector<LayerNormCall> layer_norms;  // every LayerNormStrided enqueued
 
   // ---- What the fake answers --------------------------------------------
   //! Compute what can be computed (above); set before anything is allocated.
@@ -262,6 +277,8 @@ class RecordingApi final : public Api {
   Status MaxPool(Stream stream, const MaxPoolShape& shape, const float* src, float* dst) override;
   Status ActivateStrided(Stream stream, ActivationMode mode, float* dst, int64_t dst_stride,
                          const float* src, int64_t src_stride, int64_t count, int batch) override;
+  Status LayerNormStrided(Stream stream, const LayerNormShape& shape, float eps, const float* src,
+                          float* dst) override;
 
  private:
   //! Counts a call, and fails it when its number is the injected one or

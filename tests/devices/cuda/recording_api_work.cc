@@ -3,6 +3,7 @@
 // on its stream (recording_api.h), and, when the journal computes, the
 // calls the fake can compute are computed on the host.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -297,7 +298,8 @@ unsigned char* RecordingApi::Held(const void* pointer, size_t bytes) {
 
 void RecordingApi::NotComputed(const std::string& call) {
   if (!journal_->compute) return;
-  for (const char* computed : {"cudnnTransformTensor", "CopyStrided", "CopyStrided(accumulate)"}) {
+  for (const char* computed :
+       {"cudnnTransformTensor", "CopyStrided", "CopyStrided(accumulate)", "LayerNormStrided"}) {
     if (call == computed) return;
   }
   Violation(call + ": the journal computes, and the fake cannot compute this call");
@@ -326,6 +328,53 @@ Status RecordingApi::ActivateStrided(Stream stream, ActivationMode mode, float* 
       StridedKernel("ActivateStrided", stream, dst, dst_stride, src, src_stride, count, batch);
   if (status.ok()) journal_->kernel_activations.push_back(mode);
   return status;
+}
+
+// Computed as the kernel computes it (cuda_kernels.cu): the sums in
+// double, the variance the mean of squared deviations.
+Status RecordingApi::LayerNormStrided(Stream stream, const LayerNormShape& g, float eps,
+                                      const float* src, float* dst) {
+  const std::string call = "LayerNormStrided";
+  if (Status s = Enter(call); !s.ok()) return s;
+  NotComputed(call);
+  const int64_t sample = int64_t{g.channels} * g.pixels;
+  if (g.batch < 1 || g.channels < 1 || g.pixels < 1 || g.src_batch_stride < sample ||
+      g.dst_batch_stride < sample) {
+    Violation(call + ": empty, or samples that overlap");
+    return Ok();
+  }
+  if (!(eps > 0)) Violation(call + ": eps " + std::to_string(eps) + " is not positive");
+  const auto span = [&](int64_t stride) {
+    return static_cast<size_t>((g.batch - 1) * stride + sample) * sizeof(float);
+  };
+  Span(src, span(g.src_batch_stride), call + " (source)");
+  Span(dst, span(g.dst_batch_stride), call + " (destination)");
+  Work(stream.value, call);
+  journal_->ops.push_back({call, nullptr, stream.value, -1});
+  Trace(call, stream.value, nullptr, src, dst);
+  journal_->layer_norms.push_back({g, eps});
+  const auto* from = reinterpret_cast<const float*>(Held(src, span(g.src_batch_stride)));
+  auto* to = reinterpret_cast<float*>(Held(dst, span(g.dst_batch_stride)));
+  if (capturing_ || from == nullptr || to == nullptr) return Ok();
+  for (int n = 0; n < g.batch; ++n) {
+    for (int64_t pixel = 0; pixel < g.pixels; ++pixel) {
+      const float* x = from + n * g.src_batch_stride + pixel;
+      float* y = to + n * g.dst_batch_stride + pixel;
+      double sum = 0;
+      for (int c = 0; c < g.channels; ++c) sum += x[c * g.pixels];
+      const double mean = sum / g.channels;
+      double squares = 0;
+      for (int c = 0; c < g.channels; ++c) {
+        const double deviation = x[c * g.pixels] - mean;
+        squares += deviation * deviation;
+      }
+      const double scale = 1 / std::sqrt(squares / g.channels + eps);
+      for (int c = 0; c < g.channels; ++c) {
+        y[c * g.pixels] = static_cast<float>((x[c * g.pixels] - mean) * scale);
+      }
+    }
+  }
+  return Ok();
 }
 
 Status RecordingApi::MaxPool(Stream stream, const MaxPoolShape& g, const float* src, float* dst) {

@@ -1,0 +1,69 @@
+// cuda::Api's calls of our own kernels on a real GPU (cuda_kernel_api.h):
+// our types in, the launch's error out as a Status naming the call.
+#include "devices/cuda/cuda_kernel_api.h"
+
+#include <cuda_runtime_api.h>
+
+#include <utility>
+
+#include "common/activation.h"
+#include "devices/cuda/cuda_kernels.h"
+#include "devices/cuda/cuda_real_support.h"
+
+namespace ios::cuda {
+
+Status KernelApi::CopyStrided(Stream stream, float* dst, int64_t dst_stride, const float* src,
+                              int64_t src_stride, int64_t count, int batch, bool accumulate) {
+  return FromCuda(LaunchCopyStrided(As<CUstream_st>(stream.value), dst, dst_stride, src, src_stride,
+                                    count, batch, accumulate),
+                  accumulate ? "ios::cuda::CopyStrided(accumulate)" : "ios::cuda::CopyStrided");
+}
+
+Status KernelApi::MaxPool(Stream stream, const MaxPoolShape& shape, const float* src, float* dst) {
+  const MaxPoolGeometry g{shape.batch,
+                          shape.channels,
+                          shape.in_h,
+                          shape.in_w,
+                          shape.out_h,
+                          shape.out_w,
+                          shape.kernel_h,
+                          shape.kernel_w,
+                          shape.stride_h,
+                          shape.stride_w,
+                          shape.pad_h,
+                          shape.pad_w,
+                          shape.src_batch_stride,
+                          shape.dst_batch_stride};
+  return FromCuda(LaunchMaxPool(As<CUstream_st>(stream.value), g, src, dst), "ios::cuda::MaxPool");
+}
+
+Status KernelApi::ActivateStrided(Stream stream, ActivationMode mode, float* dst,
+                                  int64_t dst_stride, const float* src, int64_t src_stride,
+                                  int64_t count, int batch) {
+  constexpr std::pair<ActivationMode, KernelActivation> kFunctions[] = {
+      {ActivationMode::kHardSwish, KernelActivation::kHardSwish},
+      {ActivationMode::kHardSigmoid, KernelActivation::kHardSigmoid},
+      {ActivationMode::kLeakyRelu, KernelActivation::kLeakyRelu},
+      {ActivationMode::kGelu, KernelActivation::kGelu},
+      {ActivationMode::kGeluTanh, KernelActivation::kGeluTanh},
+  };
+  for (const auto& [ours, function] : kFunctions) {
+    if (ours != mode) continue;
+    return FromCuda(
+        LaunchActivationStrided(As<CUstream_st>(stream.value), function, kLeakyReluSlope, dst,
+                                dst_stride, src, src_stride, count, batch),
+        "ios::cuda::ActivateStrided");
+  }
+  return {Code::kUnsupported, "ios::cuda::ActivateStrided",
+          "our kernel computes hardswish, hardsigmoid, leaky relu, gelu and gelu_tanh only"};
+}
+
+Status KernelApi::LayerNormStrided(Stream stream, const LayerNormShape& shape, float eps,
+                                   const float* src, float* dst) {
+  return FromCuda(
+      LaunchLayerNorm(As<CUstream_st>(stream.value), eps, shape.batch, shape.channels, shape.pixels,
+                      src, shape.src_batch_stride, dst, shape.dst_batch_stride),
+      "ios::cuda::LayerNormStrided");
+}
+
+}  // namespace ios::cuda

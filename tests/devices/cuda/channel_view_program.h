@@ -1,0 +1,82 @@
+// One registered kind (common/op_kinds.h) as a program of its own, on a
+// channel view of a wider input into a channel view of a wider output, as
+// ShuffleNet's shuffles and ConvNeXt's norms read a concatenation and write
+// into one. The cuda device's tests run it on the recording fake (which
+// computes the shuffle's copy and the layer norm) and the GPU tests on a
+// GPU, both against the reference device; the channels around the views
+// hold a sentinel the step must leave alone.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "common/op_kinds.h"
+#include "exec/device.h"
+#include "exec/program.h"
+#include "exec/weights.h"
+
+namespace ios::devices {
+
+//! The channels around the views: the input has this many before and one
+//! after its view, the output one more before and two after.
+constexpr int kViewInputOffset = 2;
+constexpr int kViewOutputOffset = 3;
+
+//! `op` on `channels` of h x w: input buffer 0, output buffer 1, whose
+//! whole extent is the program's one output.
+inline exec::Program ChannelViewProgram(const OpParams& op, int channels, int h, int w,
+                                        const std::string& label) {
+  const int in_c = kViewInputOffset + channels + 1;
+  const int out_c = kViewOutputOffset + channels + 2;
+  exec::Program program;
+  program.buffers = {{{in_c, h, w}, 0, "wider input"}, {{out_c, h, w}, 1, "wider output"}};
+  program.slot_elements = {int64_t{in_c} * h * w, int64_t{out_c} * h * w};
+  program.inputs = {0};
+  program.outputs = {{1, 0, out_c}};
+  exec::Step step;
+  step.op = op;
+  step.inputs = {{0, kViewInputOffset, channels}};
+  step.output = {1, kViewOutputOffset, channels};
+  step.label = label;
+  exec::ProgramStage stage;
+  stage.lanes.push_back({{step}});
+  program.stages.push_back(stage);
+  exec::Validate(program);
+  return program;
+}
+
+//! A channel shuffle of `channels` in `groups` groups.
+inline exec::Program ChannelShuffleProgram(int channels, int groups, int h, int w) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kChannelShuffle);
+  op.registered.attributes = {groups};
+  return ChannelViewProgram(
+      op, channels, h, w,
+      "shuffle of " + std::to_string(channels) + " in " + std::to_string(groups));
+}
+
+//! A layer norm over `channels` with `eps`.
+inline exec::Program LayerNormProgram(int channels, float eps, int h, int w) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kLayerNorm);
+  SetFloatAttribute(op.registered, "eps", eps, "layer norm test");
+  return ChannelViewProgram(op, channels, h, w,
+                            "layer norm of " + std::to_string(channels) + " channels");
+}
+
+//! Seeded input plus `shift`, the output buffer filled with -7 first, one
+//! run: the whole output buffer.
+inline std::vector<float> RunChannelViewProgram(exec::Device& device, const exec::Program& program,
+                                                int batch, float shift = 0) {
+  auto prepared = device.Prepare(program, batch);
+  for (int buffer : {0, 1}) {
+    const Shape& s = program.buffers.at(buffer).shape;
+    const size_t count = static_cast<size_t>(batch) * s.c * s.h * s.w;
+    std::vector<float> values = exec::SeededValues(count, 26);
+    for (float& v : values) v = buffer == 0 ? v + shift : -7.0f;
+    prepared->Write(buffer, values);
+  }
+  prepared->TimedRuns(1);
+  return prepared->Read(program.outputs.at(0));
+}
+
+}  // namespace ios::devices
