@@ -81,8 +81,9 @@ std::string RegisteredKindNames();
 //! A kRegistered op of `kind` with every attribute at its default.
 OpParams MakeRegisteredOp(RegisteredKind kind);
 
-//! The value of the attribute named `name` of `op`, or nullopt when the
-//! kind declares no such attribute.
+//! The value of the attribute named `name` of `op` (a float attribute's
+//! bits: FloatAttributeOf reads it as a float), or nullopt when the kind
+//! declares no such attribute.
 std::optional<int> AttributeOf(const RegisteredOp& op, std::string_view name);
 
 //! The float attribute named `name` of `op`, or nullopt when the kind
