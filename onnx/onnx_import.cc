@@ -438,7 +438,7 @@ ImportedModel Importer::Assemble() {
   if (all_weights) {
     for (size_t id = 0; id < pending_.size(); ++id) {
       if (renumbered[id] < 0 || pending_[id].node.op.kind != OpKind::kConv) continue;
-      model.weights.Set({renumbered[id], 0}, pending_[id].weights);
+      model.weights.Set({renumbered[id], 0}, std::move(pending_[id].weights));
     }
   }
   model.has_weights = all_weights;
