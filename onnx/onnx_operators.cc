@@ -246,17 +246,21 @@ void Importer::DefineShapeKeeping(const ::onnx::NodeProto& node, const Value& x,
 void Importer::ImportSoftmax(const ::onnx::NodeProto& node, const Attributes& attrs, bool log) {
   attrs.OnlyKnown({"axis"});
   const Value& x = Input(node, 0);
-  if (x.kind != Value::Kind::kFlat) MapInput(node, 0);
+  const bool last = x.kind == Value::Kind::kChannelsLast;
+  if (x.kind != Value::Kind::kFlat && !last) MapInput(node, 0);
   const int rank = x.kind == Value::Kind::kFlat ? 2 : 4;
   const bool flattens = opset_ < 13;
   int64_t axis = attrs.Int("axis", flattens ? 1 : -1);
   if (axis < 0) axis += rank;
   const Shape in = InputShape(TermShapes(x.terms), where_);
-  const bool over_channels = axis == 1 && (!flattens || rank == 2 || int64_t{in.h} * in.w == 1);
+  const bool whole_pixel = !flattens || rank == 2 || int64_t{in.h} * in.w == 1;
+  // The channels are axis 1, or the last axis of a channels-last view.
+  const bool over_channels = whole_pixel && axis == (last ? 3 : 1);
   if (!over_channels) {
     throw Error(where_ + ": softmax over axis " + std::to_string(axis) + " of a rank-" +
                 std::to_string(rank) + " input (opset " + std::to_string(opset_) +
-                "): only a softmax over the channels (axis 1) is supported");
+                "): only a softmax over the channels (axis 1, or the last axis after a "
+                "Transpose to channels-last) is supported");
   }
   OpParams op = MakeRegisteredOp(RegisteredKind::kSoftmax);
   SetAttribute(op.registered, "log", log ? 1 : 0, where_);

@@ -206,6 +206,24 @@ TEST(OnnxChannelsLastTest, ABatchNormAfterAnIdentityOfAValueReadTwiceDoesNotChan
   EXPECT_EQ(RunImported(model, {-1.0f, 2.0f}), (std::vector<float>{-1.0f, 5.0f, 0.0f, 2.0f}));
 }
 
+TEST(OnnxChannelsLastTest, ASoftmaxOverTheLastAxisOfAChannelsLastMapIsOverTheChannels) {
+  OnnxBuilder b(3, 1, 2);
+  std::string y = b.Node("Transpose", {"input"}, {IntsAttr("perm", {0, 2, 3, 1})});
+  y = b.Node("Softmax", {y}, {IntAttr("axis", -1)});
+  y = b.Node("Transpose", {y}, {IntsAttr("perm", {0, 3, 1, 2})});
+  const ImportedModel model = ImportOnnx(b.Bytes(y), "softmax_last.onnx");
+  EXPECT_EQ(CountOps(model, OpKind::kRegistered), 1);
+  const std::vector<float> x = {0.0f, 1.0f, 1.0f, -1.0f, 2.0f, 0.0f};
+  const std::vector<float> got = RunImported(model, x);
+  for (int p = 0; p < 2; ++p) {
+    double sum = 0;
+    for (int c = 0; c < 3; ++c) sum += std::exp(double(x[c * 2 + p]));
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_NEAR(got[c * 2 + p], std::exp(double(x[c * 2 + p])) / sum, 1e-6) << c << " " << p;
+    }
+  }
+}
+
 TEST(OnnxChannelsLastTest, RefusesATransposeThatMovesDataBetweenAxes) {
   OnnxBuilder b(3, 2, 4);
   const std::string y = b.Node("Transpose", {"input"}, {IntsAttr("perm", {0, 1, 3, 2})});
