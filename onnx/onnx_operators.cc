@@ -44,7 +44,8 @@ void Importer::ImportNode(const ::onnx::NodeProto& node, int index) {
                 "; only the default ONNX domain is imported");
   }
   const std::string& op = node.op_type();
-  // A GELU chain's inner nodes become nothing; its last Mul the activation.
+  // A recognised formula's inner nodes become nothing; its last node the
+  // operator (GELU: the activation; LayerNorm: the layernorm).
   if (node.output_size() > 0 && formula_inner_.count(node.output(0))) return;
   if (node.output_size() > 0) {
     if (const auto gelu = gelus_.find(node.output(0)); gelu != gelus_.end()) {
