@@ -109,6 +109,11 @@ class Importer {
   //! it agrees (CheckInferredShape).
   void Define(const ::onnx::NodeProto& node, Value value);
 
+  //! Binds the tensor `name` (one of the current node's outputs) to `value`,
+  //! once: Define's check of the inferred shape, for each output of a node
+  //! with several (Split).
+  void DefineOutput(const std::string& name, Value value);
+
   //! Refuses `value` as tensor `name` when ONNX's shape inference gave it
   //! another shape (where it inferred one): the importer computes every
   //! shape itself, and two answers mean one reads the file otherwise.

@@ -207,9 +207,7 @@ void Importer::ImportReshape(const ::onnx::NodeProto& node) {
   }
   const int64_t features = int64_t{x.shape.c} * x.shape.h * x.shape.w;
   if (allowzero && std::find(shape.ints.begin(), shape.ints.end(), 0) != shape.ints.end()) {
-    std::string text;
-    for (int64_t d : shape.ints) text += (text.empty() ? "" : ", ") + std::to_string(d);
-    throw Error(where_ + ": allowzero=1 makes the 0 in its shape [" + text + "]" +
+    throw Error(where_ + ": allowzero=1 makes the 0 in its shape " + IntsText(shape.ints) +
                 " a size of zero, not the input's size: only flattening each sample (to [N, " +
                 std::to_string(features) + "]) is supported");
   }

@@ -198,12 +198,14 @@ void Importer::Define(const ::onnx::NodeProto& node, Value value) {
                   ") is read, but only the first output is imported");
     }
   }
-  if (values_.count(node.output(0))) {
-    throw Error(where_ + ": output " + Quoted(node.output(0)) + " is defined twice");
-  }
-  CheckInferredShape(node.output(0), value);
+  DefineOutput(node.output(0), std::move(value));
+}
+
+void Importer::DefineOutput(const std::string& name, Value value) {
+  if (values_.count(name)) throw Error(where_ + ": output " + Quoted(name) + " is defined twice");
+  CheckInferredShape(name, value);
   value.made_by = where_;
-  values_[node.output(0)] = std::move(value);
+  values_[name] = std::move(value);
 }
 
 void Importer::CheckInferredShape(const std::string& name, const Value& value) const {

@@ -24,12 +24,6 @@
 namespace ios::onnx_import::detail {
 namespace {
 
-std::string AxesText(const std::vector<int64_t>& axes) {
-  std::string text = "[";
-  for (size_t i = 0; i < axes.size(); ++i) text += (i ? ", " : "") + std::to_string(axes[i]);
-  return text + "]";
-}
-
 class LayerNormFinder {
  public:
   LayerNormFinder(const NodeChains& chains, int64_t opset) : chains_(chains), opset_(opset) {}
@@ -114,7 +108,7 @@ Value Importer::LayerNorm(const Value& x, const std::vector<int64_t>& axes, doub
   const bool over_channels = (last_is_channels && axis == rank - 1) ||
                              ((x.kind == Value::Kind::kTensor || flat_pixel) && axis == 1);
   if (!over_channels) {
-    throw Error(where_ + ": a LayerNorm over axes " + AxesText(axes) + " of " + KindText(x) +
+    throw Error(where_ + ": a LayerNorm over axes " + IntsText(axes) + " of " + KindText(x) +
                 ": only a norm over the channels (the last axis after a Transpose to "
                 "channels-last, or axis 1) is supported");
   }

@@ -15,12 +15,6 @@
 namespace ios::onnx_import::detail {
 namespace {
 
-std::string ListText(const std::vector<int64_t>& values) {
-  std::string text = "[";
-  for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
-  return text + "]";
-}
-
 std::vector<int64_t> Ints(const ConstTensor& t) {
   if (t.is_float) {
     std::vector<int64_t> values;
@@ -74,8 +68,8 @@ void Importer::ImportSlice(const ::onnx::NodeProto& node, const Attributes& attr
   for (size_t k = 0; k < axes.size(); ++k) {
     const int64_t axis = axes[k] < 0 ? axes[k] + 4 : axes[k];
     if (axis < 0 || axis > 3 || k >= starts.size() || k >= ends.size()) {
-      throw Error(where_ + ": axes " + ListText(axes) + " with starts " + ListText(starts) +
-                  " and ends " + ListText(ends) + " do not describe a slice of a rank-4 tensor");
+      throw Error(where_ + ": axes " + IntsText(axes) + " with starts " + IntsText(starts) +
+                  " and ends " + IntsText(ends) + " do not describe a slice of a rank-4 tensor");
     }
     const int64_t n = extent[static_cast<size_t>(axis)];
     const int64_t b = std::clamp(starts[k] < 0 ? starts[k] + n : starts[k], int64_t{0}, n);
@@ -119,19 +113,13 @@ void Importer::ImportSplit(const ::onnx::NodeProto& node, const Attributes& attr
   for (int64_t s : sizes) total += s;
   if (static_cast<int>(sizes.size()) != outputs || total != x.shape.c ||
       std::find_if(sizes.begin(), sizes.end(), [](int64_t s) { return s <= 0; }) != sizes.end()) {
-    throw Error(where_ + ": split " + ListText(sizes) + " into " + std::to_string(outputs) +
+    throw Error(where_ + ": split " + IntsText(sizes) + " into " + std::to_string(outputs) +
                 " outputs does not cut " + std::to_string(x.shape.c) + " channels");
   }
   int begin = 0;
   for (int i = 0; i < outputs; ++i) {
     const int end = begin + static_cast<int>(sizes[static_cast<size_t>(i)]);
-    Value part = SliceChannels(x, begin, end);
-    CheckInferredShape(node.output(i), part);
-    part.made_by = where_;
-    if (values_.count(node.output(i))) {
-      throw Error(where_ + ": output " + Quoted(node.output(i)) + " is defined twice");
-    }
-    values_[node.output(i)] = std::move(part);
+    DefineOutput(node.output(i), SliceChannels(x, begin, end));
     begin = end;
   }
 }
@@ -178,7 +166,7 @@ void Importer::ImportTranspose(const ::onnx::NodeProto& node, const Attributes& 
     PassedOn(node);
     return Define(node, relabelled);
   }
-  throw Error(where_ + ": a Transpose with perm " + ListText(perm) + " of " + KindText(x) +
+  throw Error(where_ + ": a Transpose with perm " + IntsText(perm) + " of " + KindText(x) +
               ": only moving the channels last (perm [0, 2, 3, 1]) and back (perm [0, 3, 1, 2]), "
               "or swapping the two channel-group axes of a channel shuffle (a Reshape to "
               "[N, g, C/g, H, W], perm [0, 2, 1, 3, 4], a Reshape back) is supported");
@@ -192,7 +180,7 @@ bool Importer::UngroupChannels(const ::onnx::NodeProto& node, const Value& x,
   const bool batch = shape.size() == 4 && (shape[0] == batch_ || shape[0] == 0 || shape[0] == -1);
   if (!batch || (shape[1] != x.shape.c && shape[1] != -1) || shape[2] != x.shape.h ||
       shape[3] != x.shape.w) {
-    throw Error(where_ + ": a Reshape of " + KindText(x) + " to " + ListText(shape) +
+    throw Error(where_ + ": a Reshape of " + KindText(x) + " to " + IntsText(shape) +
                 ": only a Reshape back to [N, " + std::to_string(x.shape.c) + ", " +
                 std::to_string(x.shape.h) + ", " + std::to_string(x.shape.w) +
                 "] (ending a channel shuffle) is supported");

@@ -24,9 +24,7 @@ int64_t ElementCount(const std::vector<int64_t>& dims, const std::string& where)
     // Zero elements end the product; otherwise count <= limit / d keeps
     // count * d within the limit, so nothing overflows on the way.
     if (d != 0 && count > kMaxTensorElements / d) {
-      std::string text;
-      for (int64_t e : dims) text += (text.empty() ? "" : ", ") + std::to_string(e);
-      throw Error(where + ": dims [" + text + "] make more than " +
+      throw Error(where + ": dims " + IntsText(dims) + " make more than " +
                   std::to_string(kMaxTensorElements) +
                   " elements (more than a 2 GiB ONNX file holds)");
     }
@@ -37,11 +35,13 @@ int64_t ElementCount(const std::vector<int64_t>& dims, const std::string& where)
 
 int64_t ConstTensor::elements() const { return ElementCount(dims, "tensor " + Quoted(name)); }
 
-std::string ConstTensor::DimsText() const {
+std::string IntsText(const std::vector<int64_t>& values) {
   std::string text = "[";
-  for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+  for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
   return text + "]";
 }
+
+std::string ConstTensor::DimsText() const { return IntsText(dims); }
 
 namespace {
 

@@ -67,6 +67,9 @@ struct ConstTensor {
   std::string DimsText() const;
 };
 
+//! "[1, 2, 3]": a list of integers (dims, axes, perms) for messages.
+std::string IntsText(const std::vector<int64_t>& values);
+
 //! The values of `tensor` (FLOAT, or INT64/INT32 read as integers).
 //! Throws ios::Error naming `where` for other element types, external data
 //! or a size that disagrees with the dims.
