@@ -140,23 +140,32 @@ cudaError_t LaunchActivationStrided(cudaStream_t stream, KernelActivation functi
                                     float beta, float* dst, int64_t dst_stride, const float* src,
                                     int64_t src_stride, int64_t count, int batch) {
   return ForEachSampleChunk(count, batch, [&](dim3 grid, int threads, int base) {
-    const auto launch = [&](auto kernel) {
-      kernel<<<grid, threads, 0, stream>>>(alpha, beta, dst, dst_stride, src, src_stride, count,
-                                           base);
-    };
     switch (function) {
       case KernelActivation::kHardSwish:
-        return launch(ActivationStridedKernel<KernelActivation::kHardSwish>);
+        ActivationStridedKernel<KernelActivation::kHardSwish><<<grid, threads, 0, stream>>>(
+            alpha, beta, dst, dst_stride, src, src_stride, count, base);
+        break;
       case KernelActivation::kHardSigmoid:
-        return launch(ActivationStridedKernel<KernelActivation::kHardSigmoid>);
+        ActivationStridedKernel<KernelActivation::kHardSigmoid><<<grid, threads, 0, stream>>>(
+            alpha, beta, dst, dst_stride, src, src_stride, count, base);
+        break;
       case KernelActivation::kLeakyRelu:
-        return launch(ActivationStridedKernel<KernelActivation::kLeakyRelu>);
+        ActivationStridedKernel<KernelActivation::kLeakyRelu><<<grid, threads, 0, stream>>>(
+            alpha, beta, dst, dst_stride, src, src_stride, count, base);
+        break;
       case KernelActivation::kGelu:
-        return launch(ActivationStridedKernel<KernelActivation::kGelu>);
+        ActivationStridedKernel<KernelActivation::kGelu><<<grid, threads, 0, stream>>>(
+            alpha, beta, dst, dst_stride, src, src_stride, count, base);
+        break;
       case KernelActivation::kGeluTanh:
-        return launch(ActivationStridedKernel<KernelActivation::kGeluTanh>);
+        ActivationStridedKernel<KernelActivation::kGeluTanh><<<grid, threads, 0, stream>>>(
+            alpha, beta, dst, dst_stride, src, src_stride, count, base);
+        break;
       case KernelActivation::kHardSigmoidAlphaBeta:
-        return launch(ActivationStridedKernel<KernelActivation::kHardSigmoidAlphaBeta>);
+        ActivationStridedKernel<KernelActivation::kHardSigmoidAlphaBeta>
+            <<<grid, threads, 0, stream>>>(alpha, beta, dst, dst_stride, src, src_stride, count,
+                                           base);
+        break;
     }
   });
 }
