@@ -121,6 +121,67 @@ void LayerNormReference(const RegisteredOp& op, const Shape& input, const float*
   }
 }
 
+// ---- leaky_relu, hard_sigmoid --------------------------------------------------
+// ONNX's LeakyRelu and HardSigmoid with any parameters. The Activation enum's
+// leakyrelu and hardsigmoid keep PyTorch's defaults only (a slope is not part
+// of their stage keys, which profiling DBs hold): the importer maps other
+// parameters here. Both in double, as backends are checked against them.
+
+// Far beyond any trained model's; finite, so that no backend meets inf * 0.
+constexpr float kLargestCoefficient = 1e6f;
+
+constexpr OpAttribute kLeakyReluAttributes[] = {
+    {.name = "alpha",
+     .default_value = FloatBits(0.01f),
+     .means = "the slope below zero (ONNX's and PyTorch's default 0.01)",
+     .is_float = true,
+     .float_min = -kLargestCoefficient,
+     .float_max = kLargestCoefficient},
+};
+
+constexpr OpAttribute kHardSigmoidAttributes[] = {
+    {.name = "alpha",
+     .default_value = FloatBits(0.2f),
+     .means = "the slope of alpha * x + beta before its clip to [0, 1] (ONNX's default 0.2)",
+     .is_float = true,
+     .float_min = -kLargestCoefficient,
+     .float_max = kLargestCoefficient},
+    {.name = "beta",
+     .default_value = FloatBits(0.5f),
+     .means = "the offset of alpha * x + beta before its clip to [0, 1] (ONNX's default 0.5)",
+     .is_float = true,
+     .float_min = -kLargestCoefficient,
+     .float_max = kLargestCoefficient},
+};
+
+Shape SameShape(const RegisteredOp&, const Shape& input, const std::string&) { return input; }
+
+std::string DescribeLeakyRelu(const RegisteredOp& op) {
+  return "leaky relu (slope " + AttributeText(kLeakyReluAttributes[0], op.attributes.at(0)) + ")";
+}
+
+std::string DescribeHardSigmoid(const RegisteredOp& op) {
+  return "hard sigmoid (alpha " + AttributeText(kHardSigmoidAttributes[0], op.attributes.at(0)) +
+         ", beta " + AttributeText(kHardSigmoidAttributes[1], op.attributes.at(1)) + ")";
+}
+
+void LeakyReluReference(const RegisteredOp& op, const Shape& input, const float* in, float* out) {
+  const double alpha = FloatOfBits(op.attributes.at(0));
+  const size_t count = static_cast<size_t>(input.c) * input.h * input.w;
+  for (size_t i = 0; i < count; ++i) {
+    out[i] = static_cast<float>(in[i] >= 0 ? double{in[i]} : alpha * in[i]);
+  }
+}
+
+void HardSigmoidReference(const RegisteredOp& op, const Shape& input, const float* in, float* out) {
+  const double alpha = FloatOfBits(op.attributes.at(0));
+  const double beta = FloatOfBits(op.attributes.at(1));
+  const size_t count = static_cast<size_t>(input.c) * input.h * input.w;
+  for (size_t i = 0; i < count; ++i) {
+    out[i] = static_cast<float>(std::clamp(alpha * in[i] + beta, 0.0, 1.0));
+  }
+}
+
 // In the order of the RegisteredKind enum.
 constexpr OpKindSpec kSpecs[] = {
     {.kind = RegisteredKind::kSoftmax,
@@ -151,6 +212,24 @@ constexpr OpKindSpec kSpecs[] = {
      // sum, subtract, square, sum, subtract, multiply, and the per-pixel
      // square root spread over the channels: about eight per element
      .sim_flops_per_element = 8},
+    {.kind = RegisteredKind::kLeakyRelu,
+     .name = "leaky_relu",
+     .summary = "x, or alpha * x below zero (ONNX LeakyRelu)",
+     .attributes = kLeakyReluAttributes,
+     .infer = SameShape,
+     .describe = DescribeLeakyRelu,
+     .reference = LeakyReluReference,
+     // a compare and a multiply
+     .sim_flops_per_element = 1},
+    {.kind = RegisteredKind::kHardSigmoid,
+     .name = "hard_sigmoid",
+     .summary = "max(0, min(1, alpha * x + beta)) (ONNX HardSigmoid)",
+     .attributes = kHardSigmoidAttributes,
+     .infer = SameShape,
+     .describe = DescribeHardSigmoid,
+     .reference = HardSigmoidReference,
+     // a multiply-add and the clip
+     .sim_flops_per_element = 2},
 };
 
 // The shortest decimal that reads back to `value`'s bits (std::to_chars

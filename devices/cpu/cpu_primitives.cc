@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -350,13 +351,19 @@ class LaneCompiler {
     if (step.op.act == Activation::kNone) {
       return Copy(calls, ViewMemory(step.inputs.at(0)), ViewMemory(step.output));
     }
+    EltwiseSteps(step, EltwiseStepsOf(step.op.act), calls);
+  }
+
+  //! `steps` in turn from the step's input to its output.
+  void EltwiseSteps(const exec::Step& step, const std::vector<Eltwise>& steps,
+                    std::vector<Call>& calls) {
     // Both dense and of equal dims: one descriptor serves source and
     // destination, as oneDNN 2.x's eltwise requires.
     const memory src = DenseInput(calls, step.inputs.at(0));
     const memory dst = DenseOutput(step.output);
     // The first step reads the input, later ones work in place.
     bool first = true;
-    for (const Eltwise& e : EltwiseStepsOf(step.op.act)) {
+    for (const Eltwise& e : steps) {
       doing_ = "eltwise_forward::primitive_desc";
       const dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, e.alg,
                                              dst.get_desc(), e.alpha, e.beta);
@@ -378,9 +385,27 @@ class LaneCompiler {
         return ChannelShuffle(step, calls);
       case RegisteredKind::kLayerNorm:
         return LayerNorm(step, calls);
+      case RegisteredKind::kLeakyRelu:  // as Activation::kLeakyRelu, at the op's slope
+        return EltwiseSteps(step, {{dnnl::algorithm::eltwise_relu, Float(step, "alpha")}}, calls);
+      case RegisteredKind::kHardSigmoid:  // as Activation::kHardSigmoid, at the op's line
+        return EltwiseSteps(
+            step,
+            {{dnnl::algorithm::eltwise_linear, Float(step, "alpha"), Float(step, "beta")},
+             {dnnl::algorithm::eltwise_clip, 0.f, 1.f}},
+            calls);
     }
     throw ExecError(MeasureError::kUnsupported,
                     "cpu: " + where_ + ": no primitive for " + KindName(step.op));
+  }
+
+  //! A float attribute of the step's kind; a program from a bad key says so.
+  float Float(const exec::Step& step, std::string_view name) const {
+    const std::optional<float> value = FloatAttributeOf(step.op.registered, name);
+    if (!value) {
+      throw ExecError(MeasureError::kBackendFailure, "cpu: " + where_ + ": " + KindName(step.op) +
+                                                         " has no attribute " + std::string(name));
+    }
+    return *value;
   }
 
   //! Softmax (or its logarithm) over channels, on dense nhwc data: the

@@ -96,9 +96,10 @@ struct AlgoResult {
 };
 
 //! cuDNN's activations (kRelu6: clipped at 6; kSwish: x * sigmoid(x), cuDNN
-//! 8.2 and newer), and kHardSwish, kHardSigmoid, kLeakyRelu (slope
-//! ios::kLeakyReluSlope), kGelu (erf) and kGeluTanh, which only our kernel
-//! computes.
+//! 8.2 and newer), and kHardSwish, kHardSigmoid (relu6(x + 3) / 6),
+//! kLeakyRelu (x, or alpha * x below zero), kGelu (erf), kGeluTanh and
+//! kHardSigmoidAlphaBeta (clip(alpha * x + beta, 0, 1), the hard_sigmoid
+//! kind), which only our kernel computes.
 enum class ActivationMode {
   kRelu,
   kSigmoid,
@@ -109,14 +110,22 @@ enum class ActivationMode {
   kHardSigmoid,
   kLeakyRelu,
   kGelu,
-  kGeluTanh
+  kGeluTanh,
+  kHardSigmoidAlphaBeta
+};
+
+//! The coefficients ActivateStrided's kLeakyRelu (alpha: its slope below
+//! zero) and kHardSigmoidAlphaBeta read; the other modes read neither.
+struct ActivationParams {
+  float alpha = 0, beta = 0;
+  friend bool operator==(const ActivationParams&, const ActivationParams&) = default;
 };
 
 //! True for the modes ActivateStrided computes and cuDNN has not.
 constexpr bool OnlyOurKernelComputes(ActivationMode mode) {
   return mode == ActivationMode::kHardSwish || mode == ActivationMode::kHardSigmoid ||
          mode == ActivationMode::kLeakyRelu || mode == ActivationMode::kGelu ||
-         mode == ActivationMode::kGeluTanh;
+         mode == ActivationMode::kGeluTanh || mode == ActivationMode::kHardSigmoidAlphaBeta;
 }
 enum class PoolingMode { kMax, kAverageCountingPadding, kAverageExcludingPadding };
 
@@ -279,10 +288,11 @@ class Api {
   virtual Status MaxPool(Stream stream, const MaxPoolShape& shape, const float* src,
                          float* dst) = 0;
   //! CopyStrided's walk, dst = activation(src) (dst may be src): our kernel
-  //! for what cuDNN has no mode for (OnlyOurKernelComputes).
-  virtual Status ActivateStrided(Stream stream, ActivationMode mode, float* dst, int64_t dst_stride,
-                                 const float* src, int64_t src_stride, int64_t count,
-                                 int batch) = 0;
+  //! for what cuDNN has no mode for (OnlyOurKernelComputes), with `params`'
+  //! coefficients where the mode reads them.
+  virtual Status ActivateStrided(Stream stream, ActivationMode mode, ActivationParams params,
+                                 float* dst, int64_t dst_stride, const float* src,
+                                 int64_t src_stride, int64_t count, int batch) = 0;
   //! y = (x - mean) / sqrt(variance + eps) over the channels of each pixel
   //! of `shape`, the variance the mean of squared deviations, no affine
   //! (the layernorm kind, common/op_kinds.h). Our kernel (cuda_kernels.cu);

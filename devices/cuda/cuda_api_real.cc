@@ -333,6 +333,7 @@ class RealApi final : public KernelApi {
       case ActivationMode::kLeakyRelu:
       case ActivationMode::kGelu:
       case ActivationMode::kGeluTanh:
+      case ActivationMode::kHardSigmoidAlphaBeta:
         return {Code::kUnsupported, "cudnnSetActivationDescriptor",
                 "cuDNN has no such mode (hardswish, hardsigmoid, leaky relu, gelu, gelu_tanh); "
                 "ActivateStrided computes it"};

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "common/activation.h"
 #include "common/op_kinds.h"
 #include "devices/cuda/cuda_program.h"
 
@@ -47,14 +48,15 @@ cuda::MathType MathOf(const CudaOptions& options) {
 
 //! Whether a step's views become cuDNN tensors (our kernels take int64
 //! strides and counts: identity copies, ceil-mode max pools, activations
-//! cuDNN lacks, layer norms).
+//! cuDNN lacks, layer norms, leaky_relu and hard_sigmoid).
 bool DescribedToCuDnn(const exec::Step& step) {
   switch (step.op.kind) {
     case OpKind::kConv:
     case OpKind::kEltwise:
       return true;
     case OpKind::kRegistered:
-      return step.op.registered.kind != RegisteredKind::kLayerNorm;
+      return step.op.registered.kind == RegisteredKind::kSoftmax ||
+             step.op.registered.kind == RegisteredKind::kChannelShuffle;
     case OpKind::kPool:
       return !step.op.pool.ceil;
     case OpKind::kActivation:
@@ -317,26 +319,67 @@ std::function<cuda::Status()> CudaPreparedProgram::ActivationCall(Activation act
                                                                   const exec::View& from,
                                                                   const exec::View& to,
                                                                   const std::string& where) {
+  if (const cuda::ActivationMode mode = ModeOf(act, where); cuda::OnlyOurKernelComputes(mode)) {
+    cuda::ActivationParams params;
+    if (act == Activation::kLeakyRelu) params.alpha = kLeakyReluSlope;
+    return KernelActivationCall(mode, params, context, from, to);
+  }
   cuda::Api& api = api_;
   const float* src = ViewAddress(from);
   float* dst = ViewAddress(to);
-  if (const cuda::ActivationMode mode = ModeOf(act, where); cuda::OnlyOurKernelComputes(mode)) {
-    const Shape& in = buffers_.at(from.buffer).shape;
-    const Shape& out = buffers_.at(to.buffer).shape;
-    const int64_t src_stride = int64_t{in.c} * in.h * in.w;
-    const int64_t dst_stride = int64_t{out.c} * out.h * out.w;
-    const int64_t count = int64_t{to.channels} * out.h * out.w;
-    const cuda::Stream stream = context.stream;
-    const int batch = batch_;
-    return [=, &api] {
-      return api.ActivateStrided(stream, mode, dst, dst_stride, src, src_stride, count, batch);
-    };
-  }
   const cuda::ActivationDesc desc = KeepActivation(act, where);
   const cuda::TensorDesc x = KeepTensor(from, where);
   const cuda::TensorDesc y = KeepTensor(to, where);
   const cuda::DnnHandle dnn = context.dnn;
   return [=, &api] { return api.ActivationForward(dnn, desc, x, src, y, dst); };
+}
+
+// Our kernel on the views as they are: a channel range of a sample is
+// contiguous, the samples a whole buffer apart.
+std::function<cuda::Status()> CudaPreparedProgram::KernelActivationCall(
+    cuda::ActivationMode mode, cuda::ActivationParams params, StreamContext& context,
+    const exec::View& from, const exec::View& to) {
+  cuda::Api& api = api_;
+  const float* src = ViewAddress(from);
+  float* dst = ViewAddress(to);
+  const Shape& in = buffers_.at(from.buffer).shape;
+  const Shape& out = buffers_.at(to.buffer).shape;
+  const int64_t src_stride = int64_t{in.c} * in.h * in.w;
+  const int64_t dst_stride = int64_t{out.c} * out.h * out.w;
+  const int64_t count = int64_t{to.channels} * out.h * out.w;
+  const cuda::Stream stream = context.stream;
+  const int batch = batch_;
+  return [=, &api] {
+    return api.ActivateStrided(stream, mode, params, dst, dst_stride, src, src_stride, count,
+                               batch);
+  };
+}
+
+// leaky_relu and hard_sigmoid: the kernel that runs the Activation enum's
+// leakyrelu and hardsigmoid (PyTorch's defaults), with the op's own
+// coefficients.
+void CudaPreparedProgram::CompileCoefficientActivation(const exec::Step& step,
+                                                       StreamContext& context,
+                                                       const std::string& where,
+                                                       std::vector<Call>& calls) {
+  const exec::View& from = step.inputs.at(0);
+  const Shape& in = buffers_.at(from.buffer).shape;
+  const Shape& out = buffers_.at(step.output.buffer).shape;
+  const bool leaky = step.op.registered.kind == RegisteredKind::kLeakyRelu;
+  const std::optional<float> alpha = FloatAttributeOf(step.op.registered, "alpha");
+  const std::optional<float> beta =
+      leaky ? std::optional<float>(0) : FloatAttributeOf(step.op.registered, "beta");
+  if (!alpha || !beta || from.channels != step.output.channels || in.h != out.h || in.w != out.w) {
+    throw ExecError(MeasureError::kBackendFailure,
+                    "cuda: " + where + ": " + KindName(step.op) + " from " +
+                        std::to_string(from.channels) + "x" + std::to_string(in.h) + "x" +
+                        std::to_string(in.w) + " to " + std::to_string(step.output.channels) + "x" +
+                        std::to_string(out.h) + "x" + std::to_string(out.w) +
+                        "; expected one shape in and out, and its coefficients");
+  }
+  const cuda::ActivationMode mode =
+      leaky ? cuda::ActivationMode::kLeakyRelu : cuda::ActivationMode::kHardSigmoidAlphaBeta;
+  calls.push_back({KernelActivationCall(mode, {*alpha, *beta}, context, from, step.output)});
 }
 
 void CudaPreparedProgram::CompileRegistered(const exec::Step& step, StreamContext& context,
@@ -356,6 +399,9 @@ void CudaPreparedProgram::CompileRegistered(const exec::Step& step, StreamContex
       return CompileChannelShuffle(step, context, where, calls);
     case RegisteredKind::kLayerNorm:
       return CompileLayerNorm(step, context, where, calls);
+    case RegisteredKind::kLeakyRelu:
+    case RegisteredKind::kHardSigmoid:
+      return CompileCoefficientActivation(step, context, where, calls);
   }
   throw ExecError(MeasureError::kUnsupported,
                   "cuda: " + where + ": no call for " + KindName(step.op));

@@ -6,7 +6,6 @@
 
 #include <utility>
 
-#include "common/activation.h"
 #include "devices/cuda/cuda_kernels.h"
 #include "devices/cuda/cuda_real_support.h"
 
@@ -37,25 +36,27 @@ Status KernelApi::MaxPool(Stream stream, const MaxPoolShape& shape, const float*
   return FromCuda(LaunchMaxPool(As<CUstream_st>(stream.value), g, src, dst), "ios::cuda::MaxPool");
 }
 
-Status KernelApi::ActivateStrided(Stream stream, ActivationMode mode, float* dst,
-                                  int64_t dst_stride, const float* src, int64_t src_stride,
-                                  int64_t count, int batch) {
+Status KernelApi::ActivateStrided(Stream stream, ActivationMode mode, ActivationParams params,
+                                  float* dst, int64_t dst_stride, const float* src,
+                                  int64_t src_stride, int64_t count, int batch) {
   constexpr std::pair<ActivationMode, KernelActivation> kFunctions[] = {
       {ActivationMode::kHardSwish, KernelActivation::kHardSwish},
       {ActivationMode::kHardSigmoid, KernelActivation::kHardSigmoid},
       {ActivationMode::kLeakyRelu, KernelActivation::kLeakyRelu},
       {ActivationMode::kGelu, KernelActivation::kGelu},
       {ActivationMode::kGeluTanh, KernelActivation::kGeluTanh},
+      {ActivationMode::kHardSigmoidAlphaBeta, KernelActivation::kHardSigmoidAlphaBeta},
   };
   for (const auto& [ours, function] : kFunctions) {
     if (ours != mode) continue;
     return FromCuda(
-        LaunchActivationStrided(As<CUstream_st>(stream.value), function, kLeakyReluSlope, dst,
-                                dst_stride, src, src_stride, count, batch),
+        LaunchActivationStrided(As<CUstream_st>(stream.value), function, params.alpha, params.beta,
+                                dst, dst_stride, src, src_stride, count, batch),
         "ios::cuda::ActivateStrided");
   }
   return {Code::kUnsupported, "ios::cuda::ActivateStrided",
-          "our kernel computes hardswish, hardsigmoid, leaky relu, gelu and gelu_tanh only"};
+          "our kernel computes hardswish, hardsigmoid (either), leaky relu, gelu and gelu_tanh "
+          "only"};
 }
 
 Status KernelApi::LayerNormStrided(Stream stream, const LayerNormShape& shape, float eps,

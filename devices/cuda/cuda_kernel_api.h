@@ -18,8 +18,9 @@ class KernelApi : public Api {
   Status CopyStrided(Stream stream, float* dst, int64_t dst_stride, const float* src,
                      int64_t src_stride, int64_t count, int batch, bool accumulate) override;
   Status MaxPool(Stream stream, const MaxPoolShape& shape, const float* src, float* dst) override;
-  Status ActivateStrided(Stream stream, ActivationMode mode, float* dst, int64_t dst_stride,
-                         const float* src, int64_t src_stride, int64_t count, int batch) override;
+  Status ActivateStrided(Stream stream, ActivationMode mode, ActivationParams params, float* dst,
+                         int64_t dst_stride, const float* src, int64_t src_stride, int64_t count,
+                         int batch) override;
   Status LayerNormStrided(Stream stream, const LayerNormShape& shape, float eps, const float* src,
                           float* dst) override;
 };

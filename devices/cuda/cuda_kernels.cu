@@ -22,7 +22,7 @@ __device__ float Relu6(float x) { return fminf(fmaxf(x, 0.0f), 6.0f); }
 
 // One instantiation per function: no branch on it per element.
 template <KernelActivation kFunction>
-__global__ void ActivationStridedKernel(float slope, float* dst, int64_t dst_stride,
+__global__ void ActivationStridedKernel(float alpha, float beta, float* dst, int64_t dst_stride,
                                         const float* src, int64_t src_stride, int64_t count,
                                         int sample_base) {
   const int64_t sample = sample_base + blockIdx.y;
@@ -36,7 +36,9 @@ __global__ void ActivationStridedKernel(float slope, float* dst, int64_t dst_str
     } else if (kFunction == KernelActivation::kHardSigmoid) {
       to[i] = Relu6(x + 3.0f) / 6.0f;
     } else if (kFunction == KernelActivation::kLeakyRelu) {
-      to[i] = x > 0.0f ? x : slope * x;
+      to[i] = x > 0.0f ? x : alpha * x;
+    } else if (kFunction == KernelActivation::kHardSigmoidAlphaBeta) {
+      to[i] = fminf(fmaxf(fmaf(alpha, x, beta), 0.0f), 1.0f);
     } else if (kFunction == KernelActivation::kGelu) {
       to[i] = 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));  // 1 / sqrt 2
     } else {  // gelu_tanh; 0.7978...: sqrt(2 / pi)
@@ -134,30 +136,35 @@ cudaError_t LaunchCopyStrided(cudaStream_t stream, float* dst, int64_t dst_strid
   });
 }
 
-cudaError_t LaunchActivationStrided(cudaStream_t stream, KernelActivation function, float slope,
-                                    float* dst, int64_t dst_stride, const float* src,
+cudaError_t LaunchActivationStrided(cudaStream_t stream, KernelActivation function, float alpha,
+                                    float beta, float* dst, int64_t dst_stride, const float* src,
                                     int64_t src_stride, int64_t count, int batch) {
   return ForEachSampleChunk(count, batch, [&](dim3 grid, int threads, int base) {
     switch (function) {
       case KernelActivation::kHardSwish:
-        ActivationStridedKernel<KernelActivation::kHardSwish>
-            <<<grid, threads, 0, stream>>>(slope, dst, dst_stride, src, src_stride, count, base);
+        ActivationStridedKernel<KernelActivation::kHardSwish><<<grid, threads, 0, stream>>>(
+            alpha, beta, dst, dst_stride, src, src_stride, count, base);
         break;
       case KernelActivation::kHardSigmoid:
-        ActivationStridedKernel<KernelActivation::kHardSigmoid>
-            <<<grid, threads, 0, stream>>>(slope, dst, dst_stride, src, src_stride, count, base);
+        ActivationStridedKernel<KernelActivation::kHardSigmoid><<<grid, threads, 0, stream>>>(
+            alpha, beta, dst, dst_stride, src, src_stride, count, base);
         break;
       case KernelActivation::kLeakyRelu:
-        ActivationStridedKernel<KernelActivation::kLeakyRelu>
-            <<<grid, threads, 0, stream>>>(slope, dst, dst_stride, src, src_stride, count, base);
+        ActivationStridedKernel<KernelActivation::kLeakyRelu><<<grid, threads, 0, stream>>>(
+            alpha, beta, dst, dst_stride, src, src_stride, count, base);
         break;
       case KernelActivation::kGelu:
-        ActivationStridedKernel<KernelActivation::kGelu>
-            <<<grid, threads, 0, stream>>>(slope, dst, dst_stride, src, src_stride, count, base);
+        ActivationStridedKernel<KernelActivation::kGelu><<<grid, threads, 0, stream>>>(
+            alpha, beta, dst, dst_stride, src, src_stride, count, base);
         break;
       case KernelActivation::kGeluTanh:
-        ActivationStridedKernel<KernelActivation::kGeluTanh>
-            <<<grid, threads, 0, stream>>>(slope, dst, dst_stride, src, src_stride, count, base);
+        ActivationStridedKernel<KernelActivation::kGeluTanh><<<grid, threads, 0, stream>>>(
+            alpha, beta, dst, dst_stride, src, src_stride, count, base);
+        break;
+      case KernelActivation::kHardSigmoidAlphaBeta:
+        ActivationStridedKernel<KernelActivation::kHardSigmoidAlphaBeta>
+            <<<grid, threads, 0, stream>>>(alpha, beta, dst, dst_stride, src, src_stride, count,
+                                           base);
         break;
     }
   });

@@ -13,16 +13,24 @@ namespace ios::cuda {
 cudaError_t LaunchCopyStrided(cudaStream_t stream, float* dst, int64_t dst_stride, const float* src,
                               int64_t src_stride, int64_t count, int batch, bool accumulate);
 
-//! The activations cuDNN has no mode for, as common/activation.cc defines
-//! them: hardswish x * relu6(x + 3) / 6, hardsigmoid relu6(x + 3) / 6,
-//! leaky relu x or slope * x below zero, gelu 0.5 x (1 + erf(x / sqrt 2))
-//! and gelu_tanh 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
-enum class KernelActivation { kHardSwish, kHardSigmoid, kLeakyRelu, kGelu, kGeluTanh };
+//! The activations cuDNN has no mode for, as common/activation.cc and
+//! common/op_kinds.cc define them: hardswish x * relu6(x + 3) / 6,
+//! hardsigmoid relu6(x + 3) / 6, leaky relu x or alpha * x below zero, gelu
+//! 0.5 x (1 + erf(x / sqrt 2)), gelu_tanh 0.5 x (1 + tanh(sqrt(2 / pi) (x +
+//! 0.044715 x^3))) and the hard_sigmoid kind's clip(alpha * x + beta, 0, 1).
+enum class KernelActivation {
+  kHardSwish,
+  kHardSigmoid,
+  kLeakyRelu,
+  kGelu,
+  kGeluTanh,
+  kHardSigmoidAlphaBeta
+};
 
-//! The same walk, dst = function(src); dst may be src. `slope`: leaky
-//! relu's, unused by the others.
-cudaError_t LaunchActivationStrided(cudaStream_t stream, KernelActivation function, float slope,
-                                    float* dst, int64_t dst_stride, const float* src,
+//! The same walk, dst = function(src); dst may be src. `alpha`: leaky
+//! relu's slope and, with `beta`, hard sigmoid's line; unused by the others.
+cudaError_t LaunchActivationStrided(cudaStream_t stream, KernelActivation function, float alpha,
+                                    float beta, float* dst, int64_t dst_stride, const float* src,
                                     int64_t src_stride, int64_t count, int batch);
 
 //! cuda_api.h's MaxPoolShape, field for field: this header is compiled as

@@ -168,6 +168,8 @@ class CudaPreparedProgram : public exec::PreparedProgram {
                              const std::string& where, std::vector<Call>& calls);
   void CompileLayerNorm(const exec::Step& step, StreamContext& context, const std::string& where,
                         std::vector<Call>& calls);
+  void CompileCoefficientActivation(const exec::Step& step, StreamContext& context,
+                                    const std::string& where, std::vector<Call>& calls);
   void CompileEltwise(const exec::Step& step, StreamContext& context, const std::string& where,
                       std::vector<Call>& calls);
   void CompileIdentity(const exec::Step& step, StreamContext& context, std::vector<Call>& calls);
@@ -175,6 +177,11 @@ class CudaPreparedProgram : public exec::PreparedProgram {
   std::function<cuda::Status()> ActivationCall(Activation act, StreamContext& context,
                                                const exec::View& from, const exec::View& to,
                                                const std::string& where);
+  //! Our activation kernel (cuda::Api::ActivateStrided) from `from` into `to`.
+  std::function<cuda::Status()> KernelActivationCall(cuda::ActivationMode mode,
+                                                     cuda::ActivationParams params,
+                                                     StreamContext& context, const exec::View& from,
+                                                     const exec::View& to);
   //! A call that reads the step's one input view and writes its output
   //! view: `run(api, handle, x, input, y, output)`.
   void AddUnaryCall(const exec::Step& step, StreamContext& context, const std::string& where,

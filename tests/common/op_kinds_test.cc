@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -28,6 +30,19 @@ OpParams Softmax(bool log) {
 OpParams LayerNorm(float eps) {
   OpParams op = MakeRegisteredOp(RegisteredKind::kLayerNorm);
   SetFloatAttribute(op.registered, "eps", eps, "test");
+  return op;
+}
+
+OpParams LeakyRelu(float alpha) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kLeakyRelu);
+  SetFloatAttribute(op.registered, "alpha", alpha, "test");
+  return op;
+}
+
+OpParams HardSigmoid(float alpha, float beta) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kHardSigmoid);
+  SetFloatAttribute(op.registered, "alpha", alpha, "test");
+  SetFloatAttribute(op.registered, "beta", beta, "test");
   return op;
 }
 
@@ -66,7 +81,7 @@ TEST(OpKindsTest, KindsAreInEnumOrderWithNamesNoBuiltInWordTakes) {
     EXPECT_EQ(KindName(op), name);
   }
   EXPECT_EQ(RegisteredKindNamed("gelu"), nullptr);
-  EXPECT_EQ(RegisteredKindNames(), "softmax, channel_shuffle, layernorm");
+  EXPECT_EQ(RegisteredKindNames(), "softmax, channel_shuffle, layernorm, leaky_relu, hard_sigmoid");
 }
 
 TEST(OpKindsTest, AttributesAreCheckedAgainstTheirDeclaredRanges) {
@@ -152,7 +167,7 @@ TEST(OpKindsTest, StageKeysWithBadAttributesSayWhere) {
            {"softmax(log=0", "expected ')'"},
            {"softmix(log=0)",
             "expected an operator (conv, pool, act, add, mul, id, seq, softmax, "
-            "channel_shuffle, layernorm)"}}) {
+            "channel_shuffle, layernorm, leaky_relu, hard_sigmoid)"}}) {
     std::string bad = key;
     bad.replace(at, good.size(), text);
     try {
@@ -213,8 +228,10 @@ TEST(OpKindsTest, IosJsonRefusesOutOfRangeAttributesAndListsKnownTypes) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("unknown operator type 'gelu'"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("sequential, softmax, channel_shuffle, layernorm)"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("sequential, softmax, channel_shuffle, layernorm, leaky_relu, "
+                                   "hard_sigmoid)"),
+        std::string::npos)
         << e.what();
   }
 }
@@ -398,6 +415,91 @@ TEST(OpKindsTest, LayerNormReferenceNormalisesEachPixelOverItsChannels) {
   }
   // Concatenated terms: the norm is over all their channels.
   EXPECT_EQ(InferOpOutput(LayerNorm(1e-6f), {{3, 4, 4}, {5, 4, 4}}, "x"), (Shape{8, 4, 4}));
+}
+
+// ---- leaky_relu(alpha), hard_sigmoid(alpha, beta) -------------------------------
+
+TEST(OpKindsTest, LeakyReluAndHardSigmoidKeysParseBackBitExact) {
+  EXPECT_EQ(RegisteredKeyText(MakeRegisteredOp(RegisteredKind::kLeakyRelu).registered),
+            "leaky_relu(alpha=0.01)");
+  EXPECT_EQ(RegisteredKeyText(MakeRegisteredOp(RegisteredKind::kHardSigmoid).registered),
+            "hard_sigmoid(alpha=0.2,beta=0.5)");
+  EXPECT_EQ(RegisteredKeyText(LeakyRelu(0.2f).registered), "leaky_relu(alpha=0.2)");
+  EXPECT_EQ(RegisteredKeyText(HardSigmoid(1.0f / 6, 0.5f).registered),
+            "hard_sigmoid(alpha=0.16666667,beta=0.5)");
+  EXPECT_EQ(Describe(LeakyRelu(-0.5f)), "leaky relu (slope -0.5)");
+  EXPECT_EQ(Describe(HardSigmoid(0.2f, -1.5f)), "hard sigmoid (alpha 0.2, beta -1.5)");
+  EXPECT_EQ(InferOpOutput(LeakyRelu(0.2f), {{3, 4, 4}, {5, 4, 4}}, "x"), (Shape{8, 4, 4}));
+  EXPECT_EQ(InferOpOutput(HardSigmoid(0.2f, 0.5f), {{3, 4, 5}}, "x"), (Shape{3, 4, 5}));
+  const float next = std::nextafter(0.2f, 1.0f);  // needs all nine digits
+  for (const OpParams& op :
+       {LeakyRelu(0.2f), LeakyRelu(-0.5f), LeakyRelu(0.0f), LeakyRelu(next),
+        HardSigmoid(0.2f, 0.5f), HardSigmoid(-1e6f, 1e6f), HardSigmoid(next, -0.25f)}) {
+    const Graph g = SoftmaxGraph(op);
+    Stage stage;
+    stage.groups = {{1, 2}, {3}};
+    const std::string key = MakeStageSpec(g, stage).Key();
+    EXPECT_NE(key.find(RegisteredKeyText(op.registered) + "<"), std::string::npos) << key;
+    const StageSpec parsed = ParseStageKey(key);
+    EXPECT_EQ(parsed.Key(), key);
+    ASSERT_FALSE(parsed.groups.empty());
+    ASSERT_FALSE(parsed.groups[0].empty());
+    EXPECT_EQ(parsed.groups[0].back().op, op) << key;
+    // And through an IOS JSON file.
+    const Graph again = ParseIosJson(ToIosJson(g), "again.json").graph;
+    EXPECT_EQ(again.node(2).op, op) << ToIosJson(g);
+  }
+  // The activations' own keys, which profiling DBs hold, are other words.
+  EXPECT_EQ(RegisteredKindNamed("leakyrelu"), nullptr);
+  EXPECT_EQ(RegisteredKindNamed("hardsigmoid"), nullptr);
+}
+
+TEST(OpKindsTest, LeakyReluAndHardSigmoidRefuseNonFiniteAndHugeCoefficients) {
+  const float nan = std::nanf(""), inf = std::numeric_limits<float>::infinity();
+  for (const auto& [op, field] :
+       std::vector<std::pair<OpParams, std::string>>{{LeakyRelu(nan), "alpha: nan"},
+                                                     {LeakyRelu(-inf), "alpha: -inf"},
+                                                     {LeakyRelu(2e6f), "alpha: 2e+06"},
+                                                     {HardSigmoid(0.2f, nan), "beta: nan"},
+                                                     {HardSigmoid(inf, 0.5f), "alpha: inf"}}) {
+    try {
+      CheckAttributes(op.registered, "node 'act'");
+      FAIL() << field << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("node 'act': " + field +
+                                           " is out of range (expected -1e+06 to 1e+06; "),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(OpKindsTest, LeakyReluReferenceScalesOnlyTheNegativeInputs) {
+  const OpKindSpec& spec = SpecOf(RegisteredKind::kLeakyRelu);
+  const std::vector<float> in = {-4, -0.5f, 0, 0.25f, 3, -1e30f};
+  std::vector<float> out(in.size());
+  spec.reference(LeakyRelu(0.2f).registered, {3, 1, 2}, in.data(), out.data());
+  EXPECT_EQ(out, (std::vector<float>{-0.8f, -0.1f, 0, 0.25f, 3, -1e30f * 0.2f}));
+  // A negative slope flips the negative side; slope 0 is a relu.
+  spec.reference(LeakyRelu(-0.5f).registered, {3, 1, 2}, in.data(), out.data());
+  EXPECT_EQ(out, (std::vector<float>{2, 0.25f, 0, 0.25f, 3, 5e29f}));
+  spec.reference(LeakyRelu(0).registered, {3, 1, 2}, in.data(), out.data());
+  EXPECT_EQ(out, (std::vector<float>{0, 0, 0, 0.25f, 3, 0}));
+}
+
+TEST(OpKindsTest, HardSigmoidReferenceIsTheLineClippedToZeroAndOne) {
+  const OpKindSpec& spec = SpecOf(RegisteredKind::kHardSigmoid);
+  // ONNX's defaults: 0.2 x + 0.5 reaches 0 at x = -2.5 and 1 at x = 2.5.
+  const std::vector<float> in = {-10, -2.5f, -1, 0, 1, 2.5f, 10, 1e30f};
+  std::vector<float> out(in.size());
+  spec.reference(HardSigmoid(0.2f, 0.5f).registered, {2, 2, 2}, in.data(), out.data());
+  const std::vector<float> onnx = {0, 0, 0.3f, 0.5f, 0.7f, 1, 1, 1};
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_NEAR(out[i], onnx[i], 1e-7) << in[i];
+  // A negative slope turns the clip around; beta alone may leave [0, 1].
+  spec.reference(HardSigmoid(-0.25f, 2.0f).registered, {2, 2, 2}, in.data(), out.data());
+  EXPECT_EQ(out, (std::vector<float>{1, 1, 1, 1, 1, 1, 0, 0}));
+  spec.reference(HardSigmoid(0.25f, 0.25f).registered, {2, 2, 2}, in.data(), out.data());
+  EXPECT_EQ(out, (std::vector<float>{0, 0, 0, 0.25f, 0.5f, 0.875f, 1, 1}));
 }
 
 }  // namespace

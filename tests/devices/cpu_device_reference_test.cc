@@ -1,8 +1,8 @@
 // The cpu device against the naive reference device: every op kind
 // (padding, stride, dilation, groups and depthwise edge cases, batch 1 and
 // 2, views at channel offsets), stage programs with concurrent lanes and
-// merged convolutions, and channel shuffles and layer norms on
-// concatenation views.
+// merged convolutions, and channel shuffles, layer norms, leaky relus and
+// hard sigmoids on concatenation views.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -350,44 +350,94 @@ TEST_F(CpuDeviceTest, LayerNormMatchesTheReferenceForWideAndOddChannelCounts) {
   }
 }
 
-TEST_F(CpuDeviceTest, LayerNormReadsAndWritesChannelViewsOfConcatenations) {
+//! `op` on channels 1 .. channels of a concatenation (one of a pool's and
+//! all but the last of a relu's), written into the first channels of a
+//! concatenation: a strided view on both sides of its step.
+exec::Program ConcatViewProgram(const OpParams& op, int channels) {
   using ::ios::testing::ActOp;
   using ::ios::testing::IdentityOp;
-  for (const int channels : {96, 7}) {
-    exec::testing::GraphBuilder g({channels + 2, 5, 4});
-    const NodeId left = g.Add("left", ActOp(Activation::kRelu), {{g.S(0, 0, channels)}});
-    const NodeId right = g.Add("right", PoolOp(PoolType::kMax, 3, 1, 1), {{g.S(0, 0, 2)}});
-    const NodeId cat = g.Add("cat", IdentityOp(), {{g.S(right)}, {g.S(left)}});
-    // Channels 1 .. channels of the concatenation: one of `right`'s and
-    // all but the last of `left`'s.
-    const NodeId norm = g.Add("norm", LayerNormOp(1e-5f), {{g.S(cat, 1, 1 + channels)}});
-    const NodeId side = g.Add("side", ActOp(Activation::kRelu), {{g.S(0, channels, channels + 2)}});
-    g.Add("out", IdentityOp(), {{g.S(norm)}, {g.S(side)}});
-    const Graph graph = g.Done();
-    std::vector<Stage> stages;
-    for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes.size()); ++id) {
-      stages.push_back(Stage{Strategy::kParallel, {{id}}});
-    }
-    const exec::Program program =
-        exec::BuildNetworkProgram(graph, stages, exec::WeightStore::Random(graph, 7)).program;
-    int sliced_inputs = 0, sliced_outputs = 0;
-    for (const exec::ProgramStage& stage : program.stages) {
-      for (const exec::Lane& lane : stage.lanes) {
-        for (const exec::Step& step : lane.steps) {
-          if (step.op.kind != OpKind::kRegistered) continue;
-          sliced_inputs += !CoversItsBuffer(program, step.inputs.at(0));
-          sliced_outputs += !CoversItsBuffer(program, step.output);
-        }
+  exec::testing::GraphBuilder g({channels + 2, 5, 4});
+  const NodeId left = g.Add("left", ActOp(Activation::kRelu), {{g.S(0, 0, channels)}});
+  const NodeId right = g.Add("right", PoolOp(PoolType::kMax, 3, 1, 1), {{g.S(0, 0, 2)}});
+  const NodeId cat = g.Add("cat", IdentityOp(), {{g.S(right)}, {g.S(left)}});
+  const NodeId norm = g.Add("op", op, {{g.S(cat, 1, 1 + channels)}});
+  const NodeId side = g.Add("side", ActOp(Activation::kRelu), {{g.S(0, channels, channels + 2)}});
+  g.Add("out", IdentityOp(), {{g.S(norm)}, {g.S(side)}});
+  const Graph graph = g.Done();
+  std::vector<Stage> stages;
+  for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes.size()); ++id) {
+    stages.push_back(Stage{Strategy::kParallel, {{id}}});
+  }
+  exec::Program program =
+      exec::BuildNetworkProgram(graph, stages, exec::WeightStore::Random(graph, 7)).program;
+  int sliced_inputs = 0, sliced_outputs = 0;
+  for (const exec::ProgramStage& stage : program.stages) {
+    for (const exec::Lane& lane : stage.lanes) {
+      for (const exec::Step& step : lane.steps) {
+        if (step.op.kind != OpKind::kRegistered) continue;
+        sliced_inputs += !CoversItsBuffer(program, step.inputs.at(0));
+        sliced_outputs += !CoversItsBuffer(program, step.output);
       }
     }
-    // The views this test is about: without them it would test dense rows.
-    EXPECT_EQ(sliced_inputs, 1) << channels;
-    EXPECT_EQ(sliced_outputs, 1) << channels;
+  }
+  // The views these tests are about: without them they would test dense rows.
+  EXPECT_EQ(sliced_inputs, 1) << channels;
+  EXPECT_EQ(sliced_outputs, 1) << channels;
+  return program;
+}
+
+TEST_F(CpuDeviceTest, LayerNormReadsAndWritesChannelViewsOfConcatenations) {
+  for (const int channels : {96, 7}) {
+    const exec::Program program = ConcatViewProgram(LayerNormOp(1e-5f), channels);
     for (const int batch : {1, 3}) {
       ExpectSameAsReference(*device_, program, batch,
                             "layernorm of a concatenation view, " + std::to_string(channels),
                             {1e-5});
     }
+  }
+}
+
+// ---- leaky_relu, hard_sigmoid: oneDNN eltwise steps at the op's coefficients ----
+
+OpParams LeakyReluOp(float alpha) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kLeakyRelu);
+  SetFloatAttribute(op.registered, "alpha", alpha, "test");
+  return op;
+}
+
+OpParams HardSigmoidOp(float alpha, float beta) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kHardSigmoid);
+  SetFloatAttribute(op.registered, "alpha", alpha, "test");
+  SetFloatAttribute(op.registered, "beta", beta, "test");
+  return op;
+}
+
+// The inputs run from -1.43 to 1.43: every slope meets negative values,
+// and the steeper lines reach both ends of the clip (1.5 x + 0.5 spans
+// -1.6 to 2.6) or one of them (-0.75 x + 0.25); ONNX's 0.2 x + 0.5 stays
+// inside.
+std::vector<OpParams> CoefficientActivations() {
+  return {LeakyReluOp(0.01f),        LeakyReluOp(0.2f),         LeakyReluOp(-0.5f),
+          HardSigmoidOp(0.2f, 0.5f), HardSigmoidOp(1.5f, 0.5f), HardSigmoidOp(-0.75f, 0.25f)};
+}
+
+TEST_F(CpuDeviceTest, LeakyReluAndHardSigmoidMatchTheReferenceOnChannelViews) {
+  for (const OpParams& op : CoefficientActivations()) {
+    for (const int channels : {16, 7}) {
+      for (const bool offsets : {false, true}) {
+        const exec::Program program = OneOp(op, {{channels, 5, 4}}, offsets);
+        for (const int batch : {1, 3}) {
+          ExpectSameAsReference(*device_, program, batch,
+                                RegisteredKeyText(op.registered) + " of " +
+                                    std::to_string(channels) + " channels" +
+                                    (offsets ? " at channel offsets" : ""),
+                                {1e-6});
+        }
+      }
+    }
+    const exec::Program program = ConcatViewProgram(op, 7);
+    ExpectSameAsReference(*device_, program, 3,
+                          RegisteredKeyText(op.registered) + " of a concatenation view", {1e-6});
   }
 }
 

@@ -125,6 +125,23 @@ class Network {
           return op;
         }(),
         {{{1, 2, 7}}});
+    // ONNX's LeakyRelu and HardSigmoid at coefficients other than
+    // PyTorch's (the activations' own), on a slice and across two terms.
+    Add("leaky_relu_on_slice",
+        [] {
+          OpParams op = MakeRegisteredOp(RegisteredKind::kLeakyRelu);
+          SetFloatAttribute(op.registered, "alpha", 0.2f, "leaky_relu_on_slice");
+          return op;
+        }(),
+        {{{1, 2, 6}}});
+    Add("hard_sigmoid_of_concat",
+        [] {
+          OpParams op = MakeRegisteredOp(RegisteredKind::kHardSigmoid);
+          SetFloatAttribute(op.registered, "alpha", 0.5f, "hard_sigmoid_of_concat");
+          SetFloatAttribute(op.registered, "beta", 0.25f, "hard_sigmoid_of_concat");
+          return op;
+        }(),
+        {{{0, 0, 5}}, {{1, 1, 4}}});
     // Squeeze-and-excitation's channel scale: a C x 1 x 1 term broadcast.
     Add("channel_scale", ::ios::testing::EltwiseOp(EltwiseType::kMul),
         {{{*graph_.Find("global_avg"), 0, 8}}, {{1, 0, 8}}});

@@ -306,10 +306,11 @@ TEST(ProtocolTest, RegisteredKindsAreCheckedByNameCountAndRange) {
       {softmax(nullptr, {}), "query.stage.groups[0].ops[0].op.registered: missing"},
       {softmax("gelu", {}),
        "query.stage.groups[0].ops[0].op.registered.name: unknown operator kind 'gelu' (this "
-       "build knows softmax, channel_shuffle, layernorm)"},
+       "build knows softmax, channel_shuffle, layernorm, leaky_relu, hard_sigmoid)"},
       {softmax("evil\n\x1b[2J", {}),
        "query.stage.groups[0].ops[0].op.registered.name: unknown operator kind "
-       "'evil\\n\\x1b[2J' (this build knows softmax, channel_shuffle, layernorm)"},
+       "'evil\\n\\x1b[2J' (this build knows softmax, channel_shuffle, layernorm, leaky_relu, "
+       "hard_sigmoid)"},
       {softmax("softmax", {}),
        "query.stage.groups[0].ops[0].op.registered.attributes: softmax has 1, got 0"},
       {softmax("softmax", {2}),
@@ -322,6 +323,12 @@ TEST(ProtocolTest, RegisteredKindsAreCheckedByNameCountAndRange) {
       {softmax("layernorm", {FloatBits(std::nanf(""))}),
        "query.stage.groups[0].ops[0].op.registered: eps: nan is out of range (expected above 0 "
        "to 1; added to the variance before its square root (PyTorch's default 1e-05))"},
+      {softmax("hard_sigmoid", {FloatBits(0.2f)}),
+       "query.stage.groups[0].ops[0].op.registered.attributes: hard_sigmoid has 2, got 1"},
+      {softmax("hard_sigmoid", {FloatBits(0.2f), FloatBits(-INFINITY)}),
+       "query.stage.groups[0].ops[0].op.registered: beta: -inf is out of range (expected -1e+06 "
+       "to 1e+06; the offset of alpha * x + beta before its clip to [0, 1] (ONNX's default "
+       "0.5))"},
   };
   for (const auto& c : cases) {
     const DecodeError error = Failure(OneConvQuery(c.edit));

@@ -136,6 +136,27 @@ TEST(ProtocolTest, AFloatAttributeRoundTripsBitExact) {
   EXPECT_EQ(FloatAttributeOf(got.stage.groups[0][0].op.registered, "eps"), 1e-6f);
 }
 
+TEST(ProtocolTest, LeakyReluAndHardSigmoidCoefficientsRoundTripBitExact) {
+  OpParams leaky = MakeRegisteredOp(RegisteredKind::kLeakyRelu);
+  SetFloatAttribute(leaky.registered, "alpha", -0.2f, "test");
+  OpParams hard = MakeRegisteredOp(RegisteredKind::kHardSigmoid);
+  SetFloatAttribute(hard.registered, "alpha", 1.0f / 3, "test");
+  SetFloatAttribute(hard.registered, "beta", 0.25f, "test");
+  StageQuery query = SampleQuery();
+  query.stage.strategy = Strategy::kParallel;
+  query.stage.externals = {{8, 4, 4}};
+  query.stage.groups = {{{leaky, {{External(0, 0, 8)}}, {8, 4, 4}}},
+                        {{hard, {{External(0, 0, 8)}}, {8, 4, 4}}}};
+  const StageQuery got = RoundTrip(query);
+  ExpectSameSpec(got.stage, query.stage);
+  EXPECT_EQ(got.stage.Key(), query.stage.Key());
+  for (const char* text : {"leaky_relu(alpha=-0.2)", "hard_sigmoid(alpha=0.33333334,beta=0.25)"}) {
+    EXPECT_NE(got.stage.Key().find(text), std::string::npos) << got.stage.Key();
+  }
+  EXPECT_EQ(got.stage.groups[0][0].op, leaky);
+  EXPECT_EQ(got.stage.groups[1][0].op, hard);
+}
+
 TEST(ProtocolTest, PoolFlagsRoundTrip) {
   StageQuery query = SampleQuery();
   OpParams avg = PoolOp(PoolType::kAvg, 3, 2, 1);

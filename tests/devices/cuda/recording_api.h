@@ -102,8 +102,10 @@ struct Journal {
   std::vector<std::pair<int, int>> peer_enabled;  // (current GPU, peer), per call
   //! The (x, y) tensors of every cudnnTransformTensor enqueued.
   std::vector<std::pair<TensorLayout, TensorLayout>> transforms;
-  //! The function of every ActivateStrided enqueued (our kernel).
+  //! The function of every ActivateStrided enqueued (our kernel), and its
+  //! coefficients.
   std::vector<ActivationMode> kernel_activations;
+  std::vector<ActivationParams> kernel_activation_params;
   std::vector<LayerNormCall> layer_norms;  // every LayerNormStrided enqueued
 
   // ---- What the fake answers --------------------------------------------
@@ -275,8 +277,9 @@ class RecordingApi final : public Api {
   Status CopyStrided(Stream stream, float* dst, int64_t dst_stride, const float* src,
                      int64_t src_stride, int64_t count, int batch, bool accumulate) override;
   Status MaxPool(Stream stream, const MaxPoolShape& shape, const float* src, float* dst) override;
-  Status ActivateStrided(Stream stream, ActivationMode mode, float* dst, int64_t dst_stride,
-                         const float* src, int64_t src_stride, int64_t count, int batch) override;
+  Status ActivateStrided(Stream stream, ActivationMode mode, ActivationParams params, float* dst,
+                         int64_t dst_stride, const float* src, int64_t src_stride, int64_t count,
+                         int batch) override;
   Status LayerNormStrided(Stream stream, const LayerNormShape& shape, float eps, const float* src,
                           float* dst) override;
 

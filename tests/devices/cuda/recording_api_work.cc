@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/activation.h"
 #include "tests/devices/cuda/recording_api.h"
 
 namespace ios::cuda::testing {
@@ -298,8 +299,8 @@ unsigned char* RecordingApi::Held(const void* pointer, size_t bytes) {
 
 void RecordingApi::NotComputed(const std::string& call) {
   if (!journal_->compute) return;
-  for (const char* computed :
-       {"cudnnTransformTensor", "CopyStrided", "CopyStrided(accumulate)", "LayerNormStrided"}) {
+  for (const char* computed : {"cudnnTransformTensor", "CopyStrided", "CopyStrided(accumulate)",
+                               "LayerNormStrided", "ActivateStrided"}) {
     if (call == computed) return;
   }
   Violation(call + ": the journal computes, and the fake cannot compute this call");
@@ -320,13 +321,54 @@ Status RecordingApi::StridedKernel(const std::string& call, Stream stream, const
   return Ok();
 }
 
-Status RecordingApi::ActivateStrided(Stream stream, ActivationMode mode, float* dst,
-                                     int64_t dst_stride, const float* src, int64_t src_stride,
-                                     int64_t count, int batch) {
+// Computed as the kernel computes it (cuda_kernels.cu), in float; the
+// functions without coefficients as common/activation.cc defines them.
+Status RecordingApi::ActivateStrided(Stream stream, ActivationMode mode, ActivationParams params,
+                                     float* dst, int64_t dst_stride, const float* src,
+                                     int64_t src_stride, int64_t count, int batch) {
   if (!OnlyOurKernelComputes(mode)) Violation("ActivateStrided for an activation cuDNN has");
+  const bool coefficients =
+      mode == ActivationMode::kLeakyRelu || mode == ActivationMode::kHardSigmoidAlphaBeta;
+  if (coefficients && !(std::isfinite(params.alpha) && std::isfinite(params.beta))) {
+    Violation("ActivateStrided: coefficients that are not finite");
+  }
   Status status =
       StridedKernel("ActivateStrided", stream, dst, dst_stride, src, src_stride, count, batch);
-  if (status.ok()) journal_->kernel_activations.push_back(mode);
+  if (!status.ok()) return status;
+  journal_->kernel_activations.push_back(mode);
+  journal_->kernel_activation_params.push_back(params);
+  const auto span = [&](int64_t stride) {
+    return static_cast<size_t>((batch - 1) * stride + count) * sizeof(float);
+  };
+  auto* to = reinterpret_cast<float*>(Held(dst, span(dst_stride)));
+  const auto* from = reinterpret_cast<const float*>(Held(src, span(src_stride)));
+  if (capturing_ || from == nullptr || to == nullptr) return status;
+  const auto function = [&](float x) {
+    switch (mode) {
+      case ActivationMode::kLeakyRelu:
+        return x > 0 ? x : params.alpha * x;
+      case ActivationMode::kHardSigmoidAlphaBeta:
+        return std::clamp(std::fma(params.alpha, x, params.beta), 0.0f, 1.0f);
+      case ActivationMode::kHardSwish:
+        return KindOf(Activation::kHardSwish).apply(x);
+      case ActivationMode::kHardSigmoid:
+        return KindOf(Activation::kHardSigmoid).apply(x);
+      case ActivationMode::kGelu:
+        return KindOf(Activation::kGelu).apply(x);
+      case ActivationMode::kGeluTanh:
+        return KindOf(Activation::kGeluTanh).apply(x);
+      case ActivationMode::kRelu:
+      case ActivationMode::kSigmoid:
+      case ActivationMode::kTanh:
+      case ActivationMode::kRelu6:
+      case ActivationMode::kSwish:
+        break;  // cuDNN's: a violation above
+    }
+    return std::nanf("");
+  };
+  for (int n = 0; n < batch; ++n) {
+    for (int64_t i = 0; i < count; ++i) to[n * dst_stride + i] = function(from[n * src_stride + i]);
+  }
   return status;
 }
 
