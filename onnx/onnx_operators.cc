@@ -19,7 +19,7 @@ namespace {
 // Operators this importer maps; listed in refusals so a user sees the set.
 constexpr const char* kSupported =
     "Conv, BatchNormalization, Relu, Clip (as relu or relu6), Sigmoid, Tanh, "
-    "HardSwish, HardSigmoid (PyTorch's), LeakyRelu (alpha 0.01), Mul(x, Sigmoid(x)) as SiLU, "
+    "HardSwish, HardSigmoid, LeakyRelu, Mul(x, Sigmoid(x)) as SiLU, "
     "MaxPool, "
     "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and ReduceMax over H and W, Pad "
     "(before Conv or AveragePool), Concat "
@@ -191,29 +191,33 @@ void Importer::ImportBatchNorm(const ::onnx::NodeProto& node, const Attributes& 
   Define(node, AffineOperator(x, std::move(scale), std::move(shift), "BatchNorm"));
 }
 
-//! HardSigmoid and LeakyRelu at the one setting each that stage keys
-//! know, PyTorch's defaults; other settings are refused.
+//! HardSigmoid and LeakyRelu at PyTorch's defaults are the activations
+//! stage keys have always had (fused into the convolution before them);
+//! other parameters are operators of their own kinds, which carry them.
 void Importer::ImportParameterizedActivation(const ::onnx::NodeProto& node,
                                              const Attributes& attrs) {
+  OpParams op;
   if (node.op_type() == "LeakyRelu") {
     attrs.OnlyKnown({"alpha"});
     const float alpha = attrs.Float("alpha", 0.01f);
-    if (alpha != kLeakyReluSlope) {
-      throw Error(where_ + ": alpha " + std::to_string(alpha) + ": only LeakyRelu with alpha " +
-                  std::to_string(kLeakyReluSlope) + " (PyTorch's default) is supported");
+    if (alpha == kLeakyReluSlope) return ImportActivation(node, Activation::kLeakyRelu, {"alpha"});
+    op = MakeRegisteredOp(RegisteredKind::kLeakyRelu);
+    SetFloatAttribute(op.registered, "alpha", alpha, where_);
+  } else {
+    attrs.OnlyKnown({"alpha", "beta"});
+    // ONNX's defaults are alpha 0.2, beta 0.5; PyTorch's Hardsigmoid is
+    // relu6(x + 3) / 6: alpha 1/6 (rounded to float by the exporter).
+    const float alpha = attrs.Float("alpha", 0.2f), beta = attrs.Float("beta", 0.5f);
+    if (std::abs(alpha - 1.0f / 6) <= 1e-6f && beta == 0.5f) {
+      return ImportActivation(node, Activation::kHardSigmoid, {"alpha", "beta"});
     }
-    return ImportActivation(node, Activation::kLeakyRelu, {"alpha"});
+    op = MakeRegisteredOp(RegisteredKind::kHardSigmoid);
+    SetFloatAttribute(op.registered, "alpha", alpha, where_);
+    SetFloatAttribute(op.registered, "beta", beta, where_);
   }
-  attrs.OnlyKnown({"alpha", "beta"});
-  // ONNX's defaults are alpha 0.2, beta 0.5; PyTorch's Hardsigmoid is
-  // relu6(x + 3) / 6: alpha 1/6 (rounded to float by the exporter).
-  const float alpha = attrs.Float("alpha", 0.2f), beta = attrs.Float("beta", 0.5f);
-  if (std::abs(alpha - 1.0f / 6) > 1e-6f || beta != 0.5f) {
-    throw Error(where_ + ": alpha " + std::to_string(alpha) + ", beta " + std::to_string(beta) +
-                ": only HardSigmoid with alpha 1/6 and beta 0.5 (PyTorch's Hardsigmoid) is "
-                "supported");
-  }
-  ImportActivation(node, Activation::kHardSigmoid, {"alpha", "beta"});
+  const Value& x = Input(node, 0);
+  if (x.kind != Value::Kind::kFlat && x.kind != Value::Kind::kChannelsLast) MapInput(node, 0);
+  DefineShapeKeeping(node, x, std::move(op));
 }
 
 void Importer::ImportActivation(const ::onnx::NodeProto& node, Activation act,
