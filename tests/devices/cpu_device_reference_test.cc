@@ -274,6 +274,26 @@ bool CoversItsBuffer(const exec::Program& program, const exec::View& view) {
   return view.offset == 0 && view.channels == program.buffers.at(view.buffer).shape.c;
 }
 
+//! How many registered-kind steps read, and how many write, a channel view
+//! of a buffer: the views a test of strided access is about (without them
+//! it would test dense copies).
+struct RegisteredViews {
+  int inputs = 0, outputs = 0;
+};
+RegisteredViews CountRegisteredViews(const exec::Program& program) {
+  RegisteredViews views;
+  for (const exec::ProgramStage& stage : program.stages) {
+    for (const exec::Lane& lane : stage.lanes) {
+      for (const exec::Step& step : lane.steps) {
+        if (step.op.kind != OpKind::kRegistered) continue;
+        views.inputs += !CoversItsBuffer(program, step.inputs.at(0));
+        views.outputs += !CoversItsBuffer(program, step.output);
+      }
+    }
+  }
+  return views;
+}
+
 TEST_F(CpuDeviceTest, ChannelShuffleReadsAndWritesConcatenationViewsInANetworkProgram) {
   const ShuffleNet n = BuildShuffleNet();
   auto parallel = [](std::vector<std::vector<NodeId>> groups) {
@@ -290,19 +310,9 @@ TEST_F(CpuDeviceTest, ChannelShuffleReadsAndWritesConcatenationViewsInANetworkPr
        {std::pair{"sequential", sequential}, std::pair{"concurrent", concurrent}}) {
     const exec::Program program =
         exec::BuildNetworkProgram(n.graph, stages, exec::WeightStore::Random(n.graph, 7)).program;
-    // The views this test is about: without them it would test dense copies.
-    int sliced_inputs = 0, sliced_outputs = 0;
-    for (const exec::ProgramStage& stage : program.stages) {
-      for (const exec::Lane& lane : stage.lanes) {
-        for (const exec::Step& step : lane.steps) {
-          if (step.op.kind != OpKind::kRegistered) continue;
-          sliced_inputs += !CoversItsBuffer(program, step.inputs.at(0));
-          sliced_outputs += !CoversItsBuffer(program, step.output);
-        }
-      }
-    }
-    EXPECT_EQ(sliced_inputs, 2) << name;
-    EXPECT_EQ(sliced_outputs, 2) << name;
+    const RegisteredViews views = CountRegisteredViews(program);
+    EXPECT_EQ(views.inputs, 2) << name;
+    EXPECT_EQ(views.outputs, 2) << name;
     for (const int batch : {1, 3}) ExpectSameAsReference(*device_, program, batch, name, {0.0});
   }
 }
@@ -370,19 +380,10 @@ exec::Program ConcatViewProgram(const OpParams& op, int channels) {
   }
   exec::Program program =
       exec::BuildNetworkProgram(graph, stages, exec::WeightStore::Random(graph, 7)).program;
-  int sliced_inputs = 0, sliced_outputs = 0;
-  for (const exec::ProgramStage& stage : program.stages) {
-    for (const exec::Lane& lane : stage.lanes) {
-      for (const exec::Step& step : lane.steps) {
-        if (step.op.kind != OpKind::kRegistered) continue;
-        sliced_inputs += !CoversItsBuffer(program, step.inputs.at(0));
-        sliced_outputs += !CoversItsBuffer(program, step.output);
-      }
-    }
-  }
+  const RegisteredViews views = CountRegisteredViews(program);
   // The views these tests are about: without them they would test dense rows.
-  EXPECT_EQ(sliced_inputs, 1) << channels;
-  EXPECT_EQ(sliced_outputs, 1) << channels;
+  EXPECT_EQ(views.inputs, 1) << channels;
+  EXPECT_EQ(views.outputs, 1) << channels;
   return program;
 }
 
