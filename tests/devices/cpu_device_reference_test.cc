@@ -482,5 +482,24 @@ TEST_F(CpuDeviceTest, MergedConvolutionEqualsItsMembers) {
   }
 }
 
+// BlazeFace's 5x5/2 and 3x3/2 with one more zero row and column at the
+// end: equal extras merge (common/stage.h), and the merged convolution
+// keeps them.
+TEST_F(CpuDeviceTest, AMergeOfConvolutionsWithEqualExtraEndPaddingMatchesTheReference) {
+  using ::ios::testing::ConvOp;
+  exec::testing::GraphBuilder g({6, 8, 8});
+  OpParams five = ConvOp(3, 5, 2, 1), three = ConvOp(4, 3, 2, 0);
+  five.conv.padding_end_extra = three.conv.padding_end_extra = {1, 1};
+  const NodeId a = g.Add("five", five, {{g.S(0)}});
+  const NodeId b = g.Add("three", three, {{g.S(0)}});
+  const Graph graph = g.Done();
+  const StageSpec spec = MakeStageSpec(graph, {Strategy::kMerge, {{a}, {b}}});
+  ASSERT_EQ(spec.groups[1][0].output, (Shape{4, 4, 4}));
+  const exec::Program program = exec::StageProgram(spec, 7);
+  for (const int batch : {1, 2}) {
+    ExpectSameAsReference(*device_, program, batch, "merged with extra end padding");
+  }
+}
+
 }  // namespace
 }  // namespace ios::devices
