@@ -91,14 +91,19 @@ namespace {
 // Output extent of a sliding window, in 64 bits so that no parameter an
 // `int` holds can overflow it; throws naming the field to blame when the
 // output would be empty or not fit an `int`.
+// `end_extra` pads the end (bottom or right) beyond `pad`.
 int WindowOutput(int in, int kernel, int stride, int pad, int dilation, const std::string& where,
-                 const char* axis) {
+                 const char* axis, int end_extra = 0) {
   if (kernel < 1 || stride < 1 || pad < 0 || dilation < 1) {
     throw Error(where + ": kernel, stride and dilation must be >= 1 and padding >= 0 (" + axis +
                 ")");
   }
+  if (end_extra < 0) {
+    throw Error(where + ": padding_end_extra: " + std::to_string(end_extra) + " (" + axis +
+                ") must be >= 0");
+  }
   const int64_t span = int64_t{dilation} * (kernel - 1) + 1;
-  const int64_t padded = int64_t{in} + 2 * int64_t{pad};
+  const int64_t padded = int64_t{in} + 2 * int64_t{pad} + end_extra;
   if (padded < span) {
     // Blame the dilation when the kernel alone would have fitted.
     const bool dilated = dilation > 1 && kernel <= padded;
@@ -161,6 +166,8 @@ void CheckOpLimits(const OpParams& op, const std::string& where) {
       CheckLimit(op.conv.out_channels, kMax, where, "out_channels", "");
       CheckLimit(op.conv.groups, kMax, where, "groups", "");
       CheckWindowLimits(op.conv.kernel, op.conv.stride, op.conv.padding, op.conv.dilation, where);
+      CheckLimit(op.conv.padding_end_extra.h, kMax, where, "padding_end_extra", "height ");
+      CheckLimit(op.conv.padding_end_extra.w, kMax, where, "padding_end_extra", "width ");
       break;
     case OpKind::kPool:
       if (op.pool.type == PoolType::kMax || op.pool.type == PoolType::kAvg) {
@@ -272,10 +279,11 @@ Shape InferOpOutput(const OpParams& op, const std::vector<Shape>& term_shapes,
                     " does not divide input channels " + std::to_string(in.c) +
                     " and out_channels " + std::to_string(c.out_channels));
       }
-      return {
-          c.out_channels,
-          WindowOutput(in.h, c.kernel.h, c.stride.h, c.padding.h, c.dilation.h, where, "height"),
-          WindowOutput(in.w, c.kernel.w, c.stride.w, c.padding.w, c.dilation.w, where, "width")};
+      return {c.out_channels,
+              WindowOutput(in.h, c.kernel.h, c.stride.h, c.padding.h, c.dilation.h, where, "height",
+                           c.padding_end_extra.h),
+              WindowOutput(in.w, c.kernel.w, c.stride.w, c.padding.w, c.dilation.w, where, "width",
+                           c.padding_end_extra.w)};
     }
     case OpKind::kPool: {
       const PoolParams& p = op.pool;
@@ -468,6 +476,7 @@ std::string Describe(const OpParams& op) {
       const ConvParams& c = op.conv;
       out << "conv" << WindowText(c.kernel) << "/" << WindowText(c.stride) << " p"
           << WindowText(c.padding);
+      if (!(c.padding_end_extra == Window{0, 0})) out << "+" << WindowText(c.padding_end_extra);
       if (!(c.dilation == Window{1, 1})) out << " d" << WindowText(c.dilation);
       if (c.groups != 1) out << " g" << c.groups;
       out << " " << c.out_channels;

@@ -55,7 +55,14 @@ struct Window {
 
 struct ConvParams {
   int out_channels = 0;
+  //! `padding` is added on every side: top and bottom rows, left and right
+  //! columns.
   Window kernel, stride, padding{0, 0}, dilation;
+  //! Zero rows added at the bottom (h) and columns at the right (w) beyond
+  //! `padding`, >= 0: the padded input spans 2*padding + padding_end_extra
+  //! per axis. TensorFlow's SAME padding at stride 2 pads the end by one more
+  //! than the start (ONNX pads [t, l, b, r] = padding {t, l}, extra {b-t, r-l}).
+  Window padding_end_extra{0, 0};
   int groups = 1;
   bool bias = true;
   Activation act = Activation::kNone;

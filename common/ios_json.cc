@@ -191,6 +191,7 @@ class Parser {
       c.kernel = Pair(jn, "kernel", where);
       c.stride = Pair(jn, "stride", where);
       c.padding = Pair(jn, "padding", where);
+      c.padding_end_extra = Pair(jn, "padding_end_extra", where, Window{0, 0});
       c.dilation = Pair(jn, "dilation", where, Window{1, 1});
       c.groups = jn.contains("groups") ? Int(jn["groups"], where + ".groups") : 1;
       c.bias = Bool(jn, "bias", where, true);

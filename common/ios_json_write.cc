@@ -41,6 +41,9 @@ void WriteOp(json& jn, const OpParams& op) {
       jn["kernel"] = PairJson(op.conv.kernel);
       jn["stride"] = PairJson(op.conv.stride);
       jn["padding"] = PairJson(op.conv.padding);
+      if (!(op.conv.padding_end_extra == Window{0, 0})) {
+        jn["padding_end_extra"] = PairJson(op.conv.padding_end_extra);
+      }
       if (!(op.conv.dilation == Window{1, 1})) jn["dilation"] = PairJson(op.conv.dilation);
       jn["groups"] = op.conv.groups;
       if (!op.conv.bias) jn["bias"] = false;

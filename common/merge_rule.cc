@@ -19,6 +19,7 @@ std::optional<MergeSignature> MergeSignatureOf(const OpParams& op) {
   // 64-bit: extents up to 2^30 must not overflow.
   sig.centre_h = int64_t{c.dilation.h} * (c.kernel.h - 1) - 2 * int64_t{c.padding.h};
   sig.centre_w = int64_t{c.dilation.w} * (c.kernel.w - 1) - 2 * int64_t{c.padding.w};
+  sig.padding_end_extra = c.padding_end_extra;
   sig.act = c.act;
   return sig;
 }
@@ -75,6 +76,16 @@ std::optional<MergeConflict> FindMergeConflict(const OpParams& a, const OpParams
   if (x.centre_w != y.centre_w) {
     return MergeConflict{"padW", "kernel width " + KernelPad(p, false) + " and " +
                                      KernelPad(q, false) + " centre on different columns"};
+  }
+  if (x.padding_end_extra.h != y.padding_end_extra.h) {
+    return MergeConflict{
+        "padEndH",
+        "extra bottom paddings " + Pair(p.padding_end_extra.h, q.padding_end_extra.h) + " differ"};
+  }
+  if (x.padding_end_extra.w != y.padding_end_extra.w) {
+    return MergeConflict{
+        "padEndW",
+        "extra right paddings " + Pair(p.padding_end_extra.w, q.padding_end_extra.w) + " differ"};
   }
   return MergeConflict{"activation", std::string("activations ") + ToString(p.act) + " and " +
                                          ToString(q.act) + " differ"};

@@ -185,6 +185,9 @@ class StageKeyer {
 //     this also gives every member, and the merged conv, the same output size),
 //   - kmax - k even (the smaller kernel sits in the middle of the larger).
 // The merged padding is then p + (kmax-k)/2*d, the same for every member.
+// Extra end padding (ConvParams::padding_end_extra) must be equal: it only
+// lengthens the padded input, so with the same centre every member and the
+// merged conv then keep one output size; unequal extras would not.
 // Equal output H x W alone is not enough: with stride > 1 windows centred on
 // different pixels can still give equal sizes (1x1 p0 and 3x3 p0, stride 3,
 // on 33x33). Different dilations are refused (3x3 d2 + 3x3 d1 would need the
@@ -202,6 +205,7 @@ struct MergeSignature {
   Window stride, dilation;
   Window kernel_parity;                // kernel % 2 per axis
   int64_t centre_h = 0, centre_w = 0;  // dilation*(kernel-1) - 2*padding per axis
+  Window padding_end_extra{0, 0};
   Activation act = Activation::kNone;
   friend bool operator==(const MergeSignature&, const MergeSignature&) = default;
 };
@@ -213,7 +217,8 @@ std::optional<MergeSignature> MergeSignatureOf(const OpParams& op);
 //! Why two ops cannot share a merge stage: `field` names the first offending
 //! parameter as the wire schema does ("kind", "groups", "strideH", "strideW",
 //! "dilationH", "dilationW", "kernelH", "kernelW", "padH", "padW",
-//! "activation"); `reason` says what differs, with both values.
+//! "padEndH", "padEndW", "activation"); `reason` says what differs, with
+//! both values.
 struct MergeConflict {
   std::string field, reason;
 };
@@ -232,7 +237,7 @@ bool CanMerge(const Graph& graph, const std::vector<NodeId>& nodes);
 
 //! The convolution a merge stage runs: out_channels summed, kernel the
 //! maximum per axis, padding p + (kmax-k)/2*dilation (equal for all members),
-//! stride, dilation and activation shared, bias if any member has one. The
+//! stride, dilation, extra end padding and activation shared, bias if any member has one. The
 //! result does not depend on the order of `convs`, and on the members' input
 //! its output H x W equals every member's. Throws ios::Error when `convs` is
 //! empty, two of them conflict (see FindMergeConflict) or the summed

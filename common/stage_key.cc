@@ -176,6 +176,7 @@ class KeyParser {
       c.stride = WindowText();
       Expect(",p");
       c.padding = WindowText();
+      if (Accept(",pe")) c.padding_end_extra = WindowText();
       Expect(",d");
       c.dilation = WindowText();
       Expect(",g");

@@ -31,6 +31,10 @@ void AppendOpKey(std::string& out, const OpParams& op) {
       AppendWindow(out, c.stride);
       out += ",p";
       AppendWindow(out, c.padding);
+      if (!(c.padding_end_extra == Window{0, 0})) {  // absent otherwise: older keys unchanged
+        out += ",pe";
+        AppendWindow(out, c.padding_end_extra);
+      }
       out += ",d";
       AppendWindow(out, c.dilation);
       out += ",g";

@@ -218,6 +218,8 @@ struct Conv {
   groups @9 :Int32;
   bias @10 :Bool;
   activation @11 :Activation;
+  padEndH @12 :Int32;  # protocol 9: rows padded at the bottom beyond padH
+  padEndW @13 :Int32;  # protocol 9: columns padded at the right beyond padW
 }
 
 struct Pool {

@@ -154,6 +154,8 @@ void WriteOp(wire::Op::Builder out, const OpParams& op) {
   conv.setStrideW(op.conv.stride.w);
   conv.setPadH(op.conv.padding.h);
   conv.setPadW(op.conv.padding.w);
+  conv.setPadEndH(op.conv.padding_end_extra.h);
+  conv.setPadEndW(op.conv.padding_end_extra.w);
   conv.setDilationH(op.conv.dilation.h);
   conv.setDilationW(op.conv.dilation.w);
   conv.setGroups(op.conv.groups);
@@ -321,6 +323,7 @@ void ReadOp(wire::Op::Reader in, OpParams& out, OpPath& path) {
   out.conv.kernel = {conv.getKernelH(), conv.getKernelW()};
   out.conv.stride = {conv.getStrideH(), conv.getStrideW()};
   out.conv.padding = {conv.getPadH(), conv.getPadW()};
+  out.conv.padding_end_extra = {conv.getPadEndH(), conv.getPadEndW()};
   out.conv.dilation = {conv.getDilationH(), conv.getDilationW()};
   out.conv.groups = conv.getGroups();
   out.conv.bias = conv.getBias();

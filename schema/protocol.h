@@ -36,7 +36,9 @@ namespace ios::schema {
 //! (StageQuery::link, answered in StageResult::link), which an older
 //! worker would take for an empty stage.
 //! 8: activations gelu and gelu_tanh.
-inline constexpr uint32_t kProtocolVersion = 8;
+//! 9: a convolution's extra padding at the bottom and right
+//! (Conv.padEndH/padEndW), which an older worker would ignore.
+inline constexpr uint32_t kProtocolVersion = 9;
 //! Larger frames are dropped unread (ZMQ_MAXMSGSIZE is set to this too).
 inline constexpr size_t kMaxMessageBytes = size_t{1} << 20;
 

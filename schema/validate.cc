@@ -75,6 +75,8 @@ void CheckParams(const OpParams& op, const std::string& path) {
       CheckRange(c.out_channels, 1, kMaxExtent, path + ".conv.outChannels");
       CheckRange(c.groups, 1, kMaxExtent, path + ".conv.groups");
       CheckWindows(c.kernel, c.stride, c.padding, c.dilation, path + ".conv.");
+      CheckRange(c.padding_end_extra.h, 0, kMaxExtent, path + ".conv.padEndH");
+      CheckRange(c.padding_end_extra.w, 0, kMaxExtent, path + ".conv.padEndW");
       break;
     }
     case OpKind::kPool:

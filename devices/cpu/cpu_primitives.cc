@@ -248,7 +248,9 @@ class LaneCompiler {
     const dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto, src_any, weights_any,
         bias_desc, dst_any, Dims{c.stride.h, c.stride.w}, Dims{c.dilation.h - 1, c.dilation.w - 1},
-        Dims{c.padding.h, c.padding.w}, Dims{c.padding.h, c.padding.w});
+        Dims{c.padding.h, c.padding.w},
+        Dims{int64_t{c.padding.h} + c.padding_end_extra.h,
+             int64_t{c.padding.w} + c.padding_end_extra.w});
     const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine_);
 
     // Weights: reordered once, here, from OIHW (GOIHW when grouped: the

@@ -83,6 +83,19 @@ void CudaPreparedProgram::CheckTensorLimits(const exec::Program& program) const 
           views.emplace_back("input " + std::to_string(i), step.inputs[i]);
         }
         views.emplace_back("output", step.output);
+        if (step.op.kind == OpKind::kConv) {
+          const double padded =
+              PaddedInputElements(step, buffers_.at(step.inputs[0].buffer), batch_);
+          if (padded > kMaxTensorExtent) {
+            throw ExecError(MeasureError::kUnsupported,
+                            "cuda: stage " + std::to_string(s) + " lane " + std::to_string(l) +
+                                " step '" + step.label + "': its input padded at the bottom and " +
+                                "right has " + std::to_string(int64_t(padded)) +
+                                " floats at batch " + std::to_string(batch_) +
+                                "; cuDNN's tensor descriptors take at most " +
+                                std::to_string(kMaxTensorExtent) + " (2^31 - 1) elements");
+          }
+        }
         for (const auto& [role, view] : views) {
           const cuda::TensorLayout t = LayoutOf(buffers_.at(view.buffer), view, batch_);
           // In double: the product of a batch and a stride may pass int64.
@@ -171,8 +184,16 @@ void CudaPreparedProgram::CompileConv(const exec::Program& program, const exec::
                                       AlgorithmSearch& search, std::vector<Call>& calls) {
   const ConvParams& c = step.op.conv;
   const exec::ConvWeights& w = program.weights.at(step.weights);
-  const cuda::TensorLayout x_layout =
+  cuda::TensorLayout x_layout =
       LayoutOf(buffers_.at(step.inputs[0].buffer), step.inputs[0], batch_);
+  const float* input = ViewAddress(step.inputs[0]);
+  // cuDNN pads both sides equally: with more at the end, the convolution
+  // runs unpadded on a copy that holds all of its padding.
+  Window padding = c.padding;
+  if (!(c.padding_end_extra == Window{0, 0})) {
+    calls.push_back({PadInput(step, context, where, x_layout, input)});
+    padding = {0, 0};
+  }
   const cuda::TensorLayout y_layout =
       LayoutOf(buffers_.at(step.output.buffer), step.output, batch_);
   const cuda::TensorDesc x = KeepTensor(x_layout, where);
@@ -182,12 +203,11 @@ void CudaPreparedProgram::CompileConv(const exec::Program& program, const exec::
           where + ": its filter");
   filters_.emplace_back(api_, filter);
   const cuda::ConvGeometry geometry{
-      c.padding.h,  c.padding.w,  c.stride.h, c.stride.w,
+      padding.h,    padding.w,    c.stride.h, c.stride.w,
       c.dilation.h, c.dilation.w, c.groups,   MathOf(state_->options)};
   cuda::ConvDesc conv;
   Checked(api_.CreateConvolution(geometry, conv), where + ": its convolution");
   convs_.emplace_back(api_, conv);
-  const float* input = ViewAddress(step.inputs[0]);
   float* output = ViewAddress(step.output);
   const void* kernel = weights_.at(step.weights).kernel.get();
   const std::string problem =

@@ -170,6 +170,14 @@ void CudaPreparedProgram::CheckMemory(const exec::Program& program) {
   for (const exec::ConvWeights& w : program.weights) {
     needed += 4.0 * static_cast<double>(w.kernel.size() + w.bias.size());
   }
+  for (const exec::ProgramStage& stage : program.stages) {
+    for (const exec::Lane& lane : stage.lanes) {
+      for (const exec::Step& step : lane.steps) {
+        if (step.op.kind != OpKind::kConv) continue;
+        needed += 4.0 * PaddedInputElements(step, buffers_.at(step.inputs.at(0).buffer), batch_);
+      }
+    }
+  }
   size_t free_bytes = 0, total_bytes = 0;
   Checked(api_.MemoryInfo(free_bytes, total_bytes), "reading free memory");
   // What only the pool holds (the search's scratch, idle workspaces) is
@@ -179,7 +187,8 @@ void CudaPreparedProgram::CheckMemory(const exec::Program& program) {
   }
   if (needed > static_cast<double>(free_bytes)) {
     throw ExecError(MeasureError::kOutOfMemory,
-                    "cuda: the program needs " + MiB(needed) + " of storage and weights at batch " +
+                    "cuda: the program needs " + MiB(needed) +
+                        " of storage, weights and padded inputs at batch " +
                         std::to_string(batch_) + ", the GPU has " + MiB(double(free_bytes)) +
                         " free of " + MiB(double(total_bytes)));
   }

@@ -72,6 +72,12 @@ struct CompiledStage {
 //! one) and stride cuDNN's 4-D tensor descriptors take: they are ints.
 constexpr int64_t kMaxTensorExtent = 2147483647;  // 2^31 - 1
 
+//! The floats of the zeroed copy of a convolution's input, padded on every
+//! side, that `step` runs on at `batch` (ConvParams::padding_end_extra:
+//! cuDNN pads both sides equally); 0 when it reads its input as it is.
+//! `input` is the buffer of the step's first input view.
+double PaddedInputElements(const exec::Step& step, const exec::BufferDesc& input, int batch);
+
 class CudaPreparedProgram : public exec::PreparedProgram {
  public:
   //! Throws ExecError (typed as the failure that stopped it), having given
@@ -157,6 +163,13 @@ class CudaPreparedProgram : public exec::PreparedProgram {
                    const std::string& where, AlgorithmSearch& search, std::vector<Call>& calls);
   void CompileConv(const exec::Program& program, const exec::Step& step, StreamContext& context,
                    const std::string& where, AlgorithmSearch& search, std::vector<Call>& calls);
+  //! For a convolution with extra end padding (cuda_padded_input.cc):
+  //! allocates and zeroes its padded input, points `x_layout` and `input`
+  //! at it, and returns the call that copies the input view into its
+  //! interior.
+  std::function<cuda::Status()> PadInput(const exec::Step& step, StreamContext& context,
+                                         const std::string& where, cuda::TensorLayout& x_layout,
+                                         const float*& input);
   void CompilePool(const exec::Step& step, StreamContext& context, const std::string& where,
                    std::vector<Call>& calls);
   void CompileCeilMaxPool(const exec::Step& step, StreamContext& context, std::vector<Call>& calls);
@@ -201,6 +214,7 @@ class CudaPreparedProgram : public exec::PreparedProgram {
   std::vector<exec::BufferDesc> buffers_;
   std::deque<std::string> labels_;  // one per step, in program order
   std::vector<DeviceMemory> slots_;
+  std::deque<DeviceMemory> padded_;  // convolutions' padded inputs (PadInput)
   std::deque<Weights> weights_;
   std::deque<StreamContext> contexts_;  // [0]: the origin stream
   cuda::Event fork_, start_, end_;      // the pool's

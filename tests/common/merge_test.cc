@@ -33,6 +33,12 @@ ConvParams Conv(Window kernel, Window padding, Window stride = {1, 1}, Window di
   return c;
 }
 
+// `c` with `extra` rows/columns of zeros beyond its padding at the bottom/right.
+ConvParams EndExtra(ConvParams c, Window extra) {
+  c.padding_end_extra = extra;
+  return c;
+}
+
 OpParams Op(const ConvParams& conv, int out_channels = 1) {
   OpParams op;
   op.kind = OpKind::kConv;
@@ -141,6 +147,18 @@ const ConvMergeCase kMergeCases[] = {
      {Conv({1, 7}, {0, 3}, {2, 2}), Conv({7, 1}, {3, 0}, {2, 2}), Conv({3, 3}, {1, 1}, {2, 2})},
      {17, 17},
      Conv({7, 7}, {3, 3}, {2, 2})},
+    // TensorFlow's SAME at stride 2 on an even input: one more zero row and
+    // column at the end; equal extras keep one centre and one output size.
+    {"equal_end_extra_5x5_and_3x3_stride2",
+     {EndExtra(Conv({5, 5}, {1, 1}, {2, 2}), {1, 1}),
+      EndExtra(Conv({3, 3}, {0, 0}, {2, 2}), {1, 1})},
+     {16, 16},
+     EndExtra(Conv({5, 5}, {1, 1}, {2, 2}), {1, 1})},
+    {"equal_end_extra_in_height_only",
+     {EndExtra(Conv({3, 3}, {1, 1}, {2, 2}), {1, 0}),
+      EndExtra(Conv({1, 1}, {0, 0}, {2, 2}), {1, 0})},
+     {15, 12},
+     EndExtra(Conv({3, 3}, {1, 1}, {2, 2}), {1, 0})},
 };
 
 class MergeCaseTest : public ::testing::TestWithParam<ConvMergeCase> {};
@@ -168,6 +186,7 @@ TEST_P(MergeCaseTest, MergedConvIsTheSameForEveryOrderOfTheMembers) {
     EXPECT_EQ(merged, MergedConv(c.convs));
     EXPECT_EQ(merged.kernel, c.merged.kernel);
     EXPECT_EQ(merged.padding, c.merged.padding);
+    EXPECT_EQ(merged.padding_end_extra, c.merged.padding_end_extra);
     EXPECT_EQ(merged.stride, c.convs[0].stride);
     EXPECT_EQ(merged.dilation, c.convs[0].dilation);
     EXPECT_EQ(merged.out_channels, static_cast<int>(c.convs.size()));
@@ -214,6 +233,13 @@ const RefusedCase kRefusedCases[] = {
     {"equal_output_other_centre", Conv({1, 1}, {0, 0}, {3, 3}), Conv({3, 3}, {0, 0}, {3, 3}),
      "padH"},
     {"other_padding_in_width", Conv({3, 3}, {1, 1}), Conv({3, 3}, {1, 0}), "padW"},
+    // Same centres, but on an even input the extra row adds an output row
+    // (8 against 7 on 16 rows): the signature does not know the input, so
+    // unequal extras never merge.
+    {"other_end_extra_in_height", EndExtra(Conv({3, 3}, {0, 0}, {2, 2}), {1, 0}),
+     Conv({3, 3}, {0, 0}, {2, 2}), "padEndH"},
+    {"other_end_extra_in_width", EndExtra(Conv({3, 3}, {1, 1}), {0, 2}),
+     EndExtra(Conv({3, 3}, {1, 1}), {0, 1}), "padEndW"},
     {"other_activation", Conv({3, 3}, {1, 1}),
      Conv({3, 3}, {1, 1}, {1, 1}, {1, 1}, Activation::kNone), "activation"},
 };

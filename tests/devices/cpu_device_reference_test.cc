@@ -112,6 +112,11 @@ OpParams CeilMax(int kernel, int stride, int pad) {
   return op;
 }
 
+OpParams WithEndExtra(OpParams op, Window extra) {
+  op.conv.padding_end_extra = extra;
+  return op;
+}
+
 OpParams ExcludingPadding(OpParams op) {
   op.pool.exclude_padding = true;
   return op;
@@ -152,6 +157,17 @@ std::vector<OpCase> EveryOpKind() {
       {"conv5x5_pad2_stride3",
        ConvWith({}, 3, {5, 5}, {2, 2}, {3, 3}, {1, 1}, 1, A::kRelu),
        {{2, 8, 8}}},
+      // TensorFlow's SAME padding at stride 2 (BlazeFace): ONNX pads
+      // [0,0,1,1] on a depthwise 3x3, [1,1,2,2] on a 5x5, and one axis only.
+      {"depthwise_stride2_pads_0011",
+       WithEndExtra(ConvWith({}, 6, {3, 3}, {0, 0}, {2, 2}, {1, 1}, 6, A::kRelu), {1, 1}),
+       {{6, 8, 8}}},
+      {"conv5x5_stride2_pads_1122",
+       WithEndExtra(ConvWith({}, 4, {5, 5}, {1, 1}, {2, 2}, {1, 1}, 1, A::kNone), {1, 1}),
+       {{3, 7, 7}}},
+      {"conv3x3_stride2_extra_bottom_only",
+       WithEndExtra(ConvWith({}, 3, {3, 3}, {1, 0}, {2, 2}, {1, 1}, 1, A::kNone), {2, 0}),
+       {{2, 6, 5}}},
       {"max_3x3_s2_p1", PoolOp(PoolType::kMax, 3, 2, 1), {{3, 7, 7}}},
       {"max_2x2_s2_odd_input", PoolOp(PoolType::kMax, 2, 2, 0), {{3, 7, 7}}},
       {"avg_3x3_s1_p1", PoolOp(PoolType::kAvg, 3, 1, 1), {{3, 5, 6}}},
@@ -514,6 +530,25 @@ TEST_F(CpuDeviceTest, MergedConvolutionEqualsItsMembers) {
       exec::testing::ExpectClose(one->Read(stacked.outputs[m]), each->Read(separate.outputs[m]),
                                  1e-4, "member " + std::to_string(m));
     }
+  }
+}
+
+// BlazeFace's 5x5/2 and 3x3/2 with one more zero row and column at the
+// end: equal extras merge (common/stage.h), and the merged convolution
+// keeps them.
+TEST_F(CpuDeviceTest, AMergeOfConvolutionsWithEqualExtraEndPaddingMatchesTheReference) {
+  using ::ios::testing::ConvOp;
+  exec::testing::GraphBuilder g({6, 8, 8});
+  OpParams five = ConvOp(3, 5, 2, 1), three = ConvOp(4, 3, 2, 0);
+  five.conv.padding_end_extra = three.conv.padding_end_extra = {1, 1};
+  const NodeId a = g.Add("five", five, {{g.S(0)}});
+  const NodeId b = g.Add("three", three, {{g.S(0)}});
+  const Graph graph = g.Done();
+  const StageSpec spec = MakeStageSpec(graph, {Strategy::kMerge, {{a}, {b}}});
+  ASSERT_EQ(spec.groups[1][0].output, (Shape{4, 4, 4}));
+  const exec::Program program = exec::StageProgram(spec, 7);
+  for (const int batch : {1, 2}) {
+    ExpectSameAsReference(*device_, program, batch, "merged with extra end padding");
   }
 }
 

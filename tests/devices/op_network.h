@@ -94,6 +94,15 @@ class Network {
           return op;
         }(),
         {{{0, 0, 8}}});
+    // TensorFlow's SAME padding at stride 2 (BlazeFace): one more zero row
+    // and column at the bottom and right (ONNX pads [0,0,1,1]): 9 -> 4.
+    Add("depthwise_s2_end_padding",
+        [] {
+          OpParams op = Conv(8, 3, 0, 2, 1, 8);
+          op.conv.padding_end_extra = {1, 1};
+          return op;
+        }(),
+        {{{0, 0, 8}}});
     // Kinds of common/op_kinds.h: a classifier's softmax, and its
     // logarithm over a slice (strided views on every backend).
     Add("softmax", MakeRegisteredOp(RegisteredKind::kSoftmax), {{{0, 0, 8}}});

@@ -67,6 +67,40 @@ TEST(ReferenceDeviceTest, ConvolutionAsymmetricKernelAndPadding) {
   EXPECT_EQ(out, (std::vector<float>{1, 3, 3, 7, 12, 9}));
 }
 
+TEST(ReferenceDeviceTest, ExtraEndPaddingPadsOnlyTheBottomAndRight) {
+  // 3x3/2 on a 4x4 ramp, ONNX pads [0,0,1,1]: windows start at rows and
+  // columns 0 and 2, and the second reaches one zero row/column past the end.
+  OpParams op = Conv(1, 3, 2, 0);
+  op.conv.padding_end_extra = {1, 1};
+  const auto out =
+      RunOp(op, {{1, 4, 4}}, {Iota(16)}, 1, {Weights(1, 1, 3, 3, std::vector<float>(9, 1.0f))});
+  EXPECT_EQ(out, (std::vector<float>{0 + 1 + 2 + 4 + 5 + 6 + 8 + 9 + 10, 2 + 3 + 6 + 7 + 10 + 11,
+                                     8 + 9 + 10 + 12 + 13 + 14, 10 + 11 + 14 + 15}));
+}
+
+TEST(ReferenceDeviceTest, ExtraEndPaddingAddsToTheStartPadding) {
+  // 5x5/2 on a 7x7 ramp (value 7r+c), ONNX pads [1,1,2,2]: windows start at
+  // -1, 1 and 3, so output row 0 reads rows 0..3 and row 2 rows 3..6 (and
+  // one zero row); likewise for columns. Out of (7+1+2-5)/2+1 = 3 per axis.
+  OpParams op = Conv(1, 5, 2, 1);
+  op.conv.padding_end_extra = {1, 1};
+  const auto out =
+      RunOp(op, {{1, 7, 7}}, {Iota(49)}, 1, {Weights(1, 1, 5, 5, std::vector<float>(25, 1.0f))});
+  // The ramp summed over rows r0..r1 and columns c0..c1 of the input.
+  const auto box = [](int r0, int r1, int c0, int c1) {
+    float sum = 0;
+    for (int r = r0; r <= r1; ++r) {
+      for (int c = c0; c <= c1; ++c) sum += static_cast<float>(7 * r + c);
+    }
+    return sum;
+  };
+  EXPECT_EQ(box(0, 3, 0, 3), 192.0f);
+  EXPECT_EQ(box(3, 6, 3, 6), 576.0f);
+  EXPECT_EQ(out, (std::vector<float>{box(0, 3, 0, 3), box(0, 3, 1, 5), box(0, 3, 3, 6),
+                                     box(1, 5, 0, 3), box(1, 5, 1, 5), box(1, 5, 3, 6),
+                                     box(3, 6, 0, 3), box(3, 6, 1, 5), box(3, 6, 3, 6)}));
+}
+
 TEST(ReferenceDeviceTest, GroupedConvolutionReadsOnlyItsGroup) {
   // 4 inputs (constant planes 1, 2, 3, 4), 2 groups of 2: out0 = 1*1 + 10*2,
   // out1 = 100*3 + 1000*4.

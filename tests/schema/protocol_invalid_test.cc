@@ -60,6 +60,12 @@ const InvalidCase kInvalidQueries[] = {
      "query.stage.groups[1].ops[0].op.pool.strideH: 0 out of range"},
     {"negative padding", [](StageQuery& q) { q.stage.groups[0][0].op.conv.padding.h = -1; },
      "query.stage.groups[0].ops[0].op.conv.padH: -1 out of range"},
+    {"negative extra end padding",
+     [](StageQuery& q) { q.stage.groups[0][0].op.conv.padding_end_extra.w = -1; },
+     "query.stage.groups[0].ops[0].op.conv.padEndW: -1 out of range"},
+    {"huge extra end padding",
+     [](StageQuery& q) { q.stage.groups[0][0].op.conv.padding_end_extra.h = 1 << 20; },
+     "query.stage.groups[0].ops[0].op.conv.padEndH: 1048576 out of range"},
     {"dilated span overflows",
      [](StageQuery& q) { q.stage.groups[0][0].op.conv.dilation.h = 60000; },
      "query.stage.groups[0].ops[0].op.conv.kernelH: dilated span 120001 too large"},
@@ -123,6 +129,10 @@ TEST(ProtocolTest, InvalidMergeStagesAreRefused) {
   const StageOp b{ConvOp(48, 3, 1, 1), {{External(0, 0, 64)}}, {48, 17, 17}};
   const StageOp other_input{ConvOp(48, 3, 1, 1), {{External(1, 0, 64)}}, {48, 17, 17}};
   const StageOp strided{ConvOp(48, 3, 2, 1), {{External(0, 0, 64)}}, {48, 9, 9}};
+  // 9x9 like `strided` (17 + 2 + 1 - 3 is odd), but it pads one more row and
+  // column at the end: unequal extras never merge.
+  StageOp end_extra = strided;
+  end_extra.op.conv.padding_end_extra = {1, 1};
   const StageOp relu{ConvOp(48, 3, 1, 1, Activation::kNone), {{External(0, 0, 64)}}, {48, 17, 17}};
   const StageOp pool{PoolOp(PoolType::kMax, 3, 1, 1), {{External(0, 0, 64)}}, {64, 17, 17}};
   const struct {
@@ -137,6 +147,7 @@ TEST(ProtocolTest, InvalidMergeStagesAreRefused) {
        "query.stage.groups[1].ops[0].output: merged convolutions must have equal output "
        "resolution"},
       {{{a}, {relu}}, "query.stage.groups[1].ops[0].op.conv.activation: merged"},
+      {{{strided}, {end_extra}}, "query.stage.groups[1].ops[0].op.conv.padEndH: merged"},
       {{{a}, {pool}}, "query.stage.groups[1].ops[0].op: a merge stage runs only convolutions"},
   };
   query.stage.groups = {{a}, {b}};

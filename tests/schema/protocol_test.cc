@@ -172,6 +172,21 @@ TEST(ProtocolTest, PoolFlagsRoundTrip) {
   EXPECT_EQ(got.stage.groups[1][0].op, max);
 }
 
+TEST(ProtocolTest, ConvExtraEndPaddingRoundTrips) {
+  StageQuery query = SampleQuery();
+  OpParams both = ConvOp(4, 5, 2, 1);
+  both.conv.padding_end_extra = {1, 1};
+  OpParams height = ConvOp(4, 3, 2, 0);
+  height.conv.padding_end_extra = {1, 0};
+  query.stage.strategy = Strategy::kParallel;
+  query.stage.externals = {{4, 8, 8}};
+  query.stage.groups = {{{both, {{External(0, 0, 4)}}, {4, 4, 4}}},
+                        {{height, {{External(0, 0, 4)}}, {4, 4, 3}}}};
+  const StageQuery got = RoundTrip(query);
+  EXPECT_EQ(got.stage.groups[0][0].op, both);
+  EXPECT_EQ(got.stage.groups[1][0].op, height);
+}
+
 TEST(ProtocolTest, OkResultRoundTripsExactly) {
   const StageResult sent = SampleResult();
   const StageResult got = RoundTrip(sent);

@@ -24,8 +24,8 @@
 // It computes nothing either, unless a journal asks for it (`compute`):
 // then every allocation holds host memory, copies move real bytes, and the
 // few calls the fake can compute (cudnnTransformTensor, CopyStrided,
-// LayerNormStrided) do so as they are enqueued; any other work is a violation, since what it wrote
-// would be garbage a test might compare.
+// LayerNormStrided, cudnnConvolutionForward) do so as they are enqueued; any other work is a
+// violation, since what it wrote would be garbage a test might compare.
 #pragma once
 
 #include <cstdint>
@@ -310,6 +310,10 @@ class RecordingApi final : public Api {
   void CheckConvolution(const std::string& call, TensorDesc x_desc, const void* x,
                         FilterDesc w_desc, const void* w, ConvDesc conv, TensorDesc y_desc,
                         const void* y);
+  //! y = conv(x, w) on the host, as cuDNN's cross-correlation computes it,
+  //! when the journal computes (CheckConvolution found the shapes agree).
+  void ComputeConvolution(TensorDesc x_desc, const void* x, FilterDesc w_desc, const void* w,
+                          ConvDesc conv, TensorDesc y_desc, void* y);
   //! `algo` was reported with success and fits the workspace given.
   void CheckAlgorithm(const std::string& call, int algo, size_t workspace_bytes);
   void SameShape(const std::string& call, TensorDesc a, TensorDesc b);

@@ -82,7 +82,62 @@ Status RecordingApi::ConvolutionForward(DnnHandle handle, TensorDesc x_desc, con
   CheckConvolution(call, x_desc, x, w_desc, w, conv, y_desc, y);
   if (workspace_bytes > 0) Span(workspace, workspace_bytes, call + " (workspace)");
   CheckAlgorithm(call, algo, workspace_bytes);
-  return Op(call, handle, algo, x, y);
+  const Status status = Op(call, handle, algo, x, y);
+  if (status.ok() && !capturing_) ComputeConvolution(x_desc, x, w_desc, w, conv, y_desc, y);
+  return status;
+}
+
+void RecordingApi::ComputeConvolution(TensorDesc x_desc, const void* x, FilterDesc w_desc,
+                                      const void* w, ConvDesc conv, TensorDesc y_desc, void* y) {
+  const auto xt = tensors_.find(x_desc.value);
+  const auto yt = tensors_.find(y_desc.value);
+  const auto filter = filters_.find(w_desc.value);
+  const auto geometry = convs_.find(conv.value);
+  if (xt == tensors_.end() || yt == tensors_.end() || filter == filters_.end() ||
+      geometry == convs_.end()) {
+    return;
+  }
+  const TensorLayout &in = xt->second, &out = yt->second;
+  const auto [k, c, r, s] = filter->second;
+  const ConvGeometry& g = geometry->second;
+  const auto extent = [](const TensorLayout& t) {
+    return static_cast<size_t>((t.n - 1) * t.stride_n + (t.c - 1) * t.stride_c +
+                               (t.h - 1) * t.stride_h + (t.w - 1) * t.stride_w + 1) *
+           sizeof(float);
+  };
+  const auto* from = reinterpret_cast<const float*>(Held(x, extent(in)));
+  const auto* weights =
+      reinterpret_cast<const float*>(Held(w, static_cast<size_t>(k) * c * r * s * sizeof(float)));
+  auto* to = reinterpret_cast<float*>(Held(y, extent(out)));
+  if (from == nullptr || weights == nullptr || to == nullptr || g.groups < 1 || k % g.groups) {
+    return;
+  }
+  const int per_group = k / g.groups;
+  for (int n = 0; n < out.n; ++n) {
+    for (int o = 0; o < out.c; ++o) {
+      for (int oy = 0; oy < out.h; ++oy) {
+        for (int ox = 0; ox < out.w; ++ox) {
+          double sum = 0;
+          for (int i = 0; i < c; ++i) {
+            const int channel = o / per_group * c + i;
+            for (int ky = 0; ky < r; ++ky) {
+              const int iy = oy * g.stride_h - g.pad_h + ky * g.dilation_h;
+              if (iy < 0 || iy >= in.h) continue;
+              for (int kx = 0; kx < s; ++kx) {
+                const int ix = ox * g.stride_w - g.pad_w + kx * g.dilation_w;
+                if (ix < 0 || ix >= in.w) continue;
+                sum += double{weights[((int64_t{o} * c + i) * r + ky) * s + kx]} *
+                       from[n * in.stride_n + channel * in.stride_c + iy * in.stride_h +
+                            ix * in.stride_w];
+              }
+            }
+          }
+          to[n * out.stride_n + o * out.stride_c + oy * out.stride_h + ox * out.stride_w] =
+              static_cast<float>(sum);
+        }
+      }
+    }
+  }
 }
 
 Status RecordingApi::ConvolutionBiasRelu(DnnHandle handle, TensorDesc x_desc, const void* x,
@@ -300,7 +355,7 @@ unsigned char* RecordingApi::Held(const void* pointer, size_t bytes) {
 void RecordingApi::NotComputed(const std::string& call) {
   if (!journal_->compute) return;
   for (const char* computed : {"cudnnTransformTensor", "CopyStrided", "CopyStrided(accumulate)",
-                               "LayerNormStrided", "ActivateStrided"}) {
+                               "LayerNormStrided", "ActivateStrided", "cudnnConvolutionForward"}) {
     if (call == computed) return;
   }
   Violation(call + ": the journal computes, and the fake cannot compute this call");
