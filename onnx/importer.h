@@ -35,11 +35,21 @@ struct Value {
   Kind kind = Kind::kTensor;
   Inputs terms;                           // kTensor, kFlat, kPadded
   Shape shape;                            // of the feature map (before flattening or padding)
-  Window pad{0, 0};                       // kPadded
+  Window pad{0, 0};                       // kPadded: on every side
   const ConstTensor* constant = nullptr;  // kConstant
   std::string made_by;                    // "node 'x' (Pad)", for messages
   int groups = 0;                         // kGrouped
   bool transposed = false;                // kGrouped: viewed as (N, C/groups, groups, H, W)
+  Window pad_end_extra{0, 0};             // kPadded: more at the bottom and right
+};
+
+//! Zero padding as ONNX gives it per side, in the IR's terms: `begin` on
+//! every side, `end_extra` more at the bottom and right (TensorFlow's SAME
+//! padding at stride 2). More at the top or left is not representable.
+struct Pads {
+  Window begin{0, 0};
+  Window end_extra{0, 0};
+  bool symmetric() const { return end_extra == Window{0, 0}; }
 };
 
 //! A GELU written as its formula (onnx_gelu.cc): the nodes from x to `top`.
@@ -88,6 +98,10 @@ class Importer {
   void AddInputs();
 
   void AddConstant(ConstTensor tensor);
+
+  //! Whether every reader of the graph input `name` is a Transpose with perm
+  //! [0, 3, 1, 2] (an N,H,W,C input made N,C,H,W), and there is one.
+  bool ReadOnlyByTransposesToChannelsFirst(const std::string& name) const;
 
   // ---- Nodes -------------------------------------------------------------------
 
@@ -146,15 +160,16 @@ class Importer {
   //! Records that `node`'s output is its input `input` passed on unchanged.
   void PassedOn(const ::onnx::NodeProto& node, int input = 0);
 
-  Window SymmetricPads(const std::vector<int64_t>& pads, const std::string& attr) const;
+  //! ONNX's [top, left, bottom, right] `pads` attribute.
+  Pads SidePads(const std::vector<int64_t>& pads, const std::string& attr) const;
 
   //! A 2-D window attribute (kernel_shape, strides, dilations), each value
   //! in kExtentBounds; `fallback` for both when absent.
   Window Pair(const Attributes& attrs, const std::string& attr, int fallback) const;
 
   //! Padding from auto_pad (or the explicit pads when NOTSET).
-  Window Padding(const Attributes& attrs, const Shape& in, Window kernel, Window stride,
-                 Window dilation) const;
+  Pads Padding(const Attributes& attrs, const Shape& in, Window kernel, Window stride,
+               Window dilation) const;
 
   // ---- Operators (onnx_operators.cc, onnx_combine.cc) ---------------------------
 
@@ -337,6 +352,7 @@ class Importer {
   std::set<std::string> formula_inner_;
   std::map<std::string, std::string> passed_on_;  // output -> the input it is unchanged
   bool fixed_batch_ = false;                      // the file gives the batch a size
+  bool input_channels_last_ = false;              // the graph input is N,H,W,C
   NodeId sink_ = -1;
 };
 

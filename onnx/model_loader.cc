@@ -15,6 +15,7 @@ ModelWithWeights LoadAnyModel(const std::string& model) {
   if (imported.has_weights) loaded.weights = std::move(imported.weights);
   loaded.notes = std::move(imported.notes);
   loaded.warnings = std::move(imported.warnings);
+  loaded.input_channels_last = imported.input_channels_last;
   return loaded;
 }
 

@@ -18,6 +18,9 @@ struct ModelWithWeights {
   std::optional<exec::WeightStore> weights;
   std::vector<std::string> notes;     // the importer's rewrites
   std::vector<std::string> warnings;  // not fatal, worth a log line
+  //! ONNX only: the model's input is N,H,W,C, so an input file for it is
+  //! read in that order (ImportedModel::input_channels_last).
+  bool input_channels_last = false;
 };
 
 //! LoadModel (common/model_source.h), or ImportOnnxFile for a path ending

@@ -24,8 +24,9 @@ namespace {
 bool IsAffine(const Pending& p) {
   const ConvParams& c = p.node.op.conv;
   return p.node.op.kind == OpKind::kConv && c.kernel == Window{1, 1} && c.stride == Window{1, 1} &&
-         c.padding == Window{0, 0} && c.dilation == Window{1, 1} && c.groups == c.out_channels &&
-         c.act == Activation::kNone && p.node.output.c == c.out_channels;
+         c.padding == Window{0, 0} && c.padding_end_extra == Window{0, 0} &&
+         c.dilation == Window{1, 1} && c.groups == c.out_channels && c.act == Activation::kNone &&
+         p.node.output.c == c.out_channels;
 }
 
 //! The constant's values, one per channel of `x` (a single value repeated),
@@ -135,7 +136,7 @@ Value Importer::AffineOperator(const Value& x, std::vector<float> a, std::vector
 void Importer::FoldAffineInput(const ::onnx::NodeProto& node, const Value& x, ConvParams& conv,
                                exec::ConvWeights& weights, bool& has_values, Inputs& inputs) {
   // Padding would be zeros after the map, which the folded map would see as b.
-  if (!(conv.padding == Window{0, 0})) return;
+  if (!(conv.padding == Window{0, 0}) || !(conv.padding_end_extra == Window{0, 0})) return;
   Pending* affine = SoleProducer(node, x);
   if (affine == nullptr || !IsAffine(*affine)) return;
   const exec::ConvWeights& map = affine->weights;

@@ -106,7 +106,9 @@ void Importer::AddInputs() {
       continue;
     }
     if (type.elem_type() != ::onnx::TensorProto_DataType_FLOAT || dims.size() != 4) {
-      throw Error(where + ": the network input must be a float tensor of rank 4 (N,C,H,W)");
+      throw Error(where +
+                  ": the network input must be a float tensor of rank 4 (N,C,H,W, or "
+                  "N,H,W,C read only by a Transpose to N,C,H,W)");
     }
     int extents[4] = {1, 1, 1, 1};
     for (size_t i = 1; i < 4; ++i) {
@@ -119,15 +121,46 @@ void Importer::AddInputs() {
     // A batch of 0 or less reads as symbolic, as it always has.
     fixed_batch_ = dims[0] > 0;
     batch_ = fixed_batch_ ? Narrow(dims[0], kBatchBounds, where, "the batch (dimension 0)") : 1;
+    // Converters from TensorFlow keep its N,H,W,C input and transpose it
+    // first thing: the IR's input is then the transposed map, and the file
+    // a user runs on is read as N,H,W,C (ImportedModel::input_channels_last).
+    input_channels_last_ = ReadOnlyByTransposesToChannelsFirst(input.name());
     Pending& in = pending_.emplace_back();
     in.node.name = UniqueName(input.name().empty() ? "input" : input.name());
     in.node.op.kind = OpKind::kInput;
-    in.node.output = {extents[1], extents[2], extents[3]};
+    in.node.output = input_channels_last_ ? Shape{extents[3], extents[1], extents[2]}
+                                          : Shape{extents[1], extents[2], extents[3]};
     values_[input.name()] = {
-        Value::Kind::kTensor, {{{0, 0, in.node.output.c}}}, in.node.output, {0, 0}, nullptr, where};
+        input_channels_last_ ? Value::Kind::kChannelsLast : Value::Kind::kTensor,
+        {{{0, 0, in.node.output.c}}},
+        in.node.output,
+        {0, 0},
+        nullptr,
+        where};
     have_input_ = true;
   }
   if (!have_input_) throw Error(source_ + ": the graph has no input without values");
+}
+
+bool Importer::ReadOnlyByTransposesToChannelsFirst(const std::string& name) const {
+  int transposes = 0;
+  for (const ::onnx::NodeProto& node : model_.graph().node()) {
+    for (const std::string& input : node.input()) {
+      if (input != name) continue;
+      bool to_channels_first = false;
+      if (node.op_type() == "Transpose") {
+        for (const ::onnx::AttributeProto& a : node.attribute()) {
+          if (a.name() == "perm") {
+            to_channels_first = std::vector<int64_t>(a.ints().begin(), a.ints().end()) ==
+                                std::vector<int64_t>{0, 3, 1, 2};
+          }
+        }
+      }
+      if (!to_channels_first) return false;
+      ++transposes;
+    }
+  }
+  return transposes > 0;
 }
 
 void Importer::AddConstant(ConstTensor tensor) {
@@ -226,7 +259,8 @@ void Importer::CheckInferredShape(const std::string& name, const Value& value) c
   } else if (value.kind == Value::Kind::kChannelsLast) {
     ours.insert(ours.end(), {s.h, s.w, s.c});
   } else if (value.kind == Value::Kind::kPadded) {
-    ours.insert(ours.end(), {s.c, s.h + int64_t{2} * value.pad.h, s.w + int64_t{2} * value.pad.w});
+    ours.insert(ours.end(), {s.c, s.h + int64_t{2} * value.pad.h + value.pad_end_extra.h,
+                             s.w + int64_t{2} * value.pad.w + value.pad_end_extra.w});
   } else {
     ours.insert(ours.end(), {s.c, s.h, s.w});
   }
@@ -311,8 +345,8 @@ void Importer::PassedOn(const ::onnx::NodeProto& node, int input) {
   }
 }
 
-Window Importer::SymmetricPads(const std::vector<int64_t>& pads, const std::string& attr) const {
-  if (pads.empty()) return {0, 0};
+Pads Importer::SidePads(const std::vector<int64_t>& pads, const std::string& attr) const {
+  if (pads.empty()) return {};
   if (pads.size() != 4) {
     throw Error(where_ + ": attribute " + Quoted(attr) + " has " + std::to_string(pads.size()) +
                 " values; 4 (top, left, bottom, right) expected for a 2-D operator");
@@ -320,13 +354,12 @@ Window Importer::SymmetricPads(const std::vector<int64_t>& pads, const std::stri
   int p[4];
   for (int i = 0; i < 4; ++i)
     p[i] = Narrow(pads[i], kPaddingBounds, where_, "attribute " + Quoted(attr));
-  if (p[0] != p[2] || p[1] != p[3]) {
-    throw Error(where_ + ": asymmetric padding " + Quoted(attr) + " [" + std::to_string(p[0]) +
-                ", " + std::to_string(p[1]) + ", " + std::to_string(p[2]) + ", " +
-                std::to_string(p[3]) +
-                "] (top, left, bottom, right): only equal padding on both sides is supported");
+  if (p[2] < p[0] || p[3] < p[1]) {
+    throw Error(where_ + ": padding " + Quoted(attr) + " " + IntsText(pads) +
+                " (top, left, bottom, right) pads the top or left more than the bottom or right: "
+                "only equal padding, or more at the bottom and right, is supported");
   }
-  return {p[0], p[1]};
+  return {{p[0], p[1]}, {p[2] - p[0], p[3] - p[1]}};
 }
 
 Window Importer::Pair(const Attributes& attrs, const std::string& attr, int fallback) const {
@@ -340,32 +373,39 @@ Window Importer::Pair(const Attributes& attrs, const std::string& attr, int fall
 }
 
 //! Padding from auto_pad (or the explicit pads when NOTSET).
-Window Importer::Padding(const Attributes& attrs, const Shape& in, Window kernel, Window stride,
-                         Window dilation) const {
+Pads Importer::Padding(const Attributes& attrs, const Shape& in, Window kernel, Window stride,
+                       Window dilation) const {
   const std::string mode = attrs.String("auto_pad", "NOTSET");
-  if (mode == "NOTSET") return SymmetricPads(attrs.Ints("pads"), "pads");
+  if (mode == "NOTSET") return SidePads(attrs.Ints("pads"), "pads");
   if (!attrs.Ints("pads").empty()) {
     throw Error(where_ + ": both auto_pad=" + mode + " and pads are given");
   }
-  if (mode == "VALID") return {0, 0};
+  if (mode == "VALID") return {};
   if (mode != "SAME_UPPER" && mode != "SAME_LOWER") {
     throw Error(where_ + ": auto_pad " + Quoted(mode) +
                 "; NOTSET, SAME_UPPER, SAME_LOWER or VALID expected");
   }
   // In int64: each factor is at most kMaxExtent, a product of two is not.
-  const auto same = [&](int64_t size, int64_t k, int64_t s, int64_t d, const char* axis) {
+  // An odd total puts the one extra row at the end (SAME_UPPER), which the
+  // IR represents, or at the start (SAME_LOWER), which it does not.
+  Pads pads;
+  const auto same = [&](int64_t size, int64_t k, int64_t s, int64_t d, const char* axis, int& begin,
+                        int& extra) {
     const int64_t out = (size + s - 1) / s;
     const int64_t total = std::max<int64_t>((out - 1) * s + (k - 1) * d + 1 - size, 0);
-    if (total % 2 != 0) {
-      throw Error(where_ + ": auto_pad=" + mode + " pads the " + axis + " axis by " +
+    if (total % 2 != 0 && mode == "SAME_LOWER") {
+      throw Error(where_ + ": auto_pad=SAME_LOWER pads the " + axis + " axis by " +
                   std::to_string(total) +
-                  " in all, unequally on the two sides: only equal padding is supported");
+                  " in all, more at the start: only equal padding, or more at the end, is "
+                  "supported");
     }
-    return Narrow(total / 2, kPaddingBounds, where_,
-                  "the padding auto_pad=" + mode + " makes of the " + axis + " axis");
+    begin = Narrow(total / 2, kPaddingBounds, where_,
+                   "the padding auto_pad=" + mode + " makes of the " + axis + " axis");
+    extra = static_cast<int>(total % 2);
   };
-  return {same(in.h, kernel.h, stride.h, dilation.h, "height"),
-          same(in.w, kernel.w, stride.w, dilation.w, "width")};
+  same(in.h, kernel.h, stride.h, dilation.h, "height", pads.begin.h, pads.end_extra.h);
+  same(in.w, kernel.w, stride.w, dilation.w, "width", pads.begin.w, pads.end_extra.w);
+  return pads;
 }
 
 void Importer::FinishOutput() {
@@ -453,6 +493,7 @@ ImportedModel Importer::Assemble() {
   InferShapes(model.graph);
   CheckSingleSinkBlocks(model.graph);
   model.batch = batch_;
+  model.input_channels_last = input_channels_last_;
   model.notes = std::move(notes_);
   return model;
 }

@@ -26,7 +26,11 @@ struct ImportedModel {
   //! carries none (an export with export_params=False).
   exec::WeightStore weights;
   bool has_weights = false;
-  int batch = 1;                      // the batch size the file declares (1 when symbolic)
+  int batch = 1;  // the batch size the file declares (1 when symbolic)
+  //! The file's input is N,H,W,C (TensorFlow's order) and the graph's first
+  //! operators transpose it: the graph's input is that N,C,H,W map, and an
+  //! input file for the model is read as N,H,W,C.
+  bool input_channels_last = false;
   std::vector<std::string> notes;     // rewrites made: folds, fusions, removals
   std::vector<std::string> warnings;  // checker complaints that were not fatal
 };

@@ -112,10 +112,14 @@ void Importer::ImportConv(const ::onnx::NodeProto& node, const Attributes& attrs
   c.stride = Pair(attrs, "strides", 1);
   c.dilation = Pair(attrs, "dilations", 1);
   c.groups = groups;
-  c.padding = Padding(attrs, x.shape, c.kernel, c.stride, c.dilation);
+  const Pads pads = Padding(attrs, x.shape, c.kernel, c.stride, c.dilation);
+  c.padding = pads.begin;
+  c.padding_end_extra = pads.end_extra;
   if (x.kind == Value::Kind::kPadded) {
     c.padding.h += x.pad.h;
     c.padding.w += x.pad.w;
+    c.padding_end_extra.h += x.pad_end_extra.h;
+    c.padding_end_extra.w += x.pad_end_extra.w;
     Note("the zero Pad before " + Quoted(label_) + " became its padding");
   }
   exec::ConvWeights weights;
@@ -318,7 +322,13 @@ void Importer::ImportPool(const ::onnx::NodeProto& node, const Attributes& attrs
   if (!(Pair(attrs, "dilations", 1) == Window{1, 1})) {
     throw Error(where_ + ": dilated pooling is not supported");
   }
-  p.padding = Padding(attrs, x.shape, p.kernel, p.stride, Window{1, 1});
+  const Pads pads = Padding(attrs, x.shape, p.kernel, p.stride, Window{1, 1});
+  if (!pads.symmetric() || (x.kind == Value::Kind::kPadded && !(x.pad_end_extra == Window{0, 0}))) {
+    throw Error(where_ +
+                ": asymmetric padding: a pool pads both sides equally (only "
+                "convolutions take more padding at the bottom and right)");
+  }
+  p.padding = pads.begin;
   const bool padded_attr = p.padding.h > 0 || p.padding.w > 0;
   // ONNX's default leaves the padding out of the divisor; PyTorch exports
   // count_include_pad=1 unless told otherwise.
@@ -434,12 +444,15 @@ void Importer::ImportPad(const ::onnx::NodeProto& node, const Attributes& attrs)
   }
   int p[8];
   for (int i = 0; i < 8; ++i) p[i] = Narrow(pads[i], kPaddingBounds, where_, pads_field);
-  if (p[2] != p[6] || p[3] != p[7]) {
-    throw Error(where_ + ": asymmetric padding: only equal padding on both sides is supported");
+  if (p[6] < p[2] || p[7] < p[3]) {
+    throw Error(where_ + ": pads " + IntsText(pads) +
+                " pad the top or left more than the bottom or right: only equal padding, or "
+                "more at the bottom and right, is supported");
   }
   Value padded = x;
   padded.kind = Value::Kind::kPadded;
   padded.pad = {p[2], p[3]};
+  padded.pad_end_extra = {p[6] - p[2], p[7] - p[3]};
   Define(node, padded);
 }
 

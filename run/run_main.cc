@@ -72,6 +72,7 @@ struct Loaded {
   Graph graph;
   std::string model_name;
   std::optional<exec::WeightStore> file_weights;  // an ONNX file's own
+  bool input_channels_last = false;               // an ONNX file's input is N,H,W,C
   run::NetworkSchedule schedule;
   std::optional<MeasureSettings> settings;                // the search's, from a schedule file
   std::optional<coordinator::LoadedMultiSchedule> multi;  // an ios-farm-multi/v1 file's
@@ -100,6 +101,7 @@ Loaded LoadInputs(const CliOptions& cli) {
     loaded.graph = std::move(model.model.graph);
     loaded.model_name = model.model.name;
     loaded.file_weights = std::move(model.weights);
+    loaded.input_channels_last = model.input_channels_last;
     if (cli.rewrite == "memory") {
       loaded.rewrite = run::RewriteForMemory(loaded.graph, cli.schedule, cli.batch);
       loaded.original = std::move(loaded.graph);
@@ -138,6 +140,7 @@ Loaded LoadInputs(const CliOptions& cli) {
     }
     loaded.model_name = model.name;
     loaded.file_weights = std::move(any.weights);
+    loaded.input_channels_last = any.input_channels_last;
   }
   loaded.schedule.name = cli.schedule;
   for (auto& block : file.blocks) {
@@ -149,6 +152,21 @@ Loaded LoadInputs(const CliOptions& cli) {
 std::string ShapeText(int batch, const Shape& s) {
   return std::to_string(batch) + "x" + std::to_string(s.c) + "x" + std::to_string(s.h) + "x" +
          std::to_string(s.w);
+}
+
+//! Samples of `s` stored N,H,W,C reordered N,C,H,W: the order the graph's
+//! input has, for an ONNX model whose own input is N,H,W,C.
+std::vector<float> ChannelsFirst(const std::vector<float>& nhwc, const Shape& s) {
+  std::vector<float> nchw(nhwc.size());
+  const size_t plane = static_cast<size_t>(s.h) * s.w, sample = plane * s.c;
+  for (size_t n = 0; n * sample < nhwc.size(); ++n) {
+    for (size_t p = 0; p < plane; ++p) {
+      for (int c = 0; c < s.c; ++c) {
+        nchw[n * sample + c * plane + p] = nhwc[n * sample + p * s.c + c];
+      }
+    }
+  }
+  return nchw;
 }
 
 //! A raw little-endian float32 file of exactly `count` values.
@@ -260,10 +278,16 @@ int Run(const CliOptions& cli) {
   const Shape in = loaded.graph.node(0).output;
   const size_t input_count =
       static_cast<size_t>(cli.batch) * static_cast<size_t>(in.c) * in.h * in.w;
-  const std::vector<float> input =
-      cli.input_file.empty()
-          ? exec::SeededValues(input_count, cli.seed)
-          : ReadFloats(cli.input_file, "--input", input_count, ShapeText(cli.batch, in));
+  std::vector<float> input;
+  if (cli.input_file.empty()) {
+    input = exec::SeededValues(input_count, cli.seed);
+  } else if (loaded.input_channels_last) {
+    const std::string shape = std::to_string(cli.batch) + "x" + std::to_string(in.h) + "x" +
+                              std::to_string(in.w) + "x" + std::to_string(in.c) + " (N,H,W,C)";
+    input = ChannelsFirst(ReadFloats(cli.input_file, "--input", input_count, shape), in);
+  } else {
+    input = ReadFloats(cli.input_file, "--input", input_count, ShapeText(cli.batch, in));
+  }
   const Shape output_shape = loaded.graph.nodes.back().output;
   std::optional<std::vector<float>> expected;
   if (!cli.expect_file.empty()) {
@@ -541,7 +565,8 @@ int main(int argc, char** argv) {
                  "weights file (docs/execution.md); default: seeded random weights");
   app.add_option("--input", cli.input_file,
                  "the network's input: raw little-endian float32, N*C*H*W values (e.g. "
-                 "scripts/export-torchvision.py's MODEL.in.bin); default: seeded random values");
+                 "scripts/export-torchvision.py's MODEL.in.bin; N*H*W*C for an ONNX model whose "
+                 "input is N,H,W,C); default: seeded random values");
   app.add_option("--expect", cli.expect_file,
                  "a reference output (raw float32, as MODEL.out.bin): the scheduled and the "
                  "sequential outputs must match it within 1e-3 of its largest |value|; exit 1 if "

@@ -224,6 +224,21 @@ TEST(OnnxChannelsLastTest, ASoftmaxOverTheLastAxisOfAChannelsLastMapIsOverTheCha
   }
 }
 
+TEST(OnnxChannelsLastTest, AnNhwcInputReadOnlyByTransposesToNchwIsTheGraphsNchwInput) {
+  OnnxBuilder b(3, 2, 2);
+  b.InputDim(1, 2);  // 1 x 2 x 2 x 3
+  b.InputDim(3, 3);
+  const std::string x = b.Node("Transpose", {"input"}, {IntsAttr("perm", {0, 3, 1, 2})});
+  const ImportedModel model = ImportOnnx(b.Bytes(b.Node("Relu", {x})), "nhwc.onnx");
+  EXPECT_TRUE(model.input_channels_last);
+  EXPECT_EQ(model.graph.nodes.at(0).output, (Shape{3, 2, 2}));
+  ASSERT_EQ(model.graph.nodes.size(), 2u) << "the input and the relu: no transpose";
+
+  OnnxBuilder other(3, 2, 2);  // read as it is: an N,C,H,W input
+  const ImportedModel plain = ImportOnnx(other.Bytes(other.Node("Relu", {"input"})), "nchw.onnx");
+  EXPECT_FALSE(plain.input_channels_last);
+}
+
 TEST(OnnxChannelsLastTest, RefusesATransposeThatMovesDataBetweenAxes) {
   OnnxBuilder b(3, 2, 4);
   const std::string y = b.Node("Transpose", {"input"}, {IntsAttr("perm", {0, 1, 3, 2})});

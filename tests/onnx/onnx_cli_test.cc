@@ -70,5 +70,36 @@ TEST(OnnxCliTest, ToolsRefuseCraftedStridesWithExitCodeOneAndOneLine) {
   }
 }
 
+// TensorFlow's converters keep an N,H,W,C input and transpose it first:
+// ios-run reads such a model's --input file in that order.
+TEST(OnnxCliTest, IosRunReadsTheInputOfAChannelsLastModelInItsOwnOrder) {
+  const TempDir dir("ios_onnx_cli_nhwc");
+  ASSERT_FALSE(dir.path().empty());
+  OnnxBuilder b(3, 2, 2);
+  b.InputDim(1, 2);  // the input is 1 x 2 x 2 x 3: N, H, W, C
+  b.InputDim(3, 3);
+  const std::string x = b.Node("Transpose", {"input"}, {IntsAttr("perm", {0, 3, 1, 2})});
+  const std::vector<float> w = {1, 10, 100, -1, 0, 2};  // 2 x 3 x 1 x 1
+  const std::string y = b.Node("Conv", {x, b.Weight({2, 3, 1, 1}, w)});
+  ASSERT_TRUE(WriteFile((dir.path() / "nhwc.onnx").string(), b.Bytes(y)));
+  std::vector<float> nhwc(12), expected(8);  // pixel p, channel c at p * 3 + c
+  for (int i = 0; i < 12; ++i) nhwc[i] = static_cast<float>(i + 1);
+  for (int o = 0; o < 2; ++o) {
+    for (int p = 0; p < 4; ++p) {
+      for (int c = 0; c < 3; ++c) expected[o * 4 + p] += w[o * 3 + c] * nhwc[p * 3 + c];
+    }
+  }
+  const auto bytes = [](const std::vector<float>& v) {
+    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  };
+  ASSERT_TRUE(WriteFile((dir.path() / "in.bin").string(), bytes(nhwc)));
+  ASSERT_TRUE(WriteFile((dir.path() / "out.bin").string(), bytes(expected)));
+  const CliResult r = RunBinary(dir.path(), ::ios::testing::kIosRun,
+                                "--device reference --schedule sequential --model nhwc.onnx "
+                                "--input in.bin --expect out.bin --runs 1 --warmup 0 --no-predict");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("expect: PASSED")) << r.out << r.err;
+}
+
 }  // namespace
 }  // namespace ios::onnx_import

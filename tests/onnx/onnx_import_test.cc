@@ -305,7 +305,9 @@ TEST(OnnxImportTest, WhatCannotBeHonouredIsRefusedNamingTheNodeAndTheFeature) {
     OnnxBuilder b(4, 4, 4);
     const std::string x =
         b.Node("Conv", {"input", b.Weight({4, 4, 3, 3}, 1)}, {IntsAttr("pads", {1, 1, 0, 0})});
-    EXPECT_THAT(Refusal(b.Bytes(x)), HasSubstr("asymmetric padding 'pads' [1, 1, 0, 0]"));
+    EXPECT_THAT(Refusal(b.Bytes(x)),
+                HasSubstr("padding 'pads' [1, 1, 0, 0] (top, left, bottom, right) pads the top or "
+                          "left more than the bottom or right"));
   }
   {
     OnnxBuilder b(4, 4, 4);

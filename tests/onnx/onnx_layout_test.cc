@@ -114,8 +114,8 @@ TEST(OnnxLayoutTest, ASplitIntoChannelRangesIsReadWithoutAnOperator) {
 TEST(OnnxLayoutTest, MovesTheIrCannotHoldAreRefusedInOneLineNamingWhat) {
   {
     OnnxBuilder b(4, 2, 2);
-    EXPECT_THAT(Refusal(b.Bytes(b.Node("Transpose", {"input"}, {IntsAttr("perm", {0, 3, 1, 2})}))),
-                HasSubstr("(Transpose): a Transpose with perm [0, 3, 1, 2] of a feature map: only "
+    EXPECT_THAT(Refusal(b.Bytes(b.Node("Transpose", {"input"}, {IntsAttr("perm", {0, 2, 1, 3})}))),
+                HasSubstr("(Transpose): a Transpose with perm [0, 2, 1, 3] of a feature map: only "
                           "moving the channels last"));
   }
   {
