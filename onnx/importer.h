@@ -31,6 +31,7 @@ struct Value {
     kConstant,  // an initializer, a Constant or a weight without values
     kGrouped,   // a feature map viewed as (N, groups, C/groups, H, W): a channel shuffle's middle
     kChannelsLast,  // a feature map transposed to (N, H, W, C): per-position operators read it
+    kZeroExtended,  // terms, then `zero_channels` channels of zeros (TF's channel padding)
   };
   Kind kind = Kind::kTensor;
   Inputs terms;                           // kTensor, kFlat, kPadded
@@ -41,6 +42,7 @@ struct Value {
   int groups = 0;                         // kGrouped
   bool transposed = false;                // kGrouped: viewed as (N, C/groups, groups, H, W)
   Window pad_end_extra{0, 0};             // kPadded: more at the bottom and right
+  int zero_channels = 0;                  // kZeroExtended: after the terms, in shape.c
 };
 
 //! Zero padding as ONNX gives it per side, in the IR's terms: `begin` on
@@ -216,6 +218,11 @@ class Importer {
   void ImportConcat(const ::onnx::NodeProto& node, const Attributes& attrs);
 
   void ImportElementwise(const ::onnx::NodeProto& node);
+
+  //! y + [x; 0]: the residual of a block whose input was padded with zero
+  //! channels (TensorFlow's MobileNet-style blocks) is concat(y[0:C] + x,
+  //! y[C:]). `padded` is the kZeroExtended operand.
+  void AddZeroExtended(const ::onnx::NodeProto& node, const Value& y, const Value& padded);
 
   //! Mul(x, Sigmoid(x)) is x * sigmoid(x): SiLU, and Mul(x, HardSigmoid(x))
   //! is hardswish, as PyTorch exports them (the latter below opset 14). The

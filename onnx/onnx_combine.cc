@@ -28,6 +28,32 @@ void Importer::ImportConcat(const ::onnx::NodeProto& node, const Attributes& att
   Value out;
   out.kind = Value::Kind::kTensor;
   for (int i = 0; i < node.input_size(); ++i) {
+    const Value& in = Input(node, i);
+    // Zeros after the maps: a channel padding, which the Add after it reads.
+    if (in.kind == Value::Kind::kConstant && i > 0) {
+      const ConstTensor& zeros = *in.constant;
+      const std::vector<int64_t>& d = zeros.dims;
+      const bool all_zero =
+          zeros.has_values && zeros.is_float &&
+          std::all_of(zeros.floats.begin(), zeros.floats.end(), [](float f) { return f == 0; });
+      if (!all_zero || d.size() != 4 || (d[0] != 1 && d[0] != batch_) || d[1] < 1 ||
+          d[2] != out.shape.h || d[3] != out.shape.w) {
+        throw Error(where_ + ": input " + Quoted(node.input(i)) + " is the constant " +
+                    zeros.DimsText() +
+                    ": only zeros of the maps' height and width (a channel "
+                    "padding) may be concatenated after them");
+      }
+      const int channels = Narrow(int64_t{out.shape.c} + d[1], kExtentBounds, where_,
+                                  "the channel count of its inputs together");
+      out.zero_channels += channels - out.shape.c;
+      out.shape.c = channels;
+      out.kind = Value::Kind::kZeroExtended;
+      continue;
+    }
+    if (out.kind == Value::Kind::kZeroExtended) {
+      throw Error(where_ + ": input " + Quoted(node.input(i)) +
+                  " follows zeros: only zeros after the feature maps are supported");
+    }
     const Value& v = MapInput(node, i);
     if (i > 0 && (v.shape.h != out.shape.h || v.shape.w != out.shape.w)) {
       throw Error(where_ + ": input " + Quoted(node.input(i)) + " is " + std::to_string(v.shape.h) +
@@ -47,7 +73,8 @@ void Importer::ImportConcat(const ::onnx::NodeProto& node, const Attributes& att
   // inputs are written into channel ranges of its buffer, and its readers
   // read that buffer). Read once, it stays terms of its reader.
   const auto readers = readers_.find(node.output(0));
-  if (readers != readers_.end() && readers->second > 1 && out.terms.size() > 1) {
+  if (out.kind == Value::Kind::kTensor && readers != readers_.end() && readers->second > 1 &&
+      out.terms.size() > 1) {
     out = Materialize(out);
   }
   Define(node, out);
@@ -67,6 +94,10 @@ void Importer::ImportElementwise(const ::onnx::NodeProto& node) {
     throw Error(where_ + ": " + (add ? "adding" : "multiplying by") + " the constant " +
                 constant.DimsText() + " to " + ShapeText(x) +
                 ": only a constant with one value per channel (or one value) is supported");
+  }
+  if (add && (a.kind == Value::Kind::kZeroExtended) != (b.kind == Value::Kind::kZeroExtended)) {
+    return AddZeroExtended(node, a.kind == Value::Kind::kZeroExtended ? b : a,
+                           a.kind == Value::Kind::kZeroExtended ? a : b);
   }
   if (!add && FoldGatedActivation(node, a, b)) return;
   for (int i = 0; i < 2; ++i) {
@@ -100,6 +131,34 @@ void Importer::ImportElementwise(const ::onnx::NodeProto& node) {
   }
   Value out = AddNode(op, inputs, TermShapes(inputs), "");
   out.kind = a.kind == Value::Kind::kFlat ? a.kind : b.kind;
+  Define(node, out);
+}
+
+void Importer::AddZeroExtended(const ::onnx::NodeProto& node, const Value& y, const Value& padded) {
+  const int y_input = &Input(node, 0) == &y ? 0 : 1;
+  if (y.kind != Value::Kind::kTensor) MapInput(node, y_input);
+  if (!(y.shape == padded.shape)) {
+    throw Error(where_ + ": inputs of shapes " + ShapeText(y) + " and " + ShapeText(padded) +
+                ": a feature map and a channel-padded one are added only at equal shapes");
+  }
+  const int c = padded.shape.c - padded.zero_channels;
+  Value head = SliceChannels(y, 0, c);
+  if (head.terms.size() != 1) head = Materialize(head, "_head");
+  Value x = padded;
+  x.kind = Value::Kind::kTensor;
+  x.shape.c = c;
+  if (x.terms.size() != 1) x = Materialize(x, "_concat");
+  OpParams op;
+  op.kind = OpKind::kEltwise;
+  op.eltwise = EltwiseType::kAdd;
+  const Inputs inputs = {head.terms.at(0), x.terms.at(0)};
+  Value out = AddNode(op, inputs, TermShapes(inputs), "");
+  const Value tail = SliceChannels(y, c, y.shape.c);
+  out.terms.insert(out.terms.end(), tail.terms.begin(), tail.terms.end());
+  out.shape = y.shape;
+  Note("Add " + Quoted(label_) + " of a map and a zero-padded one adds the first " +
+       std::to_string(c) + " channels and passes the other " +
+       std::to_string(padded.zero_channels) + " on");
   Define(node, out);
 }
 

@@ -214,6 +214,9 @@ std::string Importer::KindText(const Value& v) {
       return "a constant";
     case Value::Kind::kGrouped:
       return "a feature map viewed as channel groups (the middle of a channel shuffle)";
+    case Value::Kind::kZeroExtended:
+      return "a feature map with zero channels appended (a Concat with zeros), which only an Add "
+             "may read";
     case Value::Kind::kChannelsLast:
       return "a feature map transposed to channels-last (N, H, W, C), which only per-position "
              "operators, a LayerNorm or MatMul over its channels, or a Transpose back may read";

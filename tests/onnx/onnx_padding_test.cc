@@ -78,6 +78,33 @@ TEST(OnnxPaddingTest, SameUpperWithAnOddTotalAndAPadNodeComputeTheSame) {
   }
 }
 
+// TensorFlow's MobileNet-style residual when the block widens: the input is
+// padded with zero channels (Concat with a constant of zeros) and added.
+TEST(OnnxPaddingTest, AnAddOfAZeroChannelPaddedMapAddsItsChannelsAndPassesTheRestOn) {
+  OnnxBuilder b(2, 1, 2);
+  const std::vector<float> w = {1, 0, 0, 1, 2, 0, 0, -1};  // 4 x 2 x 1 x 1
+  const std::string y = b.Node("Conv", {"input", b.Weight({4, 2, 1, 1}, w)});
+  const std::string zeros = b.Weight({1, 2, 1, 2}, std::vector<float>(4, 0.0f));
+  const std::string padded = b.Node("Concat", {"input", zeros}, {testing::IntAttr("axis", 1)});
+  const ImportedModel model = ImportOnnx(b.Bytes(b.Node("Add", {y, padded})), "tf_pad.onnx");
+  const std::vector<float> x = {1, 2, 3, 4};  // channel 0: 1 2, channel 1: 3 4
+  // y = conv(x): 1 2 | 3 4 | 2 4 | -3 -4; plus x on the first two channels.
+  EXPECT_EQ(RunImported(model, x), (std::vector<float>{2, 4, 6, 8, 2, 4, -3, -4}));
+  {
+    OnnxBuilder r(2, 1, 2);
+    const std::string ones = r.Weight({1, 2, 1, 2}, std::vector<float>(4, 1.0f));
+    const std::string cat = r.Node("Concat", {"input", ones}, {testing::IntAttr("axis", 1)});
+    EXPECT_THAT(Refusal(r.Bytes(r.Node("Relu", {cat}))),
+                HasSubstr("only zeros of the maps' height and width (a channel padding)"));
+  }
+  {
+    OnnxBuilder r(2, 1, 2);
+    const std::string zero = r.Weight({1, 2, 1, 2}, std::vector<float>(4, 0.0f));
+    const std::string cat = r.Node("Concat", {"input", zero}, {testing::IntAttr("axis", 1)});
+    EXPECT_THAT(Refusal(r.Bytes(r.Node("Relu", {cat}))), HasSubstr("which only an Add may read"));
+  }
+}
+
 TEST(OnnxPaddingTest, RefusesWhatTheIrCannotPadInOneLine) {
   {
     OnnxBuilder b(1, 4, 4);
