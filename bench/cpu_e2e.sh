@@ -20,7 +20,8 @@
 # HIGH_PRIORITY=1 (root: run every timed program in a scheduler autogroup of
 # its own at nice -10, so other users' jobs on a shared machine take less CPU
 # from both sides alike; default off).
-# Installs python3-torch and python3-torchvision with apt-get when missing
+# Installs python3-torch, python3-torchvision and libopenblas0-pthread (the
+# peer's BLAS, see below) with apt-get when missing
 # (as root; the build never needs them). Results go to docs/benchmarks.md by hand.
 set -euo pipefail
 
@@ -47,11 +48,16 @@ for program in "$COORDINATOR" "$IOS_RUN" "$IOS_DB"; do
   [[ -x "$program" ]] || { echo "cpu_e2e.sh: $program not found; build first (README)" >&2; exit 1; }
 done
 
-if [[ -z "$PEER" ]] && ! "$PY" -c 'import torch, torchvision' 2>/dev/null; then
-  echo "cpu_e2e.sh: installing python3-torch python3-torchvision (Debian)" >&2
+# Debian's PyTorch calls a generic BLAS for MatMul and Linear: the reference
+# (netlib) one unless an optimised one is installed, which made ConvNeXt's
+# pointwise layers 60 ms each. OpenBLAS gives the peer its fair speed.
+if [[ -z "$PEER" ]] && { ! "$PY" -c 'import torch, torchvision' 2>/dev/null ||
+  ! dpkg -s libopenblas0-pthread >/dev/null 2>&1; }; then
+  echo "cpu_e2e.sh: installing python3-torch python3-torchvision libopenblas0-pthread (Debian)" >&2
   as_root=()
   [[ $EUID -eq 0 ]] || as_root=(sudo)
-  "${as_root[@]}" apt-get install -y python3-torch python3-torchvision >"$OUT/apt.log"
+  "${as_root[@]}" apt-get install -y python3-torch python3-torchvision libopenblas0-pthread \
+    >"$OUT/apt.log"
 fi
 
 # Runs "$@"; with HIGH_PRIORITY=1 in a session (scheduler autogroup) of its
