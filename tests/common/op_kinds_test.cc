@@ -16,6 +16,7 @@
 #include "common/ios_json.h"
 #include "common/stage.h"
 #include "common/stage_key.h"
+#include "tests/common/registered_ops_testing.h"
 #include "tests/testing/ops.h"
 
 namespace ios {
@@ -24,31 +25,6 @@ namespace {
 OpParams Softmax(bool log) {
   OpParams op = MakeRegisteredOp(RegisteredKind::kSoftmax);
   SetAttribute(op.registered, "log", log ? 1 : 0, "test");
-  return op;
-}
-
-OpParams LayerNorm(float eps) {
-  OpParams op = MakeRegisteredOp(RegisteredKind::kLayerNorm);
-  SetFloatAttribute(op.registered, "eps", eps, "test");
-  return op;
-}
-
-OpParams LeakyRelu(float alpha) {
-  OpParams op = MakeRegisteredOp(RegisteredKind::kLeakyRelu);
-  SetFloatAttribute(op.registered, "alpha", alpha, "test");
-  return op;
-}
-
-OpParams HardSigmoid(float alpha, float beta) {
-  OpParams op = MakeRegisteredOp(RegisteredKind::kHardSigmoid);
-  SetFloatAttribute(op.registered, "alpha", alpha, "test");
-  SetFloatAttribute(op.registered, "beta", beta, "test");
-  return op;
-}
-
-OpParams ChannelShuffle(int groups) {
-  OpParams op = MakeRegisteredOp(RegisteredKind::kChannelShuffle);
-  SetAttribute(op.registered, "groups", groups, "test");
   return op;
 }
 
@@ -262,21 +238,21 @@ TEST(OpKindsTest, ChannelShuffleReadsTheGroupsColumnByColumn) {
     for (int p = 0; p < 2; ++p) in.push_back(static_cast<float>(10 * c + p));
   }
   std::vector<float> out(in.size());
-  spec.reference(ChannelShuffle(3).registered, shape, in.data(), out.data());
+  spec.reference(ChannelShuffleOp(3).registered, shape, in.data(), out.data());
   const std::vector<float> expected = {0, 1, 20, 21, 40, 41, 10, 11, 30, 31, 50, 51};
   EXPECT_EQ(out, expected);
   // Two groups of three: (0 1 2)(3 4 5) -> 0 3 1 4 2 5.
-  spec.reference(ChannelShuffle(2).registered, shape, in.data(), out.data());
+  spec.reference(ChannelShuffleOp(2).registered, shape, in.data(), out.data());
   const std::vector<float> by_two = {0, 1, 30, 31, 10, 11, 40, 41, 20, 21, 50, 51};
   EXPECT_EQ(out, by_two);
 }
 
 TEST(OpKindsTest, ChannelShuffleKeepsTheShapeAndRefusesGroupsThatDoNotDivide) {
-  EXPECT_EQ(InferOpOutput(ChannelShuffle(2), {{58, 28, 28}}, "x"), (Shape{58, 28, 28}));
-  EXPECT_EQ(RegisteredKeyText(ChannelShuffle(2).registered), "channel_shuffle(groups=2)");
-  EXPECT_EQ(Describe(ChannelShuffle(4)), "channel shuffle (4 groups)");
+  EXPECT_EQ(InferOpOutput(ChannelShuffleOp(2), {{58, 28, 28}}, "x"), (Shape{58, 28, 28}));
+  EXPECT_EQ(RegisteredKeyText(ChannelShuffleOp(2).registered), "channel_shuffle(groups=2)");
+  EXPECT_EQ(Describe(ChannelShuffleOp(4)), "channel shuffle (4 groups)");
   try {
-    InferOpOutput(ChannelShuffle(4), {{58, 28, 28}}, "node 'shuffle'");
+    InferOpOutput(ChannelShuffleOp(4), {{58, 28, 28}}, "node 'shuffle'");
     FAIL() << "4 groups of 58 channels were accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("node 'shuffle': groups: 4 does not divide the 58 input "
@@ -292,8 +268,8 @@ TEST(OpKindsTest, FloatAttributesAreStoredAsTheirBitsAndReadAsFloats) {
   const OpParams plain = MakeRegisteredOp(RegisteredKind::kLayerNorm);
   EXPECT_EQ(plain.registered.attributes, std::vector<int>{FloatBits(1e-5f)});
   EXPECT_EQ(FloatAttributeOf(plain.registered, "eps"), 1e-5f);
-  EXPECT_EQ(FloatAttributeOf(LayerNorm(1e-6f).registered, "eps"), 1e-6f);
-  EXPECT_NE(LayerNorm(1e-6f), plain);
+  EXPECT_EQ(FloatAttributeOf(LayerNormOp(1e-6f).registered, "eps"), 1e-6f);
+  EXPECT_NE(LayerNormOp(1e-6f), plain);
   // An integer attribute is not read or written as a float.
   EXPECT_EQ(FloatAttributeOf(Softmax(true).registered, "log"), std::nullopt);
   OpParams softmax = Softmax(false);
@@ -302,32 +278,32 @@ TEST(OpKindsTest, FloatAttributesAreStoredAsTheirBitsAndReadAsFloats) {
 }
 
 TEST(OpKindsTest, LayerNormKeyTextIsTheShortestDecimalAndParsesBackBitExact) {
-  EXPECT_EQ(RegisteredKeyText(LayerNorm(1e-6f).registered), "layernorm(eps=1e-06)");
-  EXPECT_EQ(RegisteredKeyText(LayerNorm(1e-5f).registered), "layernorm(eps=1e-05)");
-  EXPECT_EQ(RegisteredKeyText(LayerNorm(0.5f).registered), "layernorm(eps=0.5)");
-  EXPECT_EQ(Describe(LayerNorm(1e-6f)), "layer norm over channels (eps 1e-06)");
+  EXPECT_EQ(RegisteredKeyText(LayerNormOp(1e-6f).registered), "layernorm(eps=1e-06)");
+  EXPECT_EQ(RegisteredKeyText(LayerNormOp(1e-5f).registered), "layernorm(eps=1e-05)");
+  EXPECT_EQ(RegisteredKeyText(LayerNormOp(0.5f).registered), "layernorm(eps=0.5)");
+  EXPECT_EQ(Describe(LayerNormOp(1e-6f)), "layer norm over channels (eps 1e-06)");
   // The float just above 1e-06 needs more digits, and gets them.
   const float next = std::nextafter(1e-6f, 1.0f);
   for (const float eps : {1e-6f, 1e-5f, 1e-12f, 1.0f, next}) {
-    const Graph g = SoftmaxGraph(LayerNorm(eps));
+    const Graph g = SoftmaxGraph(LayerNormOp(eps));
     Stage stage;
     stage.groups = {{1, 2}, {3}};
     const StageSpec spec = MakeStageSpec(g, stage);
     const std::string key = spec.Key();
-    EXPECT_NE(key.find(RegisteredKeyText(LayerNorm(eps).registered) + "<"), std::string::npos)
+    EXPECT_NE(key.find(RegisteredKeyText(LayerNormOp(eps).registered) + "<"), std::string::npos)
         << key;
     const StageSpec parsed = ParseStageKey(key);
     EXPECT_EQ(parsed.Key(), key);
     ASSERT_FALSE(parsed.groups.empty());
     ASSERT_FALSE(parsed.groups[0].empty());
-    EXPECT_EQ(parsed.groups[0].back().op, LayerNorm(eps)) << key;
+    EXPECT_EQ(parsed.groups[0].back().op, LayerNormOp(eps)) << key;
   }
 }
 
 TEST(OpKindsTest, LayerNormEpsOutOfRangeIsRefusedNamingTheField) {
   for (const float eps : {0.0f, -1e-6f, 2.0f, std::nanf("")}) {
     try {
-      CheckAttributes(LayerNorm(eps).registered, "node 'ln'");
+      CheckAttributes(LayerNormOp(eps).registered, "node 'ln'");
       FAIL() << "eps " << eps << " accepted";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("node 'ln': eps: "), std::string::npos) << e.what();
@@ -337,7 +313,7 @@ TEST(OpKindsTest, LayerNormEpsOutOfRangeIsRefusedNamingTheField) {
     }
   }
   // A stage key with eps 0 or no number is refused as well.
-  const Graph g = SoftmaxGraph(LayerNorm(1e-6f));
+  const Graph g = SoftmaxGraph(LayerNormOp(1e-6f));
   Stage stage;
   stage.groups = {{2}};
   const std::string key = MakeStageSpec(g, stage).Key();
@@ -365,9 +341,9 @@ std::string LayerNormJson(const std::string& eps) {
 }
 
 TEST(OpKindsTest, IosJsonReadsAndWritesAFloatAttributeAsANumber) {
-  EXPECT_EQ(ParseIosJson(LayerNormJson(""), "c.json").graph.node(2).op, LayerNorm(1e-5f));
+  EXPECT_EQ(ParseIosJson(LayerNormJson(""), "c.json").graph.node(2).op, LayerNormOp(1e-5f));
   const IosModel model = ParseIosJson(LayerNormJson(", \"eps\": 1e-06"), "c.json");
-  EXPECT_EQ(model.graph.node(2).op, LayerNorm(1e-6f));
+  EXPECT_EQ(model.graph.node(2).op, LayerNormOp(1e-6f));
   const std::string written = ToIosJson(model.graph);
   EXPECT_NE(written.find("\"eps\": 1e-06"), std::string::npos) << written;
   EXPECT_EQ(ToIosJson(ParseIosJson(LayerNormJson(""), "c.json").graph).find("\"eps\""),
@@ -377,10 +353,10 @@ TEST(OpKindsTest, IosJsonReadsAndWritesAFloatAttributeAsANumber) {
   EXPECT_TRUE(StructurallyEqual(model.graph, again.graph, &difference)) << difference;
   // Bit-exact through the file for a value needing all its digits.
   Graph g = model.graph;
-  g.nodes[2].op = LayerNorm(std::nextafter(1e-6f, 1.0f));
+  g.nodes[2].op = LayerNormOp(std::nextafter(1e-6f, 1.0f));
   EXPECT_EQ(ParseIosJson(ToIosJson(g), "next.json").graph.node(2).op, g.nodes[2].op);
   // An integer is a number too.
-  EXPECT_EQ(ParseIosJson(LayerNormJson(", \"eps\": 1"), "c.json").graph.node(2).op, LayerNorm(1));
+  EXPECT_EQ(ParseIosJson(LayerNormJson(", \"eps\": 1"), "c.json").graph.node(2).op, LayerNormOp(1));
   for (const auto& [field, message] : std::vector<std::pair<std::string, std::string>>{
            {", \"eps\": 0", "eps: 0 is out of range (expected above 0 to 1"},
            {", \"eps\": 1e300", "eps: inf is out of range"},
@@ -404,7 +380,7 @@ TEST(OpKindsTest, LayerNormReferenceNormalisesEachPixelOverItsChannels) {
   const std::vector<float> in = {1, 5, 1e7f + 1, 2, 5, 1e7f + 2, 6, 5, 1e7f + 6};
   std::vector<float> out(in.size());
   for (const float eps : {1e-5f, 0.5f}) {
-    spec.reference(LayerNorm(eps).registered, {3, 1, 3}, in.data(), out.data());
+    spec.reference(LayerNormOp(eps).registered, {3, 1, 3}, in.data(), out.data());
     const double scale = 1 / std::sqrt(14.0 / 3 + static_cast<double>(eps));
     const double deviations[] = {-2, -1, 3};
     for (int c = 0; c < 3; ++c) {
@@ -414,7 +390,7 @@ TEST(OpKindsTest, LayerNormReferenceNormalisesEachPixelOverItsChannels) {
     }
   }
   // Concatenated terms: the norm is over all their channels.
-  EXPECT_EQ(InferOpOutput(LayerNorm(1e-6f), {{3, 4, 4}, {5, 4, 4}}, "x"), (Shape{8, 4, 4}));
+  EXPECT_EQ(InferOpOutput(LayerNormOp(1e-6f), {{3, 4, 4}, {5, 4, 4}}, "x"), (Shape{8, 4, 4}));
 }
 
 // ---- leaky_relu(alpha), hard_sigmoid(alpha, beta) -------------------------------
@@ -424,17 +400,17 @@ TEST(OpKindsTest, LeakyReluAndHardSigmoidKeysParseBackBitExact) {
             "leaky_relu(alpha=0.01)");
   EXPECT_EQ(RegisteredKeyText(MakeRegisteredOp(RegisteredKind::kHardSigmoid).registered),
             "hard_sigmoid(alpha=0.2,beta=0.5)");
-  EXPECT_EQ(RegisteredKeyText(LeakyRelu(0.2f).registered), "leaky_relu(alpha=0.2)");
-  EXPECT_EQ(RegisteredKeyText(HardSigmoid(1.0f / 6, 0.5f).registered),
+  EXPECT_EQ(RegisteredKeyText(LeakyReluOp(0.2f).registered), "leaky_relu(alpha=0.2)");
+  EXPECT_EQ(RegisteredKeyText(HardSigmoidOp(1.0f / 6, 0.5f).registered),
             "hard_sigmoid(alpha=0.16666667,beta=0.5)");
-  EXPECT_EQ(Describe(LeakyRelu(-0.5f)), "leaky relu (slope -0.5)");
-  EXPECT_EQ(Describe(HardSigmoid(0.2f, -1.5f)), "hard sigmoid (alpha 0.2, beta -1.5)");
-  EXPECT_EQ(InferOpOutput(LeakyRelu(0.2f), {{3, 4, 4}, {5, 4, 4}}, "x"), (Shape{8, 4, 4}));
-  EXPECT_EQ(InferOpOutput(HardSigmoid(0.2f, 0.5f), {{3, 4, 5}}, "x"), (Shape{3, 4, 5}));
+  EXPECT_EQ(Describe(LeakyReluOp(-0.5f)), "leaky relu (slope -0.5)");
+  EXPECT_EQ(Describe(HardSigmoidOp(0.2f, -1.5f)), "hard sigmoid (alpha 0.2, beta -1.5)");
+  EXPECT_EQ(InferOpOutput(LeakyReluOp(0.2f), {{3, 4, 4}, {5, 4, 4}}, "x"), (Shape{8, 4, 4}));
+  EXPECT_EQ(InferOpOutput(HardSigmoidOp(0.2f, 0.5f), {{3, 4, 5}}, "x"), (Shape{3, 4, 5}));
   const float next = std::nextafter(0.2f, 1.0f);  // needs all nine digits
   for (const OpParams& op :
-       {LeakyRelu(0.2f), LeakyRelu(-0.5f), LeakyRelu(0.0f), LeakyRelu(next),
-        HardSigmoid(0.2f, 0.5f), HardSigmoid(-1e6f, 1e6f), HardSigmoid(next, -0.25f)}) {
+       {LeakyReluOp(0.2f), LeakyReluOp(-0.5f), LeakyReluOp(0.0f), LeakyReluOp(next),
+        HardSigmoidOp(0.2f, 0.5f), HardSigmoidOp(-1e6f, 1e6f), HardSigmoidOp(next, -0.25f)}) {
     const Graph g = SoftmaxGraph(op);
     Stage stage;
     stage.groups = {{1, 2}, {3}};
@@ -457,11 +433,11 @@ TEST(OpKindsTest, LeakyReluAndHardSigmoidKeysParseBackBitExact) {
 TEST(OpKindsTest, LeakyReluAndHardSigmoidRefuseNonFiniteAndHugeCoefficients) {
   const float nan = std::nanf(""), inf = std::numeric_limits<float>::infinity();
   for (const auto& [op, field] :
-       std::vector<std::pair<OpParams, std::string>>{{LeakyRelu(nan), "alpha: nan"},
-                                                     {LeakyRelu(-inf), "alpha: -inf"},
-                                                     {LeakyRelu(2e6f), "alpha: 2e+06"},
-                                                     {HardSigmoid(0.2f, nan), "beta: nan"},
-                                                     {HardSigmoid(inf, 0.5f), "alpha: inf"}}) {
+       std::vector<std::pair<OpParams, std::string>>{{LeakyReluOp(nan), "alpha: nan"},
+                                                     {LeakyReluOp(-inf), "alpha: -inf"},
+                                                     {LeakyReluOp(2e6f), "alpha: 2e+06"},
+                                                     {HardSigmoidOp(0.2f, nan), "beta: nan"},
+                                                     {HardSigmoidOp(inf, 0.5f), "alpha: inf"}}) {
     try {
       CheckAttributes(op.registered, "node 'act'");
       FAIL() << field << " accepted";
@@ -478,12 +454,12 @@ TEST(OpKindsTest, LeakyReluReferenceScalesOnlyTheNegativeInputs) {
   const OpKindSpec& spec = SpecOf(RegisteredKind::kLeakyRelu);
   const std::vector<float> in = {-4, -0.5f, 0, 0.25f, 3, -1e30f};
   std::vector<float> out(in.size());
-  spec.reference(LeakyRelu(0.2f).registered, {3, 1, 2}, in.data(), out.data());
+  spec.reference(LeakyReluOp(0.2f).registered, {3, 1, 2}, in.data(), out.data());
   EXPECT_EQ(out, (std::vector<float>{-0.8f, -0.1f, 0, 0.25f, 3, -1e30f * 0.2f}));
   // A negative slope flips the negative side; slope 0 is a relu.
-  spec.reference(LeakyRelu(-0.5f).registered, {3, 1, 2}, in.data(), out.data());
+  spec.reference(LeakyReluOp(-0.5f).registered, {3, 1, 2}, in.data(), out.data());
   EXPECT_EQ(out, (std::vector<float>{2, 0.25f, 0, 0.25f, 3, 5e29f}));
-  spec.reference(LeakyRelu(0).registered, {3, 1, 2}, in.data(), out.data());
+  spec.reference(LeakyReluOp(0).registered, {3, 1, 2}, in.data(), out.data());
   EXPECT_EQ(out, (std::vector<float>{0, 0, 0, 0.25f, 3, 0}));
 }
 
@@ -492,13 +468,13 @@ TEST(OpKindsTest, HardSigmoidReferenceIsTheLineClippedToZeroAndOne) {
   // ONNX's defaults: 0.2 x + 0.5 reaches 0 at x = -2.5 and 1 at x = 2.5.
   const std::vector<float> in = {-10, -2.5f, -1, 0, 1, 2.5f, 10, 1e30f};
   std::vector<float> out(in.size());
-  spec.reference(HardSigmoid(0.2f, 0.5f).registered, {2, 2, 2}, in.data(), out.data());
+  spec.reference(HardSigmoidOp(0.2f, 0.5f).registered, {2, 2, 2}, in.data(), out.data());
   const std::vector<float> onnx = {0, 0, 0.3f, 0.5f, 0.7f, 1, 1, 1};
   for (size_t i = 0; i < in.size(); ++i) EXPECT_NEAR(out[i], onnx[i], 1e-7) << in[i];
   // A negative slope turns the clip around; beta alone may leave [0, 1].
-  spec.reference(HardSigmoid(-0.25f, 2.0f).registered, {2, 2, 2}, in.data(), out.data());
+  spec.reference(HardSigmoidOp(-0.25f, 2.0f).registered, {2, 2, 2}, in.data(), out.data());
   EXPECT_EQ(out, (std::vector<float>{1, 1, 1, 1, 1, 1, 0, 0}));
-  spec.reference(HardSigmoid(0.25f, 0.25f).registered, {2, 2, 2}, in.data(), out.data());
+  spec.reference(HardSigmoidOp(0.25f, 0.25f).registered, {2, 2, 2}, in.data(), out.data());
   EXPECT_EQ(out, (std::vector<float>{0, 0, 0, 0.25f, 0.5f, 0.875f, 1, 1}));
 }
 

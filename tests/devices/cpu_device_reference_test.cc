@@ -16,6 +16,7 @@
 #include "devices/cpu/cpu_device.h"
 #include "exec/program.h"
 #include "exec/weights.h"
+#include "tests/common/registered_ops_testing.h"
 #include "tests/devices/cpu_device_testing.h"
 #include "tests/exec/exec_testing.h"
 #include "tests/testing/ops.h"
@@ -415,19 +416,6 @@ TEST_F(CpuDeviceTest, LayerNormReadsAndWritesChannelViewsOfConcatenations) {
 }
 
 // ---- leaky_relu, hard_sigmoid: oneDNN eltwise steps at the op's coefficients ----
-
-OpParams LeakyReluOp(float alpha) {
-  OpParams op = MakeRegisteredOp(RegisteredKind::kLeakyRelu);
-  SetFloatAttribute(op.registered, "alpha", alpha, "test");
-  return op;
-}
-
-OpParams HardSigmoidOp(float alpha, float beta) {
-  OpParams op = MakeRegisteredOp(RegisteredKind::kHardSigmoid);
-  SetFloatAttribute(op.registered, "alpha", alpha, "test");
-  SetFloatAttribute(op.registered, "beta", beta, "test");
-  return op;
-}
 
 // The inputs run from -1.43 to 1.43: every slope meets negative values,
 // and the steeper lines reach both ends of the clip (1.5 x + 0.5 spans

@@ -15,6 +15,7 @@
 #include "common/activation.h"
 #include "exec/program.h"
 #include "run/network_run.h"
+#include "tests/common/registered_ops_testing.h"
 #include "tests/devices/cuda/channel_view_program.h"
 #include "tests/devices/cuda/device_test_support.h"
 
@@ -24,26 +25,13 @@ namespace {
 using cuda::ActivationMode;
 using cuda::ActivationParams;
 
-OpParams LeakyRelu(float alpha) {
-  OpParams op = MakeRegisteredOp(RegisteredKind::kLeakyRelu);
-  SetFloatAttribute(op.registered, "alpha", alpha, "test");
-  return op;
-}
-
-OpParams HardSigmoid(float alpha, float beta) {
-  OpParams op = MakeRegisteredOp(RegisteredKind::kHardSigmoid);
-  SetFloatAttribute(op.registered, "alpha", alpha, "test");
-  SetFloatAttribute(op.registered, "beta", beta, "test");
-  return op;
-}
-
 // 7 channels of 3 x 5 at batch 3, the views at channel 2 of 10 and 3 of
 // 12: a sample's channel range is contiguous, the samples a whole buffer
 // apart; no cuDNN descriptor is made for it.
 TEST(CudaActivationKindsTest, EachIsOneLaunchOfOurKernelWithTheOpsCoefficients) {
   for (const auto& [op, mode, params] :
-       {std::tuple{LeakyRelu(0.2f), ActivationMode::kLeakyRelu, ActivationParams{0.2f, 0}},
-        std::tuple{HardSigmoid(1.5f, -0.25f), ActivationMode::kHardSigmoidAlphaBeta,
+       {std::tuple{LeakyReluOp(0.2f), ActivationMode::kLeakyRelu, ActivationParams{0.2f, 0}},
+        std::tuple{HardSigmoidOp(1.5f, -0.25f), ActivationMode::kHardSigmoidAlphaBeta,
                    ActivationParams{1.5f, -0.25f}}}) {
     SCOPED_TRACE(RegisteredKeyText(op.registered));
     auto journal = std::make_shared<Journal>();
@@ -66,8 +54,8 @@ TEST(CudaActivationKindsTest, EachIsOneLaunchOfOurKernelWithTheOpsCoefficients) 
 TEST(CudaActivationKindsTest, OnChannelViewsEachComputesWhatTheReferenceDeviceComputes) {
   auto reference = exec::MakeReferenceDevice();
   for (const OpParams& op :
-       {LeakyRelu(0.01f), LeakyRelu(0.2f), LeakyRelu(-0.5f), HardSigmoid(0.2f, 0.5f),
-        HardSigmoid(1.5f, 0.5f), HardSigmoid(-0.75f, 0.25f)}) {
+       {LeakyReluOp(0.01f), LeakyReluOp(0.2f), LeakyReluOp(-0.5f), HardSigmoidOp(0.2f, 0.5f),
+        HardSigmoidOp(1.5f, 0.5f), HardSigmoidOp(-0.75f, 0.25f)}) {
     for (const int channels : {7, 16}) {
       SCOPED_TRACE(RegisteredKeyText(op.registered) + " of " + std::to_string(channels));
       const exec::Program program = ChannelViewProgram(op, channels, 4, 6, "act");
@@ -84,7 +72,7 @@ TEST(CudaActivationKindsTest, OnChannelViewsEachComputesWhatTheReferenceDeviceCo
       EXPECT_LE(c.max_abs_diff, 1e-6);
       ExpectNoViolations(*journal);
       ExpectNothingAlive(*journal);
-      if (op == HardSigmoid(1.5f, 0.5f)) {  // what the comment above says
+      if (op == HardSigmoidOp(1.5f, 0.5f)) {  // what the comment above says
         EXPECT_NE(std::find(expected.begin(), expected.end(), 0.0f), expected.end());
         EXPECT_NE(std::find(expected.begin(), expected.end(), 1.0f), expected.end());
       }
