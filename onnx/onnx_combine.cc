@@ -214,6 +214,10 @@ std::string Importer::ShapeText(const Value& v) {
   if (v.kind == Value::Kind::kConstant) return v.constant->DimsText();
   const Shape& s = v.shape;
   if (v.kind == Value::Kind::kFlat) return "[N, " + std::to_string(int64_t{s.c} * s.h * s.w) + "]";
+  if (v.kind == Value::Kind::kChannelsLast) {
+    return "[N, " + std::to_string(s.h) + ", " + std::to_string(s.w) + ", " + std::to_string(s.c) +
+           "]";
+  }
   return "[N, " + std::to_string(s.c) + ", " + std::to_string(s.h) + ", " + std::to_string(s.w) +
          "]";
 }
@@ -276,10 +280,12 @@ void Importer::ImportReshape(const ::onnx::NodeProto& node) {
                        (shape.ints[1] == -1 || shape.ints[1] == features) &&
                        !(shape.ints[0] == -1 && shape.ints[1] == -1);
   if (!flatten) {
-    throw Error(where_ + ": a Reshape other than flattening each sample (to [N, " +
-                std::to_string(features) +
+    throw Error(where_ + ": a Reshape of " + KindText(x) + " " + ShapeText(x) + " to " +
+                (shape.has_values && !shape.is_float ? IntsText(shape.ints) : shape.DimsText()) +
+                ": only flattening each sample (to [N, " + std::to_string(features) +
                 "]) or a channel shuffle (to [N, g, C/g, H, W], Transpose [0, 2, 1, 3, 4], back to "
-                "[N, C, H, W]) is not supported");
+                "[N, C, H, W]) is supported (tokens, windows and heads of attention models are "
+                "not)");
   }
   Flatten(node, x);
 }

@@ -110,8 +110,10 @@ ConstTensor Broadcast(const ConstTensor& a, const ConstTensor& b, const std::str
 bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& attrs) {
   const std::string& op = node.op_type();
   static const std::vector<std::string> kFoldable = {
-      "Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Cast",  "Add",
-      "Sub",   "Mul",    "Div",       "Neg",     "Slice",  "Range", "ConstantOfShape"};
+      "Shape",   "Gather",   "Unsqueeze", "Squeeze", "Concat",
+      "Cast",    "Add",      "Sub",       "Mul",     "Div",
+      "Mod",     "Neg",      "Slice",     "Range",   "ConstantOfShape",
+      "Reshape", "Transpose"};
   if (std::find(kFoldable.begin(), kFoldable.end(), op) == kFoldable.end()) return false;
   if (op == "Shape") return FoldShape(node, attrs);
   // Every present input a constant with values: otherwise the operator is
@@ -141,16 +143,24 @@ bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& at
     return attrs.Ints(attr);
   };
   ConstTensor out;
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
-    attrs.OnlyKnown({});
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod") {
+    attrs.OnlyKnown(op == "Mod" ? std::vector<std::string>{"fmod"} : std::vector<std::string>{});
     if (input(1) == nullptr) return false;
     const bool ints = !x.is_float;
+    // Mod: fmod=1 keeps the dividend's sign (C's fmod); fmod=0, integers
+    // only, the divisor's (Python's %, what PyTorch's shape arithmetic writes).
+    const bool fmod = op == "Mod" && attrs.Int("fmod", 0, kFlagBounds) != 0;
+    if (op == "Mod" && !fmod && !ints) {
+      throw Error(where_ + ": Mod with fmod=0 of floats (ONNX requires fmod=1 for them)");
+    }
     out = Broadcast(x, *in[1], where_, [&](double a, double b) -> double {
       if (op == "Add") return a + b;
       if (op == "Sub") return a - b;
       if (op == "Mul") return a * b;
       if (b == 0) throw Error(where_ + ": division by zero in a constant");
-      return ints ? std::trunc(a / b) : a / b;  // integer Div truncates, as C's
+      if (op == "Div") return ints ? std::trunc(a / b) : a / b;  // integer Div truncates, as C's
+      const double r = std::fmod(a, b);
+      return !fmod && r != 0 && (r < 0) != (b < 0) ? r + b : r;
     });
   } else if (op == "Neg") {
     attrs.OnlyKnown({});
@@ -219,6 +229,63 @@ bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& at
     }
     out = x;
     out.dims = dims;
+  } else if (op == "Transpose") {
+    attrs.OnlyKnown({"perm"});
+    const size_t rank = x.dims.size();
+    std::vector<int64_t> perm = attrs.Ints("perm");
+    if (perm.empty()) {  // ONNX's default: the axes reversed
+      for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+    }
+    std::vector<size_t> axes;
+    std::vector<bool> seen(rank, false);
+    for (int64_t a : perm) {
+      const size_t d = Axis(a, rank, where_);
+      if (seen[d] || perm.size() != rank) {
+        throw Error(where_ + ": perm " + IntsText(perm) + " is not a permutation of " +
+                    std::to_string(rank) + " axes");
+      }
+      seen[d] = true;
+      axes.push_back(d);
+    }
+    std::vector<int64_t> dims;
+    for (size_t d : axes) dims.push_back(x.dims[d]);
+    out = Make(dims, x.is_float, where_);
+    const std::vector<int64_t> so = Strides(dims), sx = Strides(x.dims);
+    for (int64_t i = 0; i < Count(dims, where_); ++i) {
+      int64_t from = 0;
+      for (size_t d = 0; d < rank; ++d) from += i / so[d] % dims[d] * sx[axes[d]];
+      Set(out, i, At(x, from));
+    }
+  } else if (op == "Reshape") {
+    // A constant reshaped (F.pad's pads arrive so): the same values, new dims.
+    attrs.OnlyKnown({"allowzero"});
+    if (input(1) == nullptr) return false;
+    const bool allowzero = attrs.Int("allowzero", 0, kFlagBounds) != 0;
+    std::vector<int64_t> dims = list(1, "shape");
+    int64_t known = 1;
+    int inferred = -1;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] == 0 && !allowzero) {
+        if (d >= x.dims.size())
+          throw Error(where_ + ": shape " + IntsText(dims) + ": no dim to copy");
+        dims[d] = x.dims[d];
+      }
+      if (dims[d] == -1) {
+        if (inferred >= 0) throw Error(where_ + ": shape " + IntsText(dims) + " has two -1s");
+        inferred = static_cast<int>(d);
+      } else if (dims[d] < 0) {
+        throw Error(where_ + ": shape " + IntsText(dims) + " has a negative size");
+      } else {
+        known *= dims[d];
+      }
+    }
+    if (inferred >= 0) dims[static_cast<size_t>(inferred)] = known == 0 ? 0 : x.elements() / known;
+    if (ElementCount(dims, where_) != x.elements()) {
+      throw Error(where_ + ": reshaping the constant " + x.DimsText() + " to " + IntsText(dims) +
+                  " changes its element count");
+    }
+    out = x;
+    out.dims = dims;
   } else if (op == "Concat") {
     attrs.OnlyKnown({"axis"});
     const size_t axis = Axis(attrs.Int("axis", 0), x.dims.size(), where_);
@@ -252,12 +319,15 @@ bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& at
     for (size_t k = 0; k < axes.size() && k < starts.size() && k < ends.size(); ++k) {
       const size_t d = Axis(axes[k], x.dims.size(), where_);
       const int64_t n = x.dims[d], s = k < steps.size() ? steps[k] : 1;
-      if (s <= 0) throw Error(where_ + ": only positive Slice steps are folded");
-      const int64_t b = std::clamp(starts[k] < 0 ? starts[k] + n : starts[k], int64_t{0}, n);
-      const int64_t e = std::clamp(ends[k] < 0 ? ends[k] + n : ends[k], int64_t{0}, n);
+      if (s == 0) throw Error(where_ + ": a Slice step of 0");
+      // ONNX's bounds: clamped to [0, n] going forward, to [-1, n - 1]
+      // going backward (a negative step walks from starts down to ends).
+      const int64_t low = s > 0 ? 0 : -1, high = s > 0 ? n : n - 1;
+      const int64_t b = std::clamp(starts[k] < 0 ? starts[k] + n : starts[k], int64_t{0}, high);
+      const int64_t e = std::clamp(ends[k] < 0 ? ends[k] + n : ends[k], low, high);
       first[d] = b;
       step[d] = s;
-      dims[d] = e > b ? (e - b + s - 1) / s : 0;
+      dims[d] = s > 0 ? (e > b ? (e - b + s - 1) / s : 0) : (b > e ? (b - e - s - 1) / -s : 0);
     }
     out = Make(dims, x.is_float, where_);
     const std::vector<int64_t> so = Strides(dims), sx = Strides(x.dims);
@@ -311,7 +381,11 @@ bool Importer::FoldShape(const ::onnx::NodeProto& node, const Attributes& attrs)
       dims = {batch_, int64_t{x.shape.c} * x.shape.h * x.shape.w};
       break;
     case Value::Kind::kTensor:
+    case Value::Kind::kZeroExtended:
       dims = {batch_, x.shape.c, x.shape.h, x.shape.w};
+      break;
+    case Value::Kind::kChannelsLast:
+      dims = {batch_, x.shape.h, x.shape.w, x.shape.c};
       break;
     default:
       throw Error(where_ + ": the shape of " + KindText(x) + " is not known to the importer");

@@ -188,7 +188,12 @@ bool Importer::HasInput(const ::onnx::NodeProto& node, int i) const {
 const Value& Importer::MapInput(const ::onnx::NodeProto& node, int i) const {
   const Value& v = Input(node, i);
   if (v.kind == Value::Kind::kTensor) return v;
-  throw Error(where_ + ": input " + Quoted(node.input(i)) + " is " + KindText(v) +
+  // A channels-last view is read only by what works on it (docs/onnx.md).
+  const std::string only = v.kind == Value::Kind::kChannelsLast
+                               ? " (only per-position operators, a LayerNorm or MatMul over its "
+                                 "channels, a Softmax over them or a Transpose back read one)"
+                               : "";
+  throw Error(where_ + ": input " + Quoted(node.input(i)) + " is " + KindText(v) + only +
               "; a feature map (N,C,H,W) is expected here");
 }
 
@@ -218,8 +223,7 @@ std::string Importer::KindText(const Value& v) {
       return "a feature map with zero channels appended (a Concat with zeros), which only an Add "
              "may read";
     case Value::Kind::kChannelsLast:
-      return "a feature map transposed to channels-last (N, H, W, C), which only per-position "
-             "operators, a LayerNorm or MatMul over its channels, or a Transpose back may read";
+      return "a feature map transposed to channels-last (N, H, W, C)";
   }
   return "?";
 }

@@ -30,7 +30,7 @@ constexpr const char* kSupported =
     "Gemm, MatMul (also of a channels-last map by a constant), Softmax and LogSoftmax (over "
     "channels), Dropout, "
     "Identity, Constant, and Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, Add, Sub, Mul, "
-    "Div, Neg, Slice, Range and ConstantOfShape on constants (folded)";
+    "Div, Mod, Neg, Slice, Range, ConstantOfShape, Reshape and Transpose on constants (folded)";
 
 }  // namespace
 
@@ -410,7 +410,7 @@ void Importer::ImportSpatialReduce(const ::onnx::NodeProto& node, const Attribut
 //! that reads it (which pads the same way).
 void Importer::ImportPad(const ::onnx::NodeProto& node, const Attributes& attrs) {
   attrs.OnlyKnown({"mode", "pads", "value"});
-  const Value& x = MapInput(node, 0);
+  const Value& x = Input(node, 0);
   if (attrs.String("mode", "constant") != "constant") {
     throw Error(where_ + ": mode " + Quoted(attrs.String("mode", "constant")) +
                 ": only constant (zero) padding is supported");
@@ -432,6 +432,14 @@ void Importer::ImportPad(const ::onnx::NodeProto& node, const Attributes& attrs)
     value = t.floats[0];
   }
   if (HasInput(node, 3)) throw Error(where_ + ": padding chosen axes (input 'axes')");
+  // Nothing to pad (Swin pads its windows only where they do not divide the
+  // map): the value passes on as it is, whatever view it is.
+  if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; })) {
+    Note("Pad " + Quoted(label_) + " pads nothing and was removed");
+    PassedOn(node);
+    return Define(node, x);
+  }
+  MapInput(node, 0);
   if (value != 0.0f) {
     throw Error(where_ + ": pads with " + std::to_string(value) +
                 "; only zero padding is "

@@ -239,6 +239,18 @@ TEST(OnnxChannelsLastTest, AnNhwcInputReadOnlyByTransposesToNchwIsTheGraphsNchwI
   EXPECT_FALSE(plain.input_channels_last);
 }
 
+// Swin pads its channels-last map to whole windows, by nothing where the
+// windows divide it: such a Pad is no operator, whatever view it reads.
+TEST(OnnxChannelsLastTest, APadOfNothingOnAChannelsLastMapPassesItOn) {
+  OnnxBuilder b(3, 2, 2);
+  std::string y = b.Node("Transpose", {"input"}, {IntsAttr("perm", {0, 2, 3, 1})});
+  y = b.Node("Pad", {y, b.Ints({0, 0, 0, 0, 0, 0, 0, 0})});
+  y = b.Node("Transpose", {y}, {IntsAttr("perm", {0, 3, 1, 2})});
+  const ImportedModel model = ImportOnnx(b.Bytes(b.Node("Relu", {y})), "pad0.onnx");
+  EXPECT_EQ(model.graph.nodes.size(), 2u) << "the input and the relu";
+  EXPECT_THAT(model.notes, ::testing::Contains(HasSubstr("pads nothing and was removed")));
+}
+
 TEST(OnnxChannelsLastTest, RefusesATransposeThatMovesDataBetweenAxes) {
   OnnxBuilder b(3, 2, 4);
   const std::string y = b.Node("Transpose", {"input"}, {IntsAttr("perm", {0, 1, 3, 2})});

@@ -299,7 +299,9 @@ TEST(OnnxImportTest, WhatCannotBeHonouredIsRefusedNamingTheNodeAndTheFeature) {
   {
     OnnxBuilder b(4, 4, 4);
     const std::string x = b.Node("Reshape", {"input", b.Ints({1, 2, 2, 16})});
-    EXPECT_THAT(Refusal(b.Bytes(x)), HasSubstr("(Reshape): a Reshape other than flattening"));
+    EXPECT_THAT(Refusal(b.Bytes(x)),
+                HasSubstr("(Reshape): a Reshape of a feature map [N, 4, 4, 4] to [1, 2, 2, 16]: "
+                          "only flattening each sample"));
   }
   {
     OnnxBuilder b(4, 4, 4);

@@ -154,5 +154,20 @@ TEST(OnnxLayoutTest, ShapeGatherAndConcatFoldIntoTheShapeOfAFlatten) {
   EXPECT_THAT(model.notes, ::testing::Contains(HasSubstr("3 node(s) computing shapes")));
 }
 
+// Swin's padding arithmetic: pads reversed by a Slice of step -2 (taking
+// every other from the end), a Reshape of a constant and Python's Mod.
+TEST(OnnxLayoutTest, ReversedSlicesReshapesAndModsOfConstantsFold) {
+  OnnxBuilder b(2, 2, 2);
+  const std::string picked =
+      b.Node("Slice", {b.Ints({8, 7, -4}), b.Ints({2}), b.Ints({-100}), b.Ints({0}), b.Ints({-2})});
+  const std::string two = b.Node("Reshape", {picked, b.Ints({2})});  // [-4, 8]
+  const std::string shape = b.Node("Mod", {two, b.Ints({5, 9})});    // [1, 8]: Python's -4 % 5
+  const ImportedModel model =
+      ImportOnnx(b.UninferredBytes(b.Node("Reshape", {"input", shape}), 2), "m.onnx");
+  const std::vector<float> x = exec::SeededValues(8, 4);
+  EXPECT_EQ(RunImported(model, x), x);
+  EXPECT_THAT(model.notes, ::testing::Contains(HasSubstr("3 node(s) computing shapes")));
+}
+
 }  // namespace
 }  // namespace ios::onnx_import
