@@ -19,7 +19,7 @@ namespace {
 // Operators this importer maps; listed in refusals so a user sees the set.
 constexpr const char* kSupported =
     "Conv, BatchNormalization, Relu, Clip (as relu or relu6), Sigmoid, Tanh, "
-    "HardSwish, HardSigmoid, LeakyRelu, Mul(x, Sigmoid(x)) as SiLU, "
+    "HardSwish, HardSigmoid, LeakyRelu, PRelu (one slope), Mul(x, Sigmoid(x)) as SiLU, "
     "MaxPool, "
     "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and ReduceMax over H and W, Pad "
     "(before Conv or AveragePool), Concat "
@@ -64,7 +64,9 @@ void Importer::ImportNode(const ::onnx::NodeProto& node, int index) {
   if (op == "Tanh") return ImportActivation(node, Activation::kTanh);
   if (op == "Clip") return ImportClip(node, attrs);
   if (op == "HardSwish") return ImportActivation(node, Activation::kHardSwish);
-  if (op == "HardSigmoid" || op == "LeakyRelu") return ImportParameterizedActivation(node, attrs);
+  if (op == "HardSigmoid" || op == "LeakyRelu" || op == "PRelu") {
+    return ImportParameterizedActivation(node, attrs);
+  }
   if (op == "MaxPool" || op == "AveragePool") return ImportPool(node, attrs);
   if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return ImportGlobalPool(node);
   if (op == "ReduceMean" || op == "ReduceMax") return ImportSpatialReduce(node, attrs);
@@ -201,9 +203,25 @@ void Importer::ImportBatchNorm(const ::onnx::NodeProto& node, const Attributes& 
 void Importer::ImportParameterizedActivation(const ::onnx::NodeProto& node,
                                              const Attributes& attrs) {
   OpParams op;
-  if (node.op_type() == "LeakyRelu") {
-    attrs.OnlyKnown({"alpha"});
-    const float alpha = attrs.Float("alpha", 0.01f);
+  if (node.op_type() == "LeakyRelu" || node.op_type() == "PRelu") {
+    float alpha = 0;
+    if (node.op_type() == "PRelu") {
+      // One slope for every channel is a leaky relu; a slope per channel
+      // would be weights of the operator, which registered kinds lack.
+      attrs.OnlyKnown({});
+      const ConstTensor& slope = ConstInput(node, 1, "slope");
+      const bool one = slope.has_values && slope.is_float && !slope.floats.empty() &&
+                       std::all_of(slope.floats.begin(), slope.floats.end(),
+                                   [&](float v) { return v == slope.floats[0]; });
+      if (!one) {
+        throw Error(where_ + ": slope " + slope.DimsText() +
+                    ": only a PRelu with one slope for every channel (a leaky relu) is supported");
+      }
+      alpha = slope.floats[0];
+    } else {
+      attrs.OnlyKnown({"alpha"});
+      alpha = attrs.Float("alpha", 0.01f);
+    }
     if (alpha == kLeakyReluSlope) return ImportActivation(node, Activation::kLeakyRelu, {"alpha"});
     op = MakeRegisteredOp(RegisteredKind::kLeakyRelu);
     SetFloatAttribute(op.registered, "alpha", alpha, where_);

@@ -121,6 +121,23 @@ TEST(OnnxImportTest, HardSigmoidAndLeakyReluAtOtherSettingsAreKindsWithTheirPara
   }
 }
 
+// PyTorch's nn.PReLU() learns one slope for every channel: a leaky relu at
+// that slope. A slope per channel is refused (it would be weights).
+TEST(OnnxImportTest, APreluWithOneSlopeIsALeakyReluAndOnePerChannelIsRefused) {
+  OnnxBuilder b(2, 1, 2);
+  const std::string y = b.Node("PRelu", {"input", b.Weight({1}, std::vector<float>{0.25f})});
+  const ImportedModel model = ImportOnnx(b.Bytes(y), "prelu.onnx");
+  ASSERT_EQ(model.graph.nodes.size(), 2u);
+  EXPECT_EQ(RegisteredKeyText(model.graph.nodes[1].op.registered), "leaky_relu(alpha=0.25)");
+  EXPECT_EQ(RunImported(model, {-4, 2, 8, -1}), (std::vector<float>{-1, 2, 8, -0.25f}));
+
+  OnnxBuilder r(2, 1, 2);
+  const std::string z =
+      r.Node("PRelu", {"input", r.Weight({2, 1, 1}, std::vector<float>{0.25f, 0.5f})});
+  EXPECT_THAT(Refusal(r.Bytes(z)),
+              HasSubstr("(PRelu): slope [2, 1, 1]: only a PRelu with one slope for every channel"));
+}
+
 // MobileNetV3's classifier as PyTorch exports it below opset 14: Gemm, then
 // Hardswish as Mul(x, HardSigmoid(x)), then another Gemm, Relu after it.
 // Activations read a fully connected layer's flat output; the Mul becomes
