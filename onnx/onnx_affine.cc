@@ -29,10 +29,9 @@ bool IsAffine(const Pending& p) {
          p.node.output.c == c.out_channels;
 }
 
-//! The constant's values, one per channel of `x` (a single value repeated),
-//! or nothing when its dims do not place one value per channel of `x`:
-//! [C] or [1, .., C] along the last axis of a channels-last or flat map,
-//! [C, 1, 1] or [1, C, 1, 1] along the channels of an N, C, H, W one.
+//! Whether the constant holds one value for every channel of `x` (or one
+//! value for all): [C] or [1, .., C] along the last axis of a channels-last
+//! or flat map, [C, 1, 1] or [1, C, 1, 1] along the channels of an N, C, H, W one.
 bool PerChannel(const Value& x, const ConstTensor& t) {
   const int64_t c = x.shape.c;
   if (t.elements() == 1) return true;
