@@ -45,11 +45,24 @@ AUX_KWARGS = {
 
 # Inception v3's stride/padding arithmetic is designed for 299x299; everything
 # else is an ImageNet 224x224 model.
-INPUT_SIZE = {"inception_v3": 299}
+INPUT_SIZE = {"inception_v3": 299, "convnext_mini": 64}
 DEFAULT_INPUT_SIZE = 224
 # The weights' seed unless --seed says otherwise (bench/pytorch_peer.py builds
 # the same model from it).
 DEFAULT_SEED = 0
+
+
+# Models of our own from torchvision's classes, small enough to carry to a
+# GPU host (a device call takes 64 MiB) and quick in tests, with every kind
+# their full-size relatives use. convnext_mini: ConvNeXt's blocks (depthwise
+# 7x7, LayerNorm over channels, GELU, layer scale) at widths 32 and 64, two
+# blocks a stage, 100 classes, a 64x64 input.
+MINI_MODELS = {
+    "convnext_mini": lambda: torchvision.models.convnext.ConvNeXt(
+        [torchvision.models.convnext.CNBlockConfig(32, 64, 2),
+         torchvision.models.convnext.CNBlockConfig(64, None, 2)],
+        num_classes=100),
+}
 
 
 def classification_models():
@@ -128,6 +141,11 @@ def he_init(model):
 def build_model(name, seed, init):
     """Returns the model in eval mode with weights drawn from `seed`."""
     torch.manual_seed(seed)
+    if name in MINI_MODELS:
+        model = MINI_MODELS[name]()
+        if init == "he":
+            he_init(model)
+        return model.eval()
     constructor = getattr(torchvision.models, name)
     extra = AUX_KWARGS.get(name, {})
     try:
@@ -199,7 +217,7 @@ def report(path, x_shape, y_shape):
 
 def main(argv):
     args = parse_args(argv)
-    if args.model not in classification_models():
+    if args.model not in MINI_MODELS and args.model not in classification_models():
         # The full list is ~80 names; near matches catch the usual typos.
         near = difflib.get_close_matches(args.model, classification_models())
         hint = f"; did you mean {', '.join(near)}?" if near else ""

@@ -113,6 +113,9 @@ if $GPU_HOST; then
   cp "$ROOT/scripts/gpu-check.sh" "$PACK/bin/gpu-check"
   chmod +x "$PACK/bin/gpu-check"
   cp "$ROOT/bench/pytorch_peer.py" "$PACK/share/"
+  # The multi-GPU test's schedule (IOS_TEST_DATA points it here).
+  mkdir -p "$PACK/share/testdata"
+  cp "$ROOT/tests/data/tiny_model.multi.json" "$PACK/share/testdata/"
   # Debug information is most of a binary's size (the bundle's limit is
   # 30 MB): the packed copies keep their symbols, not their DWARF.
   find "$PACK/libexec" "$PACK/lib" -type f ! -name '*.sh' -exec strip --strip-debug {} +

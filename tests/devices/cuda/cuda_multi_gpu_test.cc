@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -28,12 +29,23 @@ int GpuCount() {
   return count;
 }
 
+// The build tree's, unless the environment names another: the GPU host
+// bundle runs this test far from its build tree (scripts/gpu-check.sh sets
+// IOS_RUN and IOS_TEST_DATA to the packed ios-run and test data).
+std::string FromEnvironmentOr(const char* variable, const std::string& fallback) {
+  const char* value = std::getenv(variable);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+
 json RunTiny(const std::string& devices) {
   ::ios::testing::TempDir dir("cuda_multi_gpu_test");
   const std::string tiny =
-      (std::filesystem::path(IOS_TEST_DATA_DIR) / "tiny_model.multi.json").string();
+      (std::filesystem::path(FromEnvironmentOr("IOS_TEST_DATA", IOS_TEST_DATA_DIR)) /
+       "tiny_model.multi.json")
+          .string();
+  const std::string ios_run = FromEnvironmentOr("IOS_RUN", ::ios::testing::kIosRun);
   const ::ios::testing::CliResult r = ::ios::testing::RunBinary(
-      dir.path(), ::ios::testing::kIosRun,
+      dir.path(), ios_run,
       "--schedule " + ::ios::testing::ShellQuote(tiny) + " --devices " +
           ::ios::testing::ShellQuote(devices) + " --check --format json --runs 2",
       300);
