@@ -29,7 +29,14 @@ enum class OpKind {
 //! The kinds declared in common/op_kinds.h, each wholly there (name,
 //! attributes, shape inference, description, reference arithmetic). Their
 //! names, not these values, identify them in keys, files and on the wire.
-enum class RegisteredKind { kSoftmax, kChannelShuffle, kLayerNorm, kLeakyRelu, kHardSigmoid };
+enum class RegisteredKind {
+  kSoftmax,
+  kChannelShuffle,
+  kLayerNorm,
+  kLeakyRelu,
+  kHardSigmoid,
+  kFlatten,
+};
 // Append only (stage keys, the wire). Declared, named and defined in
 // common/activation.h.
 enum class Activation {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <iterator>
 #include <limits>
 #include <string>
@@ -182,6 +183,41 @@ void HardSigmoidReference(const RegisteredOp& op, const Shape& input, const floa
   }
 }
 
+// ---- flatten ------------------------------------------------------------------
+// A map as one C*H*W x 1 x 1 vector per sample, in its own channel-major
+// order or pixel-major (channels_last=1: TensorFlow's NHWC order, which an
+// exported TF model's outputs have after their Transpose and Reshape). The
+// importer ends a network of several outputs, or of one left channels-last,
+// with these, concatenated: ios-run's output is then every output in turn.
+
+constexpr OpAttribute kFlattenAttributes[] = {
+    {"channels_last", 0, 0, 1, "1: pixel by pixel, a pixel's channels together (NHWC order)"},
+};
+
+Shape FlattenShape(const RegisteredOp&, const Shape& input, const std::string& where) {
+  const int64_t elements = int64_t{input.c} * input.h * input.w;
+  if (elements > std::numeric_limits<int>::max()) {
+    throw Error(where + ": flatten of " + std::to_string(input.c) + "x" + std::to_string(input.h) +
+                "x" + std::to_string(input.w) + " has more than 2^31 values");
+  }
+  return {static_cast<int>(elements), 1, 1};
+}
+
+std::string DescribeFlatten(const RegisteredOp& op) {
+  return op.attributes.at(0) != 0 ? "flatten, channels last" : "flatten";
+}
+
+void FlattenReference(const RegisteredOp& op, const Shape& input, const float* in, float* out) {
+  const size_t plane = static_cast<size_t>(input.h) * input.w;
+  if (op.attributes.at(0) == 0) {
+    std::copy_n(in, plane * input.c, out);
+    return;
+  }
+  for (size_t pixel = 0; pixel < plane; ++pixel) {
+    for (int c = 0; c < input.c; ++c) out[pixel * input.c + c] = in[c * plane + pixel];
+  }
+}
+
 // In the order of the RegisteredKind enum.
 constexpr OpKindSpec kSpecs[] = {
     {.kind = RegisteredKind::kSoftmax,
@@ -230,6 +266,15 @@ constexpr OpKindSpec kSpecs[] = {
      .reference = HardSigmoidReference,
      // a multiply-add and the clip
      .sim_flops_per_element = 2},
+    {.kind = RegisteredKind::kFlatten,
+     .name = "flatten",
+     .summary = "the map as one C*H*W x 1 x 1 vector (channels_last=1: in NHWC order)",
+     .attributes = kFlattenAttributes,
+     .infer = FlattenShape,
+     .describe = DescribeFlatten,
+     .reference = FlattenReference,
+     // a copy, as channel_shuffle
+     .sim_flops_per_element = 0},
 };
 
 // The shortest decimal that reads back to `value`'s bits (std::to_chars

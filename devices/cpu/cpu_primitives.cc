@@ -9,6 +9,7 @@
 
 #include "common/activation.h"
 #include "common/op_kinds.h"
+#include "devices/cpu/cpu_dnnl_terms.h"
 #include "exec/device.h"
 
 namespace ios::devices::cpu {
@@ -32,70 +33,6 @@ std::string FormatBytes(double bytes) {
     out << static_cast<int64_t>(bytes) << " bytes";
   }
   return out.str();
-}
-
-MeasureError KindOf(const dnnl::error& e) {
-  switch (e.status) {
-    case dnnl_unimplemented:
-      return MeasureError::kUnsupported;
-    case dnnl_out_of_memory:
-      return MeasureError::kOutOfMemory;
-    default:
-      return MeasureError::kBackendFailure;
-  }
-}
-
-//! One oneDNN eltwise step: d = alg(s; alpha, beta).
-struct Eltwise {
-  dnnl::algorithm alg;
-  float alpha = 0, beta = 0;
-};
-
-//! An activation of common/activation.h as oneDNN eltwise steps applied in
-//! turn (oneDNN 2.6 has no hardsigmoid: a linear step, then a clip).
-std::vector<Eltwise> EltwiseStepsOf(Activation act) {
-  using dnnl::algorithm;
-  switch (act) {
-    case Activation::kRelu:
-      return {{algorithm::eltwise_relu}};
-    case Activation::kSigmoid:
-      return {{algorithm::eltwise_logistic}};
-    case Activation::kTanh:
-      return {{algorithm::eltwise_tanh}};
-    case Activation::kRelu6:
-      return {{algorithm::eltwise_clip, 0.f, 6.f}};
-    case Activation::kHardSwish:
-      return {{algorithm::eltwise_hardswish}};  // x * relu6(x + 3) / 6 in oneDNN 2.x
-    case Activation::kSilu:
-      return {{algorithm::eltwise_swish, 1.f}};  // x * sigmoid(alpha * x)
-    case Activation::kHardSigmoid:               // clip(x / 6 + 1/2, 0, 1)
-      return {{algorithm::eltwise_linear, 1.f / 6, 0.5f}, {algorithm::eltwise_clip, 0.f, 1.f}};
-    case Activation::kLeakyRelu:  // alpha: the slope below zero
-      return {{algorithm::eltwise_relu, kLeakyReluSlope}};
-    case Activation::kGelu:
-      return {{algorithm::eltwise_gelu_erf}};
-    case Activation::kGeluTanh:
-      return {{algorithm::eltwise_gelu_tanh}};
-    case Activation::kNone:
-      break;
-  }
-  throw ExecError(MeasureError::kUnsupported, "cpu: no eltwise algorithm for activation none");
-}
-
-//! A memory descriptor for messages: dims, strides and inner blocks.
-std::string DescribeDesc(const memory::desc& desc) {
-  const dnnl_memory_desc_t& d = desc.data;
-  std::string text = "dims";
-  for (int i = 0; i < d.ndims; ++i) text += (i ? "x" : " ") + std::to_string(d.dims[i]);
-  if (d.format_kind != dnnl_blocked) return text + " (not a blocked layout)";
-  const dnnl_blocking_desc_t& blocking = d.format_desc.blocking;
-  text += " strides";
-  for (int i = 0; i < d.ndims; ++i) text += (i ? "," : " ") + std::to_string(blocking.strides[i]);
-  for (int i = 0; i < blocking.inner_nblks; ++i) {
-    text += " block" + std::to_string(blocking.inner_idxs[i]) + ":" +
-            std::to_string(blocking.inner_blks[i]);
-  }
-  return text;
 }
 
 //! Turns the steps of one lane into primitives. Runs on the thread that will
@@ -395,6 +332,8 @@ class LaneCompiler {
             {{dnnl::algorithm::eltwise_linear, Float(step, "alpha"), Float(step, "beta")},
              {dnnl::algorithm::eltwise_clip, 0.f, 1.f}},
             calls);
+      case RegisteredKind::kFlatten:
+        return Flatten(step, calls);
     }
     throw ExecError(MeasureError::kUnsupported,
                     "cpu: " + where_ + ": no primitive for " + KindName(step.op));
@@ -507,6 +446,33 @@ class LaneCompiler {
     const int64_t per_group = in.channels / groups;
     Copy(calls, GridMemory(in, groups, per_group, per_group, 1),
          GridMemory(step.output, groups, per_group, 1, groups));
+  }
+
+  //! A map as one vector per sample, as one reorder: both sides described
+  //! with the input's dims {N, C, H, W}, the input over its NHWC storage,
+  //! the output as the vector's order puts each value. Channels last, that
+  //! is the storage's own order (a copy when the input is a whole buffer);
+  //! channels first, a transpose. The output may be a view of a wider
+  //! vector (several flattened outputs concatenated).
+  void Flatten(const exec::Step& step, std::vector<Call>& calls) {
+    const exec::View& in = step.inputs.at(0);
+    const Shape& s = ShapeOf(in);
+    const int64_t c = in.channels, h = s.h, w = s.w;
+    if (step.output.channels != c * h * w) {
+      throw ExecError(MeasureError::kBackendFailure,
+                      "cpu: " + where_ + ": flatten of " + std::to_string(c) + "x" +
+                          std::to_string(h) + "x" + std::to_string(w) + " into " +
+                          std::to_string(step.output.channels) + " values");
+    }
+    const bool channels_last = AttributeOf(step.op.registered, "channels_last").value_or(0) != 0;
+    const int64_t vector_stride = ShapeOf(step.output).c;  // the output buffer's values a sample
+    const memory::desc from(Dims{batch_, c, h, w}, kF32,
+                            Dims{int64_t{s.c} * h * w, 1, w * s.c, s.c});
+    const memory::desc to(
+        Dims{batch_, c, h, w}, kF32,
+        channels_last ? Dims{vector_stride, 1, w * c, c} : Dims{vector_stride, h * w, w, 1});
+    Copy(calls, memory(from, engine_, buffer_data_.at(in.buffer) + in.offset),
+         memory(to, engine_, buffer_data_.at(step.output.buffer) + step.output.offset));
   }
 
   //! out = in0 (op) in1 (op) ... as a chain of binary primitives, the later

@@ -57,7 +57,8 @@ TEST(OpKindsTest, KindsAreInEnumOrderWithNamesNoBuiltInWordTakes) {
     EXPECT_EQ(KindName(op), name);
   }
   EXPECT_EQ(RegisteredKindNamed("gelu"), nullptr);
-  EXPECT_EQ(RegisteredKindNames(), "softmax, channel_shuffle, layernorm, leaky_relu, hard_sigmoid");
+  EXPECT_EQ(RegisteredKindNames(),
+            "softmax, channel_shuffle, layernorm, leaky_relu, hard_sigmoid, flatten");
 }
 
 TEST(OpKindsTest, AttributesAreCheckedAgainstTheirDeclaredRanges) {
@@ -143,7 +144,7 @@ TEST(OpKindsTest, StageKeysWithBadAttributesSayWhere) {
            {"softmax(log=0", "expected ')'"},
            {"softmix(log=0)",
             "expected an operator (conv, pool, act, add, mul, id, seq, softmax, "
-            "channel_shuffle, layernorm, leaky_relu, hard_sigmoid)"}}) {
+            "channel_shuffle, layernorm, leaky_relu, hard_sigmoid, flatten)"}}) {
     std::string bad = key;
     bad.replace(at, good.size(), text);
     try {
@@ -206,7 +207,7 @@ TEST(OpKindsTest, IosJsonRefusesOutOfRangeAttributesAndListsKnownTypes) {
     EXPECT_NE(std::string(e.what()).find("unknown operator type 'gelu'"), std::string::npos);
     EXPECT_NE(
         std::string(e.what()).find("sequential, softmax, channel_shuffle, layernorm, leaky_relu, "
-                                   "hard_sigmoid)"),
+                                   "hard_sigmoid, flatten)"),
         std::string::npos)
         << e.what();
   }
@@ -245,6 +246,25 @@ TEST(OpKindsTest, ChannelShuffleReadsTheGroupsColumnByColumn) {
   spec.reference(ChannelShuffleOp(2).registered, shape, in.data(), out.data());
   const std::vector<float> by_two = {0, 1, 30, 31, 10, 11, 40, 41, 20, 21, 50, 51};
   EXPECT_EQ(out, by_two);
+}
+
+// Three channels of two pixels, valued 10 * channel + pixel: channels first
+// the vector is the map as it is, channels last pixel by pixel.
+TEST(OpKindsTest, FlattenOrdersTheMapChannelByChannelOrPixelByPixel) {
+  const OpKindSpec& spec = SpecOf(RegisteredKind::kFlatten);
+  const Shape shape{3, 1, 2};
+  const std::vector<float> in = {0, 1, 10, 11, 20, 21};
+  OpParams op = MakeRegisteredOp(RegisteredKind::kFlatten);
+  EXPECT_EQ(InferOpOutput(op, {shape}, "x"), (Shape{6, 1, 1}));
+  EXPECT_EQ(RegisteredKeyText(op.registered), "flatten(channels_last=0)");
+  std::vector<float> out(in.size());
+  spec.reference(op.registered, shape, in.data(), out.data());
+  EXPECT_EQ(out, in);
+  SetAttribute(op.registered, "channels_last", 1, "x");
+  EXPECT_EQ(Describe(op), "flatten, channels last");
+  spec.reference(op.registered, shape, in.data(), out.data());
+  EXPECT_EQ(out, (std::vector<float>{0, 10, 20, 1, 11, 21}));
+  EXPECT_THROW(InferOpOutput(op, {{1 << 16, 1 << 8, 1 << 8}}, "x"), Error) << "2^32 values";
 }
 
 TEST(OpKindsTest, ChannelShuffleKeepsTheShapeAndRefusesGroupsThatDoNotDivide) {

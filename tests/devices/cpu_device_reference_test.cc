@@ -218,6 +218,9 @@ std::vector<OpCase> EveryOpKind() {
   cases.push_back({"logsoftmax", log_softmax, {{7, 2, 2}}});
   cases.push_back(
       {"softmax_of_classes", MakeRegisteredOp(RegisteredKind::kSoftmax), {{1000, 1, 1}}});
+  OpParams flatten_nhwc = MakeRegisteredOp(RegisteredKind::kFlatten);
+  flatten_nhwc.registered.attributes = {1};
+  cases.push_back({"flatten_channels_last", flatten_nhwc, {{5, 3, 4}}});
   return cases;
 }
 

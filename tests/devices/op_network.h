@@ -151,6 +151,21 @@ class Network {
           return op;
         }(),
         {{{0, 0, 5}}, {{1, 1, 4}}});
+    // Several outputs of a network as one vector (the importer's end for
+    // BlazeFace): each flattened, channels last from a slice and channels
+    // first from two terms, into views of the concatenation that reads them.
+    Add("flatten_on_slice",
+        [] {
+          OpParams op = MakeRegisteredOp(RegisteredKind::kFlatten);
+          SetAttribute(op.registered, "channels_last", 1, "flatten_on_slice");
+          return op;
+        }(),
+        {{{1, 2, 6}}});
+    Add("flatten_of_concat", MakeRegisteredOp(RegisteredKind::kFlatten),
+        {{{0, 0, 4}}, {{1, 1, 3}}});
+    Add("flattened_outputs", ::ios::testing::IdentityOp(),
+        {{{*graph_.Find("flatten_on_slice"), 0, 4 * 9 * 9}},
+         {{*graph_.Find("flatten_of_concat"), 0, 6 * 9 * 9}}});
     // Squeeze-and-excitation's channel scale: a C x 1 x 1 term broadcast.
     Add("channel_scale", ::ios::testing::EltwiseOp(EltwiseType::kMul),
         {{{*graph_.Find("global_avg"), 0, 8}}, {{1, 0, 8}}});

@@ -23,21 +23,22 @@ namespace ios::devices {
 constexpr int kViewInputOffset = 2;
 constexpr int kViewOutputOffset = 3;
 
-//! `op` on `channels` of h x w: input buffer 0, output buffer 1, whose
-//! whole extent is the program's one output.
+//! `op` on `channels` of h x w: input buffer 0, output buffer 1 (of the
+//! op's output shape, wider), whose whole extent is the program's one output.
 inline exec::Program ChannelViewProgram(const OpParams& op, int channels, int h, int w,
                                         const std::string& label) {
+  const Shape out = SpecOf(op.registered.kind).infer(op.registered, {channels, h, w}, label);
   const int in_c = kViewInputOffset + channels + 1;
-  const int out_c = kViewOutputOffset + channels + 2;
+  const int out_c = kViewOutputOffset + out.c + 2;
   exec::Program program;
-  program.buffers = {{{in_c, h, w}, 0, "wider input"}, {{out_c, h, w}, 1, "wider output"}};
-  program.slot_elements = {int64_t{in_c} * h * w, int64_t{out_c} * h * w};
+  program.buffers = {{{in_c, h, w}, 0, "wider input"}, {{out_c, out.h, out.w}, 1, "wider output"}};
+  program.slot_elements = {int64_t{in_c} * h * w, int64_t{out_c} * out.h * out.w};
   program.inputs = {0};
   program.outputs = {{1, 0, out_c}};
   exec::Step step;
   step.op = op;
   step.inputs = {{0, kViewInputOffset, channels}};
-  step.output = {1, kViewOutputOffset, channels};
+  step.output = {1, kViewOutputOffset, out.c};
   step.label = label;
   exec::ProgramStage stage;
   stage.lanes.push_back({{step}});
@@ -61,6 +62,14 @@ inline exec::Program LayerNormProgram(int channels, float eps, int h, int w) {
   SetFloatAttribute(op.registered, "eps", eps, "layer norm test");
   return ChannelViewProgram(op, channels, h, w,
                             "layer norm of " + std::to_string(channels) + " channels");
+}
+
+//! A flatten of `channels` of h x w, in NHWC order when `channels_last`.
+inline exec::Program FlattenProgram(int channels, bool channels_last, int h, int w) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kFlatten);
+  SetAttribute(op.registered, "channels_last", channels_last ? 1 : 0, "flatten test");
+  return ChannelViewProgram(op, channels, h, w,
+                            std::string("flatten") + (channels_last ? ", channels last" : ""));
 }
 
 //! Seeded input plus `shift`, the output buffer filled with -7 first, one

@@ -290,6 +290,43 @@ TEST(CudaDeviceTest, ChannelShufflesOnChannelViewsComputeWhatTheReferenceDeviceC
   }
 }
 
+// A flatten: one cudnnTransformTensor from the input's NCHW view to the same
+// dims strided as the vector orders them, into a view of a wider vector.
+TEST(CudaDeviceTest, AFlattenIsOneTransformIntoAViewOfTheVector) {
+  constexpr int kBatch = 2, kChannels = 3, kH = 2, kW = 4;
+  for (const bool channels_last : {false, true}) {
+    SCOPED_TRACE(channels_last ? "channels last" : "channels first");
+    const exec::Program program = FlattenProgram(kChannels, channels_last, kH, kW);
+    auto journal = std::make_shared<Journal>();
+    journal->compute = true;
+    std::vector<float> got;
+    {
+      auto device = Device(journal);
+      got = RunChannelViewProgram(*device, program, kBatch);
+    }
+    EXPECT_EQ(OpCalls(*journal), std::vector<std::string>{"cudnnTransformTensor"});
+    // The input: channel 2 of 6 (2 + 3 + 1); the output: value 3 of a
+    // vector of 29 (3 + 24 + 2) per sample.
+    constexpr int kPlane = kH * kW, kValues = kChannels * kPlane;
+    using Layout = cuda::TensorLayout;
+    const Layout x{kBatch, kChannels, kH, kW, 6 * kPlane, kPlane, kW, 1};
+    const Layout y = channels_last
+                         ? Layout{kBatch, kChannels, kH, kW, 29, 1, kW * kChannels, kChannels}
+                         : Layout{kBatch, kChannels, kH, kW, 29, kPlane, kW, 1};
+    ASSERT_EQ(journal->transforms.size(), 1u);
+    EXPECT_TRUE(journal->transforms[0] == std::pair(x, y)) << "not the vector's strides";
+    auto reference = exec::MakeReferenceDevice();
+    const run::Comparison c = run::Compare(got, RunChannelViewProgram(*reference, program, kBatch));
+    EXPECT_FALSE(c.sizes_differ);
+    EXPECT_EQ(c.max_abs_diff, 0) << "a copy is exact";
+    ASSERT_EQ(got.size(), size_t{kBatch} * 29);
+    EXPECT_EQ(got[0], -7.0f) << "the values before the view are left alone";
+    EXPECT_EQ(got[3 + kValues], -7.0f) << "the values after the view are left alone";
+    ExpectNoViolations(*journal);
+    ExpectNothingAlive(*journal);
+  }
+}
+
 // Garbage a test would compare: work the computing fake cannot compute is
 // a violation, not a silent pass.
 TEST(CudaDeviceTest, TheComputingFakeRefusesWorkItCannotCompute) {

@@ -109,6 +109,28 @@ TEST_F(CudaGpuTest, ChannelShufflesOnChannelViewsComputeWhatTheReferenceComputes
   }
 }
 
+// A flatten (one cudnnTransformTensor) from a channel view into a view of a
+// wider vector, in both orders: BlazeFace's heads (2 and 96 channels at
+// 16x16 and 8x8) and an odd shape.
+TEST_F(CudaGpuTest, FlattensIntoViewsOfAVectorComputeWhatTheReferenceComputesExactly) {
+  auto reference = exec::MakeReferenceDevice();
+  for (const auto& [channels, h, w] :
+       {std::tuple{2, 16, 16}, std::tuple{96, 8, 8}, std::tuple{5, 3, 7}}) {
+    for (const bool channels_last : {false, true}) {
+      for (int batch : {1, 3}) {
+        SCOPED_TRACE(std::to_string(channels) + "x" + std::to_string(h) + "x" + std::to_string(w) +
+                     (channels_last ? " channels last" : "") + " at batch " +
+                     std::to_string(batch));
+        const exec::Program program = FlattenProgram(channels, channels_last, h, w);
+        const run::Comparison c = run::Compare(RunChannelViewProgram(*device_, program, batch),
+                                               RunChannelViewProgram(*reference, program, batch));
+        EXPECT_FALSE(c.sizes_differ);
+        EXPECT_EQ(c.max_abs_diff, 0);
+      }
+    }
+  }
+}
+
 // Our kernel (cuda_kernels.cu) between channel views whose neighbours it
 // must leave alone, against the reference device within 1e-5 (both sum in
 // double): ConvNeXt-T's 96 channels at 56x56 and 768 at 7x7, an odd 7, and
