@@ -43,6 +43,12 @@ struct Value {
   bool transposed = false;                // kGrouped: viewed as (N, C/groups, groups, H, W)
   Window pad_end_extra{0, 0};             // kPadded: more at the bottom and right
   int zero_channels = 0;                  // kZeroExtended: after the terms, in shape.c
+  //! kFlat: in (H, W, C) order, a Reshape of a channels-last map (TF's
+  //! output heads); only a graph output may be one (FinishOutput).
+  bool flat_channels_last = false;
+  //! kFlat: the dimensions after the batch when not [C*H*W] (a Reshape to
+  //! [N, anchors, k]), for the check against ONNX's shapes.
+  std::vector<int64_t> flat_dims{};
 };
 
 //! Zero padding as ONNX gives it per side, in the IR's terms: `begin` on
@@ -333,6 +339,15 @@ class Importer {
   // ---- The output and the finished graph ---------------------------------------
 
   void FinishOutput();
+  //! The IR terms of graph output `out`: its own for one in (N, C, H, W)
+  //! order when `alone`, else one vector per sample (a flatten operator
+  //! unless it is one already).
+  Inputs OutputTerms(const Value& out, bool alone);
+  //! Whether `name` is a graph output that no node reads.
+  bool OnlyAGraphOutput(const std::string& name) const;
+  //! A Reshape whose result is only a graph output: defines it and returns
+  //! true (onnx_combine.cc).
+  bool OutputReshape(const ::onnx::NodeProto& node, const Value& x, const ConstTensor& shape);
 
   //! Keeps the operators the output depends on, renumbered in order.
   ImportedModel Assemble();
@@ -361,6 +376,7 @@ class Importer {
   bool fixed_batch_ = false;                      // the file gives the batch a size
   bool input_channels_last_ = false;              // the graph input is N,H,W,C
   NodeId sink_ = -1;
+  std::vector<ModelOutput> outputs_;  // the graph's, in order
 };
 
 }  // namespace ios::onnx_import::detail

@@ -16,6 +16,7 @@ ModelWithWeights LoadAnyModel(const std::string& model) {
   loaded.notes = std::move(imported.notes);
   loaded.warnings = std::move(imported.warnings);
   loaded.input_channels_last = imported.input_channels_last;
+  loaded.outputs = std::move(imported.outputs);
   return loaded;
 }
 

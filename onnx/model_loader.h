@@ -8,6 +8,7 @@
 
 #include "common/model_source.h"
 #include "exec/weights.h"
+#include "onnx/onnx_import.h"
 
 namespace ios {
 
@@ -21,6 +22,9 @@ struct ModelWithWeights {
   //! ONNX only: the model's input is N,H,W,C, so an input file for it is
   //! read in that order (ImportedModel::input_channels_last).
   bool input_channels_last = false;
+  //! ONNX only: the graph's outputs, whose values the network's output
+  //! holds in turn (ImportedModel::outputs); empty for other models.
+  std::vector<onnx_import::ModelOutput> outputs{};
 };
 
 //! LoadModel (common/model_source.h), or ImportOnnxFile for a path ending

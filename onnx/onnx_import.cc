@@ -22,6 +22,7 @@
 
 #include "common/blocks.h"
 #include "common/error.h"
+#include "common/op_kinds.h"
 #include "common/printable.h"
 #include "onnx/importer.h"
 #include "onnx/onnx_tensors.h"
@@ -257,7 +258,9 @@ void Importer::CheckInferredShape(const std::string& name, const Value& value) c
   const ::onnx::TensorShapeProto& theirs = it->second->tensor_type().shape();
   const Shape& s = value.shape;
   std::vector<int64_t> ours = {fixed_batch_ ? batch_ : -1};  // -1: the symbolic batch
-  if (value.kind == Value::Kind::kFlat) {
+  if (value.kind == Value::Kind::kFlat && !value.flat_dims.empty()) {
+    ours.insert(ours.end(), value.flat_dims.begin(), value.flat_dims.end());
+  } else if (value.kind == Value::Kind::kFlat) {
     ours.push_back(int64_t{s.c} * s.h * s.w);
   } else if (value.kind == Value::Kind::kGrouped) {
     const int per_group = s.c / value.groups;
@@ -417,40 +420,64 @@ Pads Importer::Padding(const Attributes& attrs, const Shape& in, Window kernel, 
 
 void Importer::FinishOutput() {
   const ::onnx::GraphProto& g = model_.graph();
-  if (g.output_size() != 1) {
-    throw Error(source_ + ": the graph has " + std::to_string(g.output_size()) +
-                " outputs; one is supported");
+  if (g.output_size() < 1) throw Error(source_ + ": the graph has no output");
+  Inputs terms;
+  for (const ::onnx::ValueInfoProto& output : g.output()) {
+    where_ = source_ + ": graph output " + Quoted(output.name());
+    const auto it = values_.find(output.name());
+    if (it == values_.end()) throw Error(where_ + ": no node produces it");
+    const Value& out = it->second;
+    if (out.kind == Value::Kind::kConstant || out.kind == Value::Kind::kPadded ||
+        out.kind == Value::Kind::kZeroExtended) {
+      throw Error(where_ + ": is " + KindText(out) + ", not a computed feature map");
+    }
+    if (out.kind == Value::Kind::kGrouped && out.transposed) {
+      throw Error(where_ + ": is " + KindText(out) +
+                  "; an output in another order than (N, C, H, W) or (N, H, W, C) is not "
+                  "supported");
+    }
+    ModelOutput described{output.name(),
+                          {},
+                          int64_t{out.shape.c} * out.shape.h * out.shape.w,
+                          out.kind == Value::Kind::kChannelsLast || out.flat_channels_last};
+    for (const auto& d : output.type().tensor_type().shape().dim()) {
+      described.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    }
+    outputs_.push_back(std::move(described));
+    for (Term& term : OutputTerms(out, g.output_size() == 1)) terms.push_back(std::move(term));
   }
-  where_ = source_ + ": graph output " + Quoted(g.output(0).name());
-  const auto it = values_.find(g.output(0).name());
-  if (it == values_.end()) throw Error(where_ + ": no node produces it");
-  const Value& out = it->second;
-  if (out.kind == Value::Kind::kConstant || out.kind == Value::Kind::kPadded) {
-    throw Error(where_ + ": is " + KindText(out) + ", not a computed feature map");
-  }
-  // The IR writes N, C, H, W: another order of the same values is another output.
-  const bool reordered =
-      (out.kind == Value::Kind::kChannelsLast && int64_t{out.shape.h} * out.shape.w > 1) ||
-      (out.kind == Value::Kind::kGrouped && out.transposed);
-  if (reordered) {
-    throw Error(where_ + ": is " + KindText(out) +
-                "; an output in another order than (N, C, H, W) is not supported");
-  }
-  NodeId sink = -1;
-  if (out.terms.size() == 1 && out.terms[0].size() == 1) {
-    const Slice& s = out.terms[0][0];
+  // One output that is a whole operator's is the graph's sink as it is.
+  if (terms.size() == 1 && terms[0].size() == 1) {
+    const Slice& s = terms[0][0];
     if (s.begin == 0 && s.end == pending_.at(s.producer).node.output.c && s.producer != 0) {
-      sink = s.producer;
+      sink_ = s.producer;
+      return;
     }
   }
-  if (sink < 0) {
-    label_ = "output";
-    OpParams op;
-    op.kind = OpKind::kIdentity;
-    AddNode(op, out.terms, TermShapes(out.terms), "Output");
-    sink = static_cast<NodeId>(pending_.size()) - 1;
-  }
-  sink_ = sink;
+  label_ = g.output_size() == 1 ? "output" : "outputs";
+  OpParams op;
+  op.kind = OpKind::kIdentity;
+  AddNode(op, terms, TermShapes(terms), g.output_size() == 1 ? "Output" : "Outputs");
+  sink_ = static_cast<NodeId>(pending_.size()) - 1;
+}
+
+Inputs Importer::OutputTerms(const Value& out, bool alone) {
+  const bool pixels = int64_t{out.shape.h} * out.shape.w > 1;
+  const bool channels_last = out.kind == Value::Kind::kChannelsLast || out.flat_channels_last;
+  // In (N, C, H, W) order, or a vector already: ios-run writes it as it is.
+  if ((alone && !channels_last) || !pixels) return out.terms;
+  label_ = "flatten of " + Quoted(outputs_.back().name);
+  OpParams op = MakeRegisteredOp(RegisteredKind::kFlatten);
+  SetAttribute(op.registered, "channels_last", channels_last ? 1 : 0, where_);
+  const Value flat = AddNode(op, out.terms, TermShapes(out.terms), "Flatten");
+  return flat.terms;
+}
+
+bool Importer::OnlyAGraphOutput(const std::string& name) const {
+  int outputs = 0;
+  for (const auto& output : model_.graph().output()) outputs += output.name() == name ? 1 : 0;
+  const auto it = readers_.find(name);
+  return outputs > 0 && it != readers_.end() && it->second == outputs;
 }
 
 //! Keeps the operators the output depends on, renumbered in order.
@@ -492,7 +519,7 @@ ImportedModel Importer::Assemble() {
   }
   model.has_weights = all_weights;
   std::string name = model_.graph().name();
-  if (name.empty() || name == "torch_jit" || name == "main_graph") {
+  if (name.empty() || name == "torch_jit" || name == "main_graph" || name == "tf2onnx") {
     name = std::filesystem::path(source_).stem().string();
   }
   model.graph.name = name;
@@ -501,6 +528,7 @@ ImportedModel Importer::Assemble() {
   CheckSingleSinkBlocks(model.graph);
   model.batch = batch_;
   model.input_channels_last = input_channels_last_;
+  model.outputs = std::move(outputs_);
   model.notes = std::move(notes_);
   return model;
 }

@@ -11,6 +11,7 @@
 // missing: never a crash and never a graph that computes something else.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,15 @@
 #include "exec/weights.h"
 
 namespace ios::onnx_import {
+
+//! One output of the ONNX graph: ios-run's output holds every output's
+//! values in turn, each sample's together.
+struct ModelOutput {
+  std::string name;
+  std::vector<int64_t> dims;   // as the file declares them, the batch first
+  int64_t values = 0;          // per sample
+  bool channels_last = false;  // its values in (H, W, C) order, as the file has them
+};
 
 struct ImportedModel {
   Graph graph;  // shapes inferred, single-entry single-exit blocks found
@@ -31,6 +41,10 @@ struct ImportedModel {
   //! operators transpose it: the graph's input is that N,C,H,W map, and an
   //! input file for the model is read as N,H,W,C.
   bool input_channels_last = false;
+  //! The graph's outputs in order; with more than one (or one in another
+  //! order than N, C, H, W) the graph ends in their concatenation, one
+  //! vector per sample.
+  std::vector<ModelOutput> outputs;
   std::vector<std::string> notes;     // rewrites made: folds, fusions, removals
   std::vector<std::string> warnings;  // checker complaints that were not fatal
 };

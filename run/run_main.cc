@@ -23,6 +23,7 @@
 #include "devices/linked.h"
 #include "exec/device.h"
 #include "onnx/model_loader.h"
+#include "run/float_files.h"
 #include "run/multi_device_cli.h"
 #include "run/network_run.h"
 #include "run/run_memory.h"
@@ -73,6 +74,7 @@ struct Loaded {
   std::string model_name;
   std::optional<exec::WeightStore> file_weights;  // an ONNX file's own
   bool input_channels_last = false;               // an ONNX file's input is N,H,W,C
+  std::vector<onnx_import::ModelOutput> outputs;  // an ONNX file's, in order
   run::NetworkSchedule schedule;
   std::optional<MeasureSettings> settings;                // the search's, from a schedule file
   std::optional<coordinator::LoadedMultiSchedule> multi;  // an ios-farm-multi/v1 file's
@@ -102,6 +104,7 @@ Loaded LoadInputs(const CliOptions& cli) {
     loaded.model_name = model.model.name;
     loaded.file_weights = std::move(model.weights);
     loaded.input_channels_last = model.input_channels_last;
+    loaded.outputs = std::move(model.outputs);
     if (cli.rewrite == "memory") {
       loaded.rewrite = run::RewriteForMemory(loaded.graph, cli.schedule, cli.batch);
       loaded.original = std::move(loaded.graph);
@@ -141,6 +144,7 @@ Loaded LoadInputs(const CliOptions& cli) {
     loaded.model_name = model.name;
     loaded.file_weights = std::move(any.weights);
     loaded.input_channels_last = any.input_channels_last;
+    loaded.outputs = std::move(any.outputs);
   }
   loaded.schedule.name = cli.schedule;
   for (auto& block : file.blocks) {
@@ -154,46 +158,32 @@ std::string ShapeText(int batch, const Shape& s) {
          std::to_string(s.w);
 }
 
-//! Samples of `s` stored N,H,W,C reordered N,C,H,W: the order the graph's
-//! input has, for an ONNX model whose own input is N,H,W,C.
-std::vector<float> ChannelsFirst(const std::vector<float>& nhwc, const Shape& s) {
-  std::vector<float> nchw(nhwc.size());
-  const size_t plane = static_cast<size_t>(s.h) * s.w, sample = plane * s.c;
-  for (size_t n = 0; n * sample < nhwc.size(); ++n) {
-    for (size_t p = 0; p < plane; ++p) {
-      for (int c = 0; c < s.c; ++c) {
-        nchw[n * sample + c * plane + p] = nhwc[n * sample + p * s.c + c];
-      }
-    }
-  }
-  return nchw;
-}
-
-//! A raw little-endian float32 file of exactly `count` values.
-std::vector<float> ReadFloats(const std::string& path, const std::string& option, size_t count,
-                              const std::string& shape) {
-  const std::uintmax_t bytes = count * sizeof(float);
-  std::uintmax_t size = 0;
-  try {
-    size = CheckInputFile(path, option, kAnySize);
-  } catch (const Error& e) {
-    throw Error(option + " " + e.what());
-  }
-  if (size != bytes) {
-    throw Error(option + " " + path + ": " +
-                (size % sizeof(float) != 0 ? std::to_string(size) + " bytes, not whole"
-                                           : std::to_string(size / sizeof(float))) +
-                " float32 values; " + std::to_string(count) + " expected (" + shape +
-                ", raw little-endian float32 without a header)");
-  }
-  const std::string data = ReadInputFile(path, option, bytes);
-  if (data.size() != bytes) throw Error(option + " " + path + ": changed while being read");
-  std::vector<float> values(count);
-  std::memcpy(values.data(), data.data(), data.size());
-  return values;
-}
-
 double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+//! "'scores' [1,512,1] channels last, 'boxes' [1,512,16] ...": the ONNX
+//! outputs a network's one output holds in turn.
+std::string OutputsText(const std::vector<onnx_import::ModelOutput>& outputs) {
+  std::string text;
+  for (const onnx_import::ModelOutput& o : outputs) {
+    std::string dims;
+    for (int64_t d : o.dims) dims += (dims.empty() ? "" : ",") + (d < 0 ? "N" : std::to_string(d));
+    text += (text.empty() ? "" : ", ") + ("'" + o.name + "' [" + dims + "]") +
+            (o.channels_last ? " channels last" : "");
+  }
+  return text;
+}
+
+nlohmann::json OutputsJson(const std::vector<onnx_import::ModelOutput>& outputs) {
+  if (outputs.empty()) return nullptr;
+  nlohmann::json list = nlohmann::json::array();
+  for (const onnx_import::ModelOutput& o : outputs) {
+    list.push_back({{"name", o.name},
+                    {"dims", o.dims},
+                    {"values_per_sample", o.values},
+                    {"channels_last", o.channels_last}});
+  }
+  return list;
+}
 
 std::string ModelPeakNote(const Loaded& loaded, int64_t live, int64_t model_peak) {
   std::string note =
@@ -284,17 +274,18 @@ int Run(const CliOptions& cli) {
   } else if (loaded.input_channels_last) {
     const std::string shape = std::to_string(cli.batch) + "x" + std::to_string(in.h) + "x" +
                               std::to_string(in.w) + "x" + std::to_string(in.c) + " (N,H,W,C)";
-    input = ChannelsFirst(ReadFloats(cli.input_file, "--input", input_count, shape), in);
+    input = run::ChannelsFirst(run::ReadFloats(cli.input_file, "--input", input_count, shape), in);
   } else {
-    input = ReadFloats(cli.input_file, "--input", input_count, ShapeText(cli.batch, in));
+    input = run::ReadFloats(cli.input_file, "--input", input_count, ShapeText(cli.batch, in));
   }
   const Shape output_shape = loaded.graph.nodes.back().output;
   std::optional<std::vector<float>> expected;
   if (!cli.expect_file.empty()) {
-    expected = ReadFloats(cli.expect_file, "--expect",
-                          static_cast<size_t>(cli.batch) * static_cast<size_t>(output_shape.c) *
-                              output_shape.h * output_shape.w,
-                          ShapeText(cli.batch, output_shape));
+    expected =
+        run::ReadFloats(cli.expect_file, "--expect",
+                        static_cast<size_t>(cli.batch) * static_cast<size_t>(output_shape.c) *
+                            output_shape.h * output_shape.w,
+                        ShapeText(cli.batch, output_shape));
   }
   MeasureSettings timing;
   timing.warmup = cli.warmup;
@@ -444,6 +435,13 @@ int Run(const CliOptions& cli) {
                                        execution.memory.peak_live_bytes * cli.batch)
                       .c_str());
     }
+    const bool several_outputs = loaded.outputs.size() > 1 ||
+                                 (loaded.outputs.size() == 1 && loaded.outputs[0].channels_last);
+    if (several_outputs) {
+      std::printf(
+          "outputs:             %zu, each sample's values in turn (--expect: the same): %s\n",
+          loaded.outputs.size(), OutputsText(loaded.outputs).c_str());
+    }
     if (expected) {
       std::printf(
           "expect: %s (max |difference| %.3g scheduled, %.3g sequential; largest "
@@ -481,6 +479,7 @@ int Run(const CliOptions& cli) {
         {"rewrite", loaded.rewrite ? run::RewriteJson(*loaded.rewrite) : nlohmann::json(nullptr)},
         {"check", check},
         {"expect", expect},
+        {"outputs", OutputsJson(loaded.outputs)},
         {"report", cli.report.empty() ? nlohmann::json(nullptr) : nlohmann::json(cli.report)}};
     std::printf("%s\n", out.dump(2).c_str());
   }

@@ -145,34 +145,40 @@ std::string OnnxBuilder::Node(const std::string& op, const std::vector<std::stri
   return *graph->mutable_node(graph->node_size() - 1);
 }
 
-std::string OnnxBuilder::Bytes(const std::string& output) { return Serialize(output, true, 4); }
+std::string OnnxBuilder::Bytes(const std::string& output) { return Serialize({output}, true, 4); }
 
-std::string OnnxBuilder::UninferredBytes(const std::string& output, int rank) {
-  return Serialize(output, false, rank);
+std::string OnnxBuilder::Bytes(const std::vector<std::string>& outputs) {
+  return Serialize(outputs, true, 4);
 }
 
-std::string OnnxBuilder::Serialize(const std::string& output, bool infer, int rank) {
+std::string OnnxBuilder::UninferredBytes(const std::string& output, int rank) {
+  return Serialize({output}, false, rank);
+}
+
+std::string OnnxBuilder::Serialize(const std::vector<std::string>& outputs, bool infer, int rank) {
   ::onnx::ModelProto model = model_;
-  // The checker wants the output's type and shape, as exporters write
-  // them: ONNX's own shape inference supplies them, and a rank-4 shape of
-  // unknown sizes where it cannot (an operator of another domain).
-  auto* out = model.mutable_graph()->add_output();
-  out->set_name(output);
+  ::onnx::ModelProto inferred = model_;
   if (infer) {
-    ::onnx::ModelProto inferred = model_;
     try {
       ::onnx::shape_inference::InferShapes(inferred);
     } catch (const std::exception&) {
     }
-    for (const auto& info : inferred.graph().value_info()) {
-      if (info.name() == output) *out->mutable_type() = info.type();
-    }
   }
-  if (!out->type().has_tensor_type() || !out->type().tensor_type().has_shape()) {
-    auto* tensor = out->mutable_type()->mutable_tensor_type();
-    tensor->set_elem_type(::onnx::TensorProto_DataType_FLOAT);
-    for (int d = 0; d < rank; ++d)
-      tensor->mutable_shape()->add_dim()->set_dim_param("d" + std::to_string(d));
+  // The checker wants each output's type and shape, as exporters write
+  // them: ONNX's own shape inference supplies them, and a rank-4 shape of
+  // unknown sizes where it cannot (an operator of another domain).
+  for (const std::string& output : outputs) {
+    auto* out = model.mutable_graph()->add_output();
+    out->set_name(output);
+    for (const auto& info : inferred.graph().value_info()) {
+      if (infer && info.name() == output) *out->mutable_type() = info.type();
+    }
+    if (!out->type().has_tensor_type() || !out->type().tensor_type().has_shape()) {
+      auto* tensor = out->mutable_type()->mutable_tensor_type();
+      tensor->set_elem_type(::onnx::TensorProto_DataType_FLOAT);
+      for (int d = 0; d < rank; ++d)
+        tensor->mutable_shape()->add_dim()->set_dim_param("d" + std::to_string(d));
+    }
   }
   std::string bytes;
   model.SerializeToString(&bytes);

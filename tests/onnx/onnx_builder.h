@@ -43,6 +43,8 @@ class OnnxBuilder {
 
   //! The serialized model whose graph output is `output`.
   std::string Bytes(const std::string& output);
+  //! The serialized model whose graph outputs are `outputs`, in order.
+  std::string Bytes(const std::vector<std::string>& outputs);
   //! The same without running ONNX's shape inference here (a crafted
   //! attribute may crash it): the output is declared of rank `rank`, sizes
   //! unknown.
@@ -50,7 +52,7 @@ class OnnxBuilder {
 
  private:
   std::string Fresh();
-  std::string Serialize(const std::string& output, bool infer, int rank);
+  std::string Serialize(const std::vector<std::string>& outputs, bool infer, int rank);
 
   ::onnx::ModelProto model_;
   int next_ = 0;

@@ -267,13 +267,6 @@ TEST(OnnxChannelsLastTest, RefusesALayerNormOverTheWidth) {
   EXPECT_THAT(what, HasSubstr("only a norm over the channels"));
 }
 
-TEST(OnnxChannelsLastTest, RefusesAnOutputLeftChannelsLast) {
-  OnnxBuilder b(3, 2, 2);
-  const std::string y = b.Node("Transpose", {"input"}, {IntsAttr("perm", {0, 2, 3, 1})});
-  const std::string what = Refusal(b.Bytes(b.Node("Relu", {y})));
-  EXPECT_THAT(what, HasSubstr("another order than (N, C, H, W)"));
-}
-
 TEST(OnnxChannelsLastTest, RefusesAMatMulWhoseWeightDoesNotMatchTheChannels) {
   OnnxBuilder b(3, 2, 2);
   std::string y = b.Node("Transpose", {"input"}, {IntsAttr("perm", {0, 2, 3, 1})});

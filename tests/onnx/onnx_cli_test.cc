@@ -5,7 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -99,6 +101,52 @@ TEST(OnnxCliTest, IosRunReadsTheInputOfAChannelsLastModelInItsOwnOrder) {
                                 "--input in.bin --expect out.bin --runs 1 --warmup 0 --no-predict");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("expect: PASSED")) << r.out << r.err;
+}
+
+// TensorFlow's way out (BlazeFace): a head transposed to channels-last and
+// reshaped to [1, anchors, k], beside a second output; --expect holds both
+// in turn, as onnxruntime_reference.js writes them.
+TEST(OnnxCliTest, IosRunComparesSeveralOutputsInTheFilesOrder) {
+  const TempDir dir("ios_onnx_cli_outputs");
+  ASSERT_FALSE(dir.path().empty());
+  OnnxBuilder b(3, 2, 2);
+  const std::vector<float> w = {1, 10, 100, -1, 0, 2};  // 2 x 3 x 1 x 1
+  const std::string conv = b.Node("Conv", {"input", b.Weight({2, 3, 1, 1}, w)});
+  const std::string last = b.Node("Transpose", {conv}, {IntsAttr("perm", {0, 2, 3, 1})});
+  const std::string head = b.Node("Reshape", {last, b.Ints({1, 8, 1})});
+  const std::string relu = b.Node("Relu", {"input"});
+  const std::vector<std::string> outputs = {head, relu};
+  ASSERT_TRUE(WriteFile((dir.path() / "heads.onnx").string(), b.Bytes(outputs)));
+  std::vector<float> in(12), expected(8);  // channel c, pixel p at c * 4 + p
+  for (int i = 0; i < 12; ++i) in[i] = static_cast<float>(i % 5) - 2;
+  for (int p = 0; p < 4; ++p) {
+    for (int o = 0; o < 2; ++o) {
+      for (int c = 0; c < 3; ++c) expected[p * 2 + o] += w[o * 3 + c] * in[c * 4 + p];
+    }
+  }
+  for (float v : in) expected.push_back(std::max(v, 0.0f));
+  const auto bytes = [](const std::vector<float>& v) {
+    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  };
+  ASSERT_TRUE(WriteFile((dir.path() / "in.bin").string(), bytes(in)));
+  ASSERT_TRUE(WriteFile((dir.path() / "out.bin").string(), bytes(expected)));
+  const std::string args =
+      "--device reference --schedule greedy --model heads.onnx --input in.bin --expect out.bin "
+      "--runs 1 --warmup 0 --no-predict";
+  const CliResult text = RunBinary(dir.path(), ::ios::testing::kIosRun, args);
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("outputs:             2, each sample's values in turn"));
+  EXPECT_THAT(text.out,
+              HasSubstr("'" + head + "' [1,8,1] channels last, '" + relu + "' [1,3,2,2]"));
+  EXPECT_THAT(text.out, HasSubstr("expect: PASSED")) << text.out << text.err;
+  const CliResult json = RunBinary(dir.path(), ::ios::testing::kIosRun, args + " --format json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json out = nlohmann::json::parse(json.out);
+  ASSERT_EQ(out["outputs"].size(), 2u) << json.out;
+  EXPECT_EQ(out["outputs"][0]["values_per_sample"], 8);
+  EXPECT_EQ(out["outputs"][0]["channels_last"], true);
+  EXPECT_EQ(out["outputs"][1]["dims"], (std::vector<int64_t>{1, 3, 2, 2}));
+  EXPECT_TRUE(out["expect"]["passed"].get<bool>());
 }
 
 }  // namespace
