@@ -259,6 +259,9 @@ class Importer {
 
   //! The depthwise 1x1 convolution y = a x + b that per-channel constants
   //! and unfoldable norms become (`a`, `b` empty when the file has no values).
+  //! PRelu with a slope per channel (onnx_affine.cc); false when the slope
+  //! is not one value per channel of a feature map.
+  bool ImportChannelPRelu(const ::onnx::NodeProto& node, const ConstTensor& slope);
   Value AffineOperator(const Value& x, std::vector<float> a, std::vector<float> b,
                        const std::string& hint);
 

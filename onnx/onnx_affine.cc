@@ -7,6 +7,7 @@
 // or into the unpadded convolution that reads it (its input channels
 // scaled, the shift summed into the bias). What cannot fold is one depthwise
 // 1x1 convolution, an operator every backend already runs.
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -199,6 +200,50 @@ void Importer::ImportChannelsLastMatMul(const ::onnx::NodeProto& node, const Val
   Value out = AddNode(op, inputs, TermShapes(inputs), "Pointwise", std::move(weights), has_values);
   out.kind = Value::Kind::kChannelsLast;
   Define(node, out);
+}
+
+//! PRelu with a slope s per channel from operators every backend runs:
+//! prelu(x) = x + (1 - s) relu(-x). Where every s <= 1 (as trained slopes
+//! are), (1 - s) relu(-x) = relu((s - 1) x): one depthwise 1x1 convolution
+//! with relu, and the add. A slope above 1 needs the scale after the relu:
+//! relu(-x) by one depthwise convolution, (1 - s) by a second. Rounding
+//! differs from s * x by an ulp of x, well inside --expect's tolerance.
+bool Importer::ImportChannelPRelu(const ::onnx::NodeProto& node, const ConstTensor& slope) {
+  const Value& x = Input(node, 0);
+  if ((x.kind != Value::Kind::kTensor && x.kind != Value::Kind::kChannelsLast) ||
+      !PerChannel(x, slope) || (slope.has_values && !slope.is_float)) {
+    return false;
+  }
+  const size_t c = static_cast<size_t>(x.shape.c);
+  std::vector<float> s;
+  if (slope.has_values) {
+    s = slope.floats.size() == 1 ? std::vector<float>(c, slope.floats[0]) : slope.floats;
+  }
+  const bool at_most_one = std::all_of(s.begin(), s.end(), [](float v) { return v <= 1; });
+  const auto scales = [&](auto of) {
+    std::vector<float> out;
+    for (float v : s) out.push_back(of(v));
+    return out;
+  };
+  const std::vector<float> zeros = s.empty() ? std::vector<float>{} : std::vector<float>(c, 0.0f);
+  Value negative;  // (1 - s) relu(-x)
+  if (at_most_one) {
+    negative = AffineOperator(x, scales([](float v) { return v - 1; }), zeros, "PReluNegative");
+    pending_.back().node.op.conv.act = Activation::kRelu;
+  } else {
+    const Value below = AffineOperator(x, scales([](float) { return -1.0f; }), zeros, "PReluBelow");
+    pending_.back().node.op.conv.act = Activation::kRelu;
+    negative = AffineOperator(below, scales([](float v) { return 1 - v; }), zeros, "PReluScale");
+  }
+  OpParams add;
+  add.kind = OpKind::kEltwise;
+  add.eltwise = EltwiseType::kAdd;
+  const Inputs inputs = {x.terms.size() == 1 ? x.terms[0] : Materialize(x, "_concat").terms.at(0),
+                         negative.terms.at(0)};
+  Value out = AddNode(add, inputs, TermShapes(inputs), "PRelu");
+  out.kind = x.kind;
+  Define(node, out);
+  return true;
 }
 
 }  // namespace ios::onnx_import::detail

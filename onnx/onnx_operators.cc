@@ -207,15 +207,16 @@ void Importer::ImportParameterizedActivation(const ::onnx::NodeProto& node,
     float alpha = 0;
     if (node.op_type() == "PRelu") {
       // One slope for every channel is a leaky relu; a slope per channel
-      // would be weights of the operator, which registered kinds lack.
+      // is made of a depthwise convolution and an add (onnx_affine.cc).
       attrs.OnlyKnown({});
       const ConstTensor& slope = ConstInput(node, 1, "slope");
       const bool one = slope.has_values && slope.is_float && !slope.floats.empty() &&
                        std::all_of(slope.floats.begin(), slope.floats.end(),
                                    [&](float v) { return v == slope.floats[0]; });
+      if (!one && ImportChannelPRelu(node, slope)) return;
       if (!one) {
-        throw Error(where_ + ": slope " + slope.DimsText() +
-                    ": only a PRelu with one slope for every channel (a leaky relu) is supported");
+        throw Error(where_ + ": slope " + slope.DimsText() + " of " + KindText(Input(node, 0)) +
+                    ": only one slope, or one per channel of a feature map, is supported");
       }
       alpha = slope.floats[0];
     } else {

@@ -122,7 +122,8 @@ TEST(OnnxImportTest, HardSigmoidAndLeakyReluAtOtherSettingsAreKindsWithTheirPara
 }
 
 // PyTorch's nn.PReLU() learns one slope for every channel: a leaky relu at
-// that slope. A slope per channel is refused (it would be weights).
+// that slope. A slope per channel is built from a depthwise convolution and
+// an add; a slope that is not per channel is refused.
 TEST(OnnxImportTest, APreluWithOneSlopeIsALeakyReluAndOnePerChannelIsRefused) {
   OnnxBuilder b(2, 1, 2);
   const std::string y = b.Node("PRelu", {"input", b.Weight({1}, std::vector<float>{0.25f})});
@@ -133,9 +134,38 @@ TEST(OnnxImportTest, APreluWithOneSlopeIsALeakyReluAndOnePerChannelIsRefused) {
 
   OnnxBuilder r(2, 1, 2);
   const std::string z =
-      r.Node("PRelu", {"input", r.Weight({2, 1, 1}, std::vector<float>{0.25f, 0.5f})});
+      r.Node("PRelu", {"input", r.Weight({1, 1, 2}, std::vector<float>{0.25f, 0.5f})});
   EXPECT_THAT(Refusal(r.Bytes(z)),
-              HasSubstr("(PRelu): slope [2, 1, 1]: only a PRelu with one slope for every channel"));
+              HasSubstr("(PRelu): slope [1, 1, 2] of a feature map: only one slope, or one per "
+                        "channel of a feature map, is supported"));
+}
+
+// prelu(x) = x + relu((s - 1) x) where every slope s <= 1: a depthwise 1x1
+// convolution with relu and an add; a slope above 1 takes a second
+// depthwise convolution (x + (1 - s) relu(-x)). Both compute s * x below 0.
+TEST(OnnxImportTest, APreluWithASlopePerChannelIsADepthwiseConvolutionAndAnAdd) {
+  for (const std::vector<float>& slopes :
+       {std::vector<float>{0.25f, -0.5f, 0.0f}, std::vector<float>{0.25f, 2.5f, 1.0f}}) {
+    const bool above_one = slopes[1] > 1;
+    SCOPED_TRACE(above_one ? "a slope above 1" : "slopes at most 1");
+    OnnxBuilder b(3, 2, 2);
+    const std::string y = b.Node("PRelu", {"input", b.Weight({3, 1, 1}, slopes)});
+    const ImportedModel model = ImportOnnx(b.Bytes(y), "prelu_channels.onnx");
+    ASSERT_EQ(model.graph.nodes.size(), above_one ? 4u : 3u) << "input, convolution(s), add";
+    const Node& first = model.graph.nodes[1];
+    EXPECT_EQ(first.op.kind, OpKind::kConv);
+    EXPECT_EQ(first.op.conv.groups, 3) << "depthwise";
+    EXPECT_EQ(first.op.conv.act, Activation::kRelu);
+    EXPECT_EQ(model.graph.nodes.back().op.kind, OpKind::kEltwise);
+    std::vector<float> x = exec::SeededValues(12, 5);
+    for (float& v : x) v *= 4;
+    const std::vector<float> got = RunImported(model, x);
+    ASSERT_EQ(got.size(), 12u);
+    for (size_t i = 0; i < 12; ++i) {
+      const float s = slopes[i / 4];
+      EXPECT_NEAR(got[i], x[i] >= 0 ? x[i] : s * x[i], 1e-6 * 16) << i;
+    }
+  }
 }
 
 // MobileNetV3's classifier as PyTorch exports it below opset 14: Gemm, then
