@@ -84,6 +84,9 @@ struct Pending {
   Node node;
   bool has_weights = false;
   exec::ConvWeights weights;  // kConv
+  //! An affine operator folded into the convolution that reads it: left
+  //! out of the graph, and not counted as dropped (it was not).
+  bool folded_forward = false;
 };
 
 //! Imports one checked, shape-inferred ONNX model; one use.

@@ -161,6 +161,7 @@ void Importer::FoldAffineInput(const ::onnx::NodeProto& node, const Value& x, Co
   }
   conv.bias = conv.bias || affine->node.op.conv.bias;
   inputs = affine->node.inputs;
+  affine->folded_forward = true;
   Note("the per-channel affine operator " + Quoted(affine->node.name) + " was folded into " +
        Quoted(label_));
 }

@@ -497,7 +497,7 @@ ImportedModel Importer::Assemble() {
   bool all_weights = true;
   for (size_t id = 0; id < pending_.size(); ++id) {
     if (!live[id]) {
-      ++dropped;
+      dropped += pending_[id].folded_forward ? 0 : 1;
       continue;
     }
     renumbered[id] = static_cast<NodeId>(model.graph.nodes.size());

@@ -10,7 +10,9 @@
 #
 # Usage: scripts/onnxruntime-check.sh [MODEL.onnx...]
 # Environment: BUILD_DIR (default build), OUT_DIR (default a fresh temporary
-# directory), DEVICE (default cpu), ORT_VERSION (default 1.30.0).
+# directory), DEVICE (default cpu), ORT_VERSION (default 1.30.0), RUNS (timed
+# runs of each side, default 50: onnxruntime's median is printed beside ours
+# as a peer; measure on a quiet machine).
 # Needs node and npm (installed with apt-get when missing, as root) and the
 # npm registry; onnxruntime-node is cached under ~/.cache/ios-farm/npm.
 set -uo pipefail
@@ -20,6 +22,7 @@ BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 OUT_DIR="${OUT_DIR:-$(mktemp -d)}"
 DEVICE="${DEVICE:-cpu}"
 ORT_VERSION="${ORT_VERSION:-1.30.0}"
+RUNS="${RUNS:-50}"
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/ios-farm/npm"
 COORDINATOR="$BUILD_DIR/coordinator/ios-coordinator"
 RUN="$BUILD_DIR/run/ios-run"
@@ -56,12 +59,13 @@ failures=0
 for model in "${models[@]}"; do
   name="$(basename "$model" .onnx)"
   if ! NODE_PATH="$CACHE/node_modules" timeout 300 node "$ROOT/scripts/onnxruntime_reference.js" \
-    "$model" "$OUT_DIR/$name.in.bin" "$OUT_DIR/$name.out.bin" 0 >"$OUT_DIR/$name.ort.log" 2>&1; then
+    "$model" "$OUT_DIR/$name.in.bin" "$OUT_DIR/$name.out.bin" 0 "$RUNS" >"$OUT_DIR/$name.ort.log" 2>&1; then
     echo "$name: onnxruntime failed: $(tail -n 1 "$OUT_DIR/$name.ort.log")"
     failures=$((failures + 1))
     continue
   fi
-  echo "$name: $(tail -n 1 "$OUT_DIR/$name.ort.log")"
+  echo "$name: $(head -n 1 "$OUT_DIR/$name.ort.log")"
+  echo "  $(printf '%-44s ' "onnxruntime (the peer)")$(tail -n 1 "$OUT_DIR/$name.ort.log")"
   if ! timeout 1800 "$COORDINATOR" --model "$model" --device "$DEVICE" --db "$OUT_DIR/profile.db" \
     --out "$OUT_DIR/$name.ios.json" -q >"$OUT_DIR/$name.search.log" 2>&1; then
     echo "$name: search failed: $(tail -n 1 "$OUT_DIR/$name.search.log")"
@@ -72,7 +76,7 @@ for model in "${models[@]}"; do
     label="$(basename "$schedule" .json)"
     line="$(timeout 600 "$RUN" --model "$model" --schedule "$schedule" --device "$DEVICE" \
       --input "$OUT_DIR/$name.in.bin" --expect "$OUT_DIR/$name.out.bin" --db "$OUT_DIR/profile.db" \
-      --runs 20 2>&1 | grep -E '^(measured end to end|expect:|ios-run:)' | tr '\n' ' ')"
+      --runs "$RUNS" 2>&1 | grep -E '^(measured end to end|expect:|ios-run:)' | tr '\n' ' ')"
     printf '  %-44s %s\n' "$label" "${line:-(ios-run printed nothing)}"
     [[ "$line" == *"expect: PASSED"* ]] || failures=$((failures + 1))
   done

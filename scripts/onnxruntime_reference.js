@@ -3,7 +3,9 @@
 // as raw little-endian float32 in the file's own order (N,H,W,C for a
 // TensorFlow export), and every graph output in turn, each sample's values
 // together (batch 1: the outputs concatenated in graph order).
-//   node onnxruntime_reference.js MODEL.onnx IN.bin OUT.bin [SEED]
+// With RUNS, it then times that many runs of the session on the same input
+// (after 5 untimed ones) and prints their median: onnxruntime as a peer.
+//   node onnxruntime_reference.js MODEL.onnx IN.bin OUT.bin [SEED [RUNS]]
 // NODE_PATH must reach onnxruntime-node (scripts/onnxruntime-check.sh sets it).
 'use strict';
 const fs = require('fs');
@@ -30,7 +32,7 @@ function writeFloats(path, arrays) {
 }
 
 async function main() {
-  const [model, inPath, outPath, seedText] = process.argv.slice(2);
+  const [model, inPath, outPath, seedText, runsText] = process.argv.slice(2);
   if (!outPath) throw new Error('usage: onnxruntime_reference.js MODEL.onnx IN.bin OUT.bin [SEED]');
   const session = await ort.InferenceSession.create(model, {logSeverityLevel: 3});
   if (session.inputNames.length !== 1) {
@@ -41,7 +43,8 @@ async function main() {
   const random = generator(Number(seedText || 0));
   const x = new Float32Array(dims.reduce((a, b) => a * b, 1));
   for (let i = 0; i < x.length; ++i) x[i] = 2 * random() - 1;  // an image scaled to [-1, 1]
-  const results = await session.run({[meta.name]: new ort.Tensor('float32', x, dims)});
+  const feeds = {[meta.name]: new ort.Tensor('float32', x, dims)};
+  const results = await session.run(feeds);
   const outputs = session.outputNames.map((name) => results[name]);
   const batch = dims[0];
   const perSample = outputs.map((t) => t.data.length / batch);
@@ -55,6 +58,19 @@ async function main() {
   console.log(`onnxruntime ${ort.env.versions.common}: ${model}: input [${dims}], outputs ` +
               outputs.map((t, i) => `${session.outputNames[i]} [${t.dims}]`).join(', ') +
               `; largest |output| ${largest.toPrecision(4)}`);
+  const runs = Number(runsText || 0);
+  if (runs > 0) {
+    for (let i = 0; i < 5; ++i) await session.run(feeds);
+    const times = [];
+    for (let i = 0; i < runs; ++i) {
+      const start = process.hrtime.bigint();
+      await session.run(feeds);
+      times.push(Number(process.hrtime.bigint() - start) / 1e6);
+    }
+    times.sort((a, b) => a - b);
+    console.log(`onnxruntime median ${times[Math.floor(times.length / 2)].toFixed(3)} ms ` +
+                `(min ${times[0].toFixed(3)}, max ${times[times.length - 1].toFixed(3)}; ${runs} runs)`);
+  }
 }
 
 main().catch((e) => {
