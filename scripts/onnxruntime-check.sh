@@ -20,6 +20,7 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 OUT_DIR="${OUT_DIR:-$(mktemp -d)}"
+mkdir -p "$OUT_DIR"
 DEVICE="${DEVICE:-cpu}"
 ORT_VERSION="${ORT_VERSION:-1.30.0}"
 RUNS="${RUNS:-50}"
