@@ -4,6 +4,8 @@
 #   1. the gpu-labelled tests (cuda_gpu_test, backend_conformance_test);
 #   2. ios-run --check of every zoo model (sequential schedule, run as a
 #      CUDA graph, ios-run's default on cuda, and checked against streams);
+#   2b. ONNX models packed in share/models (pack-worker.sh's MODELS_DIR), each
+#      run under greedy against its reference output (--expect) and --check;
 #   3. a search (the default: lazy, stages measured as executed) of every
 #      zoo model at batch 1 and of SqueezeNet and Inception V3 at batch 16,
 #      each in a fresh DB, timed: stages measured per second of measuring;
@@ -113,6 +115,28 @@ for model in squeezenet inception_v3 nasnet randwire; do
     note "ios-run --check $model (as a CUDA graph): passed"
   else
     fail "ios-run --check $model: $(tail -n 1 "$out/check-$model.json.err")"
+  fi
+done
+
+# 2b. ONNX models packed with the bundle (pack-worker.sh's MODELS_DIR):
+# each M.onnx with M.in.bin and M.out.bin (another framework's output,
+# scripts/export-torchvision.py or onnxruntime_reference.js) runs on the GPU
+# under greedy with --expect and --check.
+for model in "$here"/share/models/*.onnx; do
+  [[ -e "$model" ]] || break
+  name="$(basename "$model" .onnx)"
+  base="${model%.onnx}"
+  if [[ ! -e "$base.in.bin" || ! -e "$base.out.bin" ]]; then
+    note "model $name: no $name.in.bin and $name.out.bin beside it; skipped"
+    continue
+  fi
+  if run "$out/model-$name.json" --model "$model" --schedule greedy --input "$base.in.bin" \
+    --expect "$base.out.bin" --check --no-predict &&
+    [[ "$(json "$out/model-$name.json" 'd["expect"]["passed"] and d["check"]["passed"]')" == True ]]; then
+    note "model $name on the GPU: matches its reference ($(json "$out/model-$name.json" \
+      '"%.3g of %.3g" % (d["expect"]["schedule_max_abs_diff"], d["expect"]["max_abs_reference"])'))"
+  else
+    fail "model $name on the GPU: $(tail -n 1 "$out/model-$name.json.err")"
   fi
 done
 

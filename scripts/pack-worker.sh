@@ -12,7 +12,9 @@
 # and the PyTorch peer script, xz-compressed; the wrappers find the CUDA
 # runtime and cuDNN wherever the host keeps them (Python wheels included).
 #   bash scripts/pack-worker.sh --gpu-host [OUT.tar.xz]  (default: ios-gpu-host-ARCH.tar.xz)
-# BIN (default build) names the build directory; build it first.
+# BIN (default build) names the build directory; build it first. MODELS_DIR
+# (--gpu-host only) adds its ONNX models with their M.in.bin and M.out.bin,
+# which gpu-check runs on the GPU against those outputs.
 # XZ_LEVEL (default -6) is the bundle's xz preset: the packaging test uses
 # -1 (a fifth of -6's time, about 30% larger), which bounds the size from above.
 set -euo pipefail
@@ -113,6 +115,12 @@ if $GPU_HOST; then
   cp "$ROOT/scripts/gpu-check.sh" "$PACK/bin/gpu-check"
   chmod +x "$PACK/bin/gpu-check"
   cp "$ROOT/bench/pytorch_peer.py" "$PACK/share/"
+  # ONNX models for gpu-check to run against their reference outputs
+  # (M.onnx, M.in.bin, M.out.bin), when asked: they can be large.
+  if [[ -n "${MODELS_DIR:-}" ]]; then
+    mkdir -p "$PACK/share/models"
+    cp "$MODELS_DIR"/*.onnx "$MODELS_DIR"/*.in.bin "$MODELS_DIR"/*.out.bin "$PACK/share/models/"
+  fi
   # The multi-GPU test's schedule (IOS_TEST_DATA points it here).
   mkdir -p "$PACK/share/testdata"
   cp "$ROOT/tests/data/tiny_model.multi.json" "$PACK/share/testdata/"
