@@ -71,6 +71,14 @@ void CudaPreparedProgram::CompileChannelShuffle(const exec::Step& step, StreamCo
   const cuda::TensorDesc y = KeepTensor(
       cuda::TensorLayout{batch_, groups, per_group, pixels, out.stride_n, plane, groups * plane, 1},
       where + ": its output as groups x channels per group");
+  AddTransformCall(step, context, x, y, calls);
+}
+
+// One cudnnTransformTensor from the step's input view, described as `x`,
+// to its output view, described as `y`: the strides say the permutation.
+void CudaPreparedProgram::AddTransformCall(const exec::Step& step, StreamContext& context,
+                                           cuda::TensorDesc x, cuda::TensorDesc y,
+                                           std::vector<Call>& calls) {
   const float* input = ViewAddress(step.inputs[0]);
   float* output = ViewAddress(step.output);
   const cuda::DnnHandle dnn = context.dnn;
@@ -101,11 +109,7 @@ void CudaPreparedProgram::CompileFlatten(const exec::Step& step, StreamContext& 
           : cuda::TensorLayout{in.n, in.c, in.h, in.w, vector_stride, plane, in.w, 1};
   const cuda::TensorDesc x = KeepTensor(in, where + ": its input");
   const cuda::TensorDesc y = KeepTensor(out, where + ": its output as a vector");
-  const float* input = ViewAddress(step.inputs[0]);
-  float* output = ViewAddress(step.output);
-  const cuda::DnnHandle dnn = context.dnn;
-  cuda::Api& api = api_;
-  calls.push_back({[=, &api] { return api.TransformTensor(dnn, x, input, y, output); }});
+  AddTransformCall(step, context, x, y, calls);
 }
 
 // Our kernel (cuDNN's legacy API has no layer norm), on the views as they

@@ -179,6 +179,8 @@ class CudaPreparedProgram : public exec::PreparedProgram {
                          std::vector<Call>& calls);
   void CompileFlatten(const exec::Step& step, StreamContext& context, const std::string& where,
                       std::vector<Call>& calls);
+  void AddTransformCall(const exec::Step& step, StreamContext& context, cuda::TensorDesc x,
+                        cuda::TensorDesc y, std::vector<Call>& calls);
   void CompileChannelShuffle(const exec::Step& step, StreamContext& context,
                              const std::string& where, std::vector<Call>& calls);
   void CompileLayerNorm(const exec::Step& step, StreamContext& context, const std::string& where,
