@@ -92,7 +92,8 @@ struct Pending {
 //! Imports one checked, shape-inferred ONNX model; one use.
 class Importer {
  public:
-  Importer(const ::onnx::ModelProto& model, std::string source)
+  //! `model`'s initializers lose their raw bytes as they are read.
+  Importer(::onnx::ModelProto& model, std::string source)
       : model_(model), source_(std::move(source)) {}
 
   ImportedModel Run();
@@ -360,7 +361,7 @@ class Importer {
 
   // ---- State --------------------------------------------------------------
 
-  const ::onnx::ModelProto& model_;
+  ::onnx::ModelProto& model_;
   std::string source_;
   int64_t opset_ = 0;
   std::deque<ConstTensor> held_;  // constants; Values point into it

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <utility>
 
@@ -44,8 +45,13 @@ ImportedModel Importer::Run() {
   CheckOpset();
   for (const auto& info : g.value_info()) inferred_[info.name()] = &info.type();
   for (const auto& info : g.output()) inferred_[info.name()] = &info.type();
-  for (const ::onnx::TensorProto& t : g.initializer()) {
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    ::onnx::TensorProto& t = *model_.mutable_graph()->mutable_initializer(i);
     AddConstant(detail::ReadTensor(t, source_ + ": initializer " + Quoted(t.name())));
+    // The values are held now: the file's bytes of them go (a clear alone
+    // would keep the string's capacity), so that a model's weights are in
+    // memory once, not twice, while it is imported.
+    if (t.has_raw_data()) std::string().swap(*t.mutable_raw_data());
   }
   CountReaders();
   FindGelus();
@@ -539,7 +545,9 @@ bool IsOnnxPath(std::string_view path) {
   return path.size() > 5 && Lower(std::string(path.substr(path.size() - 5))) == ".onnx";
 }
 
-ImportedModel ImportOnnx(std::string_view bytes, const std::string& source) {
+namespace {
+
+::onnx::ModelProto Parse(std::string_view bytes, const std::string& source) {
   ::onnx::ModelProto model;
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
@@ -547,6 +555,11 @@ ImportedModel ImportOnnx(std::string_view bytes, const std::string& source) {
                 ": not an ONNX model (the protobuf does not parse: truncated or another "
                 "kind of file)");
   }
+  return model;
+}
+
+//! Checks, infers shapes and imports a parsed model.
+ImportedModel ImportParsed(::onnx::ModelProto& model, const std::string& source) {
   if (!model.has_graph()) throw Error(source + ": an ONNX model without a graph");
   std::vector<std::string> warnings;
   try {
@@ -575,6 +588,13 @@ ImportedModel ImportOnnx(std::string_view bytes, const std::string& source) {
   return imported;
 }
 
+}  // namespace
+
+ImportedModel ImportOnnx(std::string_view bytes, const std::string& source) {
+  ::onnx::ModelProto model = Parse(bytes, source);
+  return ImportParsed(model, source);
+}
+
 ImportedModel ImportOnnxFile(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
@@ -587,10 +607,15 @@ ImportedModel ImportOnnxFile(const std::string& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot be opened");
-  std::string bytes(static_cast<size_t>(size), '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  // Uninitialised (a string would zero it first: a pass over hundreds of MB
+  // of fresh pages), and released once parsed, before the import copies
+  // the weights out of the parsed model.
+  std::unique_ptr<char[]> bytes(new char[static_cast<size_t>(size)]);
+  in.read(bytes.get(), static_cast<std::streamsize>(size));
   if (static_cast<std::uintmax_t>(in.gcount()) != size) throw Error(path + ": read failed");
-  return ImportOnnx(bytes, path);
+  ::onnx::ModelProto model = Parse(std::string_view(bytes.get(), static_cast<size_t>(size)), path);
+  bytes.reset();
+  return ImportParsed(model, path);
 }
 
 }  // namespace ios::onnx_import
