@@ -27,6 +27,7 @@
 #include "run/multi_device_cli.h"
 #include "run/network_run.h"
 #include "run/run_memory.h"
+#include "run/run_outputs.h"
 #include "run/run_prediction.h"
 #include "run/run_report.h"
 
@@ -159,31 +160,6 @@ std::string ShapeText(int batch, const Shape& s) {
 }
 
 double MiB(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
-
-//! "'scores' [1,512,1] channels last, 'boxes' [1,512,16] ...": the ONNX
-//! outputs a network's one output holds in turn.
-std::string OutputsText(const std::vector<onnx_import::ModelOutput>& outputs) {
-  std::string text;
-  for (const onnx_import::ModelOutput& o : outputs) {
-    std::string dims;
-    for (int64_t d : o.dims) dims += (dims.empty() ? "" : ",") + (d < 0 ? "N" : std::to_string(d));
-    text += (text.empty() ? "" : ", ") + ("'" + o.name + "' [" + dims + "]") +
-            (o.channels_last ? " channels last" : "");
-  }
-  return text;
-}
-
-nlohmann::json OutputsJson(const std::vector<onnx_import::ModelOutput>& outputs) {
-  if (outputs.empty()) return nullptr;
-  nlohmann::json list = nlohmann::json::array();
-  for (const onnx_import::ModelOutput& o : outputs) {
-    list.push_back({{"name", o.name},
-                    {"dims", o.dims},
-                    {"values_per_sample", o.values},
-                    {"channels_last", o.channels_last}});
-  }
-  return list;
-}
 
 std::string ModelPeakNote(const Loaded& loaded, int64_t live, int64_t model_peak) {
   std::string note =
@@ -440,7 +416,7 @@ int Run(const CliOptions& cli) {
     if (several_outputs) {
       std::printf(
           "outputs:             %zu, each sample's values in turn (--expect: the same): %s\n",
-          loaded.outputs.size(), OutputsText(loaded.outputs).c_str());
+          loaded.outputs.size(), run::OutputsText(loaded.outputs).c_str());
     }
     if (expected) {
       std::printf(
@@ -479,7 +455,7 @@ int Run(const CliOptions& cli) {
         {"rewrite", loaded.rewrite ? run::RewriteJson(*loaded.rewrite) : nlohmann::json(nullptr)},
         {"check", check},
         {"expect", expect},
-        {"outputs", OutputsJson(loaded.outputs)},
+        {"outputs", run::OutputsJson(loaded.outputs)},
         {"report", cli.report.empty() ? nlohmann::json(nullptr) : nlohmann::json(cli.report)}};
     std::printf("%s\n", out.dump(2).c_str());
   }
@@ -567,9 +543,10 @@ int main(int argc, char** argv) {
                  "scripts/export-torchvision.py's MODEL.in.bin; N*H*W*C for an ONNX model whose "
                  "input is N,H,W,C); default: seeded random values");
   app.add_option("--expect", cli.expect_file,
-                 "a reference output (raw float32, as MODEL.out.bin): the scheduled and the "
-                 "sequential outputs must match it within 1e-3 of its largest |value|; exit 1 if "
-                 "not");
+                 "a reference output (raw float32, as MODEL.out.bin; an ONNX model's several "
+                 "outputs one after another, each in the file's own order): the scheduled and "
+                 "the sequential outputs must match it within 1e-3 of its largest |value|; exit "
+                 "1 if not");
   app.add_option("--report", cli.report,
                  "also write an HTML report of the run here: the schedule's lanes over time "
                  "priced from the DB, the graph by stage, measured against predicted "
