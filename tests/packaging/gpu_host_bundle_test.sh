@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # scripts/pack-worker.sh --gpu-host: the bundle for a GPU host with nothing
 # of ours is at most 30 MB, holds the four tools, the gpu-labelled tests,
-# gpu-check and the PyTorch peer script, needs nothing from the host but the
-# C/C++ runtime and the GPU stack, finds cuDNN in a Python wheel's folder,
-# and its gpu-check says in one line, exit 77, that this machine has no GPU.
+# gpu-check, the PyTorch peer script and the multi-GPU test's schedule,
+# needs nothing from the host but the C/C++ runtime and the GPU stack,
+# finds cuDNN in a Python wheel's folder, and its gpu-check says in one
+# line, exit 77, that this machine has no GPU.
 #   gpu_host_bundle_test.sh BUILD_DIR
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -28,6 +29,8 @@ for file in bin/ios-coordinator bin/ios-worker bin/ios-run bin/ios-db bin/gpu-ch
 done
 [[ -f "$dir/share/pytorch_peer.py" && -f "$dir/lib/find-gpu-libs.sh" ]] ||
   fail "share/pytorch_peer.py or lib/find-gpu-libs.sh missing"
+[[ -f "$dir/share/testdata/tiny_model.multi.json" ]] ||
+  fail "share/testdata/tiny_model.multi.json (the multi-GPU test's schedule) missing"
 check_elf_closure "$dir"
 
 for tool in ios-coordinator ios-worker ios-run ios-db; do
