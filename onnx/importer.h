@@ -343,7 +343,7 @@ class Importer {
 
   void Note(std::string text) { notes_.push_back(std::move(text)); }
 
-  // ---- The output and the finished graph ---------------------------------------
+  // ---- The output and the finished graph (onnx_output.cc) ----------------------
 
   void FinishOutput();
   //! The IR terms of graph output `out`: its own for one in (N, C, H, W)
@@ -353,7 +353,7 @@ class Importer {
   //! Whether `name` is a graph output that no node reads.
   bool OnlyAGraphOutput(const std::string& name) const;
   //! A Reshape whose result is only a graph output: defines it and returns
-  //! true (onnx_combine.cc).
+  //! true.
   bool OutputReshape(const ::onnx::NodeProto& node, const Value& x, const ConstTensor& shape);
 
   //! Keeps the operators the output depends on, renumbered in order.

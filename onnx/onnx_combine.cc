@@ -291,43 +291,6 @@ void Importer::ImportReshape(const ::onnx::NodeProto& node) {
   Flatten(node, x);
 }
 
-//! TensorFlow's output heads: a map, channels-last after its Transpose,
-//! reshaped to [N, anchors, k] and read by nothing but the graph's outputs
-//! is that many values per sample in the map's order (FinishOutput writes
-//! it as one vector). Elsewhere such a Reshape is refused: what reads
-//! [N, anchors, k] would need its own axes.
-bool Importer::OutputReshape(const ::onnx::NodeProto& node, const Value& x,
-                             const ConstTensor& shape) {
-  if ((x.kind != Value::Kind::kTensor && x.kind != Value::Kind::kChannelsLast) ||
-      !shape.has_values || shape.is_float || shape.ints.size() < 2 ||
-      !OnlyAGraphOutput(node.output(0))) {
-    return false;
-  }
-  const int64_t first = shape.ints[0];
-  if (first != 0 && first != -1 && first != batch_) return false;
-  const int64_t features = int64_t{x.shape.c} * x.shape.h * x.shape.w;
-  std::vector<int64_t> dims(shape.ints.begin() + 1, shape.ints.end());
-  int64_t known = 1;
-  int unknown = -1;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] == -1 && unknown < 0 && first != -1) {
-      unknown = static_cast<int>(i);
-    } else if (dims[i] < 1) {
-      return false;
-    } else {
-      known *= dims[i];
-    }
-  }
-  if (unknown >= 0 && known > 0 && features % known == 0) dims[unknown] = features / known;
-  if (unknown < 0 && known != features) return false;
-  Value flat = x;
-  flat.kind = Value::Kind::kFlat;
-  flat.flat_channels_last = x.kind == Value::Kind::kChannelsLast;
-  flat.flat_dims = std::move(dims);
-  Define(node, flat);
-  return true;
-}
-
 //! out = x W (+ b) over a flattened feature map of C*H*W values is a
 //! convolution whose kernel covers the whole map: same sums, same order.
 void Importer::ImportFullyConnected(const ::onnx::NodeProto& node, const Attributes& attrs) {
