@@ -60,12 +60,7 @@ TEST(CudaActivationKindsTest, OnChannelViewsEachComputesWhatTheReferenceDeviceCo
       SCOPED_TRACE(RegisteredKeyText(op.registered) + " of " + std::to_string(channels));
       const exec::Program program = ChannelViewProgram(op, channels, 4, 6, "act");
       auto journal = std::make_shared<Journal>();
-      journal->compute = true;
-      std::vector<float> got;
-      {
-        auto device = Device(journal);
-        got = RunChannelViewProgram(*device, program, 3);
-      }
+      std::vector<float> got = RunOnComputingFake(program, journal, 3);
       const std::vector<float> expected = RunChannelViewProgram(*reference, program, 3);
       const run::Comparison c = run::Compare(got, expected);
       EXPECT_FALSE(c.sizes_differ);

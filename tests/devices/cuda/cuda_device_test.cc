@@ -275,12 +275,7 @@ TEST(CudaDeviceTest, ChannelShufflesOnChannelViewsComputeWhatTheReferenceDeviceC
     SCOPED_TRACE(std::to_string(channels) + " channels in " + std::to_string(groups) + " groups");
     const exec::Program program = ChannelShuffleProgram(channels, groups, 3, 5);
     auto journal = std::make_shared<Journal>();
-    journal->compute = true;
-    std::vector<float> got;
-    {
-      auto device = Device(journal);
-      got = RunChannelViewProgram(*device, program, 3);
-    }
+    std::vector<float> got = RunOnComputingFake(program, journal, 3);
     auto reference = exec::MakeReferenceDevice();
     const run::Comparison c = run::Compare(got, RunChannelViewProgram(*reference, program, 3));
     EXPECT_FALSE(c.sizes_differ);
@@ -298,12 +293,7 @@ TEST(CudaDeviceTest, AFlattenIsOneTransformIntoAViewOfTheVector) {
     SCOPED_TRACE(channels_last ? "channels last" : "channels first");
     const exec::Program program = FlattenProgram(kChannels, channels_last, kH, kW);
     auto journal = std::make_shared<Journal>();
-    journal->compute = true;
-    std::vector<float> got;
-    {
-      auto device = Device(journal);
-      got = RunChannelViewProgram(*device, program, kBatch);
-    }
+    std::vector<float> got = RunOnComputingFake(program, journal, kBatch);
     EXPECT_EQ(OpCalls(*journal), std::vector<std::string>{"cudnnTransformTensor"});
     // The input: channel 2 of 6 (2 + 3 + 1); the output: value 3 of a
     // vector of 29 (3 + 24 + 2) per sample.

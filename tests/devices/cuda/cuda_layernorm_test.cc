@@ -30,12 +30,7 @@ TEST(CudaLayerNormTest, IsOneLaunchOfOurKernelOnTheChannelViewsAsTheyAre) {
   const exec::Program program = LayerNormProgram(kChannels, 1e-6f, 3, 5);
   const int out_c = program.buffers[1].shape.c;
   auto journal = std::make_shared<Journal>();
-  journal->compute = true;
-  std::vector<float> got;
-  {
-    auto device = Device(journal);
-    got = RunChannelViewProgram(*device, program, kBatch);
-  }
+  std::vector<float> got = RunOnComputingFake(program, journal, kBatch);
   EXPECT_EQ(OpCalls(*journal), std::vector<std::string>{"LayerNormStrided"});
   EXPECT_EQ(Count(journal->calls, "cudnnCreateTensorDescriptor"), 0);
   const cuda::LayerNormShape shape{kBatch, kChannels, kPixels, 10 * kPixels, 12 * kPixels};
@@ -75,12 +70,7 @@ TEST(CudaLayerNormTest, OnChannelViewsItComputesWhatTheReferenceDeviceComputes) 
                    std::to_string(shift));
       const exec::Program program = LayerNormProgram(channels, 1e-5f, 4, 6);
       auto journal = std::make_shared<Journal>();
-      journal->compute = true;
-      std::vector<float> got;
-      {
-        auto device = Device(journal);
-        got = RunChannelViewProgram(*device, program, 3, shift);
-      }
+      std::vector<float> got = RunOnComputingFake(program, journal, 3, shift);
       const run::Comparison c =
           run::Compare(got, RunChannelViewProgram(*reference, program, 3, shift));
       EXPECT_FALSE(c.sizes_differ);

@@ -12,6 +12,7 @@
 
 #include "devices/cuda/cuda_device.h"
 #include "exec/program.h"
+#include "tests/devices/cuda/channel_view_program.h"
 #include "tests/devices/cuda/recording_api.h"
 #include "tests/devices/op_network.h"
 
@@ -23,6 +24,17 @@ using cuda::testing::RecordingApi;
 inline std::unique_ptr<exec::Device> Device(const std::shared_ptr<Journal>& journal,
                                             const CudaOptions& options = {}) {
   return MakeCudaDevice(std::make_unique<RecordingApi>(journal), options);
+}
+
+//! RunChannelViewProgram on a fake that computes, recording into `journal`;
+//! the device is gone when this returns, so the journal also shows what it
+//! left alive.
+inline std::vector<float> RunOnComputingFake(const exec::Program& program,
+                                             const std::shared_ptr<Journal>& journal, int batch,
+                                             float shift = 0) {
+  journal->compute = true;
+  auto device = Device(journal);
+  return RunChannelViewProgram(*device, program, batch, shift);
 }
 
 inline std::string Listed(const std::vector<std::string>& lines) {
