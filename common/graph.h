@@ -36,6 +36,8 @@ enum class RegisteredKind {
   kLeakyRelu,
   kHardSigmoid,
   kFlatten,
+  kAttention,
+  kEmbedTokens,
 };
 // Append only (stage keys, the wire). Declared, named and defined in
 // common/activation.h.

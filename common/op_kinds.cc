@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/op_kinds_transformer.h"
 
 namespace ios {
 namespace {
@@ -27,7 +28,8 @@ std::string DescribeSoftmax(const RegisteredOp& op) {
   return op.attributes.at(0) != 0 ? "logsoftmax" : "softmax";
 }
 
-void SoftmaxReference(const RegisteredOp& op, const Shape& input, const float* in, float* out) {
+void SoftmaxReference(const RegisteredOp& op, const Shape& input, const float* in, float* out,
+                      const KindWeightValues&) {
   const bool log = op.attributes.at(0) != 0;
   const size_t plane = static_cast<size_t>(input.h) * input.w;
   for (size_t pixel = 0; pixel < plane; ++pixel) {
@@ -67,7 +69,7 @@ std::string DescribeChannelShuffle(const RegisteredOp& op) {
 }
 
 void ChannelShuffleReference(const RegisteredOp& op, const Shape& input, const float* in,
-                             float* out) {
+                             float* out, const KindWeightValues&) {
   const int groups = op.attributes.at(0);
   const int per_group = input.c / groups;
   const size_t plane = static_cast<size_t>(input.h) * input.w;
@@ -103,7 +105,8 @@ std::string DescribeLayerNorm(const RegisteredOp& op) {
          AttributeText(kLayerNormAttributes[0], op.attributes.at(0)) + ")";
 }
 
-void LayerNormReference(const RegisteredOp& op, const Shape& input, const float* in, float* out) {
+void LayerNormReference(const RegisteredOp& op, const Shape& input, const float* in, float* out,
+                        const KindWeightValues&) {
   const double eps = FloatOfBits(op.attributes.at(0));
   const size_t plane = static_cast<size_t>(input.h) * input.w;
   for (size_t pixel = 0; pixel < plane; ++pixel) {
@@ -166,7 +169,8 @@ std::string DescribeHardSigmoid(const RegisteredOp& op) {
          ", beta " + AttributeText(kHardSigmoidAttributes[1], op.attributes.at(1)) + ")";
 }
 
-void LeakyReluReference(const RegisteredOp& op, const Shape& input, const float* in, float* out) {
+void LeakyReluReference(const RegisteredOp& op, const Shape& input, const float* in, float* out,
+                        const KindWeightValues&) {
   const double alpha = FloatOfBits(op.attributes.at(0));
   const size_t count = static_cast<size_t>(input.c) * input.h * input.w;
   for (size_t i = 0; i < count; ++i) {
@@ -174,7 +178,8 @@ void LeakyReluReference(const RegisteredOp& op, const Shape& input, const float*
   }
 }
 
-void HardSigmoidReference(const RegisteredOp& op, const Shape& input, const float* in, float* out) {
+void HardSigmoidReference(const RegisteredOp& op, const Shape& input, const float* in, float* out,
+                          const KindWeightValues&) {
   const double alpha = FloatOfBits(op.attributes.at(0));
   const double beta = FloatOfBits(op.attributes.at(1));
   const size_t count = static_cast<size_t>(input.c) * input.h * input.w;
@@ -207,7 +212,8 @@ std::string DescribeFlatten(const RegisteredOp& op) {
   return op.attributes.at(0) != 0 ? "flatten, channels last" : "flatten";
 }
 
-void FlattenReference(const RegisteredOp& op, const Shape& input, const float* in, float* out) {
+void FlattenReference(const RegisteredOp& op, const Shape& input, const float* in, float* out,
+                      const KindWeightValues&) {
   const size_t plane = static_cast<size_t>(input.h) * input.w;
   if (op.attributes.at(0) == 0) {
     std::copy_n(in, plane * input.c, out);
@@ -275,6 +281,26 @@ constexpr OpKindSpec kSpecs[] = {
      .reference = FlattenReference,
      // a copy, as channel_shuffle
      .sim_flops_per_element = 0},
+    {.kind = RegisteredKind::kAttention,
+     .name = "attention",
+     .summary = "multi-head scaled dot-product attention over the pixels as tokens "
+                "(queries, keys and values stacked on the channels)",
+     .attributes = op_kinds_detail::kAttentionAttributes,
+     .infer = op_kinds_detail::AttentionShape,
+     .describe = op_kinds_detail::DescribeAttention,
+     .reference = op_kinds_detail::AttentionReference,
+     .sim_flops = op_kinds_detail::AttentionFlops},
+    {.kind = RegisteredKind::kEmbedTokens,
+     .name = "embed_tokens",
+     .summary = "the pixels as tokens C x L x 1, a learned class token first "
+                "(class_token=1), a learned position embedding added",
+     .attributes = op_kinds_detail::kEmbedTokensAttributes,
+     .infer = op_kinds_detail::EmbedTokensShape,
+     .describe = op_kinds_detail::DescribeEmbedTokens,
+     .reference = op_kinds_detail::EmbedTokensReference,
+     // one add per value
+     .sim_flops_per_element = 1,
+     .weights = op_kinds_detail::EmbedTokensWeights},
 };
 
 // The shortest decimal that reads back to `value`'s bits (std::to_chars
@@ -319,6 +345,8 @@ const OpKindSpec& SpecOf(RegisteredKind kind) {
   }
   return kSpecs[index];
 }
+
+bool HasWeights(RegisteredKind kind) { return SpecOf(kind).weights != nullptr; }
 
 const OpKindSpec* RegisteredKindNamed(std::string_view name) {
   for (const OpKindSpec& spec : kSpecs) {

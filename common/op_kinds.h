@@ -16,6 +16,7 @@
 #pragma once
 
 #include <bit>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -45,6 +46,25 @@ struct OpAttribute {
   bool float_min_excluded = false;
 };
 
+//! The shape of a registered kind's weights, in the fields exec::ConvWeights
+//! holds them in (one container for every operator's weights): `kernel`
+//! has out_channels x in_per_group x kernel_h x kernel_w values and `bias`
+//! out_channels values when `bias`. What each value means is the kind's
+//! (its OpKindSpec::weights says).
+struct KindWeightShape {
+  int out_channels = 0, in_per_group = 0, kernel_h = 0, kernel_w = 0;
+  bool bias = false;
+  int64_t kernel_values() const {
+    return int64_t{out_channels} * in_per_group * kernel_h * kernel_w;
+  }
+};
+
+//! A registered op's weight values as its reference arithmetic reads them;
+//! both empty for a kind without weights.
+struct KindWeightValues {
+  std::span<const float> kernel, bias;
+};
+
 struct OpKindSpec {
   RegisteredKind kind;
   //! Lower-case letters and '_': never one of the built-in words of keys
@@ -60,11 +80,24 @@ struct OpKindSpec {
   //! The arithmetic on one sample, NCHW: `in` holds input.c x h x w
   //! values, `out` the output's. Plain loops; the reference device runs
   //! it and the cpu backend is tested against it.
-  void (*reference)(const RegisteredOp& op, const Shape& input, const float* in, float* out);
+  void (*reference)(const RegisteredOp& op, const Shape& input, const float* in, float* out,
+                    const KindWeightValues& weights);
   //! The simulated device prices the kind as element-wise work of this
   //! many flops per output element (one read and one write of memory).
   double sim_flops_per_element = 1;
+  //! The weights an op of the kind needs on `input` (what the values mean:
+  //! the kind's comment in op_kinds.cc); null for a kind without weights.
+  //! Weights are never in stage keys or on the wire: a measured stage gets
+  //! seeded random ones, a network its model's.
+  KindWeightShape (*weights)(const RegisteredOp& op, const Shape& input) = nullptr;
+  //! Flops per sample where they do not grow with the output alone
+  //! (attention's are quadratic in the tokens); null: sim_flops_per_element
+  //! per output element.
+  double (*sim_flops)(const RegisteredOp& op, const Shape& input) = nullptr;
 };
+
+//! Whether ops of `kind` carry weights (OpKindSpec::weights).
+bool HasWeights(RegisteredKind kind);
 
 //! Every registered kind, in the order of the RegisteredKind enum.
 std::span<const OpKindSpec> RegisteredKinds();

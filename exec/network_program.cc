@@ -343,7 +343,7 @@ class NetworkBuilder {
           for (NodeId id : stage.groups[g]) {
             if (alias_[static_cast<size_t>(id)]) continue;
             const Node& node = graph_.node(id);
-            const auto weights_for = [this, id](int chain_index, const ConvParams&, int) {
+            const auto weights_for = [this, id](int chain_index, const OpParams&, const Shape&) {
               return weights_ == nullptr ? ConvWeights{} : weights_->At({id, chain_index});
             };
             builder_.EmitOp(static_cast<int>(g), node.op, Terms(id), Home(id), weights_for,

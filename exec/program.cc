@@ -130,8 +130,8 @@ void ProgramBuilder::EmitOp(int lane, const OpParams& op,
         step.inputs = {in};
         step.output = out;
         step.label = element_label;
-        if (element.kind == OpKind::kConv) {
-          step.weights = AddWeights(weights(static_cast<int>(i), element.conv, in_shape.c));
+        if (CarriesWeights(element)) {
+          step.weights = AddWeights(weights(static_cast<int>(i), element, in_shape));
         }
         AddStep(lane, std::move(step));
         in = out;
@@ -147,8 +147,8 @@ void ProgramBuilder::EmitOp(int lane, const OpParams& op,
       step.inputs = {Gather(lane, terms, label)};
       step.output = output;
       step.label = label;
-      if (op.kind == OpKind::kConv) {
-        step.weights = AddWeights(weights(0, op.conv, ViewShape(program_, step.inputs[0]).c));
+      if (CarriesWeights(op)) {
+        step.weights = AddWeights(weights(0, op, ViewShape(program_, step.inputs[0])));
       }
       AddStep(lane, std::move(step));
       return;
@@ -347,7 +347,7 @@ class Validator {
           Fail(where, "output: shape " + ShapeText(out_shape) + ", the op gives " +
                           ShapeText(expected) + " on " + ShapeText(in));
         }
-        if (step.op.kind == OpKind::kConv) CheckWeights(step, in, where);
+        if (CarriesWeights(step.op)) CheckWeights(step, in, where);
         break;
       }
     }
@@ -358,18 +358,19 @@ class Validator {
       Fail(where, "weights: index " + std::to_string(step.weights) + " out of range");
     }
     const ConvWeights& w = p_.weights[static_cast<size_t>(step.weights)];
-    const ConvParams& c = step.op.conv;
-    const auto expect = [&](const char* field, int got, int want) {
-      if (got != want) {
-        Fail(where, std::string("weights: ") + field + ": " + std::to_string(got) +
-                        ", the convolution needs " + std::to_string(want));
+    const KindWeightShape want = ExpectedWeightShape(step.op, in);
+    const std::string needs = step.op.kind == OpKind::kConv ? "the convolution" : KindName(step.op);
+    const auto expect = [&](const char* field, int got, int wanted) {
+      if (got != wanted) {
+        Fail(where, std::string("weights: ") + field + ": " + std::to_string(got) + ", " + needs +
+                        " needs " + std::to_string(wanted));
       }
     };
-    expect("out_channels", w.out_channels, c.out_channels);
-    expect("in_per_group", w.in_per_group, in.c / c.groups);
-    expect("kernel_h", w.kernel_h, c.kernel.h);
-    expect("kernel_w", w.kernel_w, c.kernel.w);
-    expect("bias", static_cast<int>(w.bias.size()), c.bias ? c.out_channels : 0);
+    expect("out_channels", w.out_channels, want.out_channels);
+    expect("in_per_group", w.in_per_group, want.in_per_group);
+    expect("kernel_h", w.kernel_h, want.kernel_h);
+    expect("kernel_w", w.kernel_w, want.kernel_w);
+    expect("bias", static_cast<int>(w.bias.size()), want.bias ? want.out_channels : 0);
   }
 
   const Program& p_;
@@ -399,10 +400,10 @@ Program StageProgram(const StageSpec& spec, uint64_t seed) {
   }
   // The seed of each convolution mixes the stage seed with where it sits.
   const auto weights_at = [seed](uint64_t where) {
-    return [seed, where](int chain_index, const ConvParams& conv, int in_channels) {
+    return [seed, where](int chain_index, const OpParams& op, const Shape& input) {
       const uint64_t mixed = seed * 0x9E3779B97F4A7C15ull + where * 0x100000001B3ull +
                              static_cast<uint64_t>(chain_index);
-      return RandomConvWeights(conv, in_channels, mixed);
+      return RandomOpWeights(op, input, mixed);
     };
   };
   // The one resolution of inputs (common/slices.h) numbers sources:
@@ -449,11 +450,13 @@ Program StageProgram(const StageSpec& spec, uint64_t seed) {
     merged.conv = MergedConv(convs);
     builder.AddStage(1);
     const View in = builder.Gather(0, terms_of(0, 0, {}), "merged input");
-    const int in_channels = ViewShape(program, in).c;
     std::vector<ConvWeights> member_weights;
     std::vector<const ConvWeights*> pointers;
     for (size_t i = 0; i < convs.size(); ++i) {
-      member_weights.push_back(weights_at(i)(0, convs[i], in_channels));
+      OpParams member;
+      member.kind = OpKind::kConv;
+      member.conv = convs[i];
+      member_weights.push_back(weights_at(i)(0, member, ViewShape(program, in)));
     }
     for (const ConvWeights& w : member_weights) pointers.push_back(&w);
     const Shape out_shape = InferOpOutput(merged, {ViewShape(program, in)}, "merged convolution");

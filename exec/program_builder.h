@@ -17,10 +17,11 @@ Shape ViewShape(const Program& program, const View& view);
 //! Channels [begin, end) of what `source` holds (a view of a whole tensor).
 View SubView(const View& source, int begin, int end);
 
-//! Weights of the convolution at `chain_index` of the op being emitted
-//! (0 for a plain kConv), reading `in_channels` channels.
+//! Weights of the operator carrying them (a convolution, or a registered
+//! kind declaring weights: CarriesWeights) at `chain_index` of the op being
+//! emitted (0 for a plain op), `op` reading `input`.
 using WeightsFor =
-    std::function<ConvWeights(int chain_index, const ConvParams& conv, int in_channels)>;
+    std::function<ConvWeights(int chain_index, const OpParams& op, const Shape& input)>;
 
 class ProgramBuilder {
  public:

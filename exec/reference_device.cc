@@ -222,9 +222,14 @@ class ReferenceProgram : public PreparedProgram {
     const View& iv = step.inputs[0];
     const Shape& is = BufferShape(iv);
     const OpKindSpec& spec = SpecOf(step.op.registered.kind);
+    KindWeightValues weights;
+    if (step.weights >= 0) {
+      const ConvWeights& w = program_.weights.at(static_cast<size_t>(step.weights));
+      weights = {w.kernel, w.bias};
+    }
     for (int n = 0; n < batch_; ++n) {
       spec.reference(step.op.registered, Shape{iv.channels, is.h, is.w}, At(iv, n),
-                     At(step.output, n));
+                     At(step.output, n), weights);
     }
   }
 

@@ -50,19 +50,20 @@ uint64_t HashName(const std::string& name) {
 
 uint64_t Mix(uint64_t a, uint64_t b) { return SplitMix64(a ^ (b * 0x9E3779B97F4A7C15ull)).Next(); }
 
-// A convolution of a graph with the input channels it reads.
-struct ConvAt {
+// An operator of a graph that carries weights, with the input it reads.
+struct WeightedAt {
   ConvSite site;
-  const ConvParams* conv;
-  int in_channels;
+  const OpParams* op;
+  Shape input;
 };
 
-// Every convolution of `graph` in node, then chain order (shapes inferred).
-std::vector<ConvAt> Convolutions(const Graph& graph) {
-  std::vector<ConvAt> out;
+// Every operator of `graph` carrying weights (convolutions, registered
+// kinds declaring weights) in node, then chain order (shapes inferred).
+std::vector<WeightedAt> WeightedOps(const Graph& graph) {
+  std::vector<WeightedAt> out;
   for (NodeId id = 1; id < static_cast<NodeId>(graph.nodes.size()); ++id) {
     const Node& node = graph.nodes[id];
-    if (node.op.kind != OpKind::kConv && node.op.kind != OpKind::kSequential) continue;
+    if (!CarriesWeights(node.op) && node.op.kind != OpKind::kSequential) continue;
     const std::string where = "node " + Quoted(node.name);
     const OpKind first = node.op.kind == OpKind::kSequential && !node.op.chain.empty()
                              ? node.op.chain.front().kind
@@ -73,26 +74,17 @@ std::vector<ConvAt> Convolutions(const Graph& graph) {
     } catch (const Error& e) {
       throw Error(where + ": " + e.what());
     }
-    if (node.op.kind == OpKind::kConv) {
-      out.push_back({{id, 0}, &node.op.conv, in.c});
+    if (node.op.kind != OpKind::kSequential) {
+      out.push_back({{id, 0}, &node.op, in});
       continue;
     }
     for (size_t i = 0; i < node.op.chain.size(); ++i) {
       const OpParams& step = node.op.chain[i];
-      if (step.kind == OpKind::kConv) out.push_back({{id, static_cast<int>(i)}, &step.conv, in.c});
+      if (CarriesWeights(step)) out.push_back({{id, static_cast<int>(i)}, &step, in});
       in = InferOpOutput(step, {in}, where);
     }
   }
   return out;
-}
-
-ConvWeights ExpectedShape(const ConvAt& at) {
-  ConvWeights w;
-  w.out_channels = at.conv->out_channels;
-  w.in_per_group = at.in_channels / std::max(1, at.conv->groups);
-  w.kernel_h = at.conv->kernel.h;
-  w.kernel_w = at.conv->kernel.w;
-  return w;
 }
 
 int64_t KernelSize(const ConvWeights& w) {
@@ -159,6 +151,45 @@ std::vector<float> SeededValues(size_t count, uint64_t seed) {
   SplitMix64 rng(seed);
   for (float& value : values) value = rng.Symmetric();
   return values;
+}
+
+bool CarriesWeights(const OpParams& op) {
+  return op.kind == OpKind::kConv ||
+         (op.kind == OpKind::kRegistered && HasWeights(op.registered.kind));
+}
+
+KindWeightShape ExpectedWeightShape(const OpParams& op, const Shape& input) {
+  if (op.kind == OpKind::kConv) {
+    return {.out_channels = op.conv.out_channels,
+            .in_per_group = input.c / std::max(1, op.conv.groups),
+            .kernel_h = op.conv.kernel.h,
+            .kernel_w = op.conv.kernel.w,
+            .bias = op.conv.bias};
+  }
+  if (op.kind == OpKind::kRegistered && HasWeights(op.registered.kind)) {
+    return SpecOf(op.registered.kind).weights(op.registered, input);
+  }
+  return {};
+}
+
+ConvWeights RandomOpWeights(const OpParams& op, const Shape& input, uint64_t seed) {
+  if (op.kind == OpKind::kConv) return RandomConvWeights(op.conv, input.c, seed);
+  const KindWeightShape shape = ExpectedWeightShape(op, input);
+  ConvWeights w;
+  w.out_channels = shape.out_channels;
+  w.in_per_group = shape.in_per_group;
+  w.kernel_h = shape.kernel_h;
+  w.kernel_w = shape.kernel_w;
+  // Of the order of a trained embedding's values; a kind's weights are
+  // added, not multiplied, so no fan-in scaling applies.
+  SplitMix64 rng(seed);
+  w.kernel.resize(static_cast<size_t>(shape.kernel_values()));
+  for (float& v : w.kernel) v = 0.1f * rng.Symmetric();
+  if (shape.bias) {
+    w.bias.resize(static_cast<size_t>(shape.out_channels));
+    for (float& v : w.bias) v = 0.1f * rng.Symmetric();
+  }
+  return w;
 }
 
 ConvWeights RandomConvWeights(const ConvParams& conv, int in_channels, uint64_t seed) {
@@ -246,10 +277,10 @@ ConvWeights StackMergedWeights(const std::vector<ConvParams>& members,
 
 WeightStore WeightStore::Random(const Graph& graph, uint64_t seed) {
   WeightStore store;
-  for (const ConvAt& at : Convolutions(graph)) {
-    const uint64_t conv_seed = Mix(Mix(seed, HashName(graph.node(at.site.node).name)),
-                                   static_cast<uint64_t>(at.site.chain_index));
-    store.Set(at.site, RandomConvWeights(*at.conv, at.in_channels, conv_seed));
+  for (const WeightedAt& at : WeightedOps(graph)) {
+    const uint64_t op_seed = Mix(Mix(seed, HashName(graph.node(at.site.node).name)),
+                                 static_cast<uint64_t>(at.site.chain_index));
+    store.Set(at.site, RandomOpWeights(*at.op, at.input, op_seed));
   }
   return store;
 }
@@ -257,8 +288,8 @@ WeightStore WeightStore::Random(const Graph& graph, uint64_t seed) {
 const ConvWeights& WeightStore::At(ConvSite site) const {
   const auto it = weights_.find(site);
   if (it == weights_.end()) {
-    throw Error("weights: no convolution weights for node #" + std::to_string(site.node) +
-                " (chain index " + std::to_string(site.chain_index) + ")");
+    throw Error("weights: no weights for node #" + std::to_string(site.node) + " (chain index " +
+                std::to_string(site.chain_index) + ")");
   }
   return it->second;
 }
@@ -294,17 +325,18 @@ void WeightStore::Save(const Graph& graph, const std::string& path) const {
 
 WeightStore WeightStore::Load(const Graph& graph, const std::string& path) {
   const std::string file_where = "weights file " + Quoted(path);
-  std::map<ConvSite, ConvAt> expected;
-  for (const ConvAt& at : Convolutions(graph)) expected.emplace(at.site, at);
+  std::map<ConvSite, KindWeightShape> expected;
+  for (const WeightedAt& at : WeightedOps(graph)) {
+    expected.emplace(at.site, ExpectedWeightShape(*at.op, at.input));
+  }
   // The exact size of this graph's weights file, and a little more (so that
   // trailing bytes are counted below), bounds what is read: a device or a
   // huge file is refused before it fills memory.
   std::uintmax_t size = sizeof(kMagic) + 2 * sizeof(uint32_t);
-  for (const auto& [site, at] : expected) {
-    const ConvWeights w = ExpectedShape(at);
+  for (const auto& [site, w] : expected) {
     size += 7 * sizeof(uint32_t) + graph.node(site.node).name.size() +
             sizeof(float) *
-                static_cast<std::uintmax_t>(KernelSize(w) + (at.conv->bias ? w.out_channels : 0));
+                static_cast<std::uintmax_t>(w.kernel_values() + (w.bias ? w.out_channels : 0));
   }
   constexpr std::uintmax_t kTrailingSlack = 64 << 10;
   std::error_code error;
@@ -340,10 +372,10 @@ WeightStore WeightStore::Load(const Graph& graph, const std::string& path) {
         (chain_index != 0 ? " (chain index " + std::to_string(chain_index) + ")" : "");
     const ConvSite site{*id, static_cast<int>(chain_index)};
     const auto it = chain_index <= (1u << 30) ? expected.find(site) : expected.end();
-    if (it == expected.end()) throw Error(where + ": not a convolution");
+    if (it == expected.end()) throw Error(where + ": not an operator with weights");
     if (store.weights_.count(site)) throw Error(where + ": appears twice");
     ConvWeights w;
-    const ConvWeights want = ExpectedShape(it->second);
+    const KindWeightShape& want = it->second;
     const auto field = [&](const char* field_name, int expected_value) {
       const uint32_t got = in.U32(where + " " + field_name);
       if (got != static_cast<uint32_t>(expected_value)) {
@@ -356,7 +388,7 @@ WeightStore WeightStore::Load(const Graph& graph, const std::string& path) {
     w.in_per_group = field("in_per_group", want.in_per_group);
     w.kernel_h = field("kernel_h", want.kernel_h);
     w.kernel_w = field("kernel_w", want.kernel_w);
-    const bool bias = field("bias", it->second.conv->bias ? 1 : 0) != 0;
+    const bool bias = field("bias", want.bias ? 1 : 0) != 0;
     w.kernel = in.Floats(KernelSize(w), where + " kernel");
     if (bias) w.bias = in.Floats(w.out_channels, where + " bias");
     store.weights_.emplace(site, std::move(w));
@@ -365,7 +397,7 @@ WeightStore WeightStore::Load(const Graph& graph, const std::string& path) {
     throw Error(file_where + ": " + std::to_string(data.size() - in.pos()) +
                 " unexpected bytes after the last entry");
   }
-  for (const auto& [site, at] : expected) {
+  for (const auto& [site, shape] : expected) {
     if (!store.weights_.count(site)) {
       throw Error(
           file_where + ": node " + Quoted(graph.node(site.node).name) +

@@ -1,6 +1,7 @@
-// Convolution weights: kept outside StageSpec and its key (a stage's latency
-// does not depend on the values), per node of a network, seeded random for
-// zoo models or loaded from a file.
+// Operator weights (convolutions', and those of registered kinds declaring
+// weights: a position embedding): kept outside StageSpec and its key (a
+// stage's latency does not depend on the values), per node of a network,
+// seeded random for zoo models or loaded from a file.
 #pragma once
 
 #include <cstdint>
@@ -10,12 +11,14 @@
 #include <vector>
 
 #include "common/graph.h"
+#include "common/op_kinds.h"
 
 namespace ios::exec {
 
 //! The weights of one convolution: `kernel` is OIHW (out_channels x
 //! in_channels/groups x kernel.h x kernel.w), `bias` has out_channels values
-//! or is empty when the convolution has none.
+//! or is empty when the convolution has none. A registered kind's weights
+//! use the same fields in the shape its declaration gives (ExpectedWeightShape).
 struct ConvWeights {
   int out_channels = 0, in_per_group = 0, kernel_h = 0, kernel_w = 0;
   std::vector<float> kernel;
@@ -27,6 +30,20 @@ struct ConvWeights {
 //! machine (splitmix64; no std:: distributions, whose output is
 //! implementation-defined): inputs of measured stages and of ios-run.
 std::vector<float> SeededValues(size_t count, uint64_t seed);
+
+//! Whether `op` (not a chain) carries weights: a convolution, or a
+//! registered kind declaring them (common/op_kinds.h, OpKindSpec::weights).
+bool CarriesWeights(const OpParams& op);
+
+//! The shape `op`'s weights have when it reads `input` (all zero when it
+//! carries none). A registered kind's weights live in a ConvWeights too,
+//! shaped as its declaration says.
+KindWeightShape ExpectedWeightShape(const OpParams& op, const Shape& input);
+
+//! Seeded random weights for `op` reading `input`: RandomConvWeights for a
+//! convolution; for a registered kind values uniform in [-0.1, 0.1) in its
+//! declared shape.
+ConvWeights RandomOpWeights(const OpParams& op, const Shape& input, uint64_t seed);
 
 //! Seeded He-uniform kernel and small random bias for `conv` reading
 //! `in_channels` channels: the same seed gives the same values on every
@@ -42,7 +59,7 @@ ConvWeights RandomConvWeights(const ConvParams& conv, int in_channels, uint64_t 
 ConvWeights StackMergedWeights(const std::vector<ConvParams>& members,
                                const std::vector<const ConvWeights*>& weights);
 
-//! Where a convolution sits in a network: its node and, for a kSequential
+//! Where an operator carrying weights sits in a network: its node and, for a kSequential
 //! node, the index of the element in its chain (0 otherwise).
 struct ConvSite {
   NodeId node = -1;
@@ -50,21 +67,21 @@ struct ConvSite {
   friend auto operator<=>(const ConvSite&, const ConvSite&) = default;
 };
 
-//! The weights of every convolution of a network.
+//! The weights of every operator of a network that carries weights.
 class WeightStore {
  public:
-  //! Seeded random weights for every convolution of `graph` (shapes
-  //! inferred). The seed of each convolution mixes `seed` with its node
+  //! Seeded random weights for every operator of `graph` carrying weights
+  //! (shapes inferred). The seed of each mixes `seed` with its node
   //! name and chain index, so values do not depend on node numbering.
   static WeightStore Random(const Graph& graph, uint64_t seed);
   //! Reads a weights file (format in docs/execution.md) and checks it
-  //! against `graph`: every convolution present with its exact shape, no
+  //! against `graph`: every operator carrying weights present with its exact shape, no
   //! unknown node. Throws ios::Error naming the file, node and field.
   static WeightStore Load(const Graph& graph, const std::string& path);
   //! Writes the weights file read by Load. Throws ios::Error on I/O failure.
   void Save(const Graph& graph, const std::string& path) const;
 
-  //! The weights of a convolution; throws ios::Error when absent.
+  //! The weights of an operator; throws ios::Error when absent.
   const ConvWeights& At(ConvSite site) const;
   void Set(ConvSite site, ConvWeights weights);
   size_t size() const { return weights_.size(); }

@@ -45,7 +45,7 @@ AUX_KWARGS = {
 
 # Inception v3's stride/padding arithmetic is designed for 299x299; everything
 # else is an ImageNet 224x224 model.
-INPUT_SIZE = {"inception_v3": 299, "convnext_mini": 64}
+INPUT_SIZE = {"inception_v3": 299, "convnext_mini": 64, "vit_mini": 64}
 DEFAULT_INPUT_SIZE = 224
 # The weights' seed unless --seed says otherwise (bench/pytorch_peer.py builds
 # the same model from it).
@@ -62,6 +62,13 @@ MINI_MODELS = {
         [torchvision.models.convnext.CNBlockConfig(32, 64, 2),
          torchvision.models.convnext.CNBlockConfig(64, None, 2)],
         num_classes=100),
+    # vit_mini: a Vision Transformer (torchvision's class: patch convolution,
+    # class token, position embedding, pre-norm encoder blocks of multi-head
+    # attention and a GELU MLP) with 2 layers, 4 heads of 16 features, 16x16
+    # patches of a 64x64 input: 17 tokens.
+    "vit_mini": lambda: torchvision.models.vision_transformer.VisionTransformer(
+        image_size=64, patch_size=16, num_layers=2, num_heads=4, hidden_dim=64,
+        mlp_dim=128, num_classes=100),
 }
 
 

@@ -334,6 +334,9 @@ class LaneCompiler {
             calls);
       case RegisteredKind::kFlatten:
         return Flatten(step, calls);
+      case RegisteredKind::kAttention:
+      case RegisteredKind::kEmbedTokens:
+        break;  // not yet: refused below
     }
     throw ExecError(MeasureError::kUnsupported,
                     "cpu: " + where_ + ": no primitive for " + KindName(step.op));

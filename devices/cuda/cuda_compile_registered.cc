@@ -30,6 +30,9 @@ void CudaPreparedProgram::CompileRegistered(const exec::Step& step, StreamContex
       return CompileCoefficientActivation(step, context, where, calls);
     case RegisteredKind::kFlatten:
       return CompileFlatten(step, context, where, calls);
+    case RegisteredKind::kAttention:
+    case RegisteredKind::kEmbedTokens:
+      break;  // not yet: refused below
   }
   throw ExecError(MeasureError::kUnsupported,
                   "cuda: " + where + ": no call for " + KindName(step.op));

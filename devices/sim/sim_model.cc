@@ -163,10 +163,17 @@ void AppendOpWork(const OpParams& op, const OpInput& in, const Shape& out, const
     case OpKind::kIdentity:
       kernels.push_back(IdentityWork(in, out, batch));
       return;
-    case OpKind::kRegistered:
-      kernels.push_back(
-          ElementwiseWork(SpecOf(op.registered.kind).sim_flops_per_element, in, out, batch));
+    case OpKind::kRegistered: {
+      const OpKindSpec& spec = SpecOf(op.registered.kind);
+      KernelWork work = ElementwiseWork(spec.sim_flops_per_element, in, out, batch);
+      if (spec.sim_flops != nullptr) {
+        Shape input = in.terms.at(0);
+        for (size_t t = 1; t < in.terms.size(); ++t) input.c += in.terms[t].c;
+        work.flops += batch * spec.sim_flops(op.registered, input);
+      }
+      kernels.push_back(work);
       return;
+    }
     case OpKind::kSequential: {
       // One kernel per chain element on the same stream; each reads the
       // previous output. The last element produces the op's declared output.

@@ -58,7 +58,8 @@ TEST(OpKindsTest, KindsAreInEnumOrderWithNamesNoBuiltInWordTakes) {
   }
   EXPECT_EQ(RegisteredKindNamed("gelu"), nullptr);
   EXPECT_EQ(RegisteredKindNames(),
-            "softmax, channel_shuffle, layernorm, leaky_relu, hard_sigmoid, flatten");
+            "softmax, channel_shuffle, layernorm, leaky_relu, hard_sigmoid, flatten, "
+            "attention, embed_tokens");
 }
 
 TEST(OpKindsTest, AttributesAreCheckedAgainstTheirDeclaredRanges) {
@@ -144,7 +145,8 @@ TEST(OpKindsTest, StageKeysWithBadAttributesSayWhere) {
            {"softmax(log=0", "expected ')'"},
            {"softmix(log=0)",
             "expected an operator (conv, pool, act, add, mul, id, seq, softmax, "
-            "channel_shuffle, layernorm, leaky_relu, hard_sigmoid, flatten)"}}) {
+            "channel_shuffle, layernorm, leaky_relu, hard_sigmoid, flatten, attention, "
+            "embed_tokens)"}}) {
     std::string bad = key;
     bad.replace(at, good.size(), text);
     try {
@@ -207,7 +209,7 @@ TEST(OpKindsTest, IosJsonRefusesOutOfRangeAttributesAndListsKnownTypes) {
     EXPECT_NE(std::string(e.what()).find("unknown operator type 'gelu'"), std::string::npos);
     EXPECT_NE(
         std::string(e.what()).find("sequential, softmax, channel_shuffle, layernorm, leaky_relu, "
-                                   "hard_sigmoid, flatten)"),
+                                   "hard_sigmoid, flatten, attention, embed_tokens)"),
         std::string::npos)
         << e.what();
   }
@@ -218,13 +220,13 @@ TEST(OpKindsTest, SoftmaxReferenceIsShiftedAndNormalisedPerPixel) {
   // Two channels x two pixels, NCHW; large values must not overflow.
   const std::vector<float> in = {1000.0f, 0.0f, 1001.0f, std::log(3.0f)};
   std::vector<float> out(4);
-  spec.reference(Softmax(false).registered, {2, 1, 2}, in.data(), out.data());
+  spec.reference(Softmax(false).registered, {2, 1, 2}, in.data(), out.data(), {});
   const double e = std::exp(1.0);
   EXPECT_NEAR(out[0], 1 / (1 + e), 1e-6);
   EXPECT_NEAR(out[2], e / (1 + e), 1e-6);
   EXPECT_NEAR(out[1], 0.25, 1e-6);
   EXPECT_NEAR(out[3], 0.75, 1e-6);
-  spec.reference(Softmax(true).registered, {2, 1, 2}, in.data(), out.data());
+  spec.reference(Softmax(true).registered, {2, 1, 2}, in.data(), out.data(), {});
   EXPECT_NEAR(out[1], std::log(0.25), 1e-6);
   EXPECT_NEAR(out[2], std::log(e / (1 + e)), 1e-5);
 }
@@ -239,11 +241,11 @@ TEST(OpKindsTest, ChannelShuffleReadsTheGroupsColumnByColumn) {
     for (int p = 0; p < 2; ++p) in.push_back(static_cast<float>(10 * c + p));
   }
   std::vector<float> out(in.size());
-  spec.reference(ChannelShuffleOp(3).registered, shape, in.data(), out.data());
+  spec.reference(ChannelShuffleOp(3).registered, shape, in.data(), out.data(), {});
   const std::vector<float> expected = {0, 1, 20, 21, 40, 41, 10, 11, 30, 31, 50, 51};
   EXPECT_EQ(out, expected);
   // Two groups of three: (0 1 2)(3 4 5) -> 0 3 1 4 2 5.
-  spec.reference(ChannelShuffleOp(2).registered, shape, in.data(), out.data());
+  spec.reference(ChannelShuffleOp(2).registered, shape, in.data(), out.data(), {});
   const std::vector<float> by_two = {0, 1, 30, 31, 10, 11, 40, 41, 20, 21, 50, 51};
   EXPECT_EQ(out, by_two);
 }
@@ -258,11 +260,11 @@ TEST(OpKindsTest, FlattenOrdersTheMapChannelByChannelOrPixelByPixel) {
   EXPECT_EQ(InferOpOutput(op, {shape}, "x"), (Shape{6, 1, 1}));
   EXPECT_EQ(RegisteredKeyText(op.registered), "flatten(channels_last=0)");
   std::vector<float> out(in.size());
-  spec.reference(op.registered, shape, in.data(), out.data());
+  spec.reference(op.registered, shape, in.data(), out.data(), {});
   EXPECT_EQ(out, in);
   SetAttribute(op.registered, "channels_last", 1, "x");
   EXPECT_EQ(Describe(op), "flatten, channels last");
-  spec.reference(op.registered, shape, in.data(), out.data());
+  spec.reference(op.registered, shape, in.data(), out.data(), {});
   EXPECT_EQ(out, (std::vector<float>{0, 10, 20, 1, 11, 21}));
   EXPECT_THROW(InferOpOutput(op, {{1 << 16, 1 << 8, 1 << 8}}, "x"), Error) << "2^32 values";
 }
@@ -400,7 +402,7 @@ TEST(OpKindsTest, LayerNormReferenceNormalisesEachPixelOverItsChannels) {
   const std::vector<float> in = {1, 5, 1e7f + 1, 2, 5, 1e7f + 2, 6, 5, 1e7f + 6};
   std::vector<float> out(in.size());
   for (const float eps : {1e-5f, 0.5f}) {
-    spec.reference(LayerNormOp(eps).registered, {3, 1, 3}, in.data(), out.data());
+    spec.reference(LayerNormOp(eps).registered, {3, 1, 3}, in.data(), out.data(), {});
     const double scale = 1 / std::sqrt(14.0 / 3 + static_cast<double>(eps));
     const double deviations[] = {-2, -1, 3};
     for (int c = 0; c < 3; ++c) {
@@ -474,12 +476,12 @@ TEST(OpKindsTest, LeakyReluReferenceScalesOnlyTheNegativeInputs) {
   const OpKindSpec& spec = SpecOf(RegisteredKind::kLeakyRelu);
   const std::vector<float> in = {-4, -0.5f, 0, 0.25f, 3, -1e30f};
   std::vector<float> out(in.size());
-  spec.reference(LeakyReluOp(0.2f).registered, {3, 1, 2}, in.data(), out.data());
+  spec.reference(LeakyReluOp(0.2f).registered, {3, 1, 2}, in.data(), out.data(), {});
   EXPECT_EQ(out, (std::vector<float>{-0.8f, -0.1f, 0, 0.25f, 3, -1e30f * 0.2f}));
   // A negative slope flips the negative side; slope 0 is a relu.
-  spec.reference(LeakyReluOp(-0.5f).registered, {3, 1, 2}, in.data(), out.data());
+  spec.reference(LeakyReluOp(-0.5f).registered, {3, 1, 2}, in.data(), out.data(), {});
   EXPECT_EQ(out, (std::vector<float>{2, 0.25f, 0, 0.25f, 3, 5e29f}));
-  spec.reference(LeakyReluOp(0).registered, {3, 1, 2}, in.data(), out.data());
+  spec.reference(LeakyReluOp(0).registered, {3, 1, 2}, in.data(), out.data(), {});
   EXPECT_EQ(out, (std::vector<float>{0, 0, 0, 0.25f, 3, 0}));
 }
 
@@ -488,13 +490,13 @@ TEST(OpKindsTest, HardSigmoidReferenceIsTheLineClippedToZeroAndOne) {
   // ONNX's defaults: 0.2 x + 0.5 reaches 0 at x = -2.5 and 1 at x = 2.5.
   const std::vector<float> in = {-10, -2.5f, -1, 0, 1, 2.5f, 10, 1e30f};
   std::vector<float> out(in.size());
-  spec.reference(HardSigmoidOp(0.2f, 0.5f).registered, {2, 2, 2}, in.data(), out.data());
+  spec.reference(HardSigmoidOp(0.2f, 0.5f).registered, {2, 2, 2}, in.data(), out.data(), {});
   const std::vector<float> onnx = {0, 0, 0.3f, 0.5f, 0.7f, 1, 1, 1};
   for (size_t i = 0; i < in.size(); ++i) EXPECT_NEAR(out[i], onnx[i], 1e-7) << in[i];
   // A negative slope turns the clip around; beta alone may leave [0, 1].
-  spec.reference(HardSigmoidOp(-0.25f, 2.0f).registered, {2, 2, 2}, in.data(), out.data());
+  spec.reference(HardSigmoidOp(-0.25f, 2.0f).registered, {2, 2, 2}, in.data(), out.data(), {});
   EXPECT_EQ(out, (std::vector<float>{1, 1, 1, 1, 1, 1, 0, 0}));
-  spec.reference(HardSigmoidOp(0.25f, 0.25f).registered, {2, 2, 2}, in.data(), out.data());
+  spec.reference(HardSigmoidOp(0.25f, 0.25f).registered, {2, 2, 2}, in.data(), out.data(), {});
   EXPECT_EQ(out, (std::vector<float>{0, 0, 0, 0.25f, 0.5f, 0.875f, 1, 1}));
 }
 

@@ -78,8 +78,8 @@ exec::Program OneOp(const OpParams& op, const std::vector<Shape>& in_shapes, boo
   const Shape out =
       op.kind == OpKind::kIdentity ? in_shapes[0] : InferOpOutput(op, in_shapes, step.label);
   step.output = {b.Buffer({out.c + out_pad, out.h, out.w}), out_pad, out.c};
-  if (op.kind == OpKind::kConv) {
-    step.weights = b.Weights(exec::RandomConvWeights(op.conv, in_shapes[0].c, 17));
+  if (exec::CarriesWeights(op)) {
+    step.weights = b.Weights(exec::RandomOpWeights(op, in_shapes[0], 17));
   }
   b.program.outputs = {step.output};
   b.Add(std::move(step));

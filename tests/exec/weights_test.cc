@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/op_kinds.h"
 #include "tests/exec/exec_testing.h"
 #include "tests/testing/ops.h"
 
@@ -99,6 +100,36 @@ TEST(WeightStoreTest, RandomCoversEveryConvolutionIncludingChainElements) {
   // Values follow node names, not numbering.
   EXPECT_EQ(store.At({1, 0}), WeightStore::Random(graph, 1).At({1, 0}));
   EXPECT_NE(store.At({1, 0}), WeightStore::Random(graph, 2).At({1, 0}));
+}
+
+// A registered kind declaring weights (embed_tokens: a position embedding
+// and a class token) gets them in the store and the file like a convolution.
+Graph TokenNet(int stride) {
+  GraphBuilder g({3, 4, 4}, "tokens");
+  const NodeId patch = g.Add("patch", ConvOp(8, 1, stride, 0), {{g.S(0)}});
+  g.Add("embed", MakeRegisteredOp(RegisteredKind::kEmbedTokens), {{g.S(patch)}});
+  return g.Done();
+}
+
+TEST(WeightStoreTest, RandomCoversRegisteredKindsWithWeightsInTheirDeclaredShape) {
+  const WeightStore store = WeightStore::Random(TokenNet(2), 1);
+  ASSERT_EQ(store.size(), 2u);
+  const ConvWeights& embed = store.At({2, 0});
+  EXPECT_EQ(embed.out_channels, 8);
+  EXPECT_EQ(embed.kernel_h, 5);  // 2 x 2 patches and the class token
+  EXPECT_EQ(embed.kernel.size(), 40u);
+  EXPECT_EQ(embed.bias.size(), 8u);
+  for (const float v : embed.kernel) EXPECT_LE(std::fabs(v), 0.1f);
+}
+
+TEST_F(WeightsFileTest, RegisteredKindWeightsRoundTripAndAreCheckedOnLoad) {
+  const Graph graph = TokenNet(2);
+  const WeightStore store = WeightStore::Random(graph, 3);
+  store.Save(graph, path_);
+  EXPECT_EQ(WeightStore::Load(graph, path_).At({2, 0}), store.At({2, 0}));
+  // A stride of 1 makes 16 patches: the same convolution, 17 tokens.
+  const std::string error = LoadError(TokenNet(1));
+  EXPECT_NE(error.find("node 'embed': kernel_h: expected 17, got 5"), std::string::npos) << error;
 }
 
 TEST_F(WeightsFileTest, RoundTripKeepsEveryValue) {

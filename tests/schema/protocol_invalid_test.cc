@@ -317,11 +317,12 @@ TEST(ProtocolTest, RegisteredKindsAreCheckedByNameCountAndRange) {
       {softmax(nullptr, {}), "query.stage.groups[0].ops[0].op.registered: missing"},
       {softmax("gelu", {}),
        "query.stage.groups[0].ops[0].op.registered.name: unknown operator kind 'gelu' (this "
-       "build knows softmax, channel_shuffle, layernorm, leaky_relu, hard_sigmoid, flatten)"},
+       "build knows softmax, channel_shuffle, layernorm, leaky_relu, hard_sigmoid, flatten, "
+       "attention, embed_tokens)"},
       {softmax("evil\n\x1b[2J", {}),
        "query.stage.groups[0].ops[0].op.registered.name: unknown operator kind "
        "'evil\\n\\x1b[2J' (this build knows softmax, channel_shuffle, layernorm, leaky_relu, "
-       "hard_sigmoid, flatten)"},
+       "hard_sigmoid, flatten, attention, embed_tokens)"},
       {softmax("softmax", {}),
        "query.stage.groups[0].ops[0].op.registered.attributes: softmax has 1, got 0"},
       {softmax("softmax", {2}),
