@@ -32,6 +32,19 @@ struct Value {
     kGrouped,   // a feature map viewed as (N, groups, C/groups, H, W): a channel shuffle's middle
     kChannelsLast,  // a feature map transposed to (N, H, W, C): per-position operators read it
     kZeroExtended,  // terms, then `zero_channels` channels of zeros (TF's channel padding)
+    //! Tokens (a channels-last view, `tokens` kBatchFirst) with a learned
+    //! class token first: only the Add of a position embedding reads it.
+    kWithClassToken,
+  };
+  //! A feature map seen as a sequence of tokens: its pixels in row-major
+  //! order, L = H*W of them (a transformer's; op_kinds_transformer.h). The
+  //! data is the same in every view; only the ONNX dimensions differ.
+  enum class Tokens {
+    kNone,
+    kChannelsFirst,  // kTensor: [N, C, L] (the patches reshaped, before a Transpose)
+    kBatchFirst,     // kChannelsLast: [N, L, C]
+    kBatchSecond,    // kChannelsLast: [L, N, C] (PyTorch's multi-head attention)
+    kRows,           // kChannelsLast: [L*N, C] (a Gemm over every token)
   };
   Kind kind = Kind::kTensor;
   Inputs terms;                           // kTensor, kFlat, kPadded
@@ -49,6 +62,27 @@ struct Value {
   //! kFlat: the dimensions after the batch when not [C*H*W] (a Reshape to
   //! [N, anchors, k]), for the check against ONNX's shapes.
   std::vector<int64_t> flat_dims{};
+  Tokens tokens = Tokens::kNone;  // kTensor, kChannelsLast, kWithClassToken
+};
+
+//! `out` in `x`'s layout: the same kind and token view (an operator that
+//! works per position keeps both).
+inline Value InLayoutOf(Value out, const Value& x) {
+  out.kind = x.kind;
+  out.tokens = x.tokens;
+  return out;
+}
+
+//! An attention block as PyTorch's nn.MultiheadAttention exports it
+//! (onnx_attention.cc): from the Reshapes of the queries, keys and values
+//! to [L, N*heads, d] to the Reshape of the result back to [L*N, C].
+struct AttentionMatch {
+  std::string q, k, v;             // the token views the Reshapes read
+  std::string q_heads;             // the queries' Reshape output: [L, N*heads, d]
+  std::string scale;               // the scalar the scores are divided (or multiplied) by
+  bool multiplies = false;         // Mul by `scale` rather than Div
+  std::string top;                 // the final Reshape's output
+  std::vector<std::string> inner;  // the other nodes' outputs, read only by the chain
 };
 
 //! Zero padding as ONNX gives it per side, in the IR's terms: `begin` on
@@ -241,7 +275,7 @@ class Importer {
   //! (the gate operator is then read by nobody and dropped).
   bool FoldGatedActivation(const ::onnx::NodeProto& node, const Value& a, const Value& b);
 
-  static std::string ShapeText(const Value& v);
+  std::string ShapeText(const Value& v) const;
 
   //! A feature map made of several terms (a concatenation) as one operator's
   //! output, for readers that need a single term.
@@ -317,6 +351,44 @@ class Importer {
   //! (the last of a channels-last map, or 1 of an N,C,H,W one).
   Value LayerNorm(const Value& x, const std::vector<int64_t>& axes, double eps);
 
+  // ---- Transformers (onnx_attention.cc, onnx_tokens.cc) -----------------------------
+
+  //! Finds every attention block before any node is imported.
+  void FindAttentions();
+
+  //! The attention(heads) operator over the matched queries, keys and values.
+  void ImportAttention(const ::onnx::NodeProto& node, const AttentionMatch& match);
+
+  //! The ONNX dimensions of `v` with `batch` as N (-1: symbolic; a
+  //! dimension that is a multiple of N is then -1 too).
+  std::vector<int64_t> OnnxDims(const Value& v, int64_t batch) const;
+
+  //! Reshapes between token views (the patches to [N, C, L], [L*N, C] and
+  //! [L, N, C]): defines the output and returns true, or false.
+  bool ReshapeTokens(const ::onnx::NodeProto& node, const Value& x,
+                     const std::vector<int64_t>& shape);
+
+  //! Transposes between token views ([N, C, L] and [N, L, C]; [N, L, C] and
+  //! [L, N, C]): defines the output and returns true, or false.
+  bool TransposeTokens(const ::onnx::NodeProto& node, const Value& x,
+                       const std::vector<int64_t>& perm);
+
+  //! Concat on the token axis of a learned class token and the tokens.
+  bool ConcatClassToken(const ::onnx::NodeProto& node, int64_t axis);
+
+  //! Add of a [1, L, C] constant to tokens (with a class token or not): one
+  //! embed_tokens operator with both as its weights. False when the
+  //! constant is not a position embedding of `x`.
+  bool ImportPositionEmbedding(const ::onnx::NodeProto& node, const Value& x,
+                               const ConstTensor& position);
+
+  //! Gather of one token ([N, C] out of [N, L, C]): the class token, as a
+  //! 1x1 max pool whose stride leaves the first pixel alone.
+  void ImportGather(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  //! Gemm over every token of [L*N, C] (transB): a 1x1 convolution.
+  void ImportTokenGemm(const ::onnx::NodeProto& node, const Attributes& attrs, const Value& x);
+
   // ---- Constant folding (onnx_fold.cc) -------------------------------------------
 
   //! Shape arithmetic on constants (and Shape of any value, whose shape is
@@ -377,6 +449,7 @@ class Importer {
   int folded_ = 0;                                     // nodes FoldConstants turned into constants
   std::map<std::string, GeluMatch> gelus_;             // by the output of a chain's last Mul
   std::map<std::string, LayerNormMatch> layer_norms_;  // by the output of a chain's Div
+  std::map<std::string, AttentionMatch> attentions_;   // by the output of the final Reshape
   // Outputs of the nodes inside a recognised formula (GELU, LayerNorm): not imported.
   std::set<std::string> formula_inner_;
   std::map<std::string, std::string> passed_on_;  // output -> the input it is unchanged

@@ -129,7 +129,8 @@ Value Importer::AffineOperator(const Value& x, std::vector<float> a, std::vector
   weights.kernel = std::move(a);
   weights.bias = std::move(b);
   Value out = AddNode(op, x.terms, TermShapes(x.terms), hint, std::move(weights), has_values);
-  out.kind = x.kind == Value::Kind::kPadded ? Value::Kind::kTensor : x.kind;
+  out = InLayoutOf(std::move(out), x);
+  if (x.kind == Value::Kind::kPadded) out.kind = Value::Kind::kTensor;
   return out;
 }
 
@@ -199,7 +200,7 @@ void Importer::ImportChannelsLastMatMul(const ::onnx::NodeProto& node, const Val
   op.kind = OpKind::kConv;
   op.conv = c;
   Value out = AddNode(op, inputs, TermShapes(inputs), "Pointwise", std::move(weights), has_values);
-  out.kind = Value::Kind::kChannelsLast;
+  out = InLayoutOf(std::move(out), x);
   Define(node, out);
 }
 
@@ -241,8 +242,7 @@ bool Importer::ImportChannelPRelu(const ::onnx::NodeProto& node, const ConstTens
   add.eltwise = EltwiseType::kAdd;
   const Inputs inputs = {x.terms.size() == 1 ? x.terms[0] : Materialize(x, "_concat").terms.at(0),
                          negative.terms.at(0)};
-  Value out = AddNode(add, inputs, TermShapes(inputs), "PRelu");
-  out.kind = x.kind;
+  Value out = InLayoutOf(AddNode(add, inputs, TermShapes(inputs), "PRelu"), x);
   Define(node, out);
   return true;
 }

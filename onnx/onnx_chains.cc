@@ -44,6 +44,14 @@ const ::onnx::NodeProto* NodeChains::SoleReader(const ::onnx::NodeProto& node,
   return reader->op_type() == op && reader->input_size() == 2 ? reader : nullptr;
 }
 
+const ::onnx::NodeProto* NodeChains::OnlyReader(const ::onnx::NodeProto& node,
+                                                const std::string& op) const {
+  if (node.output_size() < 1 || Readers(node.output(0)) != 1) return nullptr;
+  const auto it = reader_of_.find(node.output(0));
+  if (it == reader_of_.end() || it->second.size() != 1) return nullptr;
+  return it->second[0]->op_type() == op ? it->second[0] : nullptr;
+}
+
 const std::string* NodeChains::Other(const ::onnx::NodeProto& node, const std::string& name) {
   if (node.input_size() != 2) return nullptr;
   if (node.input(0) == name) return &node.input(1);

@@ -33,6 +33,9 @@ class NodeChains {
   //! The one node reading `node`'s output, when it is a binary `op`.
   const ::onnx::NodeProto* SoleReader(const ::onnx::NodeProto& node, const std::string& op) const;
 
+  //! The one node reading `node`'s output, when it is an `op` of any arity.
+  const ::onnx::NodeProto* OnlyReader(const ::onnx::NodeProto& node, const std::string& op) const;
+
   //! The operand of binary `node` that is not `name` (nullptr when neither is).
   static const std::string* Other(const ::onnx::NodeProto& node, const std::string& name);
 

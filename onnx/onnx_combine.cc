@@ -21,6 +21,7 @@ namespace ios::onnx_import::detail {
 void Importer::ImportConcat(const ::onnx::NodeProto& node, const Attributes& attrs) {
   attrs.OnlyKnown({"axis"});
   const int64_t axis = attrs.Int("axis", 1);
+  if (ConcatClassToken(node, axis)) return;
   if (axis != 1 && axis != -3) {
     throw Error(where_ + ": axis=" + std::to_string(axis) +
                 ": only concatenation along channels (axis 1) is supported");
@@ -91,6 +92,7 @@ void Importer::ImportElementwise(const ::onnx::NodeProto& node) {
     const Value& x = Input(node, x_input);
     const ConstTensor& constant = *Input(node, 1 - x_input).constant;
     if (ImportChannelConstant(node, x, x_input, constant)) return;
+    if (add && ImportPositionEmbedding(node, x, constant)) return;
     throw Error(where_ + ": " + (add ? "adding" : "multiplying by") + " the constant " +
                 constant.DimsText() + " to " + ShapeText(x) +
                 ": only a constant with one value per channel (or one value) is supported");
@@ -113,7 +115,8 @@ void Importer::ImportElementwise(const ::onnx::NodeProto& node) {
     return small.kind == Value::Kind::kTensor && large.kind == Value::Kind::kTensor &&
            small.shape == Shape{large.shape.c, 1, 1};
   };
-  if (!((a.shape == b.shape && a.kind == b.kind) || broadcasts(a, b) || broadcasts(b, a))) {
+  if (!((a.shape == b.shape && a.kind == b.kind && a.tokens == b.tokens) || broadcasts(a, b) ||
+        broadcasts(b, a))) {
     throw Error(where_ + ": inputs of shapes " + ShapeText(a) + " and " + ShapeText(b) +
                 ": only equal shapes, or [N, C, 1, 1] with [N, C, H, W], are supported");
   }
@@ -130,7 +133,7 @@ void Importer::ImportElementwise(const ::onnx::NodeProto& node) {
     }
   }
   Value out = AddNode(op, inputs, TermShapes(inputs), "");
-  out.kind = a.kind == Value::Kind::kFlat ? a.kind : b.kind;
+  out = InLayoutOf(std::move(out), a.kind == Value::Kind::kFlat ? a : b);
   Define(node, out);
 }
 
@@ -210,16 +213,17 @@ bool Importer::FoldGatedActivation(const ::onnx::NodeProto& node, const Value& a
   return false;
 }
 
-std::string Importer::ShapeText(const Value& v) {
+std::string Importer::ShapeText(const Value& v) const {
   if (v.kind == Value::Kind::kConstant) return v.constant->DimsText();
-  const Shape& s = v.shape;
-  if (v.kind == Value::Kind::kFlat) return "[N, " + std::to_string(int64_t{s.c} * s.h * s.w) + "]";
-  if (v.kind == Value::Kind::kChannelsLast) {
-    return "[N, " + std::to_string(s.h) + ", " + std::to_string(s.w) + ", " + std::to_string(s.c) +
-           "]";
+  if (v.kind == Value::Kind::kChannelsLast && v.tokens == Value::Tokens::kRows) {
+    return "[" + std::to_string(int64_t{v.shape.h} * v.shape.w) + "*N, " +
+           std::to_string(v.shape.c) + "]";
   }
-  return "[N, " + std::to_string(s.c) + ", " + std::to_string(s.h) + ", " + std::to_string(s.w) +
-         "]";
+  std::string text;
+  for (const int64_t d : OnnxDims(v, -1)) {
+    text += (text.empty() ? "[" : ", ") + (d < 0 ? std::string("N") : std::to_string(d));
+  }
+  return text + "]";
 }
 
 //! A feature map made of several terms (a concatenation) as one operator's
@@ -229,9 +233,8 @@ Value Importer::Materialize(const Value& v, const std::string& suffix) {
   op.kind = OpKind::kIdentity;
   const std::string saved = label_;
   label_ += suffix;
-  Value out = AddNode(op, v.terms, TermShapes(v.terms), "Concat");
+  Value out = InLayoutOf(AddNode(op, v.terms, TermShapes(v.terms), "Concat"), v);
   label_ = saved;
-  out.kind = v.kind;
   return out;
 }
 
@@ -275,6 +278,7 @@ void Importer::ImportReshape(const ::onnx::NodeProto& node) {
                 std::to_string(features) + "]) is supported");
   }
   if (OutputReshape(node, x, shape)) return;
+  if (shape.has_values && !shape.is_float && ReshapeTokens(node, x, shape.ints)) return;
   const bool flatten = (x.kind == Value::Kind::kTensor || x.kind == Value::Kind::kFlat) &&
                        shape.has_values && !shape.is_float && shape.ints.size() == 2 &&
                        (shape.ints[0] == -1 || shape.ints[0] == 0 || shape.ints[0] == batch_) &&
@@ -300,7 +304,9 @@ void Importer::ImportFullyConnected(const ::onnx::NodeProto& node, const Attribu
   else
     attrs.OnlyKnown({});
   const Value& x = Input(node, 0);
-  if (!gemm && x.kind == Value::Kind::kChannelsLast) return ImportChannelsLastMatMul(node, x);
+  if (x.kind == Value::Kind::kChannelsLast) {
+    return gemm ? ImportTokenGemm(node, attrs, x) : ImportChannelsLastMatMul(node, x);
+  }
   if (x.kind != Value::Kind::kFlat) {
     throw Error(where_ + ": its input " + Quoted(node.input(0)) + " is " + KindText(x) +
                 "; a fully connected layer is supported on a flattened feature map");

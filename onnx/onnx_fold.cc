@@ -76,33 +76,51 @@ size_t Axis(int64_t axis, size_t rank, const std::string& where) {
   return static_cast<size_t>(axis < 0 ? axis + r : axis);
 }
 
-// Numpy broadcasting of two constants (ONNX's multidirectional rule).
-ConstTensor Broadcast(const ConstTensor& a, const ConstTensor& b, const std::string& where,
-                      const std::function<double(double, double)>& f) {
-  const size_t rank = std::max(a.dims.size(), b.dims.size());
-  std::vector<int64_t> da(rank, 1), db(rank, 1), out(rank, 1);
-  std::copy(a.dims.begin(), a.dims.end(), da.begin() + (rank - a.dims.size()));
-  std::copy(b.dims.begin(), b.dims.end(), db.begin() + (rank - b.dims.size()));
-  for (size_t i = 0; i < rank; ++i) {
-    if (da[i] != db[i] && da[i] != 1 && db[i] != 1) {
-      throw Error(where + ": constants " + a.DimsText() + " and " + b.DimsText() +
-                  " do not broadcast");
+// Numpy broadcasting of constants (ONNX's multidirectional rule): element
+// i of the result is f of the elements of `in` that broadcast to i.
+ConstTensor BroadcastAll(const std::vector<const ConstTensor*>& in, bool is_float,
+                         const std::string& where,
+                         const std::function<double(const std::vector<double>&)>& f) {
+  size_t rank = 0;
+  for (const ConstTensor* t : in) rank = std::max(rank, t->dims.size());
+  std::vector<std::vector<int64_t>> dims;
+  std::vector<int64_t> out(rank, 1);
+  for (const ConstTensor* t : in) {
+    std::vector<int64_t>& d = dims.emplace_back(rank, 1);
+    std::copy(t->dims.begin(), t->dims.end(),
+              d.begin() + static_cast<int64_t>(rank - t->dims.size()));
+    for (size_t i = 0; i < rank; ++i) {
+      if (d[i] != out[i] && d[i] != 1 && out[i] != 1) {
+        std::string texts;
+        for (const ConstTensor* u : in) texts += (texts.empty() ? "" : " and ") + u->DimsText();
+        throw Error(where + ": constants " + texts + " do not broadcast");
+      }
+      out[i] = std::max(out[i], d[i]);
     }
-    out[i] = da[i] == 1 ? db[i] : da[i];
   }
-  ConstTensor r = Make(out, a.is_float, where);
-  const std::vector<int64_t> so = Strides(out), sa = Strides(da), sb = Strides(db);
+  ConstTensor r = Make(out, is_float, where);
+  const std::vector<int64_t> so = Strides(out);
+  std::vector<std::vector<int64_t>> strides;
+  for (const auto& d : dims) strides.push_back(Strides(d));
   const int64_t n = Count(out, where);
+  std::vector<double> operands(in.size());
   for (int64_t i = 0; i < n; ++i) {
-    int64_t ia = 0, ib = 0;
-    for (size_t d = 0; d < rank; ++d) {
-      const int64_t k = i / so[d] % out[d];
-      if (da[d] != 1) ia += k * sa[d];
-      if (db[d] != 1) ib += k * sb[d];
+    for (size_t t = 0; t < in.size(); ++t) {
+      int64_t at = 0;
+      for (size_t d = 0; d < rank; ++d) {
+        if (dims[t][d] != 1) at += i / so[d] % out[d] * strides[t][d];
+      }
+      operands[t] = At(*in[t], at);
     }
-    Set(r, i, f(At(a, ia), At(b, ib)));
+    Set(r, i, f(operands));
   }
   return r;
+}
+
+ConstTensor Broadcast(const ConstTensor& a, const ConstTensor& b, const std::string& where,
+                      const std::function<double(double, double)>& f) {
+  return BroadcastAll({&a, &b}, a.is_float, where,
+                      [&](const std::vector<double>& v) { return f(v[0], v[1]); });
 }
 
 }  // namespace
@@ -110,10 +128,10 @@ ConstTensor Broadcast(const ConstTensor& a, const ConstTensor& b, const std::str
 bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& attrs) {
   const std::string& op = node.op_type();
   static const std::vector<std::string> kFoldable = {
-      "Shape",   "Gather",   "Unsqueeze", "Squeeze", "Concat",
-      "Cast",    "Add",      "Sub",       "Mul",     "Div",
-      "Mod",     "Neg",      "Slice",     "Range",   "ConstantOfShape",
-      "Reshape", "Transpose"};
+      "Shape",   "Gather",    "Unsqueeze", "Squeeze", "Concat",
+      "Cast",    "Add",       "Sub",       "Mul",     "Div",
+      "Mod",     "Neg",       "Slice",     "Range",   "ConstantOfShape",
+      "Reshape", "Transpose", "Expand",    "Equal",   "Where"};
   if (std::find(kFoldable.begin(), kFoldable.end(), op) == kFoldable.end()) return false;
   if (op == "Shape") return FoldShape(node, attrs);
   // Every present input a constant with values: otherwise the operator is
@@ -162,6 +180,26 @@ bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& at
       const double r = std::fmod(a, b);
       return !fmod && r != 0 && (r < 0) != (b < 0) ? r + b : r;
     });
+  } else if (op == "Equal") {
+    attrs.OnlyKnown({});
+    if (input(1) == nullptr) return false;
+    out = BroadcastAll({&x, in[1]}, false, where_,
+                       [](const std::vector<double>& v) { return v[0] == v[1] ? 1.0 : 0.0; });
+  } else if (op == "Where") {
+    attrs.OnlyKnown({});
+    if (input(1) == nullptr || input(2) == nullptr) return false;
+    out = BroadcastAll({&x, in[1], in[2]}, in[1]->is_float, where_,
+                       [](const std::vector<double>& v) { return v[0] != 0 ? v[1] : v[2]; });
+  } else if (op == "Expand") {
+    attrs.OnlyKnown({});
+    if (input(1) == nullptr) return false;
+    // The target shape as a tensor of its own, broadcast against x.
+    std::vector<int64_t> shape;
+    for (int64_t i = 0; i < in[1]->elements(); ++i)
+      shape.push_back(static_cast<int64_t>(At(*in[1], i)));
+    const ConstTensor target = Make(shape, false, where_);
+    out = BroadcastAll({&x, &target}, x.is_float, where_,
+                       [](const std::vector<double>& v) { return v[0]; });
   } else if (op == "Neg") {
     attrs.OnlyKnown({});
     out = Make(x.dims, x.is_float, where_);
@@ -372,24 +410,7 @@ bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& at
 bool Importer::FoldShape(const ::onnx::NodeProto& node, const Attributes& attrs) {
   attrs.OnlyKnown({"start", "end"});
   const Value& x = Input(node, 0);
-  std::vector<int64_t> dims;
-  switch (x.kind) {
-    case Value::Kind::kConstant:
-      dims = x.constant->dims;
-      break;
-    case Value::Kind::kFlat:
-      dims = {batch_, int64_t{x.shape.c} * x.shape.h * x.shape.w};
-      break;
-    case Value::Kind::kTensor:
-    case Value::Kind::kZeroExtended:
-      dims = {batch_, x.shape.c, x.shape.h, x.shape.w};
-      break;
-    case Value::Kind::kChannelsLast:
-      dims = {batch_, x.shape.h, x.shape.w, x.shape.c};
-      break;
-    default:
-      throw Error(where_ + ": the shape of " + KindText(x) + " is not known to the importer");
-  }
+  const std::vector<int64_t> dims = OnnxDims(x, batch_);
   const auto rank = static_cast<int64_t>(dims.size());
   const auto clamp = [&](int64_t i) { return std::clamp(i < 0 ? i + rank : i, int64_t{0}, rank); };
   const int64_t begin = clamp(attrs.Int("start", 0)), end = clamp(attrs.Int("end", rank));

@@ -55,6 +55,7 @@ ImportedModel Importer::Run() {
   CountReaders();
   FindGelus();
   FindLayerNorms();
+  FindAttentions();
   AddInputs();
   for (int i = 0; i < g.node_size(); ++i) ImportNode(g.node(i), i);
   if (folded_ > 0) {
@@ -216,7 +217,8 @@ const ConstTensor& Importer::ConstInput(const ::onnx::NodeProto& node, int i,
 std::string Importer::KindText(const Value& v) {
   switch (v.kind) {
     case Value::Kind::kTensor:
-      return "a feature map";
+      return v.tokens == Value::Tokens::kChannelsFirst ? "a feature map as tokens (N, C, L)"
+                                                       : "a feature map";
     case Value::Kind::kFlat:
       return "a flattened feature map";
     case Value::Kind::kPadded:
@@ -229,7 +231,19 @@ std::string Importer::KindText(const Value& v) {
       return "a feature map with zero channels appended (a Concat with zeros), which only an Add "
              "may read";
     case Value::Kind::kChannelsLast:
-      return "a feature map transposed to channels-last (N, H, W, C)";
+      switch (v.tokens) {
+        case Value::Tokens::kBatchFirst:
+          return "tokens (N, L, C)";
+        case Value::Tokens::kBatchSecond:
+          return "tokens (L, N, C)";
+        case Value::Tokens::kRows:
+          return "tokens as rows (L*N, C)";
+        default:
+          return "a feature map transposed to channels-last (N, H, W, C)";
+      }
+    case Value::Kind::kWithClassToken:
+      return "tokens with a class token first, which only the Add of a position embedding may "
+             "read";
   }
   return "?";
 }
@@ -261,24 +275,8 @@ void Importer::CheckInferredShape(const std::string& name, const Value& value) c
     return;
   }
   const ::onnx::TensorShapeProto& theirs = it->second->tensor_type().shape();
-  const Shape& s = value.shape;
-  std::vector<int64_t> ours = {fixed_batch_ ? batch_ : -1};  // -1: the symbolic batch
-  if (value.kind == Value::Kind::kFlat && !value.flat_dims.empty()) {
-    ours.insert(ours.end(), value.flat_dims.begin(), value.flat_dims.end());
-  } else if (value.kind == Value::Kind::kFlat) {
-    ours.push_back(int64_t{s.c} * s.h * s.w);
-  } else if (value.kind == Value::Kind::kGrouped) {
-    const int per_group = s.c / value.groups;
-    ours.insert(ours.end(), {value.transposed ? per_group : value.groups,
-                             value.transposed ? value.groups : per_group, s.h, s.w});
-  } else if (value.kind == Value::Kind::kChannelsLast) {
-    ours.insert(ours.end(), {s.h, s.w, s.c});
-  } else if (value.kind == Value::Kind::kPadded) {
-    ours.insert(ours.end(), {s.c, s.h + int64_t{2} * value.pad.h + value.pad_end_extra.h,
-                             s.w + int64_t{2} * value.pad.w + value.pad_end_extra.w});
-  } else {
-    ours.insert(ours.end(), {s.c, s.h, s.w});
-  }
+  const std::vector<int64_t> ours =
+      OnnxDims(value, fixed_batch_ ? batch_ : -1);  // -1: the symbolic batch
   bool same = theirs.dim_size() == static_cast<int>(ours.size());
   for (int i = 0; same && i < theirs.dim_size(); ++i) {
     same = !theirs.dim(i).has_dim_value() || ours[i] < 0 || theirs.dim(i).dim_value() == ours[i];

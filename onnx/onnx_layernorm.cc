@@ -103,7 +103,7 @@ void Importer::FindLayerNorms() {
 Value Importer::LayerNorm(const Value& x, const std::vector<int64_t>& axes, double eps) {
   const bool flat_pixel = x.kind == Value::Kind::kFlat && x.shape.h == 1 && x.shape.w == 1;
   const bool last_is_channels = x.kind == Value::Kind::kChannelsLast || flat_pixel;
-  const int64_t rank = x.kind == Value::Kind::kFlat ? 2 : 4;
+  const auto rank = static_cast<int64_t>(OnnxDims(x, batch_).size());
   const int64_t axis = axes.size() == 1 ? (axes[0] < 0 ? axes[0] + rank : axes[0]) : -1;
   const bool over_channels = (last_is_channels && axis == rank - 1) ||
                              ((x.kind == Value::Kind::kTensor || flat_pixel) && axis == 1);
@@ -117,9 +117,7 @@ Value Importer::LayerNorm(const Value& x, const std::vector<int64_t>& axes, doub
   }
   OpParams op = MakeRegisteredOp(RegisteredKind::kLayerNorm);
   SetFloatAttribute(op.registered, "eps", static_cast<float>(eps), where_);
-  Value out = AddNode(std::move(op), x.terms, TermShapes(x.terms), "LayerNorm");
-  out.kind = x.kind;
-  return out;
+  return InLayoutOf(AddNode(std::move(op), x.terms, TermShapes(x.terms), "LayerNorm"), x);
 }
 
 void Importer::ImportLayerNormChain(const ::onnx::NodeProto& node, const LayerNormMatch& match) {

@@ -53,7 +53,8 @@ void Importer::ImportSlice(const ::onnx::NodeProto& node, const Attributes& attr
     throw Error(where_ + ": Slice below opset 10 (starts and ends as attributes) is not supported");
   }
   attrs.OnlyKnown({});
-  const Value& x = MapInput(node, 0);
+  const Value& x = Input(node, 0);
+  if (x.kind != Value::Kind::kChannelsLast) MapInput(node, 0);
   const std::vector<int64_t> starts = Ints(ConstInput(node, 1, "starts"));
   const std::vector<int64_t> ends = Ints(ConstInput(node, 2, "ends"));
   std::vector<int64_t> axes =
@@ -63,23 +64,28 @@ void Importer::ImportSlice(const ::onnx::NodeProto& node, const Attributes& attr
   if (axes.empty()) {
     for (size_t d = 0; d < starts.size(); ++d) axes.push_back(static_cast<int64_t>(d));
   }
-  const std::vector<int64_t> extent = {batch_, x.shape.c, x.shape.h, x.shape.w};
+  // The channels are axis 1, or the last axis of a channels-last view or tokens.
+  const std::vector<int64_t> extent = OnnxDims(x, batch_);
+  const auto rank = static_cast<int64_t>(extent.size());
+  const int64_t channel_axis = x.kind == Value::Kind::kChannelsLast ? rank - 1 : 1;
   int begin = 0, end = x.shape.c;
   for (size_t k = 0; k < axes.size(); ++k) {
-    const int64_t axis = axes[k] < 0 ? axes[k] + 4 : axes[k];
-    if (axis < 0 || axis > 3 || k >= starts.size() || k >= ends.size()) {
+    const int64_t axis = axes[k] < 0 ? axes[k] + rank : axes[k];
+    if (axis < 0 || axis >= rank || k >= starts.size() || k >= ends.size()) {
       throw Error(where_ + ": axes " + IntsText(axes) + " with starts " + IntsText(starts) +
-                  " and ends " + IntsText(ends) + " do not describe a slice of a rank-4 tensor");
+                  " and ends " + IntsText(ends) + " do not describe a slice of a rank-" +
+                  std::to_string(rank) + " tensor");
     }
     const int64_t n = extent[static_cast<size_t>(axis)];
     const int64_t b = std::clamp(starts[k] < 0 ? starts[k] + n : starts[k], int64_t{0}, n);
     const int64_t e = std::clamp(ends[k] < 0 ? ends[k] + n : ends[k], int64_t{0}, n);
     const int64_t step = k < steps.size() ? steps[k] : 1;
     if (b == 0 && e == n && step == 1) continue;  // the whole axis
-    if (axis != 1 || step != 1) {
+    if (axis != channel_axis || step != 1) {
       throw Error(where_ + ": a slice of axis " + std::to_string(axis) + " [" + std::to_string(b) +
                   ", " + std::to_string(e) + ") step " + std::to_string(step) +
-                  ": only slices of the channels (axis 1) with step 1 are supported");
+                  ": only slices of the channels (axis " + std::to_string(channel_axis) +
+                  ") with step 1 are supported");
     }
     if (e <= b)
       throw Error(where_ + ": the channel slice [" + std::to_string(b) + ", " + std::to_string(e) +
@@ -87,7 +93,7 @@ void Importer::ImportSlice(const ::onnx::NodeProto& node, const Attributes& attr
     begin = static_cast<int>(b);
     end = static_cast<int>(e);
   }
-  Define(node, SliceChannels(x, begin, end));
+  Define(node, InLayoutOf(SliceChannels(x, begin, end), x));
 }
 
 //! Split along the channels into consecutive slices (ShuffleNet's chunk);
@@ -152,14 +158,16 @@ void Importer::ImportTranspose(const ::onnx::NodeProto& node, const Attributes& 
   attrs.OnlyKnown({"perm"});
   const Value& x = Input(node, 0);
   const std::vector<int64_t> perm = attrs.Ints("perm");
+  if (TransposeTokens(node, x, perm)) return;
   if (x.kind == Value::Kind::kGrouped && perm == std::vector<int64_t>{0, 2, 1, 3, 4}) {
     Value swapped = x;
     swapped.transposed = !x.transposed;
     return Define(node, swapped);
   }
-  const bool to_last = x.kind == Value::Kind::kTensor && perm == std::vector<int64_t>{0, 2, 3, 1};
-  const bool back =
-      x.kind == Value::Kind::kChannelsLast && perm == std::vector<int64_t>{0, 3, 1, 2};
+  const bool to_last = x.kind == Value::Kind::kTensor && x.tokens == Value::Tokens::kNone &&
+                       perm == std::vector<int64_t>{0, 2, 3, 1};
+  const bool back = x.kind == Value::Kind::kChannelsLast && x.tokens == Value::Tokens::kNone &&
+                    perm == std::vector<int64_t>{0, 3, 1, 2};
   if (to_last || back) {
     Value relabelled = x;
     relabelled.kind = to_last ? Value::Kind::kChannelsLast : Value::Kind::kTensor;

@@ -54,6 +54,9 @@ void Importer::ImportNode(const ::onnx::NodeProto& node, int index) {
     if (const auto norm = layer_norms_.find(node.output(0)); norm != layer_norms_.end()) {
       return ImportLayerNormChain(node, norm->second);
     }
+    if (const auto attention = attentions_.find(node.output(0)); attention != attentions_.end()) {
+      return ImportAttention(node, attention->second);
+    }
   }
   const Attributes attrs(node, where_);
   if (FoldConstants(node, attrs)) return;
@@ -77,6 +80,7 @@ void Importer::ImportNode(const ::onnx::NodeProto& node, int index) {
   if (op == "Reshape") return ImportReshape(node);
   if (op == "Transpose") return ImportTranspose(node, attrs);
   if (op == "Slice") return ImportSlice(node, attrs);
+  if (op == "Gather") return ImportGather(node, attrs);
   if (op == "Split") return ImportSplit(node, attrs);
   if (op == "Gemm" || op == "MatMul") return ImportFullyConnected(node, attrs);
   if (op == "LayerNormalization") return ImportLayerNormalization(node, attrs);
@@ -266,9 +270,8 @@ void Importer::ImportActivation(const ::onnx::NodeProto& node, Activation act,
 //! or of N x C x H x W. Below opset 13 the input is flattened from the
 //! axis on, which is the same only where H x W is 1.
 void Importer::DefineShapeKeeping(const ::onnx::NodeProto& node, const Value& x, OpParams op) {
-  Value out = AddNode(std::move(op), x.terms, TermShapes(x.terms), "");
-  out.kind = x.kind;  // a fully connected layer's flat output stays flat
-  Define(node, out);
+  // A fully connected layer's flat output stays flat, tokens stay tokens.
+  Define(node, InLayoutOf(AddNode(std::move(op), x.terms, TermShapes(x.terms), ""), x));
 }
 
 void Importer::ImportSoftmax(const ::onnx::NodeProto& node, const Attributes& attrs, bool log) {

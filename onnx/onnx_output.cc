@@ -139,7 +139,7 @@ ImportedModel Importer::Assemble() {
     for (Term& term : node.inputs) {
       for (Slice& s : term) s.producer = renumbered[s.producer];
     }
-    if (node.op.kind == OpKind::kConv) all_weights = all_weights && pending_[id].has_weights;
+    if (exec::CarriesWeights(node.op)) all_weights = all_weights && pending_[id].has_weights;
     model.graph.nodes.push_back(std::move(node));
   }
   if (dropped > 0) {
@@ -147,7 +147,7 @@ ImportedModel Importer::Assemble() {
   }
   if (all_weights) {
     for (size_t id = 0; id < pending_.size(); ++id) {
-      if (renumbered[id] < 0 || pending_[id].node.op.kind != OpKind::kConv) continue;
+      if (renumbered[id] < 0 || !exec::CarriesWeights(pending_[id].node.op)) continue;
       model.weights.Set({renumbered[id], 0}, std::move(pending_[id].weights));
     }
   }

@@ -99,6 +99,15 @@ std::string OnnxBuilder::Ints(const std::vector<int64_t>& values) {
   return name;
 }
 
+std::string OnnxBuilder::IntScalar(int64_t value) {
+  auto* t = model_.mutable_graph()->add_initializer();
+  const std::string name = Fresh();
+  t->set_name(name);
+  t->set_data_type(::onnx::TensorProto_DataType_INT64);
+  t->add_int64_data(value);
+  return name;
+}
+
 std::string OnnxBuilder::FloatConstant(float value) {
   ::onnx::AttributeProto attr;
   attr.set_name("value");

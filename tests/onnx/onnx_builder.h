@@ -25,6 +25,8 @@ class OnnxBuilder {
   //! A float initializer of seeded values in [-1, 1).
   std::string Weight(const std::vector<int64_t>& dims, uint64_t seed);
   std::string Ints(const std::vector<int64_t>& values);
+  //! An int64 initializer of rank 0 (a Gather's index that drops the axis).
+  std::string IntScalar(int64_t value);
   //! A Constant node holding one float, as exporters write a formula's numbers.
   std::string FloatConstant(float value);
   //! A weight declared as a graph input without values (export_params=False).

@@ -1,0 +1,261 @@
+// Tokens: a vision transformer's [N, L, C] sequences as feature maps whose
+// pixels are the tokens (common/op_kinds_transformer.h). The patch
+// convolution's map reshaped to [N, C, L] and transposed to [N, L, C], and
+// PyTorch's [L, N, C] and [L*N, C] views around its attention, are the same
+// data relabelled: none of them is an operator. What is one: the class
+// token and position embedding (embed_tokens), the Gemms over every token
+// (1x1 convolutions) and the class token taken out for the head (a pool).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/error.h"
+#include "common/op_kinds.h"
+#include "common/printable.h"
+#include "onnx/importer.h"
+
+namespace ios::onnx_import::detail {
+namespace {
+
+using Tokens = Value::Tokens;
+
+bool IsTokens(const Value& v, Tokens tokens) {
+  const Value::Kind kind =
+      tokens == Tokens::kChannelsFirst ? Value::Kind::kTensor : Value::Kind::kChannelsLast;
+  return v.kind == kind && v.tokens == tokens;
+}
+
+int64_t TokenCount(const Shape& s) { return int64_t{s.h} * s.w; }
+
+}  // namespace
+
+std::vector<int64_t> Importer::OnnxDims(const Value& v, int64_t batch) const {
+  const Shape& s = v.shape;
+  const int64_t tokens = TokenCount(s);
+  switch (v.kind) {
+    case Value::Kind::kConstant:
+      return v.constant->dims;
+    case Value::Kind::kFlat: {
+      std::vector<int64_t> dims = {batch};
+      if (v.flat_dims.empty()) return {batch, int64_t{s.c} * tokens};
+      dims.insert(dims.end(), v.flat_dims.begin(), v.flat_dims.end());
+      return dims;
+    }
+    case Value::Kind::kGrouped: {
+      const int per_group = s.c / v.groups;
+      return {batch, v.transposed ? per_group : v.groups, v.transposed ? v.groups : per_group, s.h,
+              s.w};
+    }
+    case Value::Kind::kPadded:
+      return {batch, s.c, s.h + int64_t{2} * v.pad.h + v.pad_end_extra.h,
+              s.w + int64_t{2} * v.pad.w + v.pad_end_extra.w};
+    case Value::Kind::kWithClassToken:
+      return {batch, tokens + 1, s.c};
+    case Value::Kind::kChannelsLast:
+      switch (v.tokens) {
+        case Tokens::kBatchFirst:
+          return {batch, tokens, s.c};
+        case Tokens::kBatchSecond:
+          return {tokens, batch, s.c};
+        case Tokens::kRows:
+          return {batch < 0 ? -1 : tokens * batch, s.c};
+        default:
+          return {batch, s.h, s.w, s.c};
+      }
+    case Value::Kind::kTensor:
+    case Value::Kind::kZeroExtended:
+      if (v.tokens == Tokens::kChannelsFirst) return {batch, s.c, tokens};
+      return {batch, s.c, s.h, s.w};
+  }
+  return {};
+}
+
+bool Importer::ReshapeTokens(const ::onnx::NodeProto& node, const Value& x,
+                             const std::vector<int64_t>& shape) {
+  const int64_t tokens = TokenCount(x.shape), c = x.shape.c;
+  const auto batch = [&](int64_t d) { return d == batch_ || d == 0 || d == -1; };
+  const auto is = [&](int64_t d, int64_t want) { return d == want || d == -1; };
+  Tokens to = Tokens::kNone;
+  if (x.kind == Value::Kind::kTensor && x.tokens == Tokens::kNone && shape.size() == 3 &&
+      batch(shape[0]) && shape[1] == c && is(shape[2], tokens)) {
+    to = Tokens::kChannelsFirst;  // the patches' map, its pixels in a row
+  } else if (IsTokens(x, Tokens::kRows) && shape.size() == 3 && shape[0] == tokens &&
+             batch(shape[1]) && is(shape[2], c)) {
+    to = Tokens::kBatchSecond;
+  } else if (IsTokens(x, Tokens::kBatchSecond) && shape.size() == 2 &&
+             (shape[0] == tokens * batch_ || shape[0] == -1) && shape[1] == c) {
+    to = Tokens::kRows;
+  }
+  if (to == Tokens::kNone) return false;
+  Value relabelled = x;
+  relabelled.tokens = to;
+  PassedOn(node);
+  Define(node, relabelled);
+  return true;
+}
+
+bool Importer::TransposeTokens(const ::onnx::NodeProto& node, const Value& x,
+                               const std::vector<int64_t>& perm) {
+  const bool swap_last_two = perm == std::vector<int64_t>{0, 2, 1};
+  const bool swap_first_two = perm == std::vector<int64_t>{1, 0, 2};
+  Value relabelled = x;
+  if (IsTokens(x, Tokens::kChannelsFirst) && swap_last_two) {
+    relabelled.kind = Value::Kind::kChannelsLast;
+    relabelled.tokens = Tokens::kBatchFirst;
+  } else if (IsTokens(x, Tokens::kBatchFirst) && swap_last_two) {
+    relabelled.kind = Value::Kind::kTensor;
+    relabelled.tokens = Tokens::kChannelsFirst;
+  } else if (IsTokens(x, Tokens::kBatchFirst) && swap_first_two) {
+    relabelled.tokens = Tokens::kBatchSecond;
+  } else if (IsTokens(x, Tokens::kBatchSecond) && swap_first_two) {
+    relabelled.tokens = Tokens::kBatchFirst;
+  } else {
+    return false;
+  }
+  PassedOn(node);
+  Define(node, relabelled);
+  return true;
+}
+
+bool Importer::ConcatClassToken(const ::onnx::NodeProto& node, int64_t axis) {
+  if (node.input_size() != 2 || (axis != 1 && axis != -2)) return false;
+  const Value& token = Input(node, 0);
+  const Value& x = Input(node, 1);
+  if (token.kind != Value::Kind::kConstant || !IsTokens(x, Tokens::kBatchFirst)) return false;
+  const std::vector<int64_t>& d = token.constant->dims;
+  if (d.size() != 3 || (d[0] != 1 && d[0] != batch_) || d[1] != 1 || d[2] != x.shape.c) {
+    throw Error(where_ + ": the constant " + token.constant->DimsText() + " before tokens " +
+                ShapeText(x) + ": only one learned class token ([1, 1, " +
+                std::to_string(x.shape.c) + "]) may be concatenated before tokens");
+  }
+  if (d[0] == batch_ && batch_ > 1) {
+    throw Error(where_ + ": a class token per sample " + token.constant->DimsText() +
+                ": only one for every sample ([1, 1, C], expanded) is supported");
+  }
+  Value out = x;
+  out.kind = Value::Kind::kWithClassToken;
+  out.constant = token.constant;
+  Define(node, out);
+  return true;
+}
+
+bool Importer::ImportPositionEmbedding(const ::onnx::NodeProto& node, const Value& x,
+                                       const ConstTensor& position) {
+  const bool class_token = x.kind == Value::Kind::kWithClassToken;
+  if (!class_token && !IsTokens(x, Tokens::kBatchFirst)) return false;
+  const int c = x.shape.c;
+  const int64_t tokens = TokenCount(x.shape) + (class_token ? 1 : 0);
+  const std::vector<int64_t>& d = position.dims;
+  const bool fits = (d.size() == 3 && d[0] == 1 && d[1] == tokens && d[2] == c) ||
+                    (d.size() == 2 && d[0] == tokens && d[1] == c);
+  if (!fits) return false;
+  OpParams op = MakeRegisteredOp(RegisteredKind::kEmbedTokens);
+  SetAttribute(op.registered, "class_token", class_token ? 1 : 0, where_);
+  exec::ConvWeights weights;
+  weights.out_channels = c;
+  weights.in_per_group = 1;
+  weights.kernel_h = static_cast<int>(tokens);
+  weights.kernel_w = 1;
+  const ConstTensor* token = class_token ? x.constant : nullptr;
+  const bool has_values = position.has_values && position.is_float &&
+                          (token == nullptr || (token->has_values && token->is_float));
+  if (has_values) {
+    // ONNX's [L, C] token by token; the kind's C x L channel by channel.
+    weights.kernel.resize(static_cast<size_t>(tokens) * c);
+    for (int64_t t = 0; t < tokens; ++t) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        weights.kernel[static_cast<size_t>(ch * tokens + t)] =
+            position.floats[static_cast<size_t>(t * c + ch)];
+      }
+    }
+    if (token != nullptr) weights.bias = token->floats;
+  }
+  Value out = AddNode(std::move(op), x.terms, TermShapes(x.terms), "EmbedTokens",
+                      std::move(weights), has_values);
+  out.kind = Value::Kind::kChannelsLast;
+  out.tokens = Tokens::kBatchFirst;
+  Note(std::string(class_token ? "the class token and " : "") + "the position embedding " +
+       Quoted(label_) + " became an embed_tokens operator");
+  Define(node, out);
+  return true;
+}
+
+void Importer::ImportGather(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  attrs.OnlyKnown({"axis"});
+  const Value& x = Input(node, 0);
+  const int64_t axis = attrs.Int("axis", 0);
+  const ConstTensor& index = ConstInput(node, 1, "index");
+  const bool first = index.has_values && index.dims.empty() && index.elements() == 1 &&
+                     (index.is_float ? index.floats[0] == 0 : index.ints[0] == 0);
+  if (!IsTokens(x, Tokens::kBatchFirst) || (axis != 1 && axis != -2) || !first) {
+    throw Error(where_ + ": a Gather of " + KindText(x) + " " + ShapeText(x) + " along axis " +
+                std::to_string(axis) + " at " + index.DimsText() +
+                ": only taking the first token out of tokens [N, L, C] (index 0 of axis 1: a "
+                "class token) is supported on feature maps");
+  }
+  // A 1x1 window whose stride is the whole map visits only the first pixel.
+  OpParams op;
+  op.kind = OpKind::kPool;
+  op.pool.type = PoolType::kMax;
+  op.pool.kernel = {1, 1};
+  op.pool.stride = {x.shape.h, x.shape.w};
+  Value out = AddNode(std::move(op), x.terms, TermShapes(x.terms), "ClassToken");
+  out.kind = Value::Kind::kFlat;
+  Define(node, out);
+}
+
+void Importer::ImportTokenGemm(const ::onnx::NodeProto& node, const Attributes& attrs,
+                               const Value& x) {
+  if (!IsTokens(x, Tokens::kRows)) {
+    throw Error(where_ + ": its input " + Quoted(node.input(0)) + " is " + KindText(x) +
+                "; a Gemm is supported on a flattened feature map or on tokens as rows [L*N, C]");
+  }
+  if (attrs.Int("transA", 0, kFlagBounds) != 0) {
+    throw Error(where_ + ": transA=1 is not supported");
+  }
+  const bool trans_b = attrs.Int("transB", 0, kFlagBounds) != 0;
+  const float alpha = attrs.Float("alpha", 1.0f), beta = attrs.Float("beta", 1.0f);
+  const ConstTensor& w = ConstInput(node, 1, "weight");
+  const int c = x.shape.c;
+  if (w.dims.size() != 2 || w.dims[trans_b ? 1 : 0] != c) {
+    throw Error(where_ + ": weight " + w.DimsText() + " (transB=" + (trans_b ? "1" : "0") +
+                ") does not multiply the " + std::to_string(c) + " features of each token");
+  }
+  const int k = Narrow(w.dims[trans_b ? 0 : 1], kExtentBounds, where_,
+                       "the output count of the weight " + w.DimsText());
+  exec::ConvWeights weights;
+  weights.out_channels = k;
+  weights.in_per_group = c;
+  weights.kernel_h = weights.kernel_w = 1;
+  bool has_values = w.has_values && w.is_float;
+  if (has_values) {
+    weights.kernel.resize(static_cast<size_t>(k) * c);
+    for (int64_t o = 0; o < k; ++o) {
+      for (int64_t i = 0; i < c; ++i) {
+        const float v = trans_b ? w.floats[static_cast<size_t>(o * c + i)]
+                                : w.floats[static_cast<size_t>(i * k + o)];
+        weights.kernel[static_cast<size_t>(o * c + i)] = alpha * v;
+      }
+    }
+  }
+  ConvParams conv;
+  conv.out_channels = k;
+  conv.kernel = {1, 1};
+  conv.bias = HasInput(node, 2);
+  if (conv.bias) {
+    const ConstTensor& b = ConstInput(node, 2, "bias");
+    if (b.elements() != k) {
+      throw Error(where_ + ": bias " + b.DimsText() + " for " + std::to_string(k) + " outputs");
+    }
+    has_values = has_values && b.has_values && b.is_float;
+    for (float v : b.floats) weights.bias.push_back(beta * v);
+  }
+  OpParams op;
+  op.kind = OpKind::kConv;
+  op.conv = conv;
+  Define(node, InLayoutOf(AddNode(op, x.terms, TermShapes(x.terms), "TokenGemm", std::move(weights),
+                                  has_values),
+                          x));
+}
+
+}  // namespace ios::onnx_import::detail
