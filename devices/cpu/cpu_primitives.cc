@@ -10,6 +10,8 @@
 #include "common/activation.h"
 #include "common/op_kinds.h"
 #include "devices/cpu/cpu_dnnl_terms.h"
+#include "devices/cpu/cpu_step_builder.h"
+#include "devices/cpu/cpu_transformer.h"
 #include "exec/device.h"
 
 namespace ios::devices::cpu {
@@ -20,7 +22,6 @@ using exec::ExecError;
 using Dims = memory::dims;
 using Tag = memory::format_tag;
 constexpr memory::data_type kF32 = memory::data_type::f32;
-constexpr size_t kAlignment = 64;  // a cache line; enough for every ISA oneDNN uses
 
 std::string FormatBytes(double bytes) {
   std::ostringstream out;
@@ -37,28 +38,19 @@ std::string FormatBytes(double bytes) {
 
 //! Turns the steps of one lane into primitives. Runs on the thread that will
 //! execute them, after its OpenMP thread count is set.
-class LaneCompiler {
+class LaneCompiler : private StepBuilder {
  public:
-  explicit LaneCompiler(const LaneContext& context)
-      : engine_(context.engine),
-        program_(context.program),
-        buffer_data_(context.buffer_data),
-        batch_(context.batch),
-        budget_(context.budget),
-        executor_(context.executor) {
-    attr_.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  }
+  explicit LaneCompiler(const LaneContext& context) : StepBuilder(context) {}
 
   std::vector<Call> Compile(const exec::Lane& lane, const std::string& where) {
     std::vector<Call> calls;
     for (size_t i = 0; i < lane.steps.size(); ++i) {
       const exec::Step& step = lane.steps[i];
-      where_ = where + " step " + std::to_string(i) + " (" + step.label + ")";
-      step_temp_bytes_ = 0;  // a step's temporaries are dead once it has run
+      BeginStep(where + " step " + std::to_string(i) + " (" + step.label + ")");
       try {
         CompileStep(step, calls);
       } catch (const dnnl::error& e) {
-        ThrowDnnl(e, where_ + ": " + doing_);
+        ThrowDnnl(e, this->where() + ": " + doing());
       }
     }
     return calls;
@@ -86,85 +78,27 @@ class LaneCompiler {
       case OpKind::kSequential:
         break;
     }
-    throw ExecError(MeasureError::kUnsupported, "cpu: " + where_ + ": a program step cannot be " +
+    throw ExecError(MeasureError::kUnsupported, "cpu: " + where() + ": a program step cannot be " +
                                                     std::string(ToString(step.op.kind)));
-  }
-
-  const Shape& ShapeOf(const exec::View& view) const {
-    return program_.buffers.at(view.buffer).shape;
-  }
-
-  //! The descriptor of a view in its buffer's NHWC storage: channels
-  //! [offset, offset + channels) at every pixel, the pixel stride being the
-  //! buffer's channel count. A view of a whole buffer is a dense nhwc tensor,
-  //! the layout oneDNN's AVX-512 convolutions pick themselves.
-  memory::desc ViewDesc(const exec::View& view) const {
-    const Shape& s = ShapeOf(view);
-    return memory::desc(Dims{batch_, view.channels, s.h, s.w}, kF32,
-                        Dims{int64_t{s.c} * s.h * s.w, 1, int64_t{s.w} * s.c, s.c});
-  }
-
-  memory ViewMemory(const exec::View& view) const {
-    return memory(ViewDesc(view), engine_, buffer_data_.at(view.buffer) + view.offset);
-  }
-
-  //! A temporary of the current step, in the executor's arena (bound after
-  //! every lane is compiled).
-  memory Temp(const memory::desc& desc) {
-    memory temp(desc, engine_, DNNL_MEMORY_NONE);
-    executor_.temp_users.emplace_back(temp, step_temp_bytes_);
-    step_temp_bytes_ += (desc.get_size() + kAlignment - 1) / kAlignment * kAlignment;
-    executor_.temp_bytes = std::max(executor_.temp_bytes, step_temp_bytes_);
-    return temp;
-  }
-
-  //! Memory the primitives keep (weights, bias), allocated now.
-  memory Allocate(const memory::desc& desc, const std::string& what) {
-    budget_.Reserve(static_cast<int64_t>(desc.get_size()), where_ + ": " + what);
-    doing_ = "allocating " + what;
-    return memory(desc, engine_);
-  }
-
-  //! Appends a call of `primitive` (created from `pd`), with its share of
-  //! the thread's scratchpad.
-  void Add(std::vector<Call>& calls, const dnnl::primitive_desc_base& pd,
-           const dnnl::primitive& primitive, std::unordered_map<int, memory> args) {
-    const memory::desc scratch = pd.scratchpad_desc();
-    if (scratch.get_size() > 0) {
-      memory user(scratch, engine_, DNNL_MEMORY_NONE);
-      args.emplace(DNNL_ARG_SCRATCHPAD, user);
-      executor_.scratch_users.push_back(user);
-      executor_.scratch_bytes = std::max(executor_.scratch_bytes, scratch.get_size());
-    }
-    calls.push_back(Call{primitive, std::move(args)});
-  }
-
-  //! A copy between layouts (or between views).
-  void Copy(std::vector<Call>& calls, const memory& from, const memory& to) {
-    doing_ = "reorder::primitive_desc from " + DescribeDesc(from.get_desc()) + " to " +
-             DescribeDesc(to.get_desc());
-    const dnnl::reorder::primitive_desc pd(engine_, from.get_desc(), engine_, to.get_desc(), attr_);
-    doing_ = "creating a reorder";
-    Add(calls, pd, dnnl::reorder(pd), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
   }
 
   void Conv(const exec::Step& step, std::vector<Call>& calls) {
     const ConvParams& c = step.op.conv;
     const exec::View& in = step.inputs.at(0);
     const exec::View& out = step.output;
-    const exec::ConvWeights& w = program_.weights.at(step.weights);
+    const exec::ConvWeights& w = program().weights.at(step.weights);
     const int groups = c.groups;
     if (w.out_channels != out.channels || int64_t{w.in_per_group} * groups != in.channels ||
         w.kernel_h != c.kernel.h || w.kernel_w != c.kernel.w ||
         w.kernel.size() != size_t(w.out_channels) * w.in_per_group * w.kernel_h * w.kernel_w ||
         (!w.bias.empty() && w.bias.size() != size_t(w.out_channels))) {
       throw ExecError(MeasureError::kBackendFailure,
-                      "cpu: " + where_ + ": the weights do not fit the convolution");
+                      "cpu: " + where() + ": the weights do not fit the convolution");
     }
     const Shape& is = ShapeOf(in);
     const Shape& os = ShapeOf(out);
-    const memory::desc src_any(Dims{batch_, in.channels, is.h, is.w}, kF32, Tag::any);
-    const memory::desc dst_any(Dims{batch_, out.channels, os.h, os.w}, kF32, Tag::any);
+    const memory::desc src_any(Dims{batch(), in.channels, is.h, is.w}, kF32, Tag::any);
+    const memory::desc dst_any(Dims{batch(), out.channels, os.h, os.w}, kF32, Tag::any);
     const Dims weight_dims =
         groups == 1 ? Dims{w.out_channels, w.in_per_group, w.kernel_h, w.kernel_w}
                     : Dims{groups, w.out_channels / groups, w.in_per_group, w.kernel_h, w.kernel_w};
@@ -172,33 +106,30 @@ class LaneCompiler {
     const bool bias = !w.bias.empty();
     const memory::desc bias_desc =
         bias ? memory::desc(Dims{w.out_channels}, kF32, Tag::a) : memory::desc();
-    // A fresh attribute: copies of dnnl::primitive_attr share one object.
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::primitive_attr conv_attr = NewAttr();  // its own: it may get post-ops
     if (c.act != Activation::kNone) {
       dnnl::post_ops ops;
       for (const Eltwise& e : EltwiseStepsOf(c.act))
         ops.append_eltwise(1.f, e.alg, e.alpha, e.beta);
-      attr.set_post_ops(ops);
+      conv_attr.set_post_ops(ops);
     }
-    doing_ = "convolution_forward::primitive_desc";
+    Doing("convolution_forward::primitive_desc");
     const dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto, src_any, weights_any,
         bias_desc, dst_any, Dims{c.stride.h, c.stride.w}, Dims{c.dilation.h - 1, c.dilation.w - 1},
         Dims{c.padding.h, c.padding.w},
         Dims{int64_t{c.padding.h} + c.padding_end_extra.h,
              int64_t{c.padding.w} + c.padding_end_extra.w});
-    const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine_);
+    const dnnl::convolution_forward::primitive_desc pd(desc, conv_attr, engine());
 
     // Weights: reordered once, here, from OIHW (GOIHW when grouped: the
     // same values in the same order) into the layout the primitive wants.
     memory weights = Allocate(pd.weights_desc(), "convolution weights");
     {
-      doing_ = "reordering the weights";
-      memory user(memory::desc(weight_dims, kF32, groups == 1 ? Tag::oihw : Tag::goihw), engine_,
+      Doing("reordering the weights");
+      memory user(memory::desc(weight_dims, kF32, groups == 1 ? Tag::oihw : Tag::goihw), engine(),
                   const_cast<float*>(w.kernel.data()));
-      dnnl::reorder(user, weights).execute(executor_.stream, user, weights);
-      executor_.stream.wait();
+      RunNow(dnnl::reorder(user, weights), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, weights}});
     }
     std::unordered_map<int, memory> args{{DNNL_ARG_WEIGHTS, weights}};
     if (bias) {
@@ -218,39 +149,9 @@ class LaneCompiler {
     const memory dst = direct ? dst_view : Temp(pd.dst_desc());
     args.emplace(DNNL_ARG_SRC, src);
     args.emplace(DNNL_ARG_DST, dst);
-    doing_ = "creating a convolution_forward";
+    Doing("creating a convolution_forward");
     Add(calls, pd, dnnl::convolution_forward(pd), std::move(args));
     if (!direct) Copy(calls, dst, dst_view);
-  }
-
-  //! Whether a view is a whole buffer: a dense nhwc tensor.
-  bool IsDense(const exec::View& view) const {
-    return view.offset == 0 && view.channels == ShapeOf(view).c;
-  }
-
-  //! A view as a dense tensor for pooling, eltwise and binary primitives,
-  //! which have only reference (slow) implementations for strided data: the
-  //! view itself when it is a whole buffer, else a temporary the run fills
-  //! from it with a (fast) reorder.
-  memory DenseInput(std::vector<Call>& calls, const exec::View& view) {
-    memory plain = ViewMemory(view);
-    if (IsDense(view)) return plain;
-    const Shape& s = ShapeOf(view);
-    memory dense = Temp(memory::desc(Dims{batch_, view.channels, s.h, s.w}, kF32, Tag::nhwc));
-    Copy(calls, plain, dense);
-    return dense;
-  }
-
-  //! Where such a primitive writes a view: the view itself when it is a whole
-  //! buffer, else a temporary that FinishOutput copies into the view.
-  memory DenseOutput(const exec::View& view) {
-    if (IsDense(view)) return ViewMemory(view);
-    const Shape& s = ShapeOf(view);
-    return Temp(memory::desc(Dims{batch_, view.channels, s.h, s.w}, kF32, Tag::nhwc));
-  }
-
-  void FinishOutput(std::vector<Call>& calls, const exec::View& view, const memory& written) {
-    if (!IsDense(view)) Copy(calls, written, ViewMemory(view));
   }
 
   void Pool(const exec::Step& step, std::vector<Call>& calls) {
@@ -276,12 +177,12 @@ class LaneCompiler {
                : padding;
     const memory src = DenseInput(calls, in);
     const memory dst = DenseOutput(step.output);
-    doing_ = "pooling_forward::primitive_desc";
+    Doing("pooling_forward::primitive_desc");
     const dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm,
                                            src.get_desc(), dst.get_desc(), strides, kernel, padding,
                                            padding_r);
-    const dnnl::pooling_forward::primitive_desc pd(desc, attr_, engine_);
-    doing_ = "creating a pooling_forward";
+    const dnnl::pooling_forward::primitive_desc pd(desc, attr(), engine());
+    Doing("creating a pooling_forward");
     Add(calls, pd, dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
     FinishOutput(calls, step.output, dst);
   }
@@ -303,11 +204,11 @@ class LaneCompiler {
     // The first step reads the input, later ones work in place.
     bool first = true;
     for (const Eltwise& e : steps) {
-      doing_ = "eltwise_forward::primitive_desc";
+      Doing("eltwise_forward::primitive_desc");
       const dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, e.alg,
                                              dst.get_desc(), e.alpha, e.beta);
-      const dnnl::eltwise_forward::primitive_desc pd(desc, attr_, engine_);
-      doing_ = "creating an eltwise_forward";
+      const dnnl::eltwise_forward::primitive_desc pd(desc, attr(), engine());
+      Doing("creating an eltwise_forward");
       Add(calls, pd, dnnl::eltwise_forward(pd),
           {{DNNL_ARG_SRC, first ? src : dst}, {DNNL_ARG_DST, dst}});
       first = false;
@@ -335,18 +236,19 @@ class LaneCompiler {
       case RegisteredKind::kFlatten:
         return Flatten(step, calls);
       case RegisteredKind::kAttention:
+        return CompileAttention(*this, step, calls);
       case RegisteredKind::kEmbedTokens:
-        break;  // not yet: refused below
+        return CompileEmbedTokens(*this, step, calls);
     }
     throw ExecError(MeasureError::kUnsupported,
-                    "cpu: " + where_ + ": no primitive for " + KindName(step.op));
+                    "cpu: " + where() + ": no primitive for " + KindName(step.op));
   }
 
   //! A float attribute of the step's kind; a program from a bad key says so.
   float Float(const exec::Step& step, std::string_view name) const {
     const std::optional<float> value = FloatAttributeOf(step.op.registered, name);
     if (!value) {
-      throw ExecError(MeasureError::kBackendFailure, "cpu: " + where_ + ": " + KindName(step.op) +
+      throw ExecError(MeasureError::kBackendFailure, "cpu: " + where() + ": " + KindName(step.op) +
                                                          " has no attribute " + std::string(name));
     }
     return *value;
@@ -359,13 +261,13 @@ class LaneCompiler {
     const bool log = AttributeOf(step.op.registered, "log").value_or(0) != 0;
     const memory src = DenseInput(calls, step.inputs.at(0));
     const memory dst = DenseOutput(step.output);
-    doing_ = "softmax_v2_forward::primitive_desc";
+    Doing("softmax_v2_forward::primitive_desc");
     const dnnl::softmax_v2_forward::desc desc(
         dnnl::prop_kind::forward_inference,
         log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, src.get_desc(),
         dst.get_desc(), /*softmax_axis=*/1);
-    const dnnl::softmax_v2_forward::primitive_desc pd(desc, attr_, engine_);
-    doing_ = "creating a softmax_v2_forward";
+    const dnnl::softmax_v2_forward::primitive_desc pd(desc, attr(), engine());
+    Doing("creating a softmax_v2_forward");
     Add(calls, pd, dnnl::softmax_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
     FinishOutput(calls, step.output, dst);
   }
@@ -374,7 +276,7 @@ class LaneCompiler {
   //! (nhwc), the row stride being the buffer's channel count.
   memory RowsMemory(const exec::View& view, int64_t rows) const {
     const memory::desc desc(Dims{rows, view.channels}, kF32, Dims{ShapeOf(view).c, 1});
-    return memory(desc, engine_, buffer_data_.at(view.buffer) + view.offset);
+    return memory(desc, engine(), DataOf(view));
   }
 
   //! LayerNorm over the channels of each pixel, without scale or shift.
@@ -390,13 +292,13 @@ class LaneCompiler {
     const Shape& os = ShapeOf(out);
     if (in.channels != out.channels || is.h != os.h || is.w != os.w) {
       throw ExecError(MeasureError::kBackendFailure,
-                      "cpu: " + where_ + ": layernorm cannot map " + std::to_string(in.channels) +
+                      "cpu: " + where() + ": layernorm cannot map " + std::to_string(in.channels) +
                           "x" + std::to_string(is.h) + "x" + std::to_string(is.w) + " onto " +
                           std::to_string(out.channels) + "x" + std::to_string(os.h) + "x" +
                           std::to_string(os.w));
     }
     const float eps = FloatAttributeOf(step.op.registered, "eps").value_or(0);
-    const int64_t rows = batch_ * is.h * is.w;
+    const int64_t rows = batch() * is.h * is.w;
     const memory::desc dense(Dims{rows, in.channels}, kF32, Tag::ab);
     memory src = RowsMemory(in, rows);
     if (!IsDense(in)) {
@@ -406,11 +308,11 @@ class LaneCompiler {
     }
     const memory dst_view = RowsMemory(out, rows);
     const memory dst = IsDense(out) ? dst_view : Temp(dense);
-    doing_ = "layer_normalization_forward::primitive_desc";
+    Doing("layer_normalization_forward::primitive_desc");
     const dnnl::layer_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, dense,
                                                        eps, dnnl::normalization_flags::none);
-    const dnnl::layer_normalization_forward::primitive_desc pd(desc, attr_, engine_);
-    doing_ = "creating a layer_normalization_forward";
+    const dnnl::layer_normalization_forward::primitive_desc pd(desc, attr(), engine());
+    Doing("creating a layer_normalization_forward");
     Add(calls, pd, dnnl::layer_normalization_forward(pd),
         {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
     if (!IsDense(out)) Copy(calls, dst, dst_view);
@@ -423,9 +325,9 @@ class LaneCompiler {
                     int64_t column_stride) const {
     const Shape& s = ShapeOf(view);
     const memory::desc desc(
-        Dims{batch_, rows, columns, s.h, s.w}, kF32,
+        Dims{batch(), rows, columns, s.h, s.w}, kF32,
         Dims{int64_t{s.c} * s.h * s.w, row_stride, column_stride, int64_t{s.w} * s.c, s.c});
-    return memory(desc, engine_, buffer_data_.at(view.buffer) + view.offset);
+    return memory(desc, engine(), DataOf(view));
   }
 
   //! ShuffleNet's channel shuffle as one reorder: input channel i*(C/g) + j
@@ -442,7 +344,7 @@ class LaneCompiler {
     const int64_t groups = AttributeOf(step.op.registered, "groups").value_or(0);
     if (groups < 1 || in.channels % groups != 0 || step.output.channels != in.channels) {
       throw ExecError(MeasureError::kBackendFailure,
-                      "cpu: " + where_ + ": channel_shuffle of " + std::to_string(groups) +
+                      "cpu: " + where() + ": channel_shuffle of " + std::to_string(groups) +
                           " groups cannot map " + std::to_string(in.channels) +
                           " input channels onto " + std::to_string(step.output.channels));
     }
@@ -463,19 +365,18 @@ class LaneCompiler {
     const int64_t c = in.channels, h = s.h, w = s.w;
     if (step.output.channels != c * h * w) {
       throw ExecError(MeasureError::kBackendFailure,
-                      "cpu: " + where_ + ": flatten of " + std::to_string(c) + "x" +
+                      "cpu: " + where() + ": flatten of " + std::to_string(c) + "x" +
                           std::to_string(h) + "x" + std::to_string(w) + " into " +
                           std::to_string(step.output.channels) + " values");
     }
     const bool channels_last = AttributeOf(step.op.registered, "channels_last").value_or(0) != 0;
     const int64_t vector_stride = ShapeOf(step.output).c;  // the output buffer's values a sample
-    const memory::desc from(Dims{batch_, c, h, w}, kF32,
+    const memory::desc from(Dims{batch(), c, h, w}, kF32,
                             Dims{int64_t{s.c} * h * w, 1, w * s.c, s.c});
     const memory::desc to(
-        Dims{batch_, c, h, w}, kF32,
+        Dims{batch(), c, h, w}, kF32,
         channels_last ? Dims{vector_stride, 1, w * c, c} : Dims{vector_stride, h * w, w, 1});
-    Copy(calls, memory(from, engine_, buffer_data_.at(in.buffer) + in.offset),
-         memory(to, engine_, buffer_data_.at(step.output.buffer) + step.output.offset));
+    Copy(calls, memory(from, engine(), DataOf(in)), memory(to, engine(), DataOf(step.output)));
   }
 
   //! out = in0 (op) in1 (op) ... as a chain of binary primitives, the later
@@ -497,25 +398,15 @@ class LaneCompiler {
     for (size_t i = 1; i < inputs.size(); ++i) {
       const memory src0 = i == 1 ? first : dst;
       const memory src1 = DenseInput(calls, inputs[i]);
-      doing_ = "binary::primitive_desc";
+      Doing("binary::primitive_desc");
       const dnnl::binary::desc desc(algorithm, src0.get_desc(), src1.get_desc(), dst.get_desc());
-      const dnnl::binary::primitive_desc pd(desc, attr_, engine_);
-      doing_ = "creating a binary";
+      const dnnl::binary::primitive_desc pd(desc, attr(), engine());
+      Doing("creating a binary");
       Add(calls, pd, dnnl::binary(pd),
           {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
     }
     FinishOutput(calls, step.output, dst);
   }
-
-  const dnnl::engine& engine_;
-  const exec::Program& program_;
-  const std::vector<float*>& buffer_data_;
-  int64_t batch_;
-  MemoryBudget& budget_;
-  Executor& executor_;
-  dnnl::primitive_attr attr_;
-  std::string where_, doing_;
-  size_t step_temp_bytes_ = 0;
 };
 
 }  // namespace

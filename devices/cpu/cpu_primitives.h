@@ -32,6 +32,10 @@ class MemoryBudget {
   int64_t used_ = 0;
 };
 
+//! The alignment of our allocations and temporaries: a cache line, enough
+//! for every ISA oneDNN uses.
+inline constexpr size_t kAlignment = 64;
+
 struct FreeDeleter {
   void operator()(float* p) const { std::free(p); }
 };

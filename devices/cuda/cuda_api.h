@@ -150,6 +150,38 @@ struct LayerNormShape {
   int64_t src_batch_stride = 0, dst_batch_stride = 0;
   friend bool operator==(const LayerNormShape&, const LayerNormShape&) = default;
 };
+
+//! Multi-head attention's views for our kernel (the attention kind,
+//! common/op_kinds_transformer.h): per sample, `channels` query planes of
+//! `tokens` floats from the source, then as many key planes, then as many
+//! value planes (one channel range: a plane apart each); the output's
+//! `channels` planes at the destination. Head h owns channels [h * d,
+//! (h + 1) * d) of each, d = channels / heads. Each sample is
+//! `*_batch_stride` floats after the previous one.
+struct AttentionShape {
+  int batch = 1, channels = 1, heads = 1;
+  int64_t tokens = 1;
+  int64_t src_batch_stride = 0, dst_batch_stride = 0;
+  friend bool operator==(const AttentionShape&, const AttentionShape&) = default;
+};
+
+//! The most channels one head may have: our attention kernel keeps a
+//! head's query and its output's running sums in shared memory (2 x 4096
+//! floats: 32 KiB of the 48 KiB a block gets without opting in). ViT's
+//! heads have 64.
+inline constexpr int kMaxAttentionHeadChannels = 4096;
+
+//! embed_tokens' views for our kernel: `channels` planes of `pixels`
+//! floats in, of `pixels + class_token` out (the class token first), each
+//! sample `*_batch_stride` floats after the previous one.
+struct EmbedTokensShape {
+  int batch = 1, channels = 1;
+  int64_t pixels = 1;
+  bool class_token = false;
+  int64_t src_batch_stride = 0, dst_batch_stride = 0;
+  int64_t tokens() const { return pixels + (class_token ? 1 : 0); }
+  friend bool operator==(const EmbedTokensShape&, const EmbedTokensShape&) = default;
+};
 enum class OpTensorOp { kAdd, kMul };
 
 //! Everything the cuda device calls. Implementations are not thread-safe;
@@ -299,6 +331,20 @@ class Api {
   //! cuDNN's legacy API has no layer norm. dst may be src.
   virtual Status LayerNormStrided(Stream stream, const LayerNormShape& shape, float eps,
                                   const float* src, float* dst) = 0;
+  //! Multi-head scaled dot-product attention of every sample of `shape`
+  //! (the attention kind, common/op_kinds_transformer.h): dst's token i on
+  //! head h's channels is sum_t softmax_t(q_i . k_t / sqrt(d)) v_t. Our
+  //! kernel; requires channels / heads <= kMaxAttentionHeadChannels and
+  //! dst apart from src.
+  virtual Status AttentionStrided(Stream stream, const AttentionShape& shape, const float* src,
+                                  float* dst) = 0;
+  //! dst = the tokens of src (the class token's `channels` values first,
+  //! when shape.class_token) plus `position` (channels x tokens, channel c's
+  //! token t at c * tokens + t): the embed_tokens kind. `class_token` is
+  //! null without one. Our kernel.
+  virtual Status EmbedTokensStrided(Stream stream, const EmbedTokensShape& shape, const float* src,
+                                    const float* position, const float* class_token,
+                                    float* dst) = 0;
 };
 
 }  // namespace ios::cuda

@@ -31,8 +31,9 @@ void CudaPreparedProgram::CompileRegistered(const exec::Step& step, StreamContex
     case RegisteredKind::kFlatten:
       return CompileFlatten(step, context, where, calls);
     case RegisteredKind::kAttention:
+      return CompileAttention(step, context, where, calls);
     case RegisteredKind::kEmbedTokens:
-      break;  // not yet: refused below
+      return CompileEmbedTokens(step, context, where, calls);
   }
   throw ExecError(MeasureError::kUnsupported,
                   "cuda: " + where + ": no call for " + KindName(step.op));

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <string>
 #include <utility>
 
 #include "devices/cuda/cuda_kernels.h"
@@ -65,6 +66,32 @@ Status KernelApi::LayerNormStrided(Stream stream, const LayerNormShape& shape, f
       LaunchLayerNorm(As<CUstream_st>(stream.value), eps, shape.batch, shape.channels, shape.pixels,
                       src, shape.src_batch_stride, dst, shape.dst_batch_stride),
       "ios::cuda::LayerNormStrided");
+}
+
+Status KernelApi::AttentionStrided(Stream stream, const AttentionShape& shape, const float* src,
+                                   float* dst) {
+  if (shape.heads < 1 || shape.channels % shape.heads != 0 ||
+      shape.channels / shape.heads > kMaxAttentionHeadChannels) {
+    return {Code::kUnsupported, "ios::cuda::AttentionStrided",
+            "our kernel takes heads that divide the channels, of at most " +
+                std::to_string(kMaxAttentionHeadChannels) + " channels each"};
+  }
+  return FromCuda(
+      LaunchAttention(As<CUstream_st>(stream.value), shape.batch, shape.channels, shape.heads,
+                      shape.tokens, src, shape.src_batch_stride, dst, shape.dst_batch_stride),
+      "ios::cuda::AttentionStrided");
+}
+
+Status KernelApi::EmbedTokensStrided(Stream stream, const EmbedTokensShape& shape, const float* src,
+                                     const float* position, const float* class_token, float* dst) {
+  if (shape.class_token != (class_token != nullptr)) {
+    return {Code::kRefused, "ios::cuda::EmbedTokensStrided",
+            shape.class_token ? "a class token without its values" : "class token values unasked"};
+  }
+  return FromCuda(LaunchEmbedTokens(As<CUstream_st>(stream.value), shape.batch, shape.channels,
+                                    shape.pixels, src, shape.src_batch_stride, position,
+                                    class_token, dst, shape.dst_batch_stride),
+                  "ios::cuda::EmbedTokensStrided");
 }
 
 }  // namespace ios::cuda

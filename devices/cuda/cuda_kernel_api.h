@@ -23,6 +23,10 @@ class KernelApi : public Api {
                          int batch) override;
   Status LayerNormStrided(Stream stream, const LayerNormShape& shape, float eps, const float* src,
                           float* dst) override;
+  Status AttentionStrided(Stream stream, const AttentionShape& shape, const float* src,
+                          float* dst) override;
+  Status EmbedTokensStrided(Stream stream, const EmbedTokensShape& shape, const float* src,
+                            const float* position, const float* class_token, float* dst) override;
 };
 
 }  // namespace ios::cuda

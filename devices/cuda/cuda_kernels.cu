@@ -107,6 +107,128 @@ __global__ void LayerNormKernel(float eps, int batch, int channels, int64_t pixe
   }
 }
 
+// Attention's block: four warps; a tile of keys is one key per thread.
+constexpr int kAttentionThreads = 128;
+constexpr int kAttentionWarps = kAttentionThreads / 32;
+constexpr int kMaxHeadChannels = 4096;  // cuda_api.h's kMaxAttentionHeadChannels
+
+struct MaxOf {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct SumOf {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+
+template <class Op>
+__device__ float WarpReduce(float x, Op op) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    x = op(x, __shfl_xor_sync(0xffffffffu, x, offset));
+  }
+  return x;
+}
+
+// Every thread of the block calls it and gets the same value (the warps'
+// results combined in one order by every thread), so that the softmax's
+// running max and sum stay uniform without a broadcast. Its syncs also
+// publish what the block wrote to shared memory before the call.
+template <class Op>
+__device__ float BlockReduce(float x, float* scratch, Op op) {
+  x = WarpReduce(x, op);
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = x;
+  __syncthreads();
+  float result = scratch[0];
+  for (int w = 1; w < kAttentionWarps; ++w) result = op(result, scratch[w]);
+  __syncthreads();  // the next call overwrites scratch
+  return result;
+}
+
+// One block per (query token, head, sample): blockIdx.x strides over the
+// tokens, y and z are the head and the sample. The keys go by in tiles of
+// one per thread, with the softmax kept online (flash attention's
+// rescaling): the running max and sum of exponentials, and each output
+// channel's running sum of p * v, are rescaled by exp(old max - new max)
+// whenever a tile raises the max, so every exponent is at most 0 (stable)
+// and any number of tokens fits in fixed shared memory. Scores: thread t
+// reads key t of each channel, neighbours on neighbouring floats
+// (coalesced). Weighted sums: warp w takes channels w, w + 4, ..., its
+// lanes read a tile's values of one channel side by side and reduce by
+// shuffles; only its lane 0 touches that channel's running sum, so no
+// other thread races it. Shared: the query (scaled) and the running sums,
+// `depth` floats each, and the tile's weights.
+__global__ void __launch_bounds__(kAttentionThreads)
+    AttentionKernel(int channels, int depth, int64_t tokens, float scale, const float* src,
+                    int64_t src_stride, float* dst, int64_t dst_stride, int head_base,
+                    int sample_base) {
+  extern __shared__ float shared[];
+  float* query = shared;
+  float* sums = query + depth;
+  float* weights = sums + depth;
+  __shared__ float scratch[kAttentionWarps];
+  const int64_t sample = sample_base + int64_t{blockIdx.z};
+  const int64_t first_channel = int64_t{head_base + static_cast<int>(blockIdx.y)} * depth;
+  const float* q = src + sample * src_stride + first_channel * tokens;
+  const float* k = q + int64_t{channels} * tokens;
+  const float* v = k + int64_t{channels} * tokens;
+  float* out = dst + sample * dst_stride + first_channel * tokens;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int64_t i = blockIdx.x; i < tokens; i += gridDim.x) {
+    for (int c = threadIdx.x; c < depth; c += kAttentionThreads) {
+      query[c] = q[c * tokens + i] * scale;
+      sums[c] = 0;
+    }
+    __syncthreads();
+    float largest = -INFINITY, total = 0;
+    for (int64_t tile = 0; tile < tokens; tile += kAttentionThreads) {
+      const int64_t t = tile + threadIdx.x;
+      float score = -INFINITY;
+      if (t < tokens) {
+        score = 0;
+        for (int c = 0; c < depth; ++c) score = fmaf(query[c], k[c * tokens + t], score);
+      }
+      const float raised = fmaxf(largest, BlockReduce(score, scratch, MaxOf{}));
+      const float p = t < tokens ? expf(score - raised) : 0.0f;
+      weights[threadIdx.x] = p;
+      const float rescale = expf(largest - raised);  // 0 on the first tile
+      total = total * rescale + BlockReduce(p, scratch, SumOf{});
+      largest = raised;
+      const int count =
+          static_cast<int>(tokens - tile < kAttentionThreads ? tokens - tile : kAttentionThreads);
+      for (int j = warp; j < depth; j += kAttentionWarps) {
+        const float* row = v + j * tokens + tile;
+        float part = 0;
+        for (int u = lane; u < count; u += 32) part = fmaf(weights[u], row[u], part);
+        part = WarpReduce(part, SumOf{});
+        if (lane == 0) sums[j] = sums[j] * rescale + part;
+      }
+      __syncthreads();  // the next tile overwrites the weights
+    }
+    if (lane == 0) {
+      for (int j = warp; j < depth; j += kAttentionWarps) out[j * tokens + i] = sums[j] / total;
+    }
+    __syncthreads();  // the next token overwrites the query and the sums
+  }
+}
+
+// One thread per output value of a sample (grid-stride), blockIdx.y the
+// sample: the output is in the position embedding's own order, so both
+// are read and written in coalesced rows.
+__global__ void EmbedTokensKernel(int channels, int64_t pixels, int64_t tokens, const float* src,
+                                  int64_t src_stride, const float* position,
+                                  const float* class_token, float* dst, int64_t dst_stride,
+                                  int sample_base) {
+  const int64_t sample = sample_base + blockIdx.y;
+  const float* from = src + sample * src_stride;
+  float* to = dst + sample * dst_stride;
+  const int64_t count = int64_t{channels} * tokens;
+  const int64_t skip = tokens - pixels;  // 1: the class token comes first
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t c = i / tokens, t = i % tokens;
+    const float token = t < skip ? class_token[c] : from[c * pixels + t - skip];
+    to[i] = token + position[i];
+  }
+}
+
 //! Launches `launch(blocks, samples, base)` over every sample, in chunks of
 //! gridDim.y's limit; the first launch error, or cudaSuccess.
 template <class Launch>
@@ -194,6 +316,44 @@ cudaError_t LaunchLayerNorm(cudaStream_t stream, float eps, int batch, int chann
   LayerNormKernel<<<static_cast<unsigned>(needed < kMaxBlocks ? needed : kMaxBlocks), kThreads, 0,
                     stream>>>(eps, batch, channels, pixels, src, src_stride, dst, dst_stride);
   return cudaGetLastError();
+}
+
+cudaError_t LaunchAttention(cudaStream_t stream, int batch, int channels, int heads, int64_t tokens,
+                            const float* src, int64_t src_stride, float* dst, int64_t dst_stride) {
+  if (batch <= 0 || channels <= 0 || tokens <= 0) return cudaSuccess;
+  if (heads <= 0 || channels % heads != 0 || channels / heads > kMaxHeadChannels) {
+    return cudaErrorInvalidValue;
+  }
+  const int depth = channels / heads;
+  const auto scale = static_cast<float>(1 / sqrt(static_cast<double>(depth)));
+  const size_t shared = (2 * static_cast<size_t>(depth) + kAttentionThreads) * sizeof(float);
+  constexpr int64_t kMaxTokenBlocks = int64_t{1} << 30;  // blockIdx.x strides beyond this
+  constexpr int kMaxPerLaunch = 65535;                   // gridDim.y's and z's limit
+  const auto blocks = static_cast<unsigned>(tokens < kMaxTokenBlocks ? tokens : kMaxTokenBlocks);
+  for (int head = 0; head < heads; head += kMaxPerLaunch) {
+    const int head_count = heads - head < kMaxPerLaunch ? heads - head : kMaxPerLaunch;
+    for (int sample = 0; sample < batch; sample += kMaxPerLaunch) {
+      const int samples = batch - sample < kMaxPerLaunch ? batch - sample : kMaxPerLaunch;
+      const dim3 grid(blocks, static_cast<unsigned>(head_count), static_cast<unsigned>(samples));
+      AttentionKernel<<<grid, kAttentionThreads, shared, stream>>>(
+          channels, depth, tokens, scale, src, src_stride, dst, dst_stride, head, sample);
+      const cudaError_t error = cudaGetLastError();
+      if (error != cudaSuccess) return error;
+    }
+  }
+  return cudaSuccess;
+}
+
+cudaError_t LaunchEmbedTokens(cudaStream_t stream, int batch, int channels, int64_t pixels,
+                              const float* src, int64_t src_stride, const float* position,
+                              const float* class_token, float* dst, int64_t dst_stride) {
+  const int64_t tokens = pixels + (class_token != nullptr ? 1 : 0);
+  return ForEachSampleChunk(
+      int64_t{channels} * tokens, batch, [&](dim3 grid, int threads, int base) {
+        EmbedTokensKernel<<<grid, threads, 0, stream>>>(channels, pixels, tokens, src, src_stride,
+                                                        position, class_token, dst, dst_stride,
+                                                        base);
+      });
 }
 
 }  // namespace ios::cuda

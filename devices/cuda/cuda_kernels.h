@@ -53,4 +53,23 @@ cudaError_t LaunchMaxPool(cudaStream_t stream, const MaxPoolGeometry& shape, con
 cudaError_t LaunchLayerNorm(cudaStream_t stream, float eps, int batch, int channels, int64_t pixels,
                             const float* src, int64_t src_stride, float* dst, int64_t dst_stride);
 
+//! Multi-head scaled dot-product attention (common/op_kinds_transformer.h)
+//! of `batch` samples: per sample, `channels` query planes of `tokens`
+//! floats at src + n * src_stride, the keys' `channels * tokens` floats
+//! after them, the values' after those; head h's output on channels [h *
+//! d, (h + 1) * d), d = channels / heads, at dst + n * dst_stride, a plane
+//! per channel. Requires d <= 4096 (cudaErrorInvalidValue otherwise) and
+//! dst apart from src.
+cudaError_t LaunchAttention(cudaStream_t stream, int batch, int channels, int heads, int64_t tokens,
+                            const float* src, int64_t src_stride, float* dst, int64_t dst_stride);
+
+//! embed_tokens: per sample, dst's channel c, token t (`pixels + 1` tokens
+//! with a class token, `pixels` without one: `class_token` null) is
+//! position[c * tokens + t] plus class_token[c] at t = 0 with a class
+//! token, src's pixel t (t - 1 with one) otherwise; the planes of src from
+//! src + n * src_stride, those of dst from dst + n * dst_stride.
+cudaError_t LaunchEmbedTokens(cudaStream_t stream, int batch, int channels, int64_t pixels,
+                              const float* src, int64_t src_stride, const float* position,
+                              const float* class_token, float* dst, int64_t dst_stride);
+
 }  // namespace ios::cuda

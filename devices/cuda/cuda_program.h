@@ -185,6 +185,11 @@ class CudaPreparedProgram : public exec::PreparedProgram {
                              const std::string& where, std::vector<Call>& calls);
   void CompileLayerNorm(const exec::Step& step, StreamContext& context, const std::string& where,
                         std::vector<Call>& calls);
+  //! The transformer kinds (cuda_compile_transformer.cc): our kernels.
+  void CompileAttention(const exec::Step& step, StreamContext& context, const std::string& where,
+                        std::vector<Call>& calls);
+  void CompileEmbedTokens(const exec::Step& step, StreamContext& context, const std::string& where,
+                          std::vector<Call>& calls);
   void CompileCoefficientActivation(const exec::Step& step, StreamContext& context,
                                     const std::string& where, std::vector<Call>& calls);
   void CompileEltwise(const exec::Step& step, StreamContext& context, const std::string& where,

@@ -25,66 +25,9 @@ namespace ios::devices {
 namespace {
 
 using cpu_testing::CpuDeviceTest;
-using cpu_testing::ProgramBuilder;
+using cpu_testing::ExpectSameAsReference;
+using cpu_testing::OneOp;
 using ::ios::testing::PoolOp;
-
-// ---- Against the reference device -------------------------------------------
-
-//! Runs `program` on the cpu device (twice: runs must not depend on each
-//! other) and on the reference device with the same seeded inputs, and
-//! compares every output: output o within `relative[o]` (0: exactly equal),
-//! 1e-4 where `relative` has no entry.
-void ExpectSameAsReference(exec::Device& cpu, const exec::Program& program, int batch,
-                           const std::string& what, const std::vector<double>& relative = {}) {
-  SCOPED_TRACE(what + " at batch " + std::to_string(batch));
-  try {
-    exec::Validate(program);
-  } catch (const std::exception& e) {
-    FAIL() << e.what();
-  }
-  auto mine = cpu.Prepare(program, batch);
-  auto reference = exec::MakeReferenceDevice()->Prepare(program, batch);
-  for (size_t i = 0; i < program.inputs.size(); ++i) {
-    const Shape& s = program.buffers[program.inputs[i]].shape;
-    const std::vector<float> values =
-        exec::testing::Ramp(exec::testing::Elements(s, batch), 0.13f, 0.05f * float(i));
-    mine->Write(program.inputs[i], values);
-    reference->Write(program.inputs[i], values);
-  }
-  mine->TimedRuns(2);
-  reference->TimedRuns(1);
-  for (size_t o = 0; o < program.outputs.size(); ++o) {
-    exec::testing::ExpectClose(mine->Read(program.outputs[o]), reference->Read(program.outputs[o]),
-                               o < relative.size() ? relative[o] : 1e-4,
-                               what + " output " + std::to_string(o));
-  }
-}
-
-//! One op whose inputs are views at channel offset 1 of wider buffers and
-//! whose output is a view at channel offset 2 of a wider buffer (or whole
-//! buffers when `offsets` is false).
-exec::Program OneOp(const OpParams& op, const std::vector<Shape>& in_shapes, bool offsets) {
-  ProgramBuilder b;
-  exec::Step step;
-  step.op = op;
-  step.label = Describe(op);
-  const int in_pad = offsets ? 3 : 0, out_pad = offsets ? 2 : 0;
-  for (const Shape& s : in_shapes) {
-    const int buffer = b.Buffer({s.c + in_pad, s.h, s.w});
-    b.program.inputs.push_back(buffer);
-    step.inputs.push_back({buffer, offsets ? 1 : 0, s.c});
-  }
-  // A step's identity of several views sums them (the graph's would concatenate).
-  const Shape out =
-      op.kind == OpKind::kIdentity ? in_shapes[0] : InferOpOutput(op, in_shapes, step.label);
-  step.output = {b.Buffer({out.c + out_pad, out.h, out.w}), out_pad, out.c};
-  if (exec::CarriesWeights(op)) {
-    step.weights = b.Weights(exec::RandomOpWeights(op, in_shapes[0], 17));
-  }
-  b.program.outputs = {step.output};
-  b.Add(std::move(step));
-  return b.program;
-}
 
 OpParams ConvWith(Shape /*in*/, int out, Window kernel, Window pad, Window stride, Window dilation,
                   int groups, Activation act, bool bias = true) {

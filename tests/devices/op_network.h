@@ -166,6 +166,17 @@ class Network {
     Add("flattened_outputs", ::ios::testing::IdentityOp(),
         {{{*graph_.Find("flatten_on_slice"), 0, 4 * 9 * 9}},
          {{*graph_.Find("flatten_of_concat"), 0, 6 * 9 * 9}}});
+    // A transformer's kinds: attention over the 81 pixels as tokens, its
+    // queries, keys and values from two terms; a class token and position
+    // embedding (weights of a registered kind) on a slice.
+    Add("attention_of_concat",
+        [] {
+          OpParams op = MakeRegisteredOp(RegisteredKind::kAttention);
+          SetAttribute(op.registered, "heads", 2, "attention_of_concat");
+          return op;
+        }(),
+        {{{1, 0, 8}}, {{2, 0, 4}}});
+    Add("embed_tokens_on_slice", MakeRegisteredOp(RegisteredKind::kEmbedTokens), {{{1, 2, 6}}});
     // Squeeze-and-excitation's channel scale: a C x 1 x 1 term broadcast.
     Add("channel_scale", ::ios::testing::EltwiseOp(EltwiseType::kMul),
         {{{*graph_.Find("global_avg"), 0, 8}}, {{1, 0, 8}}});

@@ -2,9 +2,9 @@
 // channel view of a wider input into a channel view of a wider output, as
 // ShuffleNet's shuffles and ConvNeXt's norms read a concatenation and write
 // into one. The cuda device's tests run it on the recording fake (which
-// computes the shuffle's copy and the layer norm) and the GPU tests on a
-// GPU, both against the reference device; the channels around the views
-// hold a sentinel the step must leave alone.
+// computes the shuffle's copy, the layer norm and the transformer kinds)
+// and the GPU tests on a GPU, both against the reference device; the
+// channels around the views hold a sentinel the step must leave alone.
 #pragma once
 
 #include <cstddef>
@@ -24,7 +24,8 @@ constexpr int kViewInputOffset = 2;
 constexpr int kViewOutputOffset = 3;
 
 //! `op` on `channels` of h x w: input buffer 0, output buffer 1 (of the
-//! op's output shape, wider), whose whole extent is the program's one output.
+//! op's output shape, wider), whose whole extent is the program's one
+//! output; seeded random weights when the kind carries them.
 inline exec::Program ChannelViewProgram(const OpParams& op, int channels, int h, int w,
                                         const std::string& label) {
   const Shape out = SpecOf(op.registered.kind).infer(op.registered, {channels, h, w}, label);
@@ -40,6 +41,10 @@ inline exec::Program ChannelViewProgram(const OpParams& op, int channels, int h,
   step.inputs = {{0, kViewInputOffset, channels}};
   step.output = {1, kViewOutputOffset, out.c};
   step.label = label;
+  if (exec::CarriesWeights(op)) {
+    program.weights.push_back(exec::RandomOpWeights(op, {channels, h, w}, 27));
+    step.weights = 0;
+  }
   exec::ProgramStage stage;
   stage.lanes.push_back({{step}});
   program.stages.push_back(stage);
@@ -70,6 +75,28 @@ inline exec::Program FlattenProgram(int channels, bool channels_last, int h, int
   SetAttribute(op.registered, "channels_last", channels_last ? 1 : 0, "flatten test");
   return ChannelViewProgram(op, channels, h, w,
                             std::string("flatten") + (channels_last ? ", channels last" : ""));
+}
+
+//! Attention of `heads` heads over `channels` (the output's; the input
+//! has three times as many) of h x w.
+inline exec::Program AttentionProgram(int heads, int channels, int h, int w) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kAttention);
+  SetAttribute(op.registered, "heads", heads, "attention test");
+  return ChannelViewProgram(op, 3 * channels, h, w,
+                            "attention of " + std::to_string(heads) + " heads over " +
+                                std::to_string(channels) + " channels of " + std::to_string(h) +
+                                "x" + std::to_string(w));
+}
+
+//! embed_tokens of `channels` of h x w, with a class token when
+//! `class_token`.
+inline exec::Program EmbedTokensProgram(int channels, bool class_token, int h, int w) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kEmbedTokens);
+  SetAttribute(op.registered, "class_token", class_token ? 1 : 0, "embed_tokens test");
+  return ChannelViewProgram(op, channels, h, w,
+                            "embed_tokens of " + std::to_string(channels) + "x" +
+                                std::to_string(h) + "x" + std::to_string(w) +
+                                (class_token ? " with a class token" : ""));
 }
 
 //! Seeded input plus `shift`, the output buffer filled with -7 first, one

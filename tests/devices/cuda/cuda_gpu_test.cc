@@ -7,8 +7,8 @@
 // backend measures and refuses an absurd batch as unsupported (beyond
 // cuDNN's int tensor extents); channel views at unaligned offsets and the
 // fused convolution over an output full of NaN compute what the reference
-// device computes, and so do channel shuffles and layer norms between
-// channel views. Without a GPU (or a driver) every test skips and says why.
+// device computes, and so do channel shuffles, layer norms, attention and
+// embed_tokens between channel views. Without a GPU (or a driver) every test skips and says why.
 // docs/gpu.md lists what to run on a GPU machine.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -150,6 +150,51 @@ TEST_F(CudaGpuTest, LayerNormsOnChannelViewsComputeWhatTheReferenceComputes) {
                          RunChannelViewProgram(*reference, program, batch, shift));
         EXPECT_FALSE(c.sizes_differ);
         EXPECT_LE(c.max_abs_diff, 1e-5);
+      }
+    }
+  }
+}
+
+// Our attention kernel (cuda_kernels.cu) between channel views whose
+// neighbours it must leave alone, against the reference device (in
+// double) within 1e-5 (the recording fake's float mirror of the kernel
+// comes within 1e-7): 4 heads of 16 over 17 tokens in a row and over a 3x5
+// map, one head of 8 over 144 tokens and 2 of 16 over 1600 (several tiles
+// of keys: the online softmax's rescaling), 3 heads of 5, and ViT-B's 12
+// heads of 64 over 197 tokens.
+TEST_F(CudaGpuTest, AttentionOnChannelViewsComputesWhatTheReferenceComputes) {
+  auto reference = exec::MakeReferenceDevice();
+  for (const auto& [heads, channels, h, w] :
+       {std::tuple{4, 64, 17, 1}, std::tuple{4, 64, 3, 5}, std::tuple{1, 8, 12, 12},
+        std::tuple{2, 32, 40, 40}, std::tuple{3, 15, 2, 2}, std::tuple{12, 768, 197, 1}}) {
+    for (int batch : {1, 3}) {
+      const exec::Program program = AttentionProgram(heads, channels, h, w);
+      SCOPED_TRACE(program.stages[0].lanes[0].steps[0].label + " at batch " +
+                   std::to_string(batch));
+      const run::Comparison c = run::Compare(RunChannelViewProgram(*device_, program, batch),
+                                             RunChannelViewProgram(*reference, program, batch));
+      EXPECT_FALSE(c.sizes_differ);
+      EXPECT_LE(c.max_abs_diff, 1e-5);
+    }
+  }
+}
+
+// Our embed_tokens kernel: one float addition per value, as the reference
+// device's, so exactly its values; with and without a class token, ViT-B's
+// 768 channels of 14x14 among the cases.
+TEST_F(CudaGpuTest, EmbedTokensOnChannelViewsComputeWhatTheReferenceComputesExactly) {
+  auto reference = exec::MakeReferenceDevice();
+  for (const auto& [channels, h, w] :
+       {std::tuple{6, 3, 4}, std::tuple{5, 1, 1}, std::tuple{768, 14, 14}}) {
+    for (const bool class_token : {true, false}) {
+      for (int batch : {1, 3}) {
+        const exec::Program program = EmbedTokensProgram(channels, class_token, h, w);
+        SCOPED_TRACE(program.stages[0].lanes[0].steps[0].label + " at batch " +
+                     std::to_string(batch));
+        const run::Comparison c = run::Compare(RunChannelViewProgram(*device_, program, batch),
+                                               RunChannelViewProgram(*reference, program, batch));
+        EXPECT_FALSE(c.sizes_differ);
+        EXPECT_EQ(c.max_abs_diff, 0);
       }
     }
   }

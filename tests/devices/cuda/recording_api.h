@@ -24,7 +24,8 @@
 // It computes nothing either, unless a journal asks for it (`compute`):
 // then every allocation holds host memory, copies move real bytes, and the
 // few calls the fake can compute (cudnnTransformTensor, CopyStrided,
-// LayerNormStrided, cudnnConvolutionForward) do so as they are enqueued; any other work is a
+// ActivateStrided, LayerNormStrided, AttentionStrided, EmbedTokensStrided,
+// cudnnConvolutionForward) do so as they are enqueued; any other work is a
 // violation, since what it wrote would be garbage a test might compare.
 #pragma once
 
@@ -85,6 +86,34 @@ struct LayerNormCall {
   }
 };
 
+//! One AttentionStrided (our kernel) as it was asked for.
+struct AttentionCall {
+  AttentionShape shape;
+  friend bool operator==(const AttentionCall&, const AttentionCall&) = default;
+  //! For gtest's messages.
+  friend void PrintTo(const AttentionCall& c, std::ostream* os) {
+    *os << "batch " << c.shape.batch << ", " << c.shape.channels << " channels in " << c.shape.heads
+        << " heads, " << c.shape.tokens << " tokens, batch strides " << c.shape.src_batch_stride
+        << " -> " << c.shape.dst_batch_stride;
+  }
+};
+
+//! One EmbedTokensStrided (our kernel) as it was asked for: the shape and
+//! where the weights it read were.
+struct EmbedTokensCall {
+  EmbedTokensShape shape;
+  const void* position = nullptr;
+  const void* class_token = nullptr;
+  friend bool operator==(const EmbedTokensCall&, const EmbedTokensCall&) = default;
+  //! For gtest's messages.
+  friend void PrintTo(const EmbedTokensCall& c, std::ostream* os) {
+    *os << "batch " << c.shape.batch << ", " << c.shape.channels << " channels of "
+        << c.shape.pixels << " pixels" << (c.shape.class_token ? " and a class token" : "")
+        << ", batch strides " << c.shape.src_batch_stride << " -> " << c.shape.dst_batch_stride
+        << ", position at " << c.position << ", class token at " << c.class_token;
+  }
+};
+
 struct FakeMachine;  // the objects the fakes of one journal share
 
 //! Everything the fake saw; shared with the test, so it outlives the device.
@@ -107,6 +136,8 @@ struct Journal {
   std::vector<ActivationMode> kernel_activations;
   std::vector<ActivationParams> kernel_activation_params;
   std::vector<LayerNormCall> layer_norms;  // every LayerNormStrided enqueued
+  std::vector<AttentionCall> attentions;   // every AttentionStrided enqueued
+  std::vector<EmbedTokensCall> embeds;     // every EmbedTokensStrided enqueued
 
   // ---- What the fake answers --------------------------------------------
   //! Compute what can be computed (above); set before anything is allocated.
@@ -282,6 +313,10 @@ class RecordingApi final : public Api {
                          int batch) override;
   Status LayerNormStrided(Stream stream, const LayerNormShape& shape, float eps, const float* src,
                           float* dst) override;
+  Status AttentionStrided(Stream stream, const AttentionShape& shape, const float* src,
+                          float* dst) override;
+  Status EmbedTokensStrided(Stream stream, const EmbedTokensShape& shape, const float* src,
+                            const float* position, const float* class_token, float* dst) override;
 
  private:
   //! Counts a call, and fails it when its number is the injected one or

@@ -1,0 +1,104 @@
+// The transformer kinds' steps (common/op_kinds_transformer.h): attention
+// and embed_tokens, each one launch of our kernel (cuda_kernels.cu) on the
+// views as they are. cuDNN's legacy API has neither; its graph API's fused
+// attention would tie the worker to one cuDNN generation and to the
+// layouts it fuses, and cuBLAS would be a dependency the worker does not
+// have for two kinds.
+#include <string>
+
+#include "common/op_kinds.h"
+#include "devices/cuda/cuda_program.h"
+
+namespace ios::devices::cuda_detail {
+
+using exec::ExecError;
+
+namespace {
+
+std::string ShapeText(int c, int h, int w) {
+  return std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w);
+}
+
+}  // namespace
+
+// A channel view is a channel range, so the queries, keys and values are
+// three consecutive runs of planes from the view's address, and a sample
+// is the whole buffer's C*H*W after the previous one on either side.
+void CudaPreparedProgram::CompileAttention(const exec::Step& step, StreamContext& context,
+                                           const std::string& where, std::vector<Call>& calls) {
+  const exec::View& from = step.inputs.at(0);
+  const Shape& in = buffers_.at(from.buffer).shape;
+  const Shape& out = buffers_.at(step.output.buffer).shape;
+  const int heads = AttributeOf(step.op.registered, "heads").value_or(0);
+  const int channels = step.output.channels;
+  if (heads < 1 || from.channels != 3 * channels || channels % heads != 0 || in.h != out.h ||
+      in.w != out.w) {
+    throw ExecError(MeasureError::kBackendFailure,
+                    "cuda: " + where + ": an attention of " + std::to_string(heads) +
+                        " heads from " + ShapeText(from.channels, in.h, in.w) + " to " +
+                        ShapeText(channels, out.h, out.w) +
+                        "; expected 3 x C channels in, C out, heads dividing C, one map size");
+  }
+  if (channels / heads > cuda::kMaxAttentionHeadChannels) {
+    throw ExecError(MeasureError::kUnsupported,
+                    "cuda: " + where + ": heads of " + std::to_string(channels / heads) +
+                        " channels; our attention kernel takes at most " +
+                        std::to_string(cuda::kMaxAttentionHeadChannels));
+  }
+  cuda::AttentionShape shape;
+  shape.batch = batch_;
+  shape.channels = channels;
+  shape.heads = heads;
+  shape.tokens = int64_t{in.h} * in.w;
+  shape.src_batch_stride = int64_t{in.c} * shape.tokens;
+  shape.dst_batch_stride = int64_t{out.c} * shape.tokens;
+  const float* src = ViewAddress(from);
+  float* dst = ViewAddress(step.output);
+  const cuda::Stream stream = context.stream;
+  cuda::Api& api = api_;
+  calls.push_back({[=, &api] { return api.AttentionStrided(stream, shape, src, dst); }});
+}
+
+// The position embedding and the class token were uploaded with the
+// convolutions' weights (UploadWeights, at prepare); the call only points
+// at them. The output is C x L x 1: a channel's L tokens are one plane.
+void CudaPreparedProgram::CompileEmbedTokens(const exec::Step& step, StreamContext& context,
+                                             const std::string& where, std::vector<Call>& calls) {
+  const exec::View& from = step.inputs.at(0);
+  const Shape& in = buffers_.at(from.buffer).shape;
+  const Shape& out = buffers_.at(step.output.buffer).shape;
+  const bool class_token = AttributeOf(step.op.registered, "class_token").value_or(0) != 0;
+  const int64_t pixels = int64_t{in.h} * in.w;
+  const int64_t tokens = pixels + (class_token ? 1 : 0);
+  const bool has_weights = step.weights >= 0 && static_cast<size_t>(step.weights) < weights_.size();
+  const Weights* w = has_weights ? &weights_[static_cast<size_t>(step.weights)] : nullptr;
+  if (from.channels != step.output.channels || int64_t{out.h} * out.w != tokens || out.w != 1 ||
+      w == nullptr || w->kernel.get() == nullptr || (w->bias.get() != nullptr) != class_token) {
+    throw ExecError(MeasureError::kBackendFailure,
+                    "cuda: " + where + ": an embed_tokens from " +
+                        ShapeText(from.channels, in.h, in.w) + " to " +
+                        ShapeText(step.output.channels, out.h, out.w) +
+                        (class_token ? " with" : " without") + " a class token, weights " +
+                        std::to_string(step.weights) +
+                        "; expected C x (H*W + class token) x 1 out, a position embedding, and "
+                        "the class token's values exactly when there is one");
+  }
+  cuda::EmbedTokensShape shape;
+  shape.batch = batch_;
+  shape.channels = from.channels;
+  shape.pixels = pixels;
+  shape.class_token = class_token;
+  shape.src_batch_stride = int64_t{in.c} * pixels;
+  shape.dst_batch_stride = int64_t{out.c} * tokens;
+  const float* src = ViewAddress(from);
+  const auto* position = static_cast<const float*>(w->kernel.get());
+  const auto* class_values = static_cast<const float*>(w->bias.get());
+  float* dst = ViewAddress(step.output);
+  const cuda::Stream stream = context.stream;
+  cuda::Api& api = api_;
+  calls.push_back({[=, &api] {
+    return api.EmbedTokensStrided(stream, shape, src, position, class_values, dst);
+  }});
+}
+
+}  // namespace ios::devices::cuda_detail
