@@ -397,6 +397,8 @@ class Importer {
 
   bool FoldShape(const ::onnx::NodeProto& node, const Attributes& attrs);
 
+  bool FoldExpandOfWeight(const ::onnx::NodeProto& node, const Attributes& attrs);
+
   // ---- Channel moves (onnx_layout.cc) ----------------------------------------------
 
   Value SliceChannels(const Value& x, int begin, int end) const;

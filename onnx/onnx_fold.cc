@@ -134,6 +134,7 @@ bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& at
       "Reshape", "Transpose", "Expand",    "Equal",   "Where"};
   if (std::find(kFoldable.begin(), kFoldable.end(), op) == kFoldable.end()) return false;
   if (op == "Shape") return FoldShape(node, attrs);
+  if (op == "Expand" && FoldExpandOfWeight(node, attrs)) return true;
   // Every present input a constant with values: otherwise the operator is
   // an operator on feature maps (Add, Concat, Slice...), imported as such.
   std::vector<const ConstTensor*> in;
@@ -398,6 +399,43 @@ bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& at
     for (int64_t i = 0; i < Count(dims, where_); ++i) Set(out, i, At(fill, 0));
   }
   out.name = node.output(0);
+  ++folded_;
+  ConstTensor& held = held_.emplace_back(std::move(out));
+  Define(node, {Value::Kind::kConstant, {}, {}, {0, 0}, &held, {}});
+  return true;
+}
+
+//! Expand of a weight exported without its values (ViT's class token with
+//! export_params=False): a weight without values of the expanded shape.
+bool Importer::FoldExpandOfWeight(const ::onnx::NodeProto& node, const Attributes& attrs) {
+  attrs.OnlyKnown({});
+  if (node.input_size() != 2) return false;
+  const Value& x = Input(node, 0);
+  const Value& shape = Input(node, 1);
+  if (x.kind != Value::Kind::kConstant || x.constant->has_values ||
+      shape.kind != Value::Kind::kConstant || !shape.constant->has_values) {
+    return false;
+  }
+  std::vector<int64_t> target;
+  for (int64_t i = 0; i < shape.constant->elements(); ++i) {
+    target.push_back(static_cast<int64_t>(At(*shape.constant, i)));
+  }
+  const std::vector<int64_t>& from = x.constant->dims;
+  const size_t rank = std::max(from.size(), target.size());
+  std::vector<int64_t> dims(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t a = i + from.size() >= rank ? from[i + from.size() - rank] : 1;
+    const int64_t b = i + target.size() >= rank ? target[i + target.size() - rank] : 1;
+    if (a != b && a != 1 && b != 1) {
+      throw Error(where_ + ": " + x.constant->DimsText() + " does not expand to " +
+                  IntsText(target));
+    }
+    dims[i] = a == 1 ? b : a;
+  }
+  ConstTensor out;
+  out.name = node.output(0);
+  out.dims = dims;
+  ElementCount(dims, where_);
   ++folded_;
   ConstTensor& held = held_.emplace_back(std::move(out));
   Define(node, {Value::Kind::kConstant, {}, {}, {0, 0}, &held, {}});

@@ -19,7 +19,7 @@ namespace {
 // Operators this importer maps; listed in refusals so a user sees the set.
 constexpr const char* kSupported =
     "Conv, BatchNormalization, Relu, Clip (as relu or relu6), Sigmoid, Tanh, "
-    "HardSwish, HardSigmoid, LeakyRelu, PRelu (one slope), Mul(x, Sigmoid(x)) as SiLU, "
+    "HardSwish, HardSigmoid, LeakyRelu, PRelu, Mul(x, Sigmoid(x)) as SiLU, GELU's formula, "
     "MaxPool, "
     "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceMean and ReduceMax over H and W, Pad "
     "(before Conv or AveragePool), Concat "
@@ -28,9 +28,11 @@ constexpr const char* kSupported =
     "Flatten, Reshape (as flatten), Reshape-Transpose-Reshape as a channel shuffle, "
     "Transpose to channels-last and back, LayerNormalization and its formula (over channels), "
     "Gemm, MatMul (also of a channels-last map by a constant), Softmax and LogSoftmax (over "
-    "channels), Dropout, "
+    "channels), ViT's tokens (Reshape and Transpose of patches, class token, position "
+    "embedding, nn.MultiheadAttention's chain, Gather of the class token), Dropout, "
     "Identity, Constant, and Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, Add, Sub, Mul, "
-    "Div, Mod, Neg, Slice, Range, ConstantOfShape, Reshape and Transpose on constants (folded)";
+    "Div, Mod, Neg, Slice, Range, ConstantOfShape, Reshape, Transpose, Expand, Equal and Where "
+    "on constants (folded)";
 
 }  // namespace
 

@@ -233,6 +233,22 @@ TEST(OnnxTransformerTest, TokensWithoutAClassTokenGetAPositionEmbeddingAlone) {
   EXPECT_EQ(out, (std::vector<float>{10, 31, 52, 23, 44, 65}));
 }
 
+// export_params=False: the class token and the embedding are graph inputs
+// without values; the structure imports and runs on seeded weights.
+TEST(OnnxTransformerTest, AStructureOnlyExportImportsWithoutWeights) {
+  OnnxBuilder b(2, 1, 3);
+  std::string x = b.Node("Reshape", {"input", b.Ints({1, 2, 3})});
+  x = b.Node("Transpose", {x}, {IntsAttr("perm", {0, 2, 1})});
+  const std::string token = b.Node("Expand", {b.WeightInput({1, 1, 2}), b.Ints({1, 1, 1})});
+  x = b.Node("Concat", {token, x}, {IntAttr("axis", 1)});
+  x = b.Node("Add", {x, b.WeightInput({1, 4, 2})});
+  const std::string first = b.Node("Gather", {x, b.IntScalar(0)}, {IntAttr("axis", 1)});
+  const ImportedModel model = ImportOnnx(b.Bytes(first), "structure.onnx");
+  EXPECT_EQ(CountRegistered(model, RegisteredKind::kEmbedTokens), 1);
+  EXPECT_FALSE(model.has_weights);
+  EXPECT_EQ(exec::WeightStore::Random(model.graph, 1).size(), 1u);
+}
+
 }  // namespace tiny_vit
 }  // namespace
 }  // namespace ios::onnx_import
