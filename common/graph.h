@@ -38,6 +38,8 @@ enum class RegisteredKind {
   kFlatten,
   kAttention,
   kEmbedTokens,
+  kWindowAttention,
+  kSpaceToDepth,
 };
 // Append only (stage keys, the wire). Declared, named and defined in
 // common/activation.h.

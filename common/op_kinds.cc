@@ -301,6 +301,26 @@ constexpr OpKindSpec kSpecs[] = {
      // one add per value
      .sim_flops_per_element = 1,
      .weights = op_kinds_detail::EmbedTokensWeights},
+    {.kind = RegisteredKind::kWindowAttention,
+     .name = "window_attention",
+     .summary = "Swin's attention inside window x window windows of the map rolled by shift, "
+                "with a relative position bias (queries, keys and values stacked on the channels)",
+     .attributes = op_kinds_detail::kWindowAttentionAttributes,
+     .infer = op_kinds_detail::WindowAttentionShape,
+     .describe = op_kinds_detail::DescribeWindowAttention,
+     .reference = op_kinds_detail::WindowAttentionReference,
+     .weights = op_kinds_detail::WindowAttentionWeights,
+     .sim_flops = op_kinds_detail::WindowAttentionFlops},
+    {.kind = RegisteredKind::kSpaceToDepth,
+     .name = "space_to_depth",
+     .summary = "every block x block square of pixels as one pixel of block^2 x C channels "
+                "(Swin's patch merging order)",
+     .attributes = op_kinds_detail::kSpaceToDepthAttributes,
+     .infer = op_kinds_detail::SpaceToDepthShape,
+     .describe = op_kinds_detail::DescribeSpaceToDepth,
+     .reference = op_kinds_detail::SpaceToDepthReference,
+     // a copy
+     .sim_flops_per_element = 0},
 };
 
 // The shortest decimal that reads back to `value`'s bits (std::to_chars

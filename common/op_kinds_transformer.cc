@@ -111,4 +111,132 @@ KindWeightShape EmbedTokensWeights(const RegisteredOp& op, const Shape& input) {
           .bias = class_token};
 }
 
+Shape WindowAttentionShape(const RegisteredOp& op, const Shape& input, const std::string& where) {
+  const int window = op.attributes.at(1), shift = op.attributes.at(2);
+  const Shape out = AttentionShape(op, input, where);
+  if (window < 1 || input.h % window != 0 || input.w % window != 0) {
+    throw Error(where + ": window: " + std::to_string(window) + " does not divide the " +
+                std::to_string(input.h) + "x" + std::to_string(input.w) + " map");
+  }
+  if (shift < 0 || shift >= window) {
+    throw Error(where + ": shift: " + std::to_string(shift) + " is not below the window " +
+                std::to_string(window));
+  }
+  return out;
+}
+
+std::string DescribeWindowAttention(const RegisteredOp& op) {
+  const int heads = op.attributes.at(0), window = op.attributes.at(1), shift = op.attributes.at(2);
+  return "window attention (" + std::to_string(heads) + (heads == 1 ? " head" : " heads") + ", " +
+         std::to_string(window) + "x" + std::to_string(window) + " windows" +
+         (shift > 0 ? ", shifted by " + std::to_string(shift) : "") + ")";
+}
+
+int WindowRegion(int at, int extent, int window, int shift) {
+  if (shift == 0 || at < extent - window) return 0;
+  return at < extent - shift ? 1 : 2;
+}
+
+void WindowAttentionReference(const RegisteredOp& op, const Shape& input, const float* in,
+                              float* out, const KindWeightValues& weights) {
+  const int heads = op.attributes.at(0), window = op.attributes.at(1), shift = op.attributes.at(2);
+  const size_t channels = static_cast<size_t>(input.c) / 3;
+  const size_t depth = channels / static_cast<size_t>(heads);
+  const auto plane = static_cast<size_t>(Tokens(input));
+  const size_t size = static_cast<size_t>(window) * window;
+  const float* queries = in;
+  const float* keys = in + channels * plane;
+  const float* values = in + 2 * channels * plane;
+  const double scale = 1 / std::sqrt(static_cast<double>(depth));
+  // Each window's tokens: their pixels in the unrolled map and their regions.
+  std::vector<size_t> pixel(size);
+  std::vector<int> region(size);
+  std::vector<double> p(size);
+  for (int wy = 0; wy < input.h / window; ++wy) {
+    for (int wx = 0; wx < input.w / window; ++wx) {
+      for (size_t t = 0; t < size; ++t) {
+        const int y = wy * window + static_cast<int>(t) / window;  // in the rolled map
+        const int x = wx * window + static_cast<int>(t) % window;
+        pixel[t] = static_cast<size_t>((y + shift) % input.h) * input.w + (x + shift) % input.w;
+        region[t] =
+            WindowRegion(y, input.h, window, shift) * 3 + WindowRegion(x, input.w, window, shift);
+      }
+      for (size_t head = 0; head < static_cast<size_t>(heads); ++head) {
+        const size_t first = head * depth;
+        const float* bias = weights.kernel.data() + head * size * size;
+        for (size_t i = 0; i < size; ++i) {
+          double largest = -std::numeric_limits<double>::infinity();
+          for (size_t j = 0; j < size; ++j) {
+            double dot = 0;
+            for (size_t k = first; k < first + depth; ++k) {
+              dot += double{queries[k * plane + pixel[i]]} * keys[k * plane + pixel[j]];
+            }
+            p[j] = dot * scale + bias[i * size + j] + (region[i] != region[j] ? -100.0 : 0.0);
+            largest = std::max(largest, p[j]);
+          }
+          double sum = 0;
+          for (double& x : p) sum += x = std::exp(x - largest);
+          for (size_t c = first; c < first + depth; ++c) {
+            double acc = 0;
+            for (size_t j = 0; j < size; ++j) acc += p[j] * values[c * plane + pixel[j]];
+            out[c * plane + pixel[i]] = static_cast<float>(acc / sum);
+          }
+        }
+      }
+    }
+  }
+}
+
+double WindowAttentionFlops(const RegisteredOp& op, const Shape& input) {
+  // Every token scores and sums over its window's window^2 tokens.
+  const double size = static_cast<double>(op.attributes.at(1)) * op.attributes.at(1);
+  return 4.0 * (input.c / 3) * static_cast<double>(Tokens(input)) * size;
+}
+
+KindWeightShape WindowAttentionWeights(const RegisteredOp& op, const Shape&) {
+  const int size = op.attributes.at(1) * op.attributes.at(1);
+  return {.out_channels = op.attributes.at(0),
+          .in_per_group = 1,
+          .kernel_h = size,
+          .kernel_w = size,
+          .bias = false};
+}
+
+Shape SpaceToDepthShape(const RegisteredOp& op, const Shape& input, const std::string& where) {
+  const int block = op.attributes.at(0);
+  if (block < 1 || input.h % block != 0 || input.w % block != 0) {
+    throw Error(where + ": block: " + std::to_string(block) + " does not divide the " +
+                std::to_string(input.h) + "x" + std::to_string(input.w) + " map");
+  }
+  if (int64_t{input.c} * block * block > std::numeric_limits<int>::max()) {
+    throw Error(where + ": space_to_depth of " + std::to_string(input.c) + " channels by " +
+                std::to_string(block) + " has too many channels");
+  }
+  return {input.c * block * block, input.h / block, input.w / block};
+}
+
+std::string DescribeSpaceToDepth(const RegisteredOp& op) {
+  const int block = op.attributes.at(0);
+  return "space to depth (" + std::to_string(block) + "x" + std::to_string(block) + ")";
+}
+
+void SpaceToDepthReference(const RegisteredOp& op, const Shape& input, const float* in, float* out,
+                           const KindWeightValues&) {
+  const int block = op.attributes.at(0);
+  const int oh = input.h / block, ow = input.w / block;
+  for (int dx = 0; dx < block; ++dx) {
+    for (int dy = 0; dy < block; ++dy) {
+      for (int c = 0; c < input.c; ++c) {
+        const size_t to = static_cast<size_t>((dx * block + dy) * input.c + c) * oh * ow;
+        for (int y = 0; y < oh; ++y) {
+          for (int x = 0; x < ow; ++x) {
+            out[to + static_cast<size_t>(y) * ow + x] =
+                in[(static_cast<size_t>(c) * input.h + block * y + dy) * input.w + block * x + dx];
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace ios::op_kinds_detail

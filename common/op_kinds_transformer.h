@@ -49,4 +49,51 @@ void EmbedTokensReference(const RegisteredOp& op, const Shape& input, const floa
                           const KindWeightValues& weights);
 KindWeightShape EmbedTokensWeights(const RegisteredOp& op, const Shape& input);
 
+// ---- window_attention(heads, window, shift) ---------------------------------------
+// Swin's shifted-window attention of one sample: the input's 3C channels are
+// queries, keys and values as for attention, H and W multiples of `window`.
+// The map, rolled up and left by `shift` (torch.roll by -shift), is cut into
+// window x window windows; each window's window^2 pixels attend to each
+// other only. Token i of a window (row-major inside it) scores token j by
+// q_i . k_j / sqrt(d) + bias[head, i, j], and, when shift > 0, -100 more
+// where i and j lie in different regions of the rolled map (rows and
+// columns each cut at H - window and H - shift: Swin's mask, so that
+// pixels the roll brought together from opposite edges do not attend to
+// each other). Each output goes back to its pixel's place before the roll.
+// Weights: `kernel` the relative position bias, heads x window^2 x
+// window^2 (ConvWeights' out_channels heads, kernel_h = kernel_w = window^2).
+
+inline constexpr OpAttribute kWindowAttentionAttributes[] = {
+    {"heads", 1, 1, 1 << 16, "the number of heads (a divisor of the channels / 3)"},
+    {"window", 7, 1, 64, "the side of a window (dividing the height and the width)"},
+    {"shift", 0, 0, 63, "how far the map is rolled up and left first (below the window)"},
+};
+
+Shape WindowAttentionShape(const RegisteredOp& op, const Shape& input, const std::string& where);
+std::string DescribeWindowAttention(const RegisteredOp& op);
+void WindowAttentionReference(const RegisteredOp& op, const Shape& input, const float* in,
+                              float* out, const KindWeightValues& weights);
+double WindowAttentionFlops(const RegisteredOp& op, const Shape& input);
+KindWeightShape WindowAttentionWeights(const RegisteredOp& op, const Shape& input);
+
+//! Swin's mask region of row (or column) `at` of a rolled map of `extent`:
+//! 0 before extent - window, 1 before extent - shift, 2 after (0 without shift).
+int WindowRegion(int at, int extent, int window, int shift);
+
+// ---- space_to_depth(block) ---------------------------------------------------------
+// Swin's patch merging before its norm and linear layer: every block x block
+// square of pixels becomes one pixel of block^2 x C channels. Output channel
+// (dx * block + dy) * C + c is input channel c at (block * y + dy, block * x
+// + dx): the order of torchvision's concatenation of x[0::2, 0::2],
+// x[1::2, 0::2], x[0::2, 1::2], x[1::2, 1::2]. H and W multiples of block.
+
+inline constexpr OpAttribute kSpaceToDepthAttributes[] = {
+    {"block", 2, 1, 64, "the side of the squares that become one pixel"},
+};
+
+Shape SpaceToDepthShape(const RegisteredOp& op, const Shape& input, const std::string& where);
+std::string DescribeSpaceToDepth(const RegisteredOp& op);
+void SpaceToDepthReference(const RegisteredOp& op, const Shape& input, const float* in, float* out,
+                           const KindWeightValues& weights);
+
 }  // namespace ios::op_kinds_detail

@@ -34,6 +34,9 @@ void CudaPreparedProgram::CompileRegistered(const exec::Step& step, StreamContex
       return CompileAttention(step, context, where, calls);
     case RegisteredKind::kEmbedTokens:
       return CompileEmbedTokens(step, context, where, calls);
+    case RegisteredKind::kWindowAttention:
+    case RegisteredKind::kSpaceToDepth:
+      break;  // not yet: refused below
   }
   throw ExecError(MeasureError::kUnsupported,
                   "cuda: " + where + ": no call for " + KindName(step.op));

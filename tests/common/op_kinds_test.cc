@@ -59,7 +59,7 @@ TEST(OpKindsTest, KindsAreInEnumOrderWithNamesNoBuiltInWordTakes) {
   EXPECT_EQ(RegisteredKindNamed("gelu"), nullptr);
   EXPECT_EQ(RegisteredKindNames(),
             "softmax, channel_shuffle, layernorm, leaky_relu, hard_sigmoid, flatten, "
-            "attention, embed_tokens");
+            "attention, embed_tokens, window_attention, space_to_depth");
 }
 
 TEST(OpKindsTest, AttributesAreCheckedAgainstTheirDeclaredRanges) {
@@ -146,7 +146,7 @@ TEST(OpKindsTest, StageKeysWithBadAttributesSayWhere) {
            {"softmix(log=0)",
             "expected an operator (conv, pool, act, add, mul, id, seq, softmax, "
             "channel_shuffle, layernorm, leaky_relu, hard_sigmoid, flatten, attention, "
-            "embed_tokens)"}}) {
+            "embed_tokens, window_attention, space_to_depth)"}}) {
     std::string bad = key;
     bad.replace(at, good.size(), text);
     try {
@@ -208,8 +208,9 @@ TEST(OpKindsTest, IosJsonRefusesOutOfRangeAttributesAndListsKnownTypes) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("unknown operator type 'gelu'"), std::string::npos);
     EXPECT_NE(
-        std::string(e.what()).find("sequential, softmax, channel_shuffle, layernorm, leaky_relu, "
-                                   "hard_sigmoid, flatten, attention, embed_tokens)"),
+        std::string(e.what()).find(
+            "sequential, softmax, channel_shuffle, layernorm, leaky_relu, "
+            "hard_sigmoid, flatten, attention, embed_tokens, window_attention, space_to_depth)"),
         std::string::npos)
         << e.what();
   }

@@ -152,5 +152,85 @@ TEST(EmbedTokensTest, WithoutAClassTokenOnlyAddsThePositionEmbedding) {
   EXPECT_TRUE(HasWeights(RegisteredKind::kEmbedTokens));
 }
 
+OpParams WindowAttentionOp(int heads, int window, int shift) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kWindowAttention);
+  op.registered.attributes = {heads, window, shift};
+  return op;
+}
+
+std::vector<float> WindowAttend(const OpParams& op, const Shape& input,
+                                const std::vector<float>& in, const std::vector<float>& bias) {
+  const Shape out = InferOpOutput(op, {input}, "test");
+  std::vector<float> values(static_cast<size_t>(out.c) * out.h * out.w);
+  SpecOf(RegisteredKind::kWindowAttention)
+      .reference(op.registered, input, in.data(), values.data(), {bias, {}});
+  return values;
+}
+
+// A 1 x 4 map of one feature in two 1 x 2 windows (window 2 needs a 2-row
+// map: a 2 x 4 map, every query 0 so that only bias and mask weigh).
+TEST(WindowAttentionTest, TokensAttendOnlyInsideTheirWindowWithTheBias) {
+  const Shape input{3, 2, 4};
+  std::vector<float> in(3 * 8, 0.0f);
+  for (int p = 0; p < 8; ++p) in[16 + p] = static_cast<float>(p);  // values: the pixel index
+  // Bias: token 0 of a window strongly prefers token 3 (its diagonal pixel).
+  std::vector<float> bias(16, 0.0f);
+  bias[0 * 4 + 3] = 50;
+  const std::vector<float> out = WindowAttend(WindowAttentionOp(1, 2, 0), input, in, bias);
+  // Window 0 holds pixels 0, 1, 4, 5; window 1 pixels 2, 3, 6, 7.
+  EXPECT_NEAR(out[0], 5.0f, 1e-6);                   // token 0 of window 0 takes pixel 5
+  EXPECT_NEAR(out[2], 7.0f, 1e-6);                   // token 0 of window 1 takes pixel 7
+  EXPECT_NEAR(out[1], (0 + 1 + 4 + 5) / 4.0, 1e-6);  // no bias: the window's mean
+  EXPECT_NEAR(out[6], (2 + 3 + 6 + 7) / 4.0, 1e-6);
+  const KindWeightShape w =
+      SpecOf(RegisteredKind::kWindowAttention).weights(WindowAttentionOp(3, 7, 3).registered, {});
+  EXPECT_EQ(w.out_channels, 3);
+  EXPECT_EQ(w.kernel_values(), 3 * 49 * 49);
+}
+
+// Shifted by 1 on a 4 x 4 map of windows of 2: the rolled map's window
+// (1, 1) holds pixels from all four corners, which the mask keeps apart.
+TEST(WindowAttentionTest, AShiftRollsTheMapAndTheMaskSeparatesWhatTheRollJoined) {
+  const Shape input{3, 4, 4};
+  std::vector<float> in(3 * 16, 0.0f);
+  for (int p = 0; p < 16; ++p) in[32 + p] = static_cast<float>(p);
+  const std::vector<float> out =
+      WindowAttend(WindowAttentionOp(1, 2, 1), input, in, std::vector<float>(16, 0.0f));
+  // Rolled pixel (y, x) is pixel ((y + 1) % 4, (x + 1) % 4). Rolled window
+  // (0, 0) = pixels 5, 6, 9, 10: one region, so each gets their mean.
+  EXPECT_NEAR(out[5], (5 + 6 + 9 + 10) / 4.0, 1e-6);
+  // Rolled window (1, 1) = rolled rows and columns 2, 3 = pixels 15, 12, 3, 0:
+  // four regions (cut at 4 - 2 and 4 - 1), each token alone in its own.
+  for (const int p : {15, 12, 3, 0}) EXPECT_NEAR(out[p], p, 1e-6) << p;
+  // Rolled window (0, 1) = rows 0, 1 and columns 2, 3 = pixels 7, 4, 11, 8:
+  // regions by column: 7 and 11 (column 2), 4 and 8 (column 3).
+  EXPECT_NEAR(out[7], 9.0, 1e-6);
+  EXPECT_NEAR(out[4], 6.0, 1e-6);
+  EXPECT_EQ(op_kinds_detail::WindowRegion(3, 4, 2, 1), 2);
+  EXPECT_EQ(op_kinds_detail::WindowRegion(2, 4, 2, 1), 1);
+  EXPECT_EQ(op_kinds_detail::WindowRegion(1, 4, 2, 1), 0);
+  EXPECT_EQ(op_kinds_detail::WindowRegion(3, 4, 2, 0), 0);
+}
+
+TEST(WindowAttentionTest, RefusesWindowsThatDoNotTileTheMapAndShiftsPastTheWindow) {
+  EXPECT_EQ(InferOpOutput(WindowAttentionOp(3, 7, 3), {{288, 56, 56}}, "t"), (Shape{96, 56, 56}));
+  EXPECT_THROW(InferOpOutput(WindowAttentionOp(1, 7, 0), {{3, 8, 7}}, "t"), Error);
+  EXPECT_THROW(InferOpOutput(WindowAttentionOp(1, 2, 2), {{3, 4, 4}}, "t"), Error);
+  EXPECT_EQ(RegisteredKeyText(WindowAttentionOp(3, 7, 3).registered),
+            "window_attention(heads=3,window=7,shift=3)");
+}
+
+TEST(SpaceToDepthTest, StacksEachSquareInTorchvisionsOrder) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kSpaceToDepth);
+  const Shape input{1, 2, 4};
+  EXPECT_EQ(InferOpOutput(op, {input}, "t"), (Shape{4, 1, 2}));
+  const std::vector<float> in = {0, 1, 2, 3, 10, 11, 12, 13};
+  std::vector<float> out(8);
+  SpecOf(RegisteredKind::kSpaceToDepth).reference(op.registered, input, in.data(), out.data(), {});
+  // x[0::2, 0::2], x[1::2, 0::2], x[0::2, 1::2], x[1::2, 1::2].
+  EXPECT_EQ(out, (std::vector<float>{0, 2, 10, 12, 1, 3, 11, 13}));
+  EXPECT_THROW(InferOpOutput(op, {{1, 3, 4}}, "t"), Error);
+}
+
 }  // namespace
 }  // namespace ios

@@ -318,11 +318,11 @@ TEST(ProtocolTest, RegisteredKindsAreCheckedByNameCountAndRange) {
       {softmax("gelu", {}),
        "query.stage.groups[0].ops[0].op.registered.name: unknown operator kind 'gelu' (this "
        "build knows softmax, channel_shuffle, layernorm, leaky_relu, hard_sigmoid, flatten, "
-       "attention, embed_tokens)"},
+       "attention, embed_tokens, window_attention, space_to_depth)"},
       {softmax("evil\n\x1b[2J", {}),
        "query.stage.groups[0].ops[0].op.registered.name: unknown operator kind "
        "'evil\\n\\x1b[2J' (this build knows softmax, channel_shuffle, layernorm, leaky_relu, "
-       "hard_sigmoid, flatten, attention, embed_tokens)"},
+       "hard_sigmoid, flatten, attention, embed_tokens, window_attention, space_to_depth)"},
       {softmax("softmax", {}),
        "query.stage.groups[0].ops[0].op.registered.attributes: softmax has 1, got 0"},
       {softmax("softmax", {2}),
