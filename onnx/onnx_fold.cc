@@ -128,10 +128,11 @@ ConstTensor Broadcast(const ConstTensor& a, const ConstTensor& b, const std::str
 bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& attrs) {
   const std::string& op = node.op_type();
   static const std::vector<std::string> kFoldable = {
-      "Shape",   "Gather",    "Unsqueeze", "Squeeze", "Concat",
-      "Cast",    "Add",       "Sub",       "Mul",     "Div",
-      "Mod",     "Neg",       "Slice",     "Range",   "ConstantOfShape",
-      "Reshape", "Transpose", "Expand",    "Equal",   "Where"};
+      "Shape",    "Gather",    "Unsqueeze", "Squeeze", "Concat",
+      "Cast",     "Add",       "Sub",       "Mul",     "Div",
+      "Mod",      "Neg",       "Slice",     "Range",   "ConstantOfShape",
+      "Reshape",  "Transpose", "Expand",    "Equal",   "Where",
+      "ScatterND"};
   if (std::find(kFoldable.begin(), kFoldable.end(), op) == kFoldable.end()) return false;
   if (op == "Shape") return FoldShape(node, attrs);
   if (op == "Expand" && FoldExpandOfWeight(node, attrs)) return true;
@@ -181,6 +182,44 @@ bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& at
       const double r = std::fmod(a, b);
       return !fmod && r != 0 && (r < 0) != (b < 0) ? r + b : r;
     });
+  } else if (op == "ScatterND") {
+    // Swin's attention mask is written region by region into zeros.
+    attrs.OnlyKnown({"reduction"});
+    const std::string reduction = attrs.String("reduction", "none");
+    if (reduction != "none") {
+      throw Error(where_ + ": ScatterND with reduction " + Quoted(reduction) +
+                  " of constants: only reduction 'none' is folded");
+    }
+    if (input(1) == nullptr || input(2) == nullptr) return false;
+    const ConstTensor& indices = *in[1];
+    const ConstTensor& updates = *in[2];
+    const size_t rank = x.dims.size();
+    const auto k = indices.dims.empty() ? size_t{0} : static_cast<size_t>(indices.dims.back());
+    if (indices.dims.empty() || k == 0 || k > rank) {
+      throw Error(where_ + ": indices " + indices.DimsText() + " do not index " + x.DimsText());
+    }
+    const std::vector<int64_t> strides = Strides(x.dims);
+    const int64_t slice = k == rank ? 1 : strides[k - 1];
+    const int64_t tuples = indices.elements() / static_cast<int64_t>(k);
+    if (updates.elements() != tuples * slice) {
+      throw Error(where_ + ": updates " + updates.DimsText() + " for " + std::to_string(tuples) +
+                  " slices of " + std::to_string(slice) + " values");
+    }
+    out = x;
+    out.name.clear();
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t offset = 0;
+      for (size_t d = 0; d < k; ++d) {
+        int64_t i = static_cast<int64_t>(At(indices, t * static_cast<int64_t>(k) + d));
+        if (i < 0) i += x.dims[d];
+        if (i < 0 || i >= x.dims[d]) {
+          throw Error(where_ + ": index " + std::to_string(i) + " is outside an axis of " +
+                      std::to_string(x.dims[d]));
+        }
+        offset += i * strides[d];
+      }
+      for (int64_t v = 0; v < slice; ++v) Set(out, offset + v, At(updates, t * slice + v));
+    }
   } else if (op == "Equal") {
     attrs.OnlyKnown({});
     if (input(1) == nullptr) return false;

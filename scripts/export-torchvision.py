@@ -45,7 +45,7 @@ AUX_KWARGS = {
 
 # Inception v3's stride/padding arithmetic is designed for 299x299; everything
 # else is an ImageNet 224x224 model.
-INPUT_SIZE = {"inception_v3": 299, "convnext_mini": 64, "vit_mini": 64}
+INPUT_SIZE = {"inception_v3": 299, "convnext_mini": 64, "vit_mini": 64, "swin_mini": 32}
 DEFAULT_INPUT_SIZE = 224
 # The weights' seed unless --seed says otherwise (bench/pytorch_peer.py builds
 # the same model from it).
@@ -69,6 +69,13 @@ MINI_MODELS = {
     "vit_mini": lambda: torchvision.models.vision_transformer.VisionTransformer(
         image_size=64, patch_size=16, num_layers=2, num_heads=4, hidden_dim=64,
         mlp_dim=128, num_classes=100),
+    # swin_mini: a Swin Transformer (torchvision's class: shifted windows,
+    # relative position bias, patch merging) with stages of 2 blocks at
+    # widths 32 and 64 (2 and 4 heads), 4x4 windows on a 32x32 input: an
+    # 8x8 map of 2x2 windows, then one 4x4 window.
+    "swin_mini": lambda: torchvision.models.swin_transformer.SwinTransformer(
+        patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4],
+        window_size=[4, 4], num_classes=100),
 }
 
 

@@ -169,5 +169,26 @@ TEST(OnnxLayoutTest, ReversedSlicesReshapesAndModsOfConstantsFold) {
   EXPECT_THAT(model.notes, ::testing::Contains(HasSubstr("3 node(s) computing shapes")));
 }
 
+// Swin's attention mask and ViT's class token are built from these on
+// constants: ScatterND into zeros, Equal, Where, Expand.
+TEST(OnnxLayoutTest, ScatterNdEqualWhereAndExpandOfConstantsFold) {
+  OnnxBuilder b(2, 2, 2);
+  const std::string indices = b.Node("Reshape", {b.Ints({1}), b.Ints({1, 1})});           // [[1]]
+  const std::string updates = b.Node("Expand", {b.Ints({8}), b.Ints({1})});               // [8]
+  const std::string scattered = b.Node("ScatterND", {b.Ints({1, 0}), indices, updates});  // [1, 8]
+  const std::string same = b.Node("Equal", {b.Ints({1, -1}), b.Ints({-1, -1})});          // [0, 1]
+  const std::string shape = b.Node("Where", {same, b.Ints({0, 8}), scattered});           // [1, 8]
+  const ImportedModel model =
+      ImportOnnx(b.UninferredBytes(b.Node("Reshape", {"input", shape}), 2), "m.onnx");
+  const std::vector<float> x = exec::SeededValues(8, 5);
+  EXPECT_EQ(RunImported(model, x), x);
+  EXPECT_THAT(model.notes, ::testing::Contains(HasSubstr("5 node(s) computing shapes")));
+  OnnxBuilder bad(2, 2, 2);
+  const std::string outside = bad.Node("Reshape", {bad.Ints({2}), bad.Ints({1, 1})});
+  const std::string wrong = bad.Node("ScatterND", {bad.Ints({1, 0}), outside, bad.Ints({8})});
+  EXPECT_THAT(Refusal(bad.UninferredBytes(bad.Node("Reshape", {"input", wrong}), 2)),
+              HasSubstr("index 2 is outside an axis of 2"));
+}
+
 }  // namespace
 }  // namespace ios::onnx_import
