@@ -35,6 +35,10 @@ struct Value {
     //! Tokens (a channels-last view, `tokens` kBatchFirst) with a learned
     //! class token first: only the Add of a position embedding reads it.
     kWithClassToken,
+    //! Every `phase_step`-th row (from phase_y) and or column (from
+    //! phase_x) of a channels-last map: a quarter of Swin's patch merging,
+    //! which only the Concat of all the phases reads.
+    kStridedPhase,
   };
   //! A feature map seen as a sequence of tokens: its pixels in row-major
   //! order, L = H*W of them (a transformer's; op_kinds_transformer.h). The
@@ -62,7 +66,9 @@ struct Value {
   //! kFlat: the dimensions after the batch when not [C*H*W] (a Reshape to
   //! [N, anchors, k]), for the check against ONNX's shapes.
   std::vector<int64_t> flat_dims{};
-  Tokens tokens = Tokens::kNone;  // kTensor, kChannelsLast, kWithClassToken
+  Tokens tokens = Tokens::kNone;   // kTensor, kChannelsLast, kWithClassToken
+  int phase_y = -1, phase_x = -1;  // kStridedPhase: the first row and column, -1: every one
+  int phase_step = 0;              // kStridedPhase
 };
 
 //! `out` in `x`'s layout: the same kind and token view (an operator that
@@ -385,6 +391,17 @@ class Importer {
   //! Gather of one token ([N, C] out of [N, L, C]): the class token, as a
   //! 1x1 max pool whose stride leaves the first pixel alone.
   void ImportGather(const ::onnx::NodeProto& node, const Attributes& attrs);
+
+  //! Slices of every step-th row or column of a channels-last map (Swin's
+  //! patch merging): defines a kStridedPhase value and returns true, or
+  //! false when the slice is not one.
+  bool SlicePhase(const ::onnx::NodeProto& node, const Value& x, const std::vector<int64_t>& axes,
+                  const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                  const std::vector<int64_t>& steps);
+
+  //! The Concat on the channels of all block x block phases of one map, in
+  //! torchvision's order: one space_to_depth(block) operator.
+  bool ConcatPhases(const ::onnx::NodeProto& node, int64_t axis);
 
   //! Gemm over every token of [L*N, C] (transB): a 1x1 convolution.
   void ImportTokenGemm(const ::onnx::NodeProto& node, const Attributes& attrs, const Value& x);

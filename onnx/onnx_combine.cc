@@ -21,7 +21,7 @@ namespace ios::onnx_import::detail {
 void Importer::ImportConcat(const ::onnx::NodeProto& node, const Attributes& attrs) {
   attrs.OnlyKnown({"axis"});
   const int64_t axis = attrs.Int("axis", 1);
-  if (ConcatClassToken(node, axis)) return;
+  if (ConcatClassToken(node, axis) || ConcatPhases(node, axis)) return;
   if (axis != 1 && axis != -3) {
     throw Error(where_ + ": axis=" + std::to_string(axis) +
                 ": only concatenation along channels (axis 1) is supported");

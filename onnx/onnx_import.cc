@@ -244,6 +244,10 @@ std::string Importer::KindText(const Value& v) {
     case Value::Kind::kWithClassToken:
       return "tokens with a class token first, which only the Add of a position embedding may "
              "read";
+    case Value::Kind::kStridedPhase:
+      return "every " + std::to_string(v.phase_step) +
+             "th row and column of a channels-last map, which only the Concat of all such "
+             "phases (Swin's patch merging) may read";
   }
   return "?";
 }

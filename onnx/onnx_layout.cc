@@ -54,7 +54,9 @@ void Importer::ImportSlice(const ::onnx::NodeProto& node, const Attributes& attr
   }
   attrs.OnlyKnown({});
   const Value& x = Input(node, 0);
-  if (x.kind != Value::Kind::kChannelsLast) MapInput(node, 0);
+  if (x.kind != Value::Kind::kChannelsLast && x.kind != Value::Kind::kStridedPhase) {
+    MapInput(node, 0);
+  }
   const std::vector<int64_t> starts = Ints(ConstInput(node, 1, "starts"));
   const std::vector<int64_t> ends = Ints(ConstInput(node, 2, "ends"));
   std::vector<int64_t> axes =
@@ -64,6 +66,8 @@ void Importer::ImportSlice(const ::onnx::NodeProto& node, const Attributes& attr
   if (axes.empty()) {
     for (size_t d = 0; d < starts.size(); ++d) axes.push_back(static_cast<int64_t>(d));
   }
+  if (SlicePhase(node, x, axes, starts, ends, steps)) return;
+  if (x.kind == Value::Kind::kStridedPhase) MapInput(node, 0);
   // The channels are axis 1, or the last axis of a channels-last view or tokens.
   const std::vector<int64_t> extent = OnnxDims(x, batch_);
   const auto rank = static_cast<int64_t>(extent.size());

@@ -51,6 +51,9 @@ std::vector<int64_t> Importer::OnnxDims(const Value& v, int64_t batch) const {
               s.w + int64_t{2} * v.pad.w + v.pad_end_extra.w};
     case Value::Kind::kWithClassToken:
       return {batch, tokens + 1, s.c};
+    case Value::Kind::kStridedPhase:
+      return {batch, v.phase_y >= 0 ? s.h / v.phase_step : s.h,
+              v.phase_x >= 0 ? s.w / v.phase_step : s.w, s.c};
     case Value::Kind::kChannelsLast:
       switch (v.tokens) {
         case Tokens::kBatchFirst:
@@ -176,6 +179,65 @@ bool Importer::ImportPositionEmbedding(const ::onnx::NodeProto& node, const Valu
   out.tokens = Tokens::kBatchFirst;
   Note(std::string(class_token ? "the class token and " : "") + "the position embedding " +
        Quoted(label_) + " became an embed_tokens operator");
+  Define(node, out);
+  return true;
+}
+
+bool Importer::SlicePhase(const ::onnx::NodeProto& node, const Value& x,
+                          const std::vector<int64_t>& axes, const std::vector<int64_t>& starts,
+                          const std::vector<int64_t>& ends, const std::vector<int64_t>& steps) {
+  const bool map = x.kind == Value::Kind::kChannelsLast && x.tokens == Tokens::kNone;
+  if (!map && x.kind != Value::Kind::kStridedPhase) return false;
+  Value phase = x;
+  phase.kind = Value::Kind::kStridedPhase;
+  bool strided = false;
+  for (size_t k = 0; k < axes.size() && k < starts.size() && k < ends.size(); ++k) {
+    const int64_t axis = axes[k] < 0 ? axes[k] + 4 : axes[k];
+    const int64_t step = k < steps.size() ? steps[k] : 1;
+    if (step == 1) continue;
+    const int64_t extent = axis == 1 ? x.shape.h : x.shape.w;
+    int& at = axis == 1 ? phase.phase_y : phase.phase_x;
+    const bool fits = (axis == 1 || axis == 2) && step >= 2 && extent % step == 0 &&
+                      starts[k] >= 0 && starts[k] < step && ends[k] >= extent && at < 0 &&
+                      (phase.phase_step == 0 || phase.phase_step == step);
+    if (!fits) {
+      throw Error(where_ + ": a slice of axis " + std::to_string(axis) + " from " +
+                  std::to_string(starts[k]) + " by steps of " + std::to_string(step) + " of " +
+                  KindText(x) + " " + ShapeText(x) +
+                  ": only every step-th row and column from below the step (Swin's patch "
+                  "merging, the step dividing the height and width) is supported");
+    }
+    at = static_cast<int>(starts[k]);
+    phase.phase_step = static_cast<int>(step);
+    strided = true;
+  }
+  if (!strided) return false;
+  Define(node, phase);
+  return true;
+}
+
+bool Importer::ConcatPhases(const ::onnx::NodeProto& node, int64_t axis) {
+  if (axis != -1 && axis != 3) return false;
+  const Value& first = Input(node, 0);
+  if (first.kind != Value::Kind::kStridedPhase) return false;
+  const int block = first.phase_step;
+  bool whole = node.input_size() == block * block;
+  for (int i = 0; whole && i < node.input_size(); ++i) {
+    const Value& v = Input(node, i);
+    // torchvision's order: x[0::2, 0::2], x[1::2, 0::2], x[0::2, 1::2], x[1::2, 1::2].
+    whole = v.kind == Value::Kind::kStridedPhase && v.phase_step == block &&
+            v.terms == first.terms && v.phase_y == i % block && v.phase_x == i / block;
+  }
+  if (!whole) {
+    throw Error(where_ + ": a Concat of strided slices that are not all " +
+                std::to_string(block * block) + " phases of one map in Swin's order (rows " +
+                "fastest: [0::" + std::to_string(block) + ", 0::" + std::to_string(block) +
+                "], [1::" + std::to_string(block) + ", 0::" + std::to_string(block) + "], ...)");
+  }
+  OpParams op = MakeRegisteredOp(RegisteredKind::kSpaceToDepth);
+  SetAttribute(op.registered, "block", block, where_);
+  Value out = AddNode(std::move(op), first.terms, TermShapes(first.terms), "PatchMerging");
+  out.kind = Value::Kind::kChannelsLast;
   Define(node, out);
   return true;
 }

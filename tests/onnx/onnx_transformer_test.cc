@@ -249,6 +249,44 @@ TEST(OnnxTransformerTest, AStructureOnlyExportImportsWithoutWeights) {
   EXPECT_EQ(exec::WeightStore::Random(model.graph, 1).size(), 1u);
 }
 
+// Swin's patch merging: x[..., 0::2, 0::2, :], x[..., 1::2, 0::2, :],
+// x[..., 0::2, 1::2, :], x[..., 1::2, 1::2, :] of a channels-last map,
+// each two Slices, concatenated on the channels.
+std::string PatchMerging(OnnxBuilder& b, const std::string& x, const std::vector<int>& order) {
+  std::vector<std::string> phases;
+  for (const int i : order) {
+    const int64_t dy = i % 2, dx = i / 2, end = int64_t{1} << 40;
+    std::string p = b.Node("Slice", {x, b.Ints({dy}), b.Ints({end}), b.Ints({1}), b.Ints({2})});
+    p = b.Node("Slice", {p, b.Ints({dx}), b.Ints({end}), b.Ints({2}), b.Ints({2})});
+    phases.push_back(p);
+  }
+  return b.Node("Concat", phases, {IntAttr("axis", -1)});
+}
+
+TEST(OnnxTransformerTest, PatchMergingIsOneSpaceToDepthInTorchvisionsOrder) {
+  OnnxBuilder b(2, 2, 4);
+  std::string x = b.Node("Transpose", {"input"}, {IntsAttr("perm", {0, 2, 3, 1})});
+  x = PatchMerging(b, x, {0, 1, 2, 3});
+  x = b.Node("Transpose", {x}, {IntsAttr("perm", {0, 3, 1, 2})});
+  const ImportedModel model = ImportOnnx(b.Bytes(x), "merge.onnx");
+  EXPECT_EQ(CountRegistered(model, RegisteredKind::kSpaceToDepth), 1);
+  // Channel c, row y, column x holds 100 c + 10 y + x.
+  std::vector<float> input;
+  for (int c = 0; c < 2; ++c) {
+    for (int y = 0; y < 2; ++y) {
+      for (int col = 0; col < 4; ++col) input.push_back(static_cast<float>(100 * c + 10 * y + col));
+    }
+  }
+  // Output channel (dx * 2 + dy) * 2 + c, pixel (0, j): input (c, dy, 2 j + dx).
+  const std::vector<float> expected = {0, 2, 100, 102, 10, 12, 110, 112,
+                                       1, 3, 101, 103, 11, 13, 111, 113};
+  EXPECT_EQ(RunImported(model, input), expected);
+  OnnxBuilder other(2, 2, 4);
+  x = other.Node("Transpose", {"input"}, {IntsAttr("perm", {0, 2, 3, 1})});
+  EXPECT_THAT(Refusal(other.Bytes(PatchMerging(other, x, {0, 2, 1, 3}))),
+              HasSubstr("not all 4 phases of one map in Swin's order"));
+}
+
 }  // namespace tiny_vit
 }  // namespace
 }  // namespace ios::onnx_import
