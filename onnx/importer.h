@@ -39,6 +39,9 @@ struct Value {
     //! phase_x) of a channels-last map: a quarter of Swin's patch merging,
     //! which only the Concat of all the phases reads.
     kStridedPhase,
+    //! Rows or columns [part_begin, part_end) of a channels-last map: half
+    //! of a torch.roll, which only the Concat of both halves reads.
+    kRollPart,
   };
   //! A feature map seen as a sequence of tokens: its pixels in row-major
   //! order, L = H*W of them (a transformer's; op_kinds_transformer.h). The
@@ -49,6 +52,7 @@ struct Value {
     kBatchFirst,     // kChannelsLast: [N, L, C]
     kBatchSecond,    // kChannelsLast: [L, N, C] (PyTorch's multi-head attention)
     kRows,           // kChannelsLast: [L*N, C] (a Gemm over every token)
+    kWindows,        // kChannelsLast: [N*windows, window^2, C] (Swin's partition)
   };
   Kind kind = Kind::kTensor;
   Inputs terms;                           // kTensor, kFlat, kPadded
@@ -69,6 +73,13 @@ struct Value {
   Tokens tokens = Tokens::kNone;   // kTensor, kChannelsLast, kWithClassToken
   int phase_y = -1, phase_x = -1;  // kStridedPhase: the first row and column, -1: every one
   int phase_step = 0;              // kStridedPhase
+  //! Swin's views of a channels-last map (onnx_windows.cc): rolled (row r of
+  //! the view is row (r + roll_y) % H of the map, columns alike), and cut
+  //! into window x window windows: window_stage 1 is [N, H/w, w, W/w, w, C],
+  //! 2 is [N, H/w, W/w, w, w, C], tokens kWindows the windows' tokens.
+  int roll_y = 0, roll_x = 0;
+  int window = 0, window_stage = 0;
+  int part_axis = 0, part_begin = 0, part_end = 0;  // kRollPart
 };
 
 //! `out` in `x`'s layout: the same kind and token view (an operator that
@@ -76,8 +87,30 @@ struct Value {
 inline Value InLayoutOf(Value out, const Value& x) {
   out.kind = x.kind;
   out.tokens = x.tokens;
+  out.roll_y = x.roll_y;
+  out.roll_x = x.roll_x;
+  out.window = x.window;
+  out.window_stage = x.window_stage;
   return out;
 }
+
+//! Whether `a` and `b` are the same view of their maps (an element-wise
+//! operator may combine them).
+inline bool SameView(const Value& a, const Value& b) {
+  return a.kind == b.kind && a.tokens == b.tokens && a.roll_y == b.roll_y && a.roll_x == b.roll_x &&
+         a.window == b.window && a.window_stage == b.window_stage;
+}
+
+//! Swin's window attention as torchvision 0.14 exports it (onnx_windows.cc).
+struct WindowAttentionMatch {
+  std::string x;      // the q/k/v projection's output: windows' tokens [N*nW, w^2, 3C]
+  std::string heads;  // the shape of its Reshape to [N*nW, w^2, 3, heads, d]
+  std::string scale;  // the scalar q is multiplied by
+  std::string bias;   // the relative position bias added to the scores
+  std::string mask;   // the shifted windows' mask ("" without)
+  std::string top;    // the Reshape of the result to [N*nW, w^2, C]
+  std::vector<std::string> inner;
+};
 
 //! An attention block as PyTorch's nn.MultiheadAttention exports it
 //! (onnx_attention.cc): from the Reshapes of the queries, keys and values
@@ -403,6 +436,20 @@ class Importer {
   //! torchvision's order: one space_to_depth(block) operator.
   bool ConcatPhases(const ::onnx::NodeProto& node, int64_t axis);
 
+  // ---- Swin's windows (onnx_windows.cc) -------------------------------------------
+
+  void FindWindowAttentions();
+  void ImportWindowAttention(const ::onnx::NodeProto& node, const WindowAttentionMatch& match);
+  //! A Slice of rows or columns of a channels-last map: half a roll.
+  bool SliceRollPart(const ::onnx::NodeProto& node, const Value& x,
+                     const std::vector<int64_t>& axes, const std::vector<int64_t>& starts,
+                     const std::vector<int64_t>& ends, const std::vector<int64_t>& steps);
+  //! The Concat of both halves of a roll: the map rolled.
+  bool ConcatRoll(const ::onnx::NodeProto& node, int64_t axis);
+  //! The Reshapes of Swin's window partition and its reverse.
+  bool ReshapeWindows(const ::onnx::NodeProto& node, const Value& x,
+                      const std::vector<int64_t>& shape);
+
   //! Gemm over every token of [L*N, C] (transB): a 1x1 convolution.
   void ImportTokenGemm(const ::onnx::NodeProto& node, const Attributes& attrs, const Value& x);
 
@@ -469,6 +516,7 @@ class Importer {
   std::map<std::string, GeluMatch> gelus_;             // by the output of a chain's last Mul
   std::map<std::string, LayerNormMatch> layer_norms_;  // by the output of a chain's Div
   std::map<std::string, AttentionMatch> attentions_;   // by the output of the final Reshape
+  std::map<std::string, WindowAttentionMatch> window_attentions_;  // likewise
   // Outputs of the nodes inside a recognised formula (GELU, LayerNorm): not imported.
   std::set<std::string> formula_inner_;
   std::map<std::string, std::string> passed_on_;  // output -> the input it is unchanged

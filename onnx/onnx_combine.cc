@@ -21,7 +21,7 @@ namespace ios::onnx_import::detail {
 void Importer::ImportConcat(const ::onnx::NodeProto& node, const Attributes& attrs) {
   attrs.OnlyKnown({"axis"});
   const int64_t axis = attrs.Int("axis", 1);
-  if (ConcatClassToken(node, axis) || ConcatPhases(node, axis)) return;
+  if (ConcatClassToken(node, axis) || ConcatPhases(node, axis) || ConcatRoll(node, axis)) return;
   if (axis != 1 && axis != -3) {
     throw Error(where_ + ": axis=" + std::to_string(axis) +
                 ": only concatenation along channels (axis 1) is supported");
@@ -115,8 +115,7 @@ void Importer::ImportElementwise(const ::onnx::NodeProto& node) {
     return small.kind == Value::Kind::kTensor && large.kind == Value::Kind::kTensor &&
            small.shape == Shape{large.shape.c, 1, 1};
   };
-  if (!((a.shape == b.shape && a.kind == b.kind && a.tokens == b.tokens) || broadcasts(a, b) ||
-        broadcasts(b, a))) {
+  if (!((a.shape == b.shape && SameView(a, b)) || broadcasts(a, b) || broadcasts(b, a))) {
     throw Error(where_ + ": inputs of shapes " + ShapeText(a) + " and " + ShapeText(b) +
                 ": only equal shapes, or [N, C, 1, 1] with [N, C, H, W], are supported");
   }
@@ -278,7 +277,10 @@ void Importer::ImportReshape(const ::onnx::NodeProto& node) {
                 std::to_string(features) + "]) is supported");
   }
   if (OutputReshape(node, x, shape)) return;
-  if (shape.has_values && !shape.is_float && ReshapeTokens(node, x, shape.ints)) return;
+  if (shape.has_values && !shape.is_float &&
+      (ReshapeTokens(node, x, shape.ints) || ReshapeWindows(node, x, shape.ints))) {
+    return;
+  }
   const bool flatten = (x.kind == Value::Kind::kTensor || x.kind == Value::Kind::kFlat) &&
                        shape.has_values && !shape.is_float && shape.ints.size() == 2 &&
                        (shape.ints[0] == -1 || shape.ints[0] == 0 || shape.ints[0] == batch_) &&

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -52,11 +53,19 @@ ConstTensor Make(std::vector<int64_t> dims, bool is_float, const std::string& wh
   return t;
 }
 
+//! `v` as an integer, saturated: a float beyond int64's range (or NaN) is
+//! no index, and casting it would be undefined.
+int64_t Saturated(double v) {
+  if (!(v > -9.2e18)) return std::numeric_limits<int64_t>::min();
+  if (v > 9.2e18) return std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(v);
+}
+
 void Set(ConstTensor& t, int64_t i, double v) {
   if (t.is_float)
     t.floats[static_cast<size_t>(i)] = static_cast<float>(v);
   else
-    t.ints[static_cast<size_t>(i)] = static_cast<int64_t>(v);
+    t.ints[static_cast<size_t>(i)] = Saturated(v);
 }
 
 // Row-major strides of `dims`.
@@ -95,7 +104,7 @@ ConstTensor BroadcastAll(const std::vector<const ConstTensor*>& in, bool is_floa
         for (const ConstTensor* u : in) texts += (texts.empty() ? "" : " and ") + u->DimsText();
         throw Error(where + ": constants " + texts + " do not broadcast");
       }
-      out[i] = std::max(out[i], d[i]);
+      if (out[i] == 1) out[i] = d[i];  // 0 too: a size-0 axis broadcasts to 0
     }
   }
   ConstTensor r = Make(out, is_float, where);
@@ -128,11 +137,11 @@ ConstTensor Broadcast(const ConstTensor& a, const ConstTensor& b, const std::str
 bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& attrs) {
   const std::string& op = node.op_type();
   static const std::vector<std::string> kFoldable = {
-      "Shape",    "Gather",    "Unsqueeze", "Squeeze", "Concat",
-      "Cast",     "Add",       "Sub",       "Mul",     "Div",
-      "Mod",      "Neg",       "Slice",     "Range",   "ConstantOfShape",
-      "Reshape",  "Transpose", "Expand",    "Equal",   "Where",
-      "ScatterND"};
+      "Shape",     "Gather",    "Unsqueeze", "Squeeze", "Concat",
+      "Cast",      "Add",       "Sub",       "Mul",     "Div",
+      "Mod",       "Neg",       "Slice",     "Range",   "ConstantOfShape",
+      "Reshape",   "Transpose", "Expand",    "Equal",   "Where",
+      "ScatterND", "Pow",       "Not"};
   if (std::find(kFoldable.begin(), kFoldable.end(), op) == kFoldable.end()) return false;
   if (op == "Shape") return FoldShape(node, attrs);
   if (op == "Expand" && FoldExpandOfWeight(node, attrs)) return true;
@@ -156,14 +165,20 @@ bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& at
   // An int64 list from input i or, below the opset that moved it there, the attribute.
   const auto list = [&](size_t i, const std::string& attr) {
     if (const ConstTensor* t = input(i)) {
+      // Integers as they are: INT64_MAX (a Slice to the end) is no double.
+      if (!t->is_float) return t->ints;
       std::vector<int64_t> values;
-      for (int64_t k = 0; k < t->elements(); ++k) values.push_back(static_cast<int64_t>(At(*t, k)));
+      for (const float f : t->floats) values.push_back(Saturated(f));
       return values;
     }
     return attrs.Ints(attr);
   };
   ConstTensor out;
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod") {
+  if (op == "Pow") {
+    attrs.OnlyKnown({});
+    if (input(1) == nullptr) return false;
+    out = Broadcast(x, *in[1], where_, [](double a, double b) { return std::pow(a, b); });
+  } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod") {
     attrs.OnlyKnown(op == "Mod" ? std::vector<std::string>{"fmod"} : std::vector<std::string>{});
     if (input(1) == nullptr) return false;
     const bool ints = !x.is_float;
@@ -210,7 +225,7 @@ bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& at
     for (int64_t t = 0; t < tuples; ++t) {
       int64_t offset = 0;
       for (size_t d = 0; d < k; ++d) {
-        int64_t i = static_cast<int64_t>(At(indices, t * static_cast<int64_t>(k) + d));
+        int64_t i = Saturated(At(indices, t * static_cast<int64_t>(k) + d));
         if (i < 0) i += x.dims[d];
         if (i < 0 || i >= x.dims[d]) {
           throw Error(where_ + ": index " + std::to_string(i) + " is outside an axis of " +
@@ -235,11 +250,14 @@ bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& at
     if (input(1) == nullptr) return false;
     // The target shape as a tensor of its own, broadcast against x.
     std::vector<int64_t> shape;
-    for (int64_t i = 0; i < in[1]->elements(); ++i)
-      shape.push_back(static_cast<int64_t>(At(*in[1], i)));
+    for (int64_t i = 0; i < in[1]->elements(); ++i) shape.push_back(Saturated(At(*in[1], i)));
     const ConstTensor target = Make(shape, false, where_);
     out = BroadcastAll({&x, &target}, x.is_float, where_,
                        [](const std::vector<double>& v) { return v[0]; });
+  } else if (op == "Not") {
+    attrs.OnlyKnown({});
+    out = Make(x.dims, false, where_);
+    for (int64_t i = 0; i < x.elements(); ++i) Set(out, i, At(x, i) == 0 ? 1 : 0);
   } else if (op == "Neg") {
     attrs.OnlyKnown({});
     out = Make(x.dims, x.is_float, where_);
@@ -271,7 +289,7 @@ bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& at
     const int64_t extent = x.dims[axis], picks = indices.elements();
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t p = 0; p < picks; ++p) {
-        int64_t k = static_cast<int64_t>(At(indices, p));
+        int64_t k = Saturated(At(indices, p));
         if (k < 0) k += extent;
         if (k < 0 || k >= extent) {
           throw Error(where_ + ": index " + std::to_string(At(indices, p)) +
@@ -433,7 +451,7 @@ bool Importer::FoldConstants(const ::onnx::NodeProto& node, const Attributes& at
       throw Error(where_ + ": its value must be one number");
     }
     std::vector<int64_t> dims;
-    for (int64_t i = 0; i < x.elements(); ++i) dims.push_back(static_cast<int64_t>(At(x, i)));
+    for (int64_t i = 0; i < x.elements(); ++i) dims.push_back(Saturated(At(x, i)));
     out = Make(dims, fill.is_float, where_);
     for (int64_t i = 0; i < Count(dims, where_); ++i) Set(out, i, At(fill, 0));
   }
@@ -457,7 +475,7 @@ bool Importer::FoldExpandOfWeight(const ::onnx::NodeProto& node, const Attribute
   }
   std::vector<int64_t> target;
   for (int64_t i = 0; i < shape.constant->elements(); ++i) {
-    target.push_back(static_cast<int64_t>(At(*shape.constant, i)));
+    target.push_back(Saturated(At(*shape.constant, i)));
   }
   const std::vector<int64_t>& from = x.constant->dims;
   const size_t rank = std::max(from.size(), target.size());

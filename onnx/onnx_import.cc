@@ -56,6 +56,7 @@ ImportedModel Importer::Run() {
   FindGelus();
   FindLayerNorms();
   FindAttentions();
+  FindWindowAttentions();
   AddInputs();
   for (int i = 0; i < g.node_size(); ++i) ImportNode(g.node(i), i);
   if (folded_ > 0) {
@@ -244,6 +245,9 @@ std::string Importer::KindText(const Value& v) {
     case Value::Kind::kWithClassToken:
       return "tokens with a class token first, which only the Add of a position embedding may "
              "read";
+    case Value::Kind::kRollPart:
+      return "rows or columns of a channels-last map (half of a roll), which only the Concat "
+             "of both halves may read";
     case Value::Kind::kStridedPhase:
       return "every " + std::to_string(v.phase_step) +
              "th row and column of a channels-last map, which only the Concat of all such "

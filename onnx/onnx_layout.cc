@@ -66,7 +66,10 @@ void Importer::ImportSlice(const ::onnx::NodeProto& node, const Attributes& attr
   if (axes.empty()) {
     for (size_t d = 0; d < starts.size(); ++d) axes.push_back(static_cast<int64_t>(d));
   }
-  if (SlicePhase(node, x, axes, starts, ends, steps)) return;
+  if (SlicePhase(node, x, axes, starts, ends, steps) ||
+      SliceRollPart(node, x, axes, starts, ends, steps)) {
+    return;
+  }
   if (x.kind == Value::Kind::kStridedPhase) MapInput(node, 0);
   // The channels are axis 1, or the last axis of a channels-last view or tokens.
   const std::vector<int64_t> extent = OnnxDims(x, batch_);

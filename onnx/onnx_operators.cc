@@ -59,6 +59,10 @@ void Importer::ImportNode(const ::onnx::NodeProto& node, int index) {
     if (const auto attention = attentions_.find(node.output(0)); attention != attentions_.end()) {
       return ImportAttention(node, attention->second);
     }
+    if (const auto windows = window_attentions_.find(node.output(0));
+        windows != window_attentions_.end()) {
+      return ImportWindowAttention(node, windows->second);
+    }
   }
   const Attributes attrs(node, where_);
   if (FoldConstants(node, attrs)) return;

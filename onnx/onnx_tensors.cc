@@ -97,9 +97,22 @@ ConstTensor ReadTensor(const ::onnx::TensorProto& tensor, const std::string& whe
       out.ints.assign(narrow.begin(), narrow.end());
       return out;
     }
+    case ::onnx::TensorProto_DataType_BOOL: {
+      // A Dropout's training_mode, a mask's condition: one byte each, 0 or 1.
+      out.is_float = false;
+      const std::vector<uint8_t> bytes = tensor.has_raw_data()
+                                             ? FromRaw<uint8_t>(tensor.raw_data(), count, where)
+                                             : std::vector<uint8_t>{};
+      if (!tensor.has_raw_data()) {
+        const std::vector<int32_t> wide = FromField<int32_t>(tensor.int32_data(), count, where);
+        for (int32_t v : wide) out.ints.push_back(v != 0 ? 1 : 0);
+      }
+      for (uint8_t v : bytes) out.ints.push_back(v != 0 ? 1 : 0);
+      return out;
+    }
     default:
       throw Error(where + ": element type " + std::to_string(tensor.data_type()) +
-                  " (only FLOAT, INT64 and INT32 tensors are read)");
+                  " (only FLOAT, INT64, INT32 and BOOL tensors are read)");
   }
 }
 

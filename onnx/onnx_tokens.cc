@@ -51,6 +51,9 @@ std::vector<int64_t> Importer::OnnxDims(const Value& v, int64_t batch) const {
               s.w + int64_t{2} * v.pad.w + v.pad_end_extra.w};
     case Value::Kind::kWithClassToken:
       return {batch, tokens + 1, s.c};
+    case Value::Kind::kRollPart:
+      return {batch, v.part_axis == 1 ? v.part_end - v.part_begin : s.h,
+              v.part_axis == 2 ? v.part_end - v.part_begin : s.w, s.c};
     case Value::Kind::kStridedPhase:
       return {batch, v.phase_y >= 0 ? s.h / v.phase_step : s.h,
               v.phase_x >= 0 ? s.w / v.phase_step : s.w, s.c};
@@ -62,9 +65,20 @@ std::vector<int64_t> Importer::OnnxDims(const Value& v, int64_t batch) const {
           return {tokens, batch, s.c};
         case Tokens::kRows:
           return {batch < 0 ? -1 : tokens * batch, s.c};
+        case Tokens::kWindows: {
+          const int64_t windows = tokens / (int64_t{v.window} * v.window);
+          return {batch < 0 ? -1 : windows * batch, int64_t{v.window} * v.window, s.c};
+        }
         default:
-          return {batch, s.h, s.w, s.c};
+          break;
       }
+      if (v.window_stage == 1) {
+        return {batch, s.h / v.window, v.window, s.w / v.window, v.window, s.c};
+      }
+      if (v.window_stage == 2) {
+        return {batch, s.h / v.window, s.w / v.window, v.window, v.window, s.c};
+      }
+      return {batch, s.h, s.w, s.c};
     case Value::Kind::kTensor:
     case Value::Kind::kZeroExtended:
       if (v.tokens == Tokens::kChannelsFirst) return {batch, s.c, tokens};
@@ -112,6 +126,9 @@ bool Importer::TransposeTokens(const ::onnx::NodeProto& node, const Value& x,
     relabelled.tokens = Tokens::kBatchSecond;
   } else if (IsTokens(x, Tokens::kBatchSecond) && swap_first_two) {
     relabelled.tokens = Tokens::kBatchFirst;
+  } else if (x.kind == Value::Kind::kChannelsLast && x.window_stage > 0 &&
+             perm == std::vector<int64_t>{0, 1, 3, 2, 4, 5}) {
+    relabelled.window_stage = 3 - x.window_stage;  // Swin's window partition and its reverse
   } else {
     return false;
   }
