@@ -240,8 +240,9 @@ class LaneCompiler : private StepBuilder {
       case RegisteredKind::kEmbedTokens:
         return CompileEmbedTokens(*this, step, calls);
       case RegisteredKind::kWindowAttention:
+        return CompileWindowAttention(*this, step, calls);
       case RegisteredKind::kSpaceToDepth:
-        break;  // not yet: refused below
+        return CompileSpaceToDepth(*this, step, calls);
     }
     throw ExecError(MeasureError::kUnsupported,
                     "cpu: " + where() + ": no primitive for " + KindName(step.op));

@@ -68,6 +68,16 @@ memory StepBuilder::Temp(const memory::desc& desc) {
   return temp;
 }
 
+memory StepBuilder::TempAlias(const memory& temp, const memory::desc& desc, int64_t offset) {
+  const auto base = std::find_if(executor_.temp_users.rbegin(), executor_.temp_users.rend(),
+                                 [&](const auto& user) { return user.first == temp; });
+  if (base == executor_.temp_users.rend()) Fail("an alias of memory that is no temporary");
+  memory alias(desc, engine_, DNNL_MEMORY_NONE);
+  executor_.temp_users.emplace_back(alias,
+                                    base->second + static_cast<size_t>(offset) * sizeof(float));
+  return alias;
+}
+
 memory StepBuilder::Allocate(const memory::desc& desc, const std::string& what) {
   budget_.Reserve(static_cast<int64_t>(desc.get_size()), where_ + ": " + what);
   doing_ = "allocating " + what;

@@ -57,6 +57,10 @@ class StepBuilder {
   //! A temporary of the current step, in the executor's arena (bound after
   //! every lane is compiled).
   dnnl::memory Temp(const dnnl::memory::desc& desc);
+  //! `desc` over the bytes of `temp` (a Temp of the current step) from its
+  //! float `offset` on, which must lie within it: one temporary read in
+  //! several layouts.
+  dnnl::memory TempAlias(const dnnl::memory& temp, const dnnl::memory::desc& desc, int64_t offset);
   //! Memory the primitives keep (weights, bias), allocated now under the
   //! budget.
   dnnl::memory Allocate(const dnnl::memory::desc& desc, const std::string& what);

@@ -16,19 +16,19 @@ using Dims = memory::dims;
 using Tag = memory::format_tag;
 constexpr memory::data_type kF32 = memory::data_type::f32;
 
+}  // namespace
+
 std::string ShapeText(int64_t c, int64_t h, int64_t w) {
   return std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w);
 }
 
-int Attribute(const StepBuilder& builder, const exec::Step& step, std::string_view name) {
+int IntAttribute(const StepBuilder& builder, const exec::Step& step, std::string_view name) {
   const std::optional<int> value = AttributeOf(step.op.registered, name);
   if (!value) {
     builder.Fail(KindName(step.op) + " has no attribute " + std::string(name));
   }
   return *value;
 }
-
-}  // namespace
 
 // Every sample's tokens are the pixels of its view in NHWC storage: token t
 // of channel k sits at t * (buffer channels) + k from the view's start, so
@@ -42,7 +42,7 @@ void CompileAttention(StepBuilder& builder, const exec::Step& step, std::vector<
   const exec::View& out = step.output;
   const Shape& is = builder.ShapeOf(in);
   const Shape& os = builder.ShapeOf(out);
-  const int64_t heads = Attribute(builder, step, "heads");
+  const int64_t heads = IntAttribute(builder, step, "heads");
   const int64_t channels = out.channels;
   if (heads < 1 || channels < heads || channels % heads != 0 || in.channels != 3 * channels ||
       is.h != os.h || is.w != os.w) {
@@ -111,7 +111,7 @@ void CompileEmbedTokens(StepBuilder& builder, const exec::Step& step, std::vecto
   const exec::View& out = step.output;
   const Shape& is = builder.ShapeOf(in);
   const Shape& os = builder.ShapeOf(out);
-  const int64_t class_token = Attribute(builder, step, "class_token") != 0 ? 1 : 0;
+  const int64_t class_token = IntAttribute(builder, step, "class_token") != 0 ? 1 : 0;
   const int64_t c = in.channels;
   const int64_t patches = int64_t{is.h} * is.w;
   const int64_t tokens = patches + class_token;

@@ -1,8 +1,13 @@
 // Internal to the cpu device: the registered kinds a vision transformer
-// needs (common/op_kinds_transformer.h), as oneDNN calls. Called by the lane
-// compiler (cpu_primitives.cc) for a step of such a kind.
+// needs (common/op_kinds_transformer.h), as oneDNN calls: attention and the
+// tokens' embedding in cpu_transformer.cc, Swin's window attention and
+// patch merging in cpu_window.cc. Called by the lane compiler
+// (cpu_primitives.cc) for a step of such a kind.
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "devices/cpu/cpu_primitives.h"
@@ -10,6 +15,13 @@
 #include "exec/program.h"
 
 namespace ios::devices::cpu {
+
+//! "CxHxW", for messages.
+std::string ShapeText(int64_t c, int64_t h, int64_t w);
+
+//! The integer attribute `name` of the step's registered kind; Fail()s
+//! when the kind declares none (a program from a bad key).
+int IntAttribute(const StepBuilder& builder, const exec::Step& step, std::string_view name);
 
 //! attention(heads) on every sample: two batched matmuls over (sample,
 //! head) reading the queries, keys and values in place from the input view,
@@ -24,5 +36,17 @@ void CompileAttention(StepBuilder& builder, const exec::Step& step, std::vector<
 //! copied into every sample's first token by a reorder. Throws as
 //! CompileAttention does, and when the step's weights do not fit.
 void CompileEmbedTokens(StepBuilder& builder, const exec::Step& step, std::vector<Call>& calls);
+
+//! window_attention(heads, window, shift): a reorder of the queries, keys
+//! and values into window-major order (undoing the roll on the way: up to
+//! 3 x 3 strided pieces), attention's matmuls and softmax batched over
+//! (sample x window, head), the position bias and Swin's mask added to the
+//! scores by a binary from a table built at prepare, and reorders back
+//! into the output view. Throws as CompileEmbedTokens does.
+void CompileWindowAttention(StepBuilder& builder, const exec::Step& step, std::vector<Call>& calls);
+
+//! space_to_depth(block): one reorder between 6-D strided views of the
+//! input and output. Throws as CompileAttention does.
+void CompileSpaceToDepth(StepBuilder& builder, const exec::Step& step, std::vector<Call>& calls);
 
 }  // namespace ios::devices::cpu

@@ -152,9 +152,14 @@ std::vector<OpCase> EveryOpKind() {
     cases.push_back({std::string("activation_") + ToString(act), op, {{3, 4, 5}}});
   }
   // Every kind of common/op_kinds.h at its defaults (channel_shuffle: 2
-  // groups, so an even channel count), and softmax's logarithm.
+  // groups, so an even channel count), and softmax's logarithm. Swin's
+  // kinds cut the map into squares (7x7 windows, 2x2 blocks) that must
+  // divide it: maps of their own.
   for (const OpKindSpec& spec : RegisteredKinds()) {
-    cases.push_back({std::string(spec.name), MakeRegisteredOp(spec.kind), {{6, 3, 4}}});
+    Shape input{6, 3, 4};
+    if (spec.kind == RegisteredKind::kWindowAttention) input = {6, 7, 14};
+    if (spec.kind == RegisteredKind::kSpaceToDepth) input = {6, 4, 6};
+    cases.push_back({std::string(spec.name), MakeRegisteredOp(spec.kind), {input}});
   }
   OpParams log_softmax = MakeRegisteredOp(RegisteredKind::kSoftmax);
   log_softmax.registered.attributes = {1};

@@ -1,8 +1,8 @@
 // The cpu device's transformer kinds (common/op_kinds_transformer.h)
 // against the reference device: attention of several heads over a token
-// sequence and a 2-D map of tokens, and the tokens' embedding with and
-// without a class token; batch 1 and more, whole buffers and views at
-// channel offsets.
+// sequence and a 2-D map of tokens, the tokens' embedding with and
+// without a class token, Swin's (shifted) window attention and patch
+// merging; batch 1 and more, whole buffers and views at channel offsets.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,6 +35,20 @@ OpParams AttentionOp(int heads) {
 OpParams EmbedTokensOp(bool class_token) {
   OpParams op = MakeRegisteredOp(RegisteredKind::kEmbedTokens);
   SetAttribute(op.registered, "class_token", class_token ? 1 : 0, "test");
+  return op;
+}
+
+OpParams WindowAttentionOp(int heads, int window, int shift) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kWindowAttention);
+  SetAttribute(op.registered, "heads", heads, "test");
+  SetAttribute(op.registered, "window", window, "test");
+  SetAttribute(op.registered, "shift", shift, "test");
+  return op;
+}
+
+OpParams SpaceToDepthOp(int block) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kSpaceToDepth);
+  SetAttribute(op.registered, "block", block, "test");
   return op;
 }
 
@@ -72,6 +86,110 @@ TEST_F(CpuDeviceTest, AttentionOfSeveralHeadsMatchesTheReferenceOnViewsAtChannel
   std::ostringstream text;
   text << largest;
   RecordProperty("largest_relative_difference", text.str());
+}
+
+struct WindowCase {
+  std::string name;
+  int heads, depth, window, shift, h, w;
+};
+
+double ExpectWindowAttentionMatches(exec::Device& cpu, const WindowCase& c,
+                                    const std::vector<bool>& offsets_list,
+                                    const std::vector<int>& batches) {
+  double largest = 0;
+  const Shape input{3 * c.heads * c.depth, c.h, c.w};
+  for (const bool offsets : offsets_list) {
+    const exec::Program program =
+        OneOp(WindowAttentionOp(c.heads, c.window, c.shift), {input}, offsets);
+    for (const int batch : batches) {
+      largest =
+          std::max(largest, ExpectSameAsReference(cpu, program, batch,
+                                                  c.name + (offsets ? " at channel offsets" : ""),
+                                                  {kAttentionTolerance}));
+    }
+  }
+  return largest;
+}
+
+TEST_F(CpuDeviceTest, WindowAttentionMatchesTheReferenceWithAndWithoutAShift) {
+  const std::vector<WindowCase> cases = {
+      {"2x4_window_4_on_8x8", 2, 4, 4, 0, 8, 8},
+      {"2x4_window_4_on_8x8_shifted_2", 2, 4, 4, 2, 8, 8},
+      // One window: the roll wraps inside it, no window is a plain run.
+      {"one_window_shifted_1", 1, 3, 4, 1, 4, 4},
+      // 3x2 windows, the shift one short of the window, odd depth.
+      {"3x5_window_3_on_9x6_shifted_2", 3, 5, 3, 2, 9, 6},
+      {"one_token_windows", 2, 2, 1, 0, 3, 2},  // the softmax of one score is 1
+  };
+  double largest = 0;
+  for (const WindowCase& c : cases) {
+    largest = std::max(largest, ExpectWindowAttentionMatches(*device_, c, {false, true}, {1, 3}));
+  }
+  std::ostringstream text;
+  text << largest;
+  RecordProperty("largest_relative_difference", text.str());
+}
+
+// Swin-T's first stage: 3 heads of 32 in 7x7 windows shifted by 3 over the
+// 56x56 map of patches, its every other block.
+TEST_F(CpuDeviceTest, SwinTsFirstShiftedWindowAttentionMatchesTheReference) {
+  const double largest =
+      ExpectWindowAttentionMatches(*device_, {"swin_t_stage_1", 3, 32, 7, 3, 56, 56}, {true}, {1});
+  std::ostringstream text;
+  text << largest;
+  RecordProperty("largest_relative_difference", text.str());
+}
+
+TEST_F(CpuDeviceTest, SpaceToDepthEqualsTheReferenceExactlyForBlocksOf2And3) {
+  struct Case {
+    int block;
+    Shape input;
+  };
+  // Swin's patch merging; an odd block; one output pixel; a block of 1 (a copy).
+  for (const Case& c :
+       {Case{2, {5, 4, 6}}, Case{3, {3, 6, 9}}, Case{2, {4, 2, 2}}, Case{1, {3, 2, 3}}}) {
+    for (const bool offsets : {false, true}) {
+      const exec::Program program = OneOp(SpaceToDepthOp(c.block), {c.input}, offsets);
+      for (const int batch : {1, 2}) {
+        ExpectSameAsReference(*device_, program, batch,
+                              RegisteredKeyText(SpaceToDepthOp(c.block).registered) + " of " +
+                                  std::to_string(c.input.c) + "x" + std::to_string(c.input.h) +
+                                  "x" + std::to_string(c.input.w) +
+                                  (offsets ? " at channel offsets" : ""),
+                              {0.0});
+      }
+    }
+  }
+}
+
+// Swin's stage boundary in one lane: the patches merged, then window
+// attention over the merged map reading the merge's output at an offset.
+TEST_F(CpuDeviceTest, WindowAttentionAfterPatchMergingMatchesTheReference) {
+  cpu_testing::ProgramBuilder b;
+  const Shape patches{6, 8, 8};  // merged: 24 channels, queries, keys and values of 2 heads of 4
+  const int in = b.Buffer(patches);
+  b.program.inputs = {in};
+  exec::Step merge;
+  merge.op = SpaceToDepthOp(2);
+  merge.label = "merge";
+  merge.inputs = {{in, 0, patches.c}};
+  const int merged = b.Buffer({4 * patches.c + 1, patches.h / 2, patches.w / 2});
+  merge.output = {merged, 1, 4 * patches.c};
+  exec::Step attention;
+  attention.op = WindowAttentionOp(2, 2, 1);
+  attention.label = "attention";
+  attention.inputs = {merge.output};
+  attention.output = {b.Buffer({4 * patches.c / 3, patches.h / 2, patches.w / 2}), 0,
+                      4 * patches.c / 3};
+  attention.weights = b.Weights(
+      exec::RandomOpWeights(attention.op, {4 * patches.c, patches.h / 2, patches.w / 2}, 9));
+  b.program.outputs = {merge.output, attention.output};
+  b.Add(std::move(merge));
+  b.Add(std::move(attention));
+  for (const int batch : {1, 3}) {
+    ExpectSameAsReference(*device_, b.program, batch, "merge then window attention",
+                          {0.0, kAttentionTolerance});
+  }
 }
 
 TEST_F(CpuDeviceTest, EmbedTokensMatchesTheReferenceExactlyWithAndWithoutAClassToken) {
