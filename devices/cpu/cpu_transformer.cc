@@ -65,41 +65,46 @@ void CompileAttention(StepBuilder& builder, const exec::Step& step, std::vector<
   const memory scores =
       builder.Temp(memory::desc(Dims{batch, heads, tokens, tokens}, kF32, Tag::abcd));
 
-  // The 1/sqrt(depth) as the product's output scale: free, where scaling
-  // the queries would be one more pass.
+  AddScores(builder, calls, memory(input_by_token, engine, queries),
+            memory(keys_by_feature, engine, queries + channels), scores, depth, "the");
+  AddWeightedValues(builder, calls, scores, memory(input_by_token, engine, queries + 2 * channels),
+                    memory(output_by_token, engine, builder.DataOf(out)), "the");
+}
+
+void AddScores(StepBuilder& builder, std::vector<Call>& calls, const memory& queries,
+               const memory& keys, const memory& scores, int64_t depth, const std::string& what) {
   dnnl::primitive_attr scaled = builder.NewAttr();
   scaled.set_output_scales(0, {static_cast<float>(1 / std::sqrt(static_cast<double>(depth)))});
-  builder.Doing("matmul::primitive_desc of the scores, " + DescribeDesc(input_by_token) + " by " +
-                DescribeDesc(keys_by_feature));
+  builder.Doing("matmul::primitive_desc of " + what + " scores, " +
+                DescribeDesc(queries.get_desc()) + " by " + DescribeDesc(keys.get_desc()));
   const dnnl::matmul::primitive_desc product(
-      dnnl::matmul::desc(input_by_token, keys_by_feature, scores.get_desc()), scaled, engine);
-  builder.Doing("creating the scores' matmul");
+      dnnl::matmul::desc(queries.get_desc(), keys.get_desc(), scores.get_desc()), scaled,
+      builder.engine());
+  builder.Doing("creating " + what + " scores' matmul");
   builder.Add(calls, product, dnnl::matmul(product),
-              {{DNNL_ARG_SRC, memory(input_by_token, engine, queries)},
-               {DNNL_ARG_WEIGHTS, memory(keys_by_feature, engine, queries + channels)},
-               {DNNL_ARG_DST, scores}});
+              {{DNNL_ARG_SRC, queries}, {DNNL_ARG_WEIGHTS, keys}, {DNNL_ARG_DST, scores}});
+}
 
+void AddWeightedValues(StepBuilder& builder, std::vector<Call>& calls, const memory& scores,
+                       const memory& values, const memory& out, const std::string& what) {
   // In place: a row of scores is dead once its weights are computed.
-  builder.Doing("softmax_v2_forward::primitive_desc over the keys");
+  builder.Doing("softmax_v2_forward::primitive_desc over " + what + " keys");
   const dnnl::softmax_v2_forward::primitive_desc softmax(
       dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_inference,
                                      dnnl::algorithm::softmax_accurate, scores.get_desc(),
                                      scores.get_desc(), /*softmax_axis=*/3),
-      builder.attr(), engine);
-  builder.Doing("creating the softmax over the keys");
+      builder.attr(), builder.engine());
+  builder.Doing("creating the softmax over " + what + " keys");
   builder.Add(calls, softmax, dnnl::softmax_v2_forward(softmax),
               {{DNNL_ARG_SRC, scores}, {DNNL_ARG_DST, scores}});
-
-  builder.Doing("matmul::primitive_desc of the weighted values, into " +
-                DescribeDesc(output_by_token));
+  builder.Doing("matmul::primitive_desc of " + what + " weighted values, into " +
+                DescribeDesc(out.get_desc()));
   const dnnl::matmul::primitive_desc weighted(
-      dnnl::matmul::desc(scores.get_desc(), input_by_token, output_by_token), builder.attr(),
-      engine);
-  builder.Doing("creating the weighted values' matmul");
+      dnnl::matmul::desc(scores.get_desc(), values.get_desc(), out.get_desc()), builder.attr(),
+      builder.engine());
+  builder.Doing("creating " + what + " weighted values' matmul");
   builder.Add(calls, weighted, dnnl::matmul(weighted),
-              {{DNNL_ARG_SRC, scores},
-               {DNNL_ARG_WEIGHTS, memory(input_by_token, engine, queries + 2 * channels)},
-               {DNNL_ARG_DST, memory(output_by_token, engine, builder.DataOf(out))}});
+              {{DNNL_ARG_SRC, scores}, {DNNL_ARG_WEIGHTS, values}, {DNNL_ARG_DST, out}});
 }
 
 // The output is a C x L x 1 map: token t of a sample at t * (buffer

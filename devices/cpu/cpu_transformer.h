@@ -23,6 +23,21 @@ std::string ShapeText(int64_t c, int64_t h, int64_t w);
 //! when the kind declares none (a program from a bad key).
 int IntAttribute(const StepBuilder& builder, const exec::Step& step, std::string_view name);
 
+//! Scaled dot-product scores: `queries` {batch, head, token, feature} times
+//! `keys` {batch, head, feature, token} times 1/sqrt(depth) into `scores`
+//! {batch, head, token, token}, one batched matmul (the scale as its output
+//! scale: free, where scaling the queries would be one more pass). `what`
+//! names the step's tokens in messages ("the windows'").
+void AddScores(StepBuilder& builder, std::vector<Call>& calls, const dnnl::memory& queries,
+               const dnnl::memory& keys, const dnnl::memory& scores, int64_t depth,
+               const std::string& what);
+
+//! The softmax of `scores` over the keys, in place, then the scores times
+//! `values` {batch, head, token, feature} into `out`: the rest of attention.
+void AddWeightedValues(StepBuilder& builder, std::vector<Call>& calls, const dnnl::memory& scores,
+                       const dnnl::memory& values, const dnnl::memory& out,
+                       const std::string& what);
+
 //! attention(heads) on every sample: two batched matmuls over (sample,
 //! head) reading the queries, keys and values in place from the input view,
 //! the second writing the output view, with a softmax over the keys between

@@ -188,17 +188,8 @@ void CompileWindowAttention(StepBuilder& builder, const exec::Step& step,
   const memory scores =
       builder.Temp(memory::desc(Dims{groups, heads, size, size}, kF32, Tag::abcd));
 
-  dnnl::primitive_attr scaled = builder.NewAttr();
-  scaled.set_output_scales(0, {static_cast<float>(1 / std::sqrt(static_cast<double>(depth)))});
-  builder.Doing("matmul::primitive_desc of the windows' scores, " + DescribeDesc(stacked_by_token) +
-                " by " + DescribeDesc(keys_by_feature));
-  const dnnl::matmul::primitive_desc product(
-      dnnl::matmul::desc(stacked_by_token, keys_by_feature, scores.get_desc()), scaled, engine);
-  builder.Doing("creating the windows' scores' matmul");
-  builder.Add(calls, product, dnnl::matmul(product),
-              {{DNNL_ARG_SRC, builder.TempAlias(gathered, stacked_by_token, 0)},
-               {DNNL_ARG_WEIGHTS, builder.TempAlias(gathered, keys_by_feature, channels)},
-               {DNNL_ARG_DST, scores}});
+  AddScores(builder, calls, builder.TempAlias(gathered, stacked_by_token, 0),
+            builder.TempAlias(gathered, keys_by_feature, channels), scores, depth, "the windows'");
 
   // The bias is the same for every window without a shift, and with one
   // bias and mask are the same for every sample: one row added to every
@@ -217,28 +208,12 @@ void CompileWindowAttention(StepBuilder& builder, const exec::Step& step,
       calls, add, dnnl::binary(add),
       {{DNNL_ARG_SRC_0, scores_as_rows}, {DNNL_ARG_SRC_1, bias}, {DNNL_ARG_DST, scores_as_rows}});
 
-  builder.Doing("softmax_v2_forward::primitive_desc over the window's keys");
-  const dnnl::softmax_v2_forward::primitive_desc softmax(
-      dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_inference,
-                                     dnnl::algorithm::softmax_accurate, scores.get_desc(),
-                                     scores.get_desc(), /*softmax_axis=*/3),
-      builder.attr(), engine);
-  builder.Doing("creating the softmax over the window's keys");
-  builder.Add(calls, softmax, dnnl::softmax_v2_forward(softmax),
-              {{DNNL_ARG_SRC, scores}, {DNNL_ARG_DST, scores}});
-
   // Window-major again: the output's pixels are not a strided batch of
   // windows, so the products land in a temporary a reorder scatters.
   const memory mixed = builder.Temp(memory::desc(Dims{groups * size * channels}, kF32, Tag::a));
-  builder.Doing("matmul::primitive_desc of the windows' weighted values");
-  const dnnl::matmul::primitive_desc weighted(
-      dnnl::matmul::desc(scores.get_desc(), stacked_by_token, mixed_by_token), builder.attr(),
-      engine);
-  builder.Doing("creating the windows' weighted values' matmul");
-  builder.Add(calls, weighted, dnnl::matmul(weighted),
-              {{DNNL_ARG_SRC, scores},
-               {DNNL_ARG_WEIGHTS, builder.TempAlias(gathered, stacked_by_token, 2 * channels)},
-               {DNNL_ARG_DST, builder.TempAlias(mixed, mixed_by_token, 0)}});
+  AddWeightedValues(builder, calls, scores,
+                    builder.TempAlias(gathered, stacked_by_token, 2 * channels),
+                    builder.TempAlias(mixed, mixed_by_token, 0), "the windows'");
   CopyWindows(builder, calls, g, builder.DataOf(out), os.c, mixed, channels, false);
 }
 
