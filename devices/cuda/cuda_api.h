@@ -182,6 +182,31 @@ struct EmbedTokensShape {
   int64_t tokens() const { return pixels + (class_token ? 1 : 0); }
   friend bool operator==(const EmbedTokensShape&, const EmbedTokensShape&) = default;
 };
+
+//! Swin's shifted-window attention's views for our kernel (the
+//! window_attention kind, common/op_kinds_transformer.h): the queries,
+//! keys and values of AttentionShape, on a height x width map rolled up and
+//! left by `shift` and cut into window x window windows whose tokens
+//! attend to each other only. Each sample is `*_batch_stride` floats after
+//! the previous one.
+struct WindowAttentionShape {
+  int batch = 1, channels = 1, heads = 1;
+  int height = 1, width = 1, window = 1, shift = 0;
+  int64_t src_batch_stride = 0, dst_batch_stride = 0;
+  int64_t tokens() const { return int64_t{height} * width; }
+  friend bool operator==(const WindowAttentionShape&, const WindowAttentionShape&) = default;
+};
+
+//! space_to_depth's views for our kernel: `channels` planes of height x
+//! width in, block^2 x channels planes of (height / block) x (width /
+//! block) out, each sample `*_batch_stride` floats after the previous one.
+struct SpaceToDepthShape {
+  int batch = 1, channels = 1, height = 1, width = 1, block = 1;
+  int64_t src_batch_stride = 0, dst_batch_stride = 0;
+  int64_t values() const { return int64_t{channels} * height * width; }  // per sample, either side
+  friend bool operator==(const SpaceToDepthShape&, const SpaceToDepthShape&) = default;
+};
+
 enum class OpTensorOp { kAdd, kMul };
 
 //! Everything the cuda device calls. Implementations are not thread-safe;
@@ -345,6 +370,23 @@ class Api {
   virtual Status EmbedTokensStrided(Stream stream, const EmbedTokensShape& shape, const float* src,
                                     const float* position, const float* class_token,
                                     float* dst) = 0;
+  //! Shifted-window attention of every sample of `shape` (the
+  //! window_attention kind, common/op_kinds_transformer.h): AttentionStrided
+  //! within each window of the rolled map, each score plus `bias` (heads x
+  //! window^2 x window^2: head h, query i, key j at (h * window^2 + i) *
+  //! window^2 + j) and Swin's -100 between regions when shifted, each
+  //! output at its pixel before the roll. Our kernel; requires the window
+  //! to divide the map, 0 <= shift < window, channels / heads <=
+  //! kMaxAttentionHeadChannels and dst apart from src.
+  virtual Status WindowAttentionStrided(Stream stream, const WindowAttentionShape& shape,
+                                        const float* src, const float* bias, float* dst) = 0;
+  //! dst = src's block x block squares as pixels of block^2 x channels
+  //! channels (the space_to_depth kind): channel (dx * block + dy) *
+  //! channels + c of pixel (y, x) is channel c at (block * y + dy, block * x
+  //! + dx). Our kernel; requires the block to divide the map, dst apart
+  //! from src.
+  virtual Status SpaceToDepthStrided(Stream stream, const SpaceToDepthShape& shape,
+                                     const float* src, float* dst) = 0;
 };
 
 }  // namespace ios::cuda

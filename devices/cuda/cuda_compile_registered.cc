@@ -35,8 +35,9 @@ void CudaPreparedProgram::CompileRegistered(const exec::Step& step, StreamContex
     case RegisteredKind::kEmbedTokens:
       return CompileEmbedTokens(step, context, where, calls);
     case RegisteredKind::kWindowAttention:
+      return CompileWindowAttention(step, context, where, calls);
     case RegisteredKind::kSpaceToDepth:
-      break;  // not yet: refused below
+      return CompileSpaceToDepth(step, context, where, calls);
   }
   throw ExecError(MeasureError::kUnsupported,
                   "cuda: " + where + ": no call for " + KindName(step.op));

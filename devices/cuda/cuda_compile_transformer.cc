@@ -1,9 +1,11 @@
-// The transformer kinds' steps (common/op_kinds_transformer.h): attention
-// and embed_tokens, each one launch of our kernel (cuda_kernels.cu) on the
-// views as they are. cuDNN's legacy API has neither; its graph API's fused
+// The transformer kinds' steps (common/op_kinds_transformer.h): attention,
+// embed_tokens, Swin's window attention and patch merging's
+// space_to_depth, each one launch of our kernel (cuda_kernels.cu) on the
+// views as they are. cuDNN's legacy API has no call for the first three
+// (and the last would take it block^2 calls); its graph API's fused
 // attention would tie the worker to one cuDNN generation and to the
 // layouts it fuses, and cuBLAS would be a dependency the worker does not
-// have for two kinds.
+// have for a few kinds.
 #include <string>
 
 #include "common/op_kinds.h"
@@ -99,6 +101,98 @@ void CudaPreparedProgram::CompileEmbedTokens(const exec::Step& step, StreamConte
   calls.push_back({[=, &api] {
     return api.EmbedTokensStrided(stream, shape, src, position, class_values, dst);
   }});
+}
+
+// Attention's views (CompileAttention), the relative position bias
+// uploaded at prepare as embed_tokens' weights are. The roll and the
+// windows are the kernel's index arithmetic: no rolled copy of the map and
+// no mask is ever written, so the step stays one launch.
+void CudaPreparedProgram::CompileWindowAttention(const exec::Step& step, StreamContext& context,
+                                                 const std::string& where,
+                                                 std::vector<Call>& calls) {
+  const exec::View& from = step.inputs.at(0);
+  const Shape& in = buffers_.at(from.buffer).shape;
+  const Shape& out = buffers_.at(step.output.buffer).shape;
+  const RegisteredOp& op = step.op.registered;
+  const int heads = AttributeOf(op, "heads").value_or(0);
+  const int window = AttributeOf(op, "window").value_or(0);
+  const int shift = AttributeOf(op, "shift").value_or(-1);
+  const int channels = step.output.channels;
+  const bool has_weights = step.weights >= 0 && static_cast<size_t>(step.weights) < weights_.size();
+  const Weights* w = has_weights ? &weights_[static_cast<size_t>(step.weights)] : nullptr;
+  if (heads < 1 || from.channels != 3 * channels || channels % heads != 0 || in.h != out.h ||
+      in.w != out.w || window < 1 || in.h % window != 0 || in.w % window != 0 || shift < 0 ||
+      shift >= window || w == nullptr || w->kernel.get() == nullptr || w->bias.get() != nullptr) {
+    throw ExecError(
+        MeasureError::kBackendFailure,
+        "cuda: " + where + ": a window attention of " + std::to_string(heads) + " heads, " +
+            std::to_string(window) + "x" + std::to_string(window) + " windows shifted by " +
+            std::to_string(shift) + ", from " + ShapeText(from.channels, in.h, in.w) + " to " +
+            ShapeText(channels, out.h, out.w) + ", weights " + std::to_string(step.weights) +
+            "; expected 3 x C channels in, C out, heads dividing C, one map size "
+            "that the window divides, a shift below the window, and a bias table");
+  }
+  if (AttributeOf(op, "grid").value_or(0) != 0) {
+    throw ExecError(MeasureError::kUnsupported,
+                    "cuda: " + where +
+                        ": grid attention (MaxViT's) is not in our window "
+                        "attention kernel yet");
+  }
+  if (channels / heads > cuda::kMaxAttentionHeadChannels) {
+    throw ExecError(MeasureError::kUnsupported,
+                    "cuda: " + where + ": heads of " + std::to_string(channels / heads) +
+                        " channels; our window attention kernel takes at most " +
+                        std::to_string(cuda::kMaxAttentionHeadChannels));
+  }
+  cuda::WindowAttentionShape shape;
+  shape.batch = batch_;
+  shape.channels = channels;
+  shape.heads = heads;
+  shape.height = in.h;
+  shape.width = in.w;
+  shape.window = window;
+  shape.shift = shift;
+  shape.src_batch_stride = int64_t{in.c} * shape.tokens();
+  shape.dst_batch_stride = int64_t{out.c} * shape.tokens();
+  const float* src = ViewAddress(from);
+  const auto* bias = static_cast<const float*>(w->kernel.get());
+  float* dst = ViewAddress(step.output);
+  const cuda::Stream stream = context.stream;
+  cuda::Api& api = api_;
+  calls.push_back(
+      {[=, &api] { return api.WindowAttentionStrided(stream, shape, src, bias, dst); }});
+}
+
+// One launch of our copy kernel rather than block^2 cudnnTransformTensor
+// calls (one per offset in the square, each a strided view of both sides):
+// a capture and a timed run see a single node, as for the other kinds.
+void CudaPreparedProgram::CompileSpaceToDepth(const exec::Step& step, StreamContext& context,
+                                              const std::string& where, std::vector<Call>& calls) {
+  const exec::View& from = step.inputs.at(0);
+  const Shape& in = buffers_.at(from.buffer).shape;
+  const Shape& out = buffers_.at(step.output.buffer).shape;
+  const int block = AttributeOf(step.op.registered, "block").value_or(0);
+  if (block < 1 || in.h % block != 0 || in.w % block != 0 || out.h * block != in.h ||
+      out.w * block != in.w || int64_t{from.channels} * block * block != step.output.channels) {
+    throw ExecError(MeasureError::kBackendFailure,
+                    "cuda: " + where + ": a space_to_depth by " + std::to_string(block) + " from " +
+                        ShapeText(from.channels, in.h, in.w) + " to " +
+                        ShapeText(step.output.channels, out.h, out.w) +
+                        "; expected a block dividing the map and block^2 x C channels out");
+  }
+  cuda::SpaceToDepthShape shape;
+  shape.batch = batch_;
+  shape.channels = from.channels;
+  shape.height = in.h;
+  shape.width = in.w;
+  shape.block = block;
+  shape.src_batch_stride = int64_t{in.c} * in.h * in.w;
+  shape.dst_batch_stride = int64_t{out.c} * out.h * out.w;
+  const float* src = ViewAddress(from);
+  float* dst = ViewAddress(step.output);
+  const cuda::Stream stream = context.stream;
+  cuda::Api& api = api_;
+  calls.push_back({[=, &api] { return api.SpaceToDepthStrided(stream, shape, src, dst); }});
 }
 
 }  // namespace ios::devices::cuda_detail

@@ -94,4 +94,36 @@ Status KernelApi::EmbedTokensStrided(Stream stream, const EmbedTokensShape& shap
                   "ios::cuda::EmbedTokensStrided");
 }
 
+Status KernelApi::WindowAttentionStrided(Stream stream, const WindowAttentionShape& shape,
+                                         const float* src, const float* bias, float* dst) {
+  if (shape.heads < 1 || shape.channels % shape.heads != 0 ||
+      shape.channels / shape.heads > kMaxAttentionHeadChannels) {
+    return {Code::kUnsupported, "ios::cuda::WindowAttentionStrided",
+            "our kernel takes heads that divide the channels, of at most " +
+                std::to_string(kMaxAttentionHeadChannels) + " channels each"};
+  }
+  if (shape.window < 1 || shape.height % shape.window != 0 || shape.width % shape.window != 0 ||
+      shape.shift < 0 || shape.shift >= shape.window || bias == nullptr) {
+    return {Code::kRefused, "ios::cuda::WindowAttentionStrided",
+            "a window that does not divide the map, a shift not below it, or no bias"};
+  }
+  return FromCuda(
+      LaunchWindowAttention(As<CUstream_st>(stream.value), shape.batch, shape.channels, shape.heads,
+                            shape.height, shape.width, shape.window, shape.shift, src,
+                            shape.src_batch_stride, bias, dst, shape.dst_batch_stride),
+      "ios::cuda::WindowAttentionStrided");
+}
+
+Status KernelApi::SpaceToDepthStrided(Stream stream, const SpaceToDepthShape& shape,
+                                      const float* src, float* dst) {
+  if (shape.block < 1 || shape.height % shape.block != 0 || shape.width % shape.block != 0) {
+    return {Code::kRefused, "ios::cuda::SpaceToDepthStrided",
+            "a block that does not divide the map"};
+  }
+  return FromCuda(LaunchSpaceToDepth(As<CUstream_st>(stream.value), shape.batch, shape.channels,
+                                     shape.height, shape.width, shape.block, src,
+                                     shape.src_batch_stride, dst, shape.dst_batch_stride),
+                  "ios::cuda::SpaceToDepthStrided");
+}
+
 }  // namespace ios::cuda

@@ -27,6 +27,10 @@ class KernelApi : public Api {
                           float* dst) override;
   Status EmbedTokensStrided(Stream stream, const EmbedTokensShape& shape, const float* src,
                             const float* position, const float* class_token, float* dst) override;
+  Status WindowAttentionStrided(Stream stream, const WindowAttentionShape& shape, const float* src,
+                                const float* bias, float* dst) override;
+  Status SpaceToDepthStrided(Stream stream, const SpaceToDepthShape& shape, const float* src,
+                             float* dst) override;
 };
 
 }  // namespace ios::cuda

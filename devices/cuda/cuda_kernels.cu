@@ -142,21 +142,83 @@ __device__ float BlockReduce(float x, float* scratch, Op op) {
   return result;
 }
 
+// The keys of plain attention: every token of the map, in order, no term
+// added to the scores. kInOrder: key t is pixel t, so the weighted sums
+// read the values' rows directly rather than through the tile's pixels.
+struct EveryToken {
+  static constexpr bool kInOrder = true;
+  int64_t tokens;
+  struct Query {
+    int64_t pixel;
+  };
+  __host__ __device__ int64_t Queries() const { return tokens; }
+  __device__ Query At(int64_t i) const { return {i}; }
+  __device__ int64_t KeyCount() const { return tokens; }
+  //! Key t's pixel; `added` the term its score gets.
+  __device__ int64_t Key(const Query&, int64_t t, int, float& added) const {
+    added = 0.0f;
+    return t;
+  }
+};
+
+// The keys of Swin's shifted windows: query i is pixel i of the rolled map
+// (row-major), its keys its window's window^2 pixels of the rolled map,
+// each found in the unrolled one through the roll, so that no rolled copy
+// of the map is ever written. A key's added term is its bias (head, the
+// query's place in the window, the key's) and Swin's -100 when the roll
+// brought the two together from different regions; the regions are a few
+// integer compares, cheaper than reading a mask.
+struct WindowTokens {
+  static constexpr bool kInOrder = false;
+  int height, width, window, shift;
+  const float* bias;  // heads x window^2 x window^2
+  struct Query {
+    int64_t pixel;     // in the unrolled map
+    int top, left;     // its window's first row and column, rolled
+    int64_t bias_row;  // its row of head 0's bias
+    int region;        // row region * 3 + column region
+  };
+  // common/op_kinds_transformer.cc's WindowRegion.
+  __device__ int Region(int at, int extent) const {
+    if (shift == 0 || at < extent - window) return 0;
+    return at < extent - shift ? 1 : 2;
+  }
+  __device__ int64_t Unrolled(int y, int x) const {
+    return int64_t{(y + shift) % height} * width + (x + shift) % width;
+  }
+  __host__ __device__ int64_t Queries() const { return int64_t{height} * width; }
+  __device__ Query At(int64_t i) const {
+    const int y = static_cast<int>(i / width), x = static_cast<int>(i % width);
+    return {Unrolled(y, x), y - y % window, x - x % window,
+            int64_t{(y % window) * window + x % window} * KeyCount(),
+            Region(y, height) * 3 + Region(x, width)};
+  }
+  __device__ int64_t KeyCount() const { return int64_t{window} * window; }
+  __device__ int64_t Key(const Query& q, int64_t t, int head, float& added) const {
+    const int y = q.top + static_cast<int>(t) / window, x = q.left + static_cast<int>(t) % window;
+    added = bias[head * KeyCount() * KeyCount() + q.bias_row + t];
+    if (Region(y, height) * 3 + Region(x, width) != q.region) added -= 100.0f;
+    return Unrolled(y, x);
+  }
+};
+
 // One block per (query token, head, sample): blockIdx.x strides over the
-// tokens, y and z are the head and the sample. The keys go by in tiles of
-// one per thread, with the softmax kept online (flash attention's
-// rescaling): the running max and sum of exponentials, and each output
-// channel's running sum of p * v, are rescaled by exp(old max - new max)
-// whenever a tile raises the max, so every exponent is at most 0 (stable)
-// and any number of tokens fits in fixed shared memory. Scores: thread t
-// reads key t of each channel, neighbours on neighbouring floats
-// (coalesced). Weighted sums: warp w takes channels w, w + 4, ..., its
-// lanes read a tile's values of one channel side by side and reduce by
-// shuffles; only its lane 0 touches that channel's running sum, so no
-// other thread races it. Shared: the query (scaled) and the running sums,
-// `depth` floats each, and the tile's weights.
+// queries, y and z are the head and the sample. The keys (`Keys`: every
+// token, or a shifted window's) go by in tiles of one per thread, with the
+// softmax kept online (flash attention's rescaling): the running max and
+// sum of exponentials, and each output channel's running sum of p * v, are
+// rescaled by exp(old max - new max) whenever a tile raises the max, so
+// every exponent is at most 0 (stable) and any number of keys fits in
+// fixed shared memory. Scores: thread t reads key t of each channel,
+// neighbours on neighbouring floats where the keys are (coalesced; a
+// window's rows of them). Weighted sums: warp w takes channels w, w + 4,
+// ..., its lanes read a tile's values of one channel side by side and
+// reduce by shuffles; only its lane 0 touches that channel's running sum,
+// so no other thread races it. Shared: the query (scaled) and the running
+// sums, `depth` floats each, and the tile's weights and key pixels.
+template <class Keys>
 __global__ void __launch_bounds__(kAttentionThreads)
-    AttentionKernel(int channels, int depth, int64_t tokens, float scale, const float* src,
+    AttentionKernel(Keys keys, int channels, int depth, float scale, const float* src,
                     int64_t src_stride, float* dst, int64_t dst_stride, int head_base,
                     int sample_base) {
   extern __shared__ float shared[];
@@ -164,46 +226,60 @@ __global__ void __launch_bounds__(kAttentionThreads)
   float* sums = query + depth;
   float* weights = sums + depth;
   __shared__ float scratch[kAttentionWarps];
+  __shared__ int64_t pixels[kAttentionThreads];
+  const int64_t tokens = keys.Queries();  // a plane's floats
+  const int64_t key_count = keys.KeyCount();
+  const int head = head_base + static_cast<int>(blockIdx.y);
   const int64_t sample = sample_base + int64_t{blockIdx.z};
-  const int64_t first_channel = int64_t{head_base + static_cast<int>(blockIdx.y)} * depth;
+  const int64_t first_channel = int64_t{head} * depth;
   const float* q = src + sample * src_stride + first_channel * tokens;
   const float* k = q + int64_t{channels} * tokens;
   const float* v = k + int64_t{channels} * tokens;
   float* out = dst + sample * dst_stride + first_channel * tokens;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int64_t i = blockIdx.x; i < tokens; i += gridDim.x) {
+    const typename Keys::Query at = keys.At(i);
     for (int c = threadIdx.x; c < depth; c += kAttentionThreads) {
-      query[c] = q[c * tokens + i] * scale;
+      query[c] = q[c * tokens + at.pixel] * scale;
       sums[c] = 0;
     }
     __syncthreads();
     float largest = -INFINITY, total = 0;
-    for (int64_t tile = 0; tile < tokens; tile += kAttentionThreads) {
+    for (int64_t tile = 0; tile < key_count; tile += kAttentionThreads) {
       const int64_t t = tile + threadIdx.x;
       float score = -INFINITY;
-      if (t < tokens) {
+      if (t < key_count) {
+        float added = 0.0f;
+        const int64_t pixel = keys.Key(at, t, head, added);
+        pixels[threadIdx.x] = pixel;
         score = 0;
-        for (int c = 0; c < depth; ++c) score = fmaf(query[c], k[c * tokens + t], score);
+        for (int c = 0; c < depth; ++c) score = fmaf(query[c], k[c * tokens + pixel], score);
+        score += added;
       }
+      // Its syncs also publish the tile's pixels.
       const float raised = fmaxf(largest, BlockReduce(score, scratch, MaxOf{}));
-      const float p = t < tokens ? expf(score - raised) : 0.0f;
+      const float p = t < key_count ? expf(score - raised) : 0.0f;
       weights[threadIdx.x] = p;
       const float rescale = expf(largest - raised);  // 0 on the first tile
       total = total * rescale + BlockReduce(p, scratch, SumOf{});
       largest = raised;
-      const int count =
-          static_cast<int>(tokens - tile < kAttentionThreads ? tokens - tile : kAttentionThreads);
+      const int count = static_cast<int>(key_count - tile < kAttentionThreads ? key_count - tile
+                                                                              : kAttentionThreads);
       for (int j = warp; j < depth; j += kAttentionWarps) {
-        const float* row = v + j * tokens + tile;
+        const float* row = v + j * tokens;
         float part = 0;
-        for (int u = lane; u < count; u += 32) part = fmaf(weights[u], row[u], part);
+        for (int u = lane; u < count; u += 32) {
+          part = fmaf(weights[u], Keys::kInOrder ? row[tile + u] : row[pixels[u]], part);
+        }
         part = WarpReduce(part, SumOf{});
         if (lane == 0) sums[j] = sums[j] * rescale + part;
       }
-      __syncthreads();  // the next tile overwrites the weights
+      __syncthreads();  // the next tile overwrites the weights and pixels
     }
     if (lane == 0) {
-      for (int j = warp; j < depth; j += kAttentionWarps) out[j * tokens + i] = sums[j] / total;
+      for (int j = warp; j < depth; j += kAttentionWarps) {
+        out[j * tokens + at.pixel] = sums[j] / total;
+      }
     }
     __syncthreads();  // the next token overwrites the query and the sums
   }
@@ -229,6 +305,30 @@ __global__ void EmbedTokensKernel(int channels, int64_t pixels, int64_t tokens, 
   }
 }
 
+// One thread per output value of a sample (grid-stride), blockIdx.y the
+// sample: the writes go in coalesced rows, the reads `block` floats apart
+// (each input value is read once, so nothing would be gained by staging
+// squares in shared memory).
+__global__ void SpaceToDepthKernel(int channels, int height, int width, int block, const float* src,
+                                   int64_t src_stride, float* dst, int64_t dst_stride,
+                                   int sample_base) {
+  const int64_t sample = sample_base + blockIdx.y;
+  const float* from = src + sample * src_stride;
+  float* to = dst + sample * dst_stride;
+  const int out_w = width / block;
+  const int64_t plane = int64_t{height / block} * out_w;
+  const int64_t count = int64_t{channels} * height * width;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t out_channel = i / plane, pixel = i % plane;
+    const int64_t c = out_channel % channels;
+    const int square = static_cast<int>(out_channel / channels);  // dx * block + dy
+    const int dx = square / block, dy = square % block;
+    const int y = static_cast<int>(pixel / out_w), x = static_cast<int>(pixel % out_w);
+    to[i] = from[(c * height + block * y + dy) * width + block * x + dx];
+  }
+}
+
 //! Launches `launch(blocks, samples, base)` over every sample, in chunks of
 //! gridDim.y's limit; the first launch error, or cudaSuccess.
 template <class Launch>
@@ -244,6 +344,38 @@ cudaError_t ForEachSampleChunk(int64_t count, int batch, const Launch& launch) {
     launch(dim3(blocks, static_cast<unsigned>(samples)), kThreads, base);
     const cudaError_t error = cudaGetLastError();
     if (error != cudaSuccess) return error;
+  }
+  return cudaSuccess;
+}
+
+//! Launches AttentionKernel over `keys` for every head and sample, in
+//! chunks of gridDim.y's and z's limit; the first launch error, or
+//! cudaSuccess.
+template <class Keys>
+cudaError_t LaunchAttentionOver(cudaStream_t stream, const Keys& keys, int batch, int channels,
+                                int heads, const float* src, int64_t src_stride, float* dst,
+                                int64_t dst_stride) {
+  const int64_t tokens = keys.Queries();
+  if (batch <= 0 || channels <= 0 || tokens <= 0) return cudaSuccess;
+  if (heads <= 0 || channels % heads != 0 || channels / heads > kMaxHeadChannels) {
+    return cudaErrorInvalidValue;
+  }
+  const int depth = channels / heads;
+  const auto scale = static_cast<float>(1 / sqrt(static_cast<double>(depth)));
+  const size_t shared = (2 * static_cast<size_t>(depth) + kAttentionThreads) * sizeof(float);
+  constexpr int64_t kMaxTokenBlocks = int64_t{1} << 30;  // blockIdx.x strides beyond this
+  constexpr int kMaxPerLaunch = 65535;                   // gridDim.y's and z's limit
+  const auto blocks = static_cast<unsigned>(tokens < kMaxTokenBlocks ? tokens : kMaxTokenBlocks);
+  for (int head = 0; head < heads; head += kMaxPerLaunch) {
+    const int head_count = heads - head < kMaxPerLaunch ? heads - head : kMaxPerLaunch;
+    for (int sample = 0; sample < batch; sample += kMaxPerLaunch) {
+      const int samples = batch - sample < kMaxPerLaunch ? batch - sample : kMaxPerLaunch;
+      const dim3 grid(blocks, static_cast<unsigned>(head_count), static_cast<unsigned>(samples));
+      AttentionKernel<Keys><<<grid, kAttentionThreads, shared, stream>>>(
+          keys, channels, depth, scale, src, src_stride, dst, dst_stride, head, sample);
+      const cudaError_t error = cudaGetLastError();
+      if (error != cudaSuccess) return error;
+    }
   }
   return cudaSuccess;
 }
@@ -320,28 +452,20 @@ cudaError_t LaunchLayerNorm(cudaStream_t stream, float eps, int batch, int chann
 
 cudaError_t LaunchAttention(cudaStream_t stream, int batch, int channels, int heads, int64_t tokens,
                             const float* src, int64_t src_stride, float* dst, int64_t dst_stride) {
-  if (batch <= 0 || channels <= 0 || tokens <= 0) return cudaSuccess;
-  if (heads <= 0 || channels % heads != 0 || channels / heads > kMaxHeadChannels) {
+  return LaunchAttentionOver(stream, EveryToken{tokens}, batch, channels, heads, src, src_stride,
+                             dst, dst_stride);
+}
+
+cudaError_t LaunchWindowAttention(cudaStream_t stream, int batch, int channels, int heads,
+                                  int height, int width, int window, int shift, const float* src,
+                                  int64_t src_stride, const float* bias, float* dst,
+                                  int64_t dst_stride) {
+  if (window <= 0 || height % window != 0 || width % window != 0 || shift < 0 || shift >= window ||
+      bias == nullptr) {
     return cudaErrorInvalidValue;
   }
-  const int depth = channels / heads;
-  const auto scale = static_cast<float>(1 / sqrt(static_cast<double>(depth)));
-  const size_t shared = (2 * static_cast<size_t>(depth) + kAttentionThreads) * sizeof(float);
-  constexpr int64_t kMaxTokenBlocks = int64_t{1} << 30;  // blockIdx.x strides beyond this
-  constexpr int kMaxPerLaunch = 65535;                   // gridDim.y's and z's limit
-  const auto blocks = static_cast<unsigned>(tokens < kMaxTokenBlocks ? tokens : kMaxTokenBlocks);
-  for (int head = 0; head < heads; head += kMaxPerLaunch) {
-    const int head_count = heads - head < kMaxPerLaunch ? heads - head : kMaxPerLaunch;
-    for (int sample = 0; sample < batch; sample += kMaxPerLaunch) {
-      const int samples = batch - sample < kMaxPerLaunch ? batch - sample : kMaxPerLaunch;
-      const dim3 grid(blocks, static_cast<unsigned>(head_count), static_cast<unsigned>(samples));
-      AttentionKernel<<<grid, kAttentionThreads, shared, stream>>>(
-          channels, depth, tokens, scale, src, src_stride, dst, dst_stride, head, sample);
-      const cudaError_t error = cudaGetLastError();
-      if (error != cudaSuccess) return error;
-    }
-  }
-  return cudaSuccess;
+  return LaunchAttentionOver(stream, WindowTokens{height, width, window, shift, bias}, batch,
+                             channels, heads, src, src_stride, dst, dst_stride);
 }
 
 cudaError_t LaunchEmbedTokens(cudaStream_t stream, int batch, int channels, int64_t pixels,
@@ -353,6 +477,17 @@ cudaError_t LaunchEmbedTokens(cudaStream_t stream, int batch, int channels, int6
         EmbedTokensKernel<<<grid, threads, 0, stream>>>(channels, pixels, tokens, src, src_stride,
                                                         position, class_token, dst, dst_stride,
                                                         base);
+      });
+}
+
+cudaError_t LaunchSpaceToDepth(cudaStream_t stream, int batch, int channels, int height, int width,
+                               int block, const float* src, int64_t src_stride, float* dst,
+                               int64_t dst_stride) {
+  if (block <= 0 || height % block != 0 || width % block != 0) return cudaErrorInvalidValue;
+  return ForEachSampleChunk(
+      int64_t{channels} * height * width, batch, [&](dim3 grid, int threads, int base) {
+        SpaceToDepthKernel<<<grid, threads, 0, stream>>>(channels, height, width, block, src,
+                                                         src_stride, dst, dst_stride, base);
       });
 }
 

@@ -72,4 +72,27 @@ cudaError_t LaunchEmbedTokens(cudaStream_t stream, int batch, int channels, int6
                               const float* src, int64_t src_stride, const float* position,
                               const float* class_token, float* dst, int64_t dst_stride);
 
+//! Swin's shifted-window attention (the window_attention kind,
+//! common/op_kinds_transformer.h): LaunchAttention's queries, keys and
+//! values on a height x width map, rolled up and left by `shift` and cut
+//! into window x window windows whose tokens attend to each other only;
+//! each score plus `bias` (heads x window^2 x window^2) and, when shifted,
+//! -100 between tokens of different regions; each output at its pixel
+//! before the roll. Requires the window to divide the map, 0 <= shift <
+//! window, d <= 4096 (cudaErrorInvalidValue otherwise) and dst apart from
+//! src.
+cudaError_t LaunchWindowAttention(cudaStream_t stream, int batch, int channels, int heads,
+                                  int height, int width, int window, int shift, const float* src,
+                                  int64_t src_stride, const float* bias, float* dst,
+                                  int64_t dst_stride);
+
+//! space_to_depth: per sample, dst's channel (dx * block + dy) * channels
+//! + c at (y, x) is src's channel c at (block * y + dy, block * x + dx);
+//! the planes of src from src + n * src_stride, those of dst from dst + n
+//! * dst_stride. Requires the block to divide height and width
+//! (cudaErrorInvalidValue otherwise).
+cudaError_t LaunchSpaceToDepth(cudaStream_t stream, int batch, int channels, int height, int width,
+                               int block, const float* src, int64_t src_stride, float* dst,
+                               int64_t dst_stride);
+
 }  // namespace ios::cuda

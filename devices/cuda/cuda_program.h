@@ -190,6 +190,10 @@ class CudaPreparedProgram : public exec::PreparedProgram {
                         std::vector<Call>& calls);
   void CompileEmbedTokens(const exec::Step& step, StreamContext& context, const std::string& where,
                           std::vector<Call>& calls);
+  void CompileWindowAttention(const exec::Step& step, StreamContext& context,
+                              const std::string& where, std::vector<Call>& calls);
+  void CompileSpaceToDepth(const exec::Step& step, StreamContext& context, const std::string& where,
+                           std::vector<Call>& calls);
   void CompileCoefficientActivation(const exec::Step& step, StreamContext& context,
                                     const std::string& where, std::vector<Call>& calls);
   void CompileEltwise(const exec::Step& step, StreamContext& context, const std::string& where,

@@ -177,6 +177,25 @@ class Network {
         }(),
         {{{1, 0, 8}}, {{2, 0, 4}}});
     Add("embed_tokens_on_slice", MakeRegisteredOp(RegisteredKind::kEmbedTokens), {{{1, 2, 6}}});
+    // Swin's kinds: shifted-window attention (3x3 windows of the 9x9 map
+    // rolled by 1; 2 heads of 2, its queries, keys and values from two
+    // terms) and patch merging's space_to_depth by 3 on a slice.
+    Add("window_attention_of_concat",
+        [] {
+          OpParams op = MakeRegisteredOp(RegisteredKind::kWindowAttention);
+          SetAttribute(op.registered, "heads", 2, "window_attention_of_concat");
+          SetAttribute(op.registered, "window", 3, "window_attention_of_concat");
+          SetAttribute(op.registered, "shift", 1, "window_attention_of_concat");
+          return op;
+        }(),
+        {{{1, 0, 8}}, {{2, 0, 4}}});
+    Add("space_to_depth_on_slice",
+        [] {
+          OpParams op = MakeRegisteredOp(RegisteredKind::kSpaceToDepth);
+          SetAttribute(op.registered, "block", 3, "space_to_depth_on_slice");
+          return op;
+        }(),
+        {{{1, 2, 6}}});
     // Squeeze-and-excitation's channel scale: a C x 1 x 1 term broadcast.
     Add("channel_scale", ::ios::testing::EltwiseOp(EltwiseType::kMul),
         {{{*graph_.Find("global_avg"), 0, 8}}, {{1, 0, 8}}});

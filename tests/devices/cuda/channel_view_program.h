@@ -99,6 +99,33 @@ inline exec::Program EmbedTokensProgram(int channels, bool class_token, int h, i
                                 (class_token ? " with a class token" : ""));
 }
 
+//! Swin's window attention of `heads` heads over `channels` (the output's;
+//! the input has three times as many) of h x w, in window x window windows
+//! of the map rolled by `shift`; seeded random relative position bias.
+inline exec::Program WindowAttentionProgram(int heads, int channels, int window, int shift, int h,
+                                            int w) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kWindowAttention);
+  SetAttribute(op.registered, "heads", heads, "window attention test");
+  SetAttribute(op.registered, "window", window, "window attention test");
+  SetAttribute(op.registered, "shift", shift, "window attention test");
+  return ChannelViewProgram(op, 3 * channels, h, w,
+                            "window attention of " + std::to_string(heads) + " heads over " +
+                                std::to_string(channels) + " channels of " + std::to_string(h) +
+                                "x" + std::to_string(w) + " in " + std::to_string(window) + "x" +
+                                std::to_string(window) + " windows shifted by " +
+                                std::to_string(shift));
+}
+
+//! space_to_depth of `channels` of h x w by `block`.
+inline exec::Program SpaceToDepthProgram(int channels, int block, int h, int w) {
+  OpParams op = MakeRegisteredOp(RegisteredKind::kSpaceToDepth);
+  SetAttribute(op.registered, "block", block, "space_to_depth test");
+  return ChannelViewProgram(op, channels, h, w,
+                            "space_to_depth of " + std::to_string(channels) + "x" +
+                                std::to_string(h) + "x" + std::to_string(w) + " by " +
+                                std::to_string(block));
+}
+
 //! Seeded input plus `shift`, the output buffer filled with -7 first, one
 //! run: the whole output buffer.
 inline std::vector<float> RunChannelViewProgram(exec::Device& device, const exec::Program& program,

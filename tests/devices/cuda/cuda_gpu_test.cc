@@ -7,9 +7,10 @@
 // backend measures and refuses an absurd batch as unsupported (beyond
 // cuDNN's int tensor extents); channel views at unaligned offsets and the
 // fused convolution over an output full of NaN compute what the reference
-// device computes, and so do channel shuffles, layer norms, attention and
-// embed_tokens between channel views. Without a GPU (or a driver) every test skips and says why.
-// docs/gpu.md lists what to run on a GPU machine.
+// device computes, and so do channel shuffles, layer norms, attention,
+// embed_tokens, window attention and space_to_depth between channel views.
+// Without a GPU (or a driver) every test skips and says why. docs/gpu.md
+// lists what to run on a GPU machine.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -196,6 +197,50 @@ TEST_F(CudaGpuTest, EmbedTokensOnChannelViewsComputeWhatTheReferenceComputesExac
         EXPECT_FALSE(c.sizes_differ);
         EXPECT_EQ(c.max_abs_diff, 0);
       }
+    }
+  }
+}
+
+// Our window attention kernel (cuda_kernels.cu's AttentionKernel over a
+// shifted window's keys) between channel views, against the reference
+// device within 1e-5: 2 heads of 4 on 8x8 in 4x4 windows, unshifted and
+// shifted by 2; one head of 5 on 4x6 in 2x2 windows shifted by 1; 12x12
+// windows (two tiles of keys) shifted by 5; and Swin-T's stages: 3 heads
+// of 32 on 56x56 and 24 of 32 on 7x7 (one window: the shift is 0 there),
+// in 7x7 windows shifted by 3.
+TEST_F(CudaGpuTest, WindowAttentionOnChannelViewsComputesWhatTheReferenceComputes) {
+  auto reference = exec::MakeReferenceDevice();
+  for (const auto& [heads, channels, window, shift, h, w] :
+       {std::tuple{2, 8, 4, 0, 8, 8}, std::tuple{2, 8, 4, 2, 8, 8}, std::tuple{1, 5, 2, 1, 4, 6},
+        std::tuple{2, 6, 12, 5, 12, 24}, std::tuple{3, 96, 7, 3, 56, 56},
+        std::tuple{24, 768, 7, 0, 7, 7}}) {
+    for (int batch : {1, 3}) {
+      const exec::Program program = WindowAttentionProgram(heads, channels, window, shift, h, w);
+      SCOPED_TRACE(program.stages[0].lanes[0].steps[0].label + " at batch " +
+                   std::to_string(batch));
+      const run::Comparison c = run::Compare(RunChannelViewProgram(*device_, program, batch),
+                                             RunChannelViewProgram(*reference, program, batch));
+      EXPECT_FALSE(c.sizes_differ);
+      EXPECT_LE(c.max_abs_diff, 1e-5);
+    }
+  }
+}
+
+// Our space_to_depth kernel is a copy: exactly the reference's values,
+// blocks of 2 (Swin-T's first merge, 96 channels of 56x56, among them), 3
+// and 1.
+TEST_F(CudaGpuTest, SpaceToDepthOnChannelViewsComputesWhatTheReferenceComputesExactly) {
+  auto reference = exec::MakeReferenceDevice();
+  for (const auto& [channels, block, h, w] : {std::tuple{3, 2, 4, 6}, std::tuple{5, 3, 6, 3},
+                                              std::tuple{2, 1, 3, 3}, std::tuple{96, 2, 56, 56}}) {
+    for (int batch : {1, 3}) {
+      const exec::Program program = SpaceToDepthProgram(channels, block, h, w);
+      SCOPED_TRACE(program.stages[0].lanes[0].steps[0].label + " at batch " +
+                   std::to_string(batch));
+      const run::Comparison c = run::Compare(RunChannelViewProgram(*device_, program, batch),
+                                             RunChannelViewProgram(*reference, program, batch));
+      EXPECT_FALSE(c.sizes_differ);
+      EXPECT_EQ(c.max_abs_diff, 0);
     }
   }
 }

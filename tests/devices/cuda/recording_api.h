@@ -25,8 +25,9 @@
 // then every allocation holds host memory, copies move real bytes, and the
 // few calls the fake can compute (cudnnTransformTensor, CopyStrided,
 // ActivateStrided, LayerNormStrided, AttentionStrided, EmbedTokensStrided,
-// cudnnConvolutionForward) do so as they are enqueued; any other work is a
-// violation, since what it wrote would be garbage a test might compare.
+// WindowAttentionStrided, SpaceToDepthStrided, cudnnConvolutionForward) do
+// so as they are enqueued; any other work is a violation, since what it
+// wrote would be garbage a test might compare.
 #pragma once
 
 #include <cstdint>
@@ -114,6 +115,33 @@ struct EmbedTokensCall {
   }
 };
 
+//! One WindowAttentionStrided (our kernel) as it was asked for: the shape
+//! and where the bias it read was.
+struct WindowAttentionCall {
+  WindowAttentionShape shape;
+  const void* bias = nullptr;
+  friend bool operator==(const WindowAttentionCall&, const WindowAttentionCall&) = default;
+  //! For gtest's messages.
+  friend void PrintTo(const WindowAttentionCall& c, std::ostream* os) {
+    *os << "batch " << c.shape.batch << ", " << c.shape.channels << " channels in " << c.shape.heads
+        << " heads, " << c.shape.height << "x" << c.shape.width << " in " << c.shape.window << "x"
+        << c.shape.window << " windows shifted by " << c.shape.shift << ", batch strides "
+        << c.shape.src_batch_stride << " -> " << c.shape.dst_batch_stride << ", bias at " << c.bias;
+  }
+};
+
+//! One SpaceToDepthStrided (our kernel) as it was asked for.
+struct SpaceToDepthCall {
+  SpaceToDepthShape shape;
+  friend bool operator==(const SpaceToDepthCall&, const SpaceToDepthCall&) = default;
+  //! For gtest's messages.
+  friend void PrintTo(const SpaceToDepthCall& c, std::ostream* os) {
+    *os << "batch " << c.shape.batch << ", " << c.shape.channels << " channels of "
+        << c.shape.height << "x" << c.shape.width << " by " << c.shape.block << ", batch strides "
+        << c.shape.src_batch_stride << " -> " << c.shape.dst_batch_stride;
+  }
+};
+
 struct FakeMachine;  // the objects the fakes of one journal share
 
 //! Everything the fake saw; shared with the test, so it outlives the device.
@@ -135,9 +163,11 @@ struct Journal {
   //! coefficients.
   std::vector<ActivationMode> kernel_activations;
   std::vector<ActivationParams> kernel_activation_params;
-  std::vector<LayerNormCall> layer_norms;  // every LayerNormStrided enqueued
-  std::vector<AttentionCall> attentions;   // every AttentionStrided enqueued
-  std::vector<EmbedTokensCall> embeds;     // every EmbedTokensStrided enqueued
+  std::vector<LayerNormCall> layer_norms;              // every LayerNormStrided enqueued
+  std::vector<AttentionCall> attentions;               // every AttentionStrided enqueued
+  std::vector<EmbedTokensCall> embeds;                 // every EmbedTokensStrided enqueued
+  std::vector<WindowAttentionCall> window_attentions;  // every WindowAttentionStrided enqueued
+  std::vector<SpaceToDepthCall> space_to_depths;       // every SpaceToDepthStrided enqueued
 
   // ---- What the fake answers --------------------------------------------
   //! Compute what can be computed (above); set before anything is allocated.
@@ -317,6 +347,10 @@ class RecordingApi final : public Api {
                           float* dst) override;
   Status EmbedTokensStrided(Stream stream, const EmbedTokensShape& shape, const float* src,
                             const float* position, const float* class_token, float* dst) override;
+  Status WindowAttentionStrided(Stream stream, const WindowAttentionShape& shape, const float* src,
+                                const float* bias, float* dst) override;
+  Status SpaceToDepthStrided(Stream stream, const SpaceToDepthShape& shape, const float* src,
+                             float* dst) override;
 
  private:
   //! Counts a call, and fails it when its number is the injected one or

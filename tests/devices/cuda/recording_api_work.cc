@@ -356,7 +356,8 @@ void RecordingApi::NotComputed(const std::string& call) {
   if (!journal_->compute) return;
   for (const char* computed :
        {"cudnnTransformTensor", "CopyStrided", "CopyStrided(accumulate)", "LayerNormStrided",
-        "ActivateStrided", "cudnnConvolutionForward", "AttentionStrided", "EmbedTokensStrided"}) {
+        "ActivateStrided", "cudnnConvolutionForward", "AttentionStrided", "EmbedTokensStrided",
+        "WindowAttentionStrided", "SpaceToDepthStrided"}) {
     if (call == computed) return;
   }
   Violation(call + ": the journal computes, and the fake cannot compute this call");
