@@ -114,6 +114,10 @@ KindWeightShape EmbedTokensWeights(const RegisteredOp& op, const Shape& input) {
 Shape WindowAttentionShape(const RegisteredOp& op, const Shape& input, const std::string& where) {
   const int window = op.attributes.at(1), shift = op.attributes.at(2);
   const Shape out = AttentionShape(op, input, where);
+  if (op.attributes.at(3) != 0 && shift != 0) {
+    throw Error(where + ": shift: " + std::to_string(shift) +
+                " with grid=1: a grid's windows are not shifted");
+  }
   if (window < 1 || input.h % window != 0 || input.w % window != 0) {
     throw Error(where + ": window: " + std::to_string(window) + " does not divide the " +
                 std::to_string(input.h) + "x" + std::to_string(input.w) + " map");
@@ -127,8 +131,10 @@ Shape WindowAttentionShape(const RegisteredOp& op, const Shape& input, const std
 
 std::string DescribeWindowAttention(const RegisteredOp& op) {
   const int heads = op.attributes.at(0), window = op.attributes.at(1), shift = op.attributes.at(2);
-  return "window attention (" + std::to_string(heads) + (heads == 1 ? " head" : " heads") + ", " +
-         std::to_string(window) + "x" + std::to_string(window) + " windows" +
+  const bool grid = op.attributes.at(3) != 0;
+  return std::string(grid ? "grid" : "window") + " attention (" + std::to_string(heads) +
+         (heads == 1 ? " head" : " heads") + ", " + std::to_string(window) + "x" +
+         std::to_string(window) + (grid ? " grid" : " windows") +
          (shift > 0 ? ", shifted by " + std::to_string(shift) : "") + ")";
 }
 
@@ -140,6 +146,7 @@ int WindowRegion(int at, int extent, int window, int shift) {
 void WindowAttentionReference(const RegisteredOp& op, const Shape& input, const float* in,
                               float* out, const KindWeightValues& weights) {
   const int heads = op.attributes.at(0), window = op.attributes.at(1), shift = op.attributes.at(2);
+  const bool grid = op.attributes.at(3) != 0;
   const size_t channels = static_cast<size_t>(input.c) / 3;
   const size_t depth = channels / static_cast<size_t>(heads);
   const auto plane = static_cast<size_t>(Tokens(input));
@@ -158,6 +165,11 @@ void WindowAttentionReference(const RegisteredOp& op, const Shape& input, const 
         const int y = wy * window + static_cast<int>(t) / window;  // in the rolled map
         const int x = wx * window + static_cast<int>(t) % window;
         pixel[t] = static_cast<size_t>((y + shift) % input.h) * input.w + (x + shift) % input.w;
+        if (grid) {
+          const int ty = static_cast<int>(t) / window, tx = static_cast<int>(t) % window;
+          pixel[t] = static_cast<size_t>(ty * (input.h / window) + wy) * input.w +
+                     tx * (input.w / window) + wx;
+        }
         region[t] =
             WindowRegion(y, input.h, window, shift) * 3 + WindowRegion(x, input.w, window, shift);
       }

@@ -60,6 +60,10 @@ KindWeightShape EmbedTokensWeights(const RegisteredOp& op, const Shape& input);
 // columns each cut at H - window and H - shift: Swin's mask, so that
 // pixels the roll brought together from opposite edges do not attend to
 // each other). Each output goes back to its pixel's place before the roll.
+// With grid=1 (MaxViT's grid attention, never shifted) a "window" is
+// instead the window x window pixels spread evenly over the map: window
+// (gy, gx) holds pixels (ty * H/window + gy, tx * W/window + gx), token
+// (ty, tx) in row-major order, so there are H/window x W/window of them.
 // Weights: `kernel` the relative position bias, heads x window^2 x
 // window^2 (ConvWeights' out_channels heads, kernel_h = kernel_w = window^2).
 
@@ -67,6 +71,7 @@ inline constexpr OpAttribute kWindowAttentionAttributes[] = {
     {"heads", 1, 1, 1 << 16, "the number of heads (a divisor of the channels / 3)"},
     {"window", 7, 1, 64, "the side of a window (dividing the height and the width)"},
     {"shift", 0, 0, 63, "how far the map is rolled up and left first (below the window)"},
+    {"grid", 0, 0, 1, "1: windows of pixels spread over the map (MaxViT's grid attention)"},
 };
 
 Shape WindowAttentionShape(const RegisteredOp& op, const Shape& input, const std::string& where);

@@ -43,6 +43,7 @@ std::vector<Span> Spans(int64_t extent, int64_t window, int64_t shift) {
 
 struct WindowGeometry {
   int64_t batch, h, w, window, shift;
+  bool grid;  // windows of pixels h / window apart (MaxViT's grid attention)
   int64_t windows_across() const { return w / window; }
   int64_t windows() const { return h / window * windows_across(); }
   int64_t tokens() const { return window * window; }
@@ -56,12 +57,19 @@ void CopyWindows(StepBuilder& builder, std::vector<Call>& calls, const WindowGeo
                  float* map, int64_t map_channels, const memory& windowed, int64_t channels,
                  bool into_windows) {
   const int64_t across = g.windows_across();
-  const Dims map_strides{map_channels * g.h * g.w,
-                         g.window * g.w * map_channels,
-                         g.window * map_channels,
-                         g.w * map_channels,
-                         map_channels,
-                         1};
+  // A grid window's token rows are h / window rows apart, its windows one.
+  const Dims map_strides = g.grid ? Dims{map_channels * g.h * g.w,
+                                         g.w * map_channels,
+                                         map_channels,
+                                         g.h / g.window * g.w * map_channels,
+                                         g.w / g.window * map_channels,
+                                         1}
+                                  : Dims{map_channels * g.h * g.w,
+                                         g.window * g.w * map_channels,
+                                         g.window * map_channels,
+                                         g.w * map_channels,
+                                         map_channels,
+                                         1};
   const Dims window_strides{g.windows() * g.tokens() * channels,
                             across * g.tokens() * channels,
                             g.tokens() * channels,
@@ -150,16 +158,17 @@ void CompileWindowAttention(StepBuilder& builder, const exec::Step& step,
   const int64_t heads = IntAttribute(builder, step, "heads");
   const int64_t window = IntAttribute(builder, step, "window");
   const int64_t shift = IntAttribute(builder, step, "shift");
+  const bool grid = IntAttribute(builder, step, "grid") != 0;
   const int64_t channels = out.channels;
   if (heads < 1 || channels < heads || channels % heads != 0 || in.channels != 3 * channels ||
       is.h != os.h || is.w != os.w || window < 1 || is.h % window != 0 || is.w % window != 0 ||
-      shift < 0 || shift >= window) {
+      shift < 0 || shift >= window || (grid && shift != 0)) {
     builder.Fail("window attention of " + std::to_string(heads) + " heads in " +
                  std::to_string(window) + "x" + std::to_string(window) + " windows shifted by " +
                  std::to_string(shift) + " cannot map " + ShapeText(in.channels, is.h, is.w) +
                  " onto " + ShapeText(out.channels, os.h, os.w));
   }
-  const WindowGeometry g{builder.batch(), is.h, is.w, window, shift};
+  const WindowGeometry g{builder.batch(), is.h, is.w, window, shift, grid};
   const int64_t size = g.tokens();
   if (step.weights < 0 || static_cast<size_t>(step.weights) >= builder.program().weights.size()) {
     builder.Fail(KindName(step.op) + " has no weights");

@@ -152,9 +152,9 @@ TEST(EmbedTokensTest, WithoutAClassTokenOnlyAddsThePositionEmbedding) {
   EXPECT_TRUE(HasWeights(RegisteredKind::kEmbedTokens));
 }
 
-OpParams WindowAttentionOp(int heads, int window, int shift) {
+OpParams WindowAttentionOp(int heads, int window, int shift, bool grid = false) {
   OpParams op = MakeRegisteredOp(RegisteredKind::kWindowAttention);
-  op.registered.attributes = {heads, window, shift};
+  op.registered.attributes = {heads, window, shift, grid ? 1 : 0};
   return op;
 }
 
@@ -217,7 +217,23 @@ TEST(WindowAttentionTest, RefusesWindowsThatDoNotTileTheMapAndShiftsPastTheWindo
   EXPECT_THROW(InferOpOutput(WindowAttentionOp(1, 7, 0), {{3, 8, 7}}, "t"), Error);
   EXPECT_THROW(InferOpOutput(WindowAttentionOp(1, 2, 2), {{3, 4, 4}}, "t"), Error);
   EXPECT_EQ(RegisteredKeyText(WindowAttentionOp(3, 7, 3).registered),
-            "window_attention(heads=3,window=7,shift=3)");
+            "window_attention(heads=3,window=7,shift=3,grid=0)");
+  EXPECT_THROW(InferOpOutput(WindowAttentionOp(1, 2, 1, true), {{3, 4, 4}}, "t"), Error);
+}
+
+// MaxViT's grid: on a 4 x 4 map a grid of 2 puts pixels (0,0), (0,2),
+// (2,0), (2,2) in window 0; values equal to the pixel index and no bias
+// give each token its window's mean.
+TEST(WindowAttentionTest, AGridWindowHoldsPixelsSpreadOverTheMap) {
+  const Shape input{3, 4, 4};
+  std::vector<float> in(3 * 16, 0.0f);
+  for (int p = 0; p < 16; ++p) in[32 + p] = static_cast<float>(p);
+  const std::vector<float> out =
+      WindowAttend(WindowAttentionOp(1, 2, 0, true), input, in, std::vector<float>(16, 0.0f));
+  EXPECT_NEAR(out[0], (0 + 2 + 8 + 10) / 4.0, 1e-6);
+  EXPECT_NEAR(out[10], (0 + 2 + 8 + 10) / 4.0, 1e-6);
+  EXPECT_NEAR(out[5], (5 + 7 + 13 + 15) / 4.0, 1e-6);
+  EXPECT_EQ(Describe(WindowAttentionOp(2, 7, 0, true)), "grid attention (2 heads, 7x7 grid)");
 }
 
 TEST(SpaceToDepthTest, StacksEachSquareInTorchvisionsOrder) {

@@ -38,11 +38,12 @@ OpParams EmbedTokensOp(bool class_token) {
   return op;
 }
 
-OpParams WindowAttentionOp(int heads, int window, int shift) {
+OpParams WindowAttentionOp(int heads, int window, int shift, bool grid = false) {
   OpParams op = MakeRegisteredOp(RegisteredKind::kWindowAttention);
   SetAttribute(op.registered, "heads", heads, "test");
   SetAttribute(op.registered, "window", window, "test");
   SetAttribute(op.registered, "shift", shift, "test");
+  SetAttribute(op.registered, "grid", grid ? 1 : 0, "test");
   return op;
 }
 
@@ -91,6 +92,7 @@ TEST_F(CpuDeviceTest, AttentionOfSeveralHeadsMatchesTheReferenceOnViewsAtChannel
 struct WindowCase {
   std::string name;
   int heads, depth, window, shift, h, w;
+  bool grid = false;
 };
 
 double ExpectWindowAttentionMatches(exec::Device& cpu, const WindowCase& c,
@@ -100,7 +102,7 @@ double ExpectWindowAttentionMatches(exec::Device& cpu, const WindowCase& c,
   const Shape input{3 * c.heads * c.depth, c.h, c.w};
   for (const bool offsets : offsets_list) {
     const exec::Program program =
-        OneOp(WindowAttentionOp(c.heads, c.window, c.shift), {input}, offsets);
+        OneOp(WindowAttentionOp(c.heads, c.window, c.shift, c.grid), {input}, offsets);
     for (const int batch : batches) {
       largest =
           std::max(largest, ExpectSameAsReference(cpu, program, batch,
@@ -120,6 +122,9 @@ TEST_F(CpuDeviceTest, WindowAttentionMatchesTheReferenceWithAndWithoutAShift) {
       // 3x2 windows, the shift one short of the window, odd depth.
       {"3x5_window_3_on_9x6_shifted_2", 3, 5, 3, 2, 9, 6},
       {"one_token_windows", 2, 2, 1, 0, 3, 2},  // the softmax of one score is 1
+      // MaxViT's grid attention: windows of pixels spread over the map.
+      {"grid_2x4_of_4_on_8x8", 2, 4, 4, 0, 8, 8, true},
+      {"grid_1x3_of_3_on_9x6", 1, 3, 3, 0, 9, 6, true},
   };
   double largest = 0;
   for (const WindowCase& c : cases) {
