@@ -187,11 +187,15 @@ struct EmbedTokensShape {
 //! window_attention kind, common/op_kinds_transformer.h): the queries,
 //! keys and values of AttentionShape, on a height x width map rolled up and
 //! left by `shift` and cut into window x window windows whose tokens
-//! attend to each other only. Each sample is `*_batch_stride` floats after
-//! the previous one.
+//! attend to each other only. With `grid` (MaxViT's grid attention, shift
+//! 0) window (gy, gx) is instead the pixels (ty * height / window + gy,
+//! tx * width / window + gx), token (ty, tx) row-major. Each sample is
+//! `*_batch_stride` floats after the previous one.
 struct WindowAttentionShape {
   int batch = 1, channels = 1, heads = 1;
   int height = 1, width = 1, window = 1, shift = 0;
+  bool grid = false;
+  float scale = 0;  // the scores' factor; 0: 1/sqrt(channels / heads)
   int64_t src_batch_stride = 0, dst_batch_stride = 0;
   int64_t tokens() const { return int64_t{height} * width; }
   friend bool operator==(const WindowAttentionShape&, const WindowAttentionShape&) = default;
@@ -375,9 +379,10 @@ class Api {
   //! within each window of the rolled map, each score plus `bias` (heads x
   //! window^2 x window^2: head h, query i, key j at (h * window^2 + i) *
   //! window^2 + j) and Swin's -100 between regions when shifted, each
-  //! output at its pixel before the roll. Our kernel; requires the window
-  //! to divide the map, 0 <= shift < window, channels / heads <=
-  //! kMaxAttentionHeadChannels and dst apart from src.
+  //! output at its pixel before the roll; with shape.grid, within each of
+  //! MaxViT's grid windows instead. Our kernel; requires the window to
+  //! divide the map, 0 <= shift < window (shift 0 with grid), channels /
+  //! heads <= kMaxAttentionHeadChannels and dst apart from src.
   virtual Status WindowAttentionStrided(Stream stream, const WindowAttentionShape& shape,
                                         const float* src, const float* bias, float* dst) = 0;
   //! dst = src's block x block squares as pixels of block^2 x channels

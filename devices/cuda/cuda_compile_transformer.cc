@@ -105,8 +105,9 @@ void CudaPreparedProgram::CompileEmbedTokens(const exec::Step& step, StreamConte
 
 // Attention's views (CompileAttention), the relative position bias
 // uploaded at prepare as embed_tokens' weights are. The roll and the
-// windows are the kernel's index arithmetic: no rolled copy of the map and
-// no mask is ever written, so the step stays one launch.
+// windows (Swin's squares or MaxViT's grid) are the kernel's index
+// arithmetic: no rolled or regrouped copy of the map and no mask is ever
+// written, so the step stays one launch.
 void CudaPreparedProgram::CompileWindowAttention(const exec::Step& step, StreamContext& context,
                                                  const std::string& where,
                                                  std::vector<Call>& calls) {
@@ -117,26 +118,24 @@ void CudaPreparedProgram::CompileWindowAttention(const exec::Step& step, StreamC
   const int heads = AttributeOf(op, "heads").value_or(0);
   const int window = AttributeOf(op, "window").value_or(0);
   const int shift = AttributeOf(op, "shift").value_or(-1);
+  const bool grid = AttributeOf(op, "grid").value_or(0) != 0;
   const int channels = step.output.channels;
   const bool has_weights = step.weights >= 0 && static_cast<size_t>(step.weights) < weights_.size();
   const Weights* w = has_weights ? &weights_[static_cast<size_t>(step.weights)] : nullptr;
   if (heads < 1 || from.channels != 3 * channels || channels % heads != 0 || in.h != out.h ||
       in.w != out.w || window < 1 || in.h % window != 0 || in.w % window != 0 || shift < 0 ||
-      shift >= window || w == nullptr || w->kernel.get() == nullptr || w->bias.get() != nullptr) {
+      shift >= window || (grid && shift != 0) || w == nullptr || w->kernel.get() == nullptr ||
+      w->bias.get() != nullptr) {
     throw ExecError(
         MeasureError::kBackendFailure,
         "cuda: " + where + ": a window attention of " + std::to_string(heads) + " heads, " +
-            std::to_string(window) + "x" + std::to_string(window) + " windows shifted by " +
-            std::to_string(shift) + ", from " + ShapeText(from.channels, in.h, in.w) + " to " +
+            std::to_string(window) + "x" + std::to_string(window) +
+            (grid ? " grid windows" : " windows") + " shifted by " + std::to_string(shift) +
+            ", from " + ShapeText(from.channels, in.h, in.w) + " to " +
             ShapeText(channels, out.h, out.w) + ", weights " + std::to_string(step.weights) +
             "; expected 3 x C channels in, C out, heads dividing C, one map size "
-            "that the window divides, a shift below the window, and a bias table");
-  }
-  if (AttributeOf(op, "grid").value_or(0) != 0) {
-    throw ExecError(MeasureError::kUnsupported,
-                    "cuda: " + where +
-                        ": grid attention (MaxViT's) is not in our window "
-                        "attention kernel yet");
+            "that the window divides, a shift below the window (none with a grid), and a "
+            "bias table");
   }
   if (channels / heads > cuda::kMaxAttentionHeadChannels) {
     throw ExecError(MeasureError::kUnsupported,
@@ -152,6 +151,8 @@ void CudaPreparedProgram::CompileWindowAttention(const exec::Step& step, StreamC
   shape.width = in.w;
   shape.window = window;
   shape.shift = shift;
+  shape.grid = grid;
+  shape.scale = FloatAttributeOf(op, "scale").value_or(0.0f);
   shape.src_batch_stride = int64_t{in.c} * shape.tokens();
   shape.dst_batch_stride = int64_t{out.c} * shape.tokens();
   const float* src = ViewAddress(from);

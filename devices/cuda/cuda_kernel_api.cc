@@ -103,15 +103,17 @@ Status KernelApi::WindowAttentionStrided(Stream stream, const WindowAttentionSha
                 std::to_string(kMaxAttentionHeadChannels) + " channels each"};
   }
   if (shape.window < 1 || shape.height % shape.window != 0 || shape.width % shape.window != 0 ||
-      shape.shift < 0 || shape.shift >= shape.window || bias == nullptr) {
+      shape.shift < 0 || shape.shift >= shape.window || (shape.grid && shape.shift != 0) ||
+      bias == nullptr) {
     return {Code::kRefused, "ios::cuda::WindowAttentionStrided",
-            "a window that does not divide the map, a shift not below it, or no bias"};
+            "a window that does not divide the map, a shift not below it (or any with a grid), "
+            "or no bias"};
   }
-  return FromCuda(
-      LaunchWindowAttention(As<CUstream_st>(stream.value), shape.batch, shape.channels, shape.heads,
-                            shape.height, shape.width, shape.window, shape.shift, src,
-                            shape.src_batch_stride, bias, dst, shape.dst_batch_stride),
-      "ios::cuda::WindowAttentionStrided");
+  return FromCuda(LaunchWindowAttention(As<CUstream_st>(stream.value), shape.batch, shape.channels,
+                                        shape.heads, shape.height, shape.width, shape.window,
+                                        shape.shift, shape.grid, shape.scale, src,
+                                        shape.src_batch_stride, bias, dst, shape.dst_batch_stride),
+                  "ios::cuda::WindowAttentionStrided");
 }
 
 Status KernelApi::SpaceToDepthStrided(Stream stream, const SpaceToDepthShape& shape,

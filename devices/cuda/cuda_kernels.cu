@@ -167,11 +167,17 @@ struct EveryToken {
 // of the map is ever written. A key's added term is its bias (head, the
 // query's place in the window, the key's) and Swin's -100 when the roll
 // brought the two together from different regions; the regions are a few
-// integer compares, cheaper than reading a mask.
+// integer compares, cheaper than reading a mask. With `grid` (MaxViT's
+// grid attention, shift 0: no roll, one region) a window's tokens are
+// spread over the map instead, `row_step` rows and `column_step` columns
+// apart (height / window, width / window), its first pixel (gy, gx) the
+// window's index; Swin's are contiguous (steps of 1).
 struct WindowTokens {
   static constexpr bool kInOrder = false;
   int height, width, window, shift;
-  const float* bias;  // heads x window^2 x window^2
+  bool grid;
+  int row_step, column_step;  // between a window's neighbouring tokens
+  const float* bias;          // heads x window^2 x window^2
   struct Query {
     int64_t pixel;     // in the unrolled map
     int top, left;     // its window's first row and column, rolled
@@ -189,13 +195,18 @@ struct WindowTokens {
   __host__ __device__ int64_t Queries() const { return int64_t{height} * width; }
   __device__ Query At(int64_t i) const {
     const int y = static_cast<int>(i / width), x = static_cast<int>(i % width);
+    if (grid) {  // token (y / row_step, x / column_step) of window (y % row_step, ...)
+      return {i, y % row_step, x % column_step,
+              int64_t{(y / row_step) * window + x / column_step} * KeyCount(), 0};
+    }
     return {Unrolled(y, x), y - y % window, x - x % window,
             int64_t{(y % window) * window + x % window} * KeyCount(),
             Region(y, height) * 3 + Region(x, width)};
   }
   __device__ int64_t KeyCount() const { return int64_t{window} * window; }
   __device__ int64_t Key(const Query& q, int64_t t, int head, float& added) const {
-    const int y = q.top + static_cast<int>(t) / window, x = q.left + static_cast<int>(t) % window;
+    const int y = q.top + static_cast<int>(t) / window * row_step;
+    const int x = q.left + static_cast<int>(t) % window * column_step;
     added = bias[head * KeyCount() * KeyCount() + q.bias_row + t];
     if (Region(y, height) * 3 + Region(x, width) != q.region) added -= 100.0f;
     return Unrolled(y, x);
@@ -354,14 +365,15 @@ cudaError_t ForEachSampleChunk(int64_t count, int batch, const Launch& launch) {
 template <class Keys>
 cudaError_t LaunchAttentionOver(cudaStream_t stream, const Keys& keys, int batch, int channels,
                                 int heads, const float* src, int64_t src_stride, float* dst,
-                                int64_t dst_stride) {
+                                int64_t dst_stride, float scale_or_zero = 0) {
   const int64_t tokens = keys.Queries();
   if (batch <= 0 || channels <= 0 || tokens <= 0) return cudaSuccess;
   if (heads <= 0 || channels % heads != 0 || channels / heads > kMaxHeadChannels) {
     return cudaErrorInvalidValue;
   }
   const int depth = channels / heads;
-  const auto scale = static_cast<float>(1 / sqrt(static_cast<double>(depth)));
+  const auto scale =
+      scale_or_zero != 0 ? scale_or_zero : static_cast<float>(1 / sqrt(static_cast<double>(depth)));
   const size_t shared = (2 * static_cast<size_t>(depth) + kAttentionThreads) * sizeof(float);
   constexpr int64_t kMaxTokenBlocks = int64_t{1} << 30;  // blockIdx.x strides beyond this
   constexpr int kMaxPerLaunch = 65535;                   // gridDim.y's and z's limit
@@ -457,15 +469,18 @@ cudaError_t LaunchAttention(cudaStream_t stream, int batch, int channels, int he
 }
 
 cudaError_t LaunchWindowAttention(cudaStream_t stream, int batch, int channels, int heads,
-                                  int height, int width, int window, int shift, const float* src,
-                                  int64_t src_stride, const float* bias, float* dst,
-                                  int64_t dst_stride) {
+                                  int height, int width, int window, int shift, bool grid,
+                                  float scale, const float* src, int64_t src_stride,
+                                  const float* bias, float* dst, int64_t dst_stride) {
   if (window <= 0 || height % window != 0 || width % window != 0 || shift < 0 || shift >= window ||
-      bias == nullptr) {
+      (grid && shift != 0) || bias == nullptr) {
     return cudaErrorInvalidValue;
   }
-  return LaunchAttentionOver(stream, WindowTokens{height, width, window, shift, bias}, batch,
-                             channels, heads, src, src_stride, dst, dst_stride);
+  const WindowTokens keys{
+      height, width, window, shift, grid, grid ? height / window : 1, grid ? width / window : 1,
+      bias};
+  return LaunchAttentionOver(stream, keys, batch, channels, heads, src, src_stride, dst, dst_stride,
+                             scale);
 }
 
 cudaError_t LaunchEmbedTokens(cudaStream_t stream, int batch, int channels, int64_t pixels,

@@ -78,13 +78,16 @@ cudaError_t LaunchEmbedTokens(cudaStream_t stream, int batch, int channels, int6
 //! into window x window windows whose tokens attend to each other only;
 //! each score plus `bias` (heads x window^2 x window^2) and, when shifted,
 //! -100 between tokens of different regions; each output at its pixel
-//! before the roll. Requires the window to divide the map, 0 <= shift <
-//! window, d <= 4096 (cudaErrorInvalidValue otherwise) and dst apart from
-//! src.
+//! before the roll. With `grid` (MaxViT's grid attention) window (gy, gx)
+//! is instead the pixels (ty * height / window + gy, tx * width / window +
+//! gx), token (ty, tx) row-major, never shifted. Requires the window to
+//! divide the map, 0 <= shift < window (0 with grid), d <= 4096
+//! (cudaErrorInvalidValue otherwise) and dst apart from src. `scale`, when
+//! not 0, multiplies the scores instead of 1/sqrt(d).
 cudaError_t LaunchWindowAttention(cudaStream_t stream, int batch, int channels, int heads,
-                                  int height, int width, int window, int shift, const float* src,
-                                  int64_t src_stride, const float* bias, float* dst,
-                                  int64_t dst_stride);
+                                  int height, int width, int window, int shift, bool grid,
+                                  float scale, const float* src, int64_t src_stride,
+                                  const float* bias, float* dst, int64_t dst_stride);
 
 //! space_to_depth: per sample, dst's channel (dx * block + dy) * channels
 //! + c at (y, x) is src's channel c at (block * y + dy, block * x + dx);

@@ -101,19 +101,21 @@ inline exec::Program EmbedTokensProgram(int channels, bool class_token, int h, i
 
 //! Swin's window attention of `heads` heads over `channels` (the output's;
 //! the input has three times as many) of h x w, in window x window windows
-//! of the map rolled by `shift`; seeded random relative position bias.
+//! of the map rolled by `shift`, or with `grid` MaxViT's grid windows
+//! (shift 0); seeded random relative position bias.
 inline exec::Program WindowAttentionProgram(int heads, int channels, int window, int shift, int h,
-                                            int w) {
+                                            int w, bool grid = false) {
   OpParams op = MakeRegisteredOp(RegisteredKind::kWindowAttention);
   SetAttribute(op.registered, "heads", heads, "window attention test");
   SetAttribute(op.registered, "window", window, "window attention test");
   SetAttribute(op.registered, "shift", shift, "window attention test");
-  return ChannelViewProgram(op, 3 * channels, h, w,
-                            "window attention of " + std::to_string(heads) + " heads over " +
-                                std::to_string(channels) + " channels of " + std::to_string(h) +
-                                "x" + std::to_string(w) + " in " + std::to_string(window) + "x" +
-                                std::to_string(window) + " windows shifted by " +
-                                std::to_string(shift));
+  SetAttribute(op.registered, "grid", grid ? 1 : 0, "window attention test");
+  return ChannelViewProgram(
+      op, 3 * channels, h, w,
+      std::string(grid ? "grid" : "window") + " attention of " + std::to_string(heads) +
+          " heads over " + std::to_string(channels) + " channels of " + std::to_string(h) + "x" +
+          std::to_string(w) + " in " + std::to_string(window) + "x" + std::to_string(window) +
+          (grid ? " grid windows" : " windows shifted by " + std::to_string(shift)));
 }
 
 //! space_to_depth of `channels` of h x w by `block`.

@@ -226,6 +226,27 @@ TEST_F(CudaGpuTest, WindowAttentionOnChannelViewsComputesWhatTheReferenceCompute
   }
 }
 
+// Our window attention kernel over MaxViT's grid windows (tokens spread
+// height / window rows and width / window columns apart) between channel
+// views, against the reference device within 1e-5: 2 heads of 4 on 8x8 in
+// a 4x4 grid; one head of 3 on 9x6 in a 3x3 grid; MaxViT-T's first grid
+// block, 2 heads of 32 on 14x14 in a 7x7 grid.
+TEST_F(CudaGpuTest, GridAttentionOnChannelViewsComputesWhatTheReferenceComputes) {
+  auto reference = exec::MakeReferenceDevice();
+  for (const auto& [heads, channels, window, h, w] :
+       {std::tuple{2, 8, 4, 8, 8}, std::tuple{1, 3, 3, 9, 6}, std::tuple{2, 64, 7, 14, 14}}) {
+    for (int batch : {1, 3}) {
+      const exec::Program program = WindowAttentionProgram(heads, channels, window, 0, h, w, true);
+      SCOPED_TRACE(program.stages[0].lanes[0].steps[0].label + " at batch " +
+                   std::to_string(batch));
+      const run::Comparison c = run::Compare(RunChannelViewProgram(*device_, program, batch),
+                                             RunChannelViewProgram(*reference, program, batch));
+      EXPECT_FALSE(c.sizes_differ);
+      EXPECT_LE(c.max_abs_diff, 1e-5);
+    }
+  }
+}
+
 // Our space_to_depth kernel is a copy: exactly the reference's values,
 // blocks of 2 (Swin-T's first merge, 96 channels of 56x56, among them), 3
 // and 1.

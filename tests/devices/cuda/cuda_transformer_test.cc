@@ -186,7 +186,8 @@ TEST(CudaTransformerTest, WindowAttentionIsOneLaunchReadingItsBiasUploadedOnceAt
   EXPECT_EQ(Count(journal->calls, "cudnnCreateTensorDescriptor"), 0);
   ASSERT_FALSE(journal->window_attentions.empty());
   const WindowAttentionCall& first = journal->window_attentions[0];
-  const cuda::WindowAttentionShape shape{kBatch, 8, 2, 8, 8, 4, 2, 27 * kTokens, 13 * kTokens};
+  const cuda::WindowAttentionShape shape{kBatch,       8,           2, 8, 8, 4, 2, false, 0.0f,
+                                         27 * kTokens, 13 * kTokens};
   EXPECT_EQ(first.shape, shape);
   EXPECT_NE(first.bias, nullptr);
   for (const WindowAttentionCall& call : journal->window_attentions) EXPECT_EQ(call, first);
@@ -246,6 +247,89 @@ TEST(CudaTransformerTest, ShiftedWindowsComputeOtherValuesThanUnshiftedOnes) {
   const std::vector<float> rolled =
       RunOnComputingFake(WindowAttentionProgram(2, 8, 4, 2, 8, 8), shifted, 1);
   EXPECT_GT(run::Compare(plain, rolled).max_abs_diff, 1e-3);
+}
+
+// MaxViT's grid attention against the reference device (in double), on
+// channel views whose neighbours must be left alone: 2 heads of 4 on 8 x 8
+// in a 4 x 4 grid (tokens 2 pixels apart); one head of 3 on 9 x 6 in a 3 x
+// 3 grid (3 rows and 2 columns apart); and MaxViT-T's first grid block, 2
+// heads of 32 on 14 x 14 in a 7 x 7 grid (batch 1 only). Batch 1 and 3.
+TEST(CudaTransformerTest, GridAttentionComputesWhatTheReferenceDeviceComputes) {
+  auto reference = exec::MakeReferenceDevice();
+  for (const auto& [heads, channels, window, h, w] :
+       {std::tuple{2, 8, 4, 8, 8}, std::tuple{1, 3, 3, 9, 6}, std::tuple{2, 64, 7, 14, 14}}) {
+    for (const int batch : {1, 3}) {
+      if (h == 14 && batch == 3) continue;  // the reference's time, not coverage
+      const exec::Program program = WindowAttentionProgram(heads, channels, window, 0, h, w, true);
+      SCOPED_TRACE(program.stages[0].lanes[0].steps[0].label + " at batch " +
+                   std::to_string(batch));
+      auto journal = std::make_shared<Journal>();
+      const std::vector<float> got = RunOnComputingFake(program, journal, batch);
+      const run::Comparison c =
+          run::Compare(got, RunChannelViewProgram(*reference, program, batch));
+      EXPECT_FALSE(c.sizes_differ);
+      EXPECT_LE(c.max_abs_diff, 1e-5);
+      ASSERT_EQ(journal->window_attentions.size(), 1u);
+      EXPECT_TRUE(journal->window_attentions[0].shape.grid);
+      ExpectNoViolations(*journal);
+      ExpectNothingAlive(*journal);
+    }
+  }
+}
+
+// MaxViT scales its scores by 1/sqrt(C), not 1/sqrt(C/heads): the
+// attribute reaches the launch and the values follow it.
+TEST(CudaTransformerTest, AScaleAttributeScalesTheScoresInsteadOfTheRootOfTheHeadSize) {
+  auto reference = exec::MakeReferenceDevice();
+  exec::Program program = WindowAttentionProgram(2, 8, 4, 0, 8, 8, true);
+  RegisteredOp& op = program.stages[0].lanes[0].steps[0].op.registered;
+  SetFloatAttribute(op, "scale", 0.125f, "scale test");
+  auto journal = std::make_shared<Journal>();
+  const std::vector<float> got = RunOnComputingFake(program, journal, 2);
+  const run::Comparison c = run::Compare(got, RunChannelViewProgram(*reference, program, 2));
+  EXPECT_LE(c.max_abs_diff, 1e-5);
+  ASSERT_EQ(journal->window_attentions.size(), 1u);
+  EXPECT_EQ(journal->window_attentions[0].shape.scale, 0.125f);
+  ExpectNoViolations(*journal);
+}
+
+// 2 heads of 4 on 8 x 8 in a 4 x 4 grid at batch 3, input view at channel
+// 2 of 27, output's at channel 3 of 13: one launch whose shape carries the
+// grid (and no shift), the bias uploaded once at prepare.
+TEST(CudaTransformerTest, GridAttentionIsOneLaunchWhoseShapeCarriesTheGrid) {
+  constexpr int kBatch = 3, kTokens = 64;
+  const exec::Program program = WindowAttentionProgram(2, 8, 4, 0, 8, 8, true);
+  ASSERT_EQ(program.buffers[0].shape.c, 27);
+  ASSERT_EQ(program.buffers[1].shape.c, 13);
+  auto journal = std::make_shared<Journal>();
+  {
+    auto device = Device(journal);
+    const int before = Count(journal->calls, kUpload);
+    auto prepared = device->Prepare(program, kBatch);
+    EXPECT_EQ(Count(journal->calls, kUpload) - before, 1);
+    prepared->TimedRuns(2);
+  }
+  ASSERT_FALSE(journal->window_attentions.empty());
+  const cuda::WindowAttentionShape shape{kBatch,       8,           2, 8, 8, 4, 0, true, 0.0f,
+                                         27 * kTokens, 13 * kTokens};
+  for (const WindowAttentionCall& call : journal->window_attentions) {
+    EXPECT_EQ(call.shape, shape);
+    EXPECT_NE(call.bias, nullptr);
+  }
+  ExpectNoViolations(*journal);
+  ExpectNothingAlive(*journal);
+}
+
+// The grid matters: the same input and bias give other values in grid
+// windows than in contiguous ones (so the comparison above does check the
+// grid's pixels).
+TEST(CudaTransformerTest, GridWindowsComputeOtherValuesThanContiguousOnes) {
+  auto contiguous = std::make_shared<Journal>(), spread = std::make_shared<Journal>();
+  const std::vector<float> windows =
+      RunOnComputingFake(WindowAttentionProgram(2, 8, 4, 0, 8, 8), contiguous, 1);
+  const std::vector<float> grid =
+      RunOnComputingFake(WindowAttentionProgram(2, 8, 4, 0, 8, 8, true), spread, 1);
+  EXPECT_GT(run::Compare(windows, grid).max_abs_diff, 1e-3);
 }
 
 // A head wider than the kernel's shared memory holds is refused at

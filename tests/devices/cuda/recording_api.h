@@ -125,8 +125,9 @@ struct WindowAttentionCall {
   friend void PrintTo(const WindowAttentionCall& c, std::ostream* os) {
     *os << "batch " << c.shape.batch << ", " << c.shape.channels << " channels in " << c.shape.heads
         << " heads, " << c.shape.height << "x" << c.shape.width << " in " << c.shape.window << "x"
-        << c.shape.window << " windows shifted by " << c.shape.shift << ", batch strides "
-        << c.shape.src_batch_stride << " -> " << c.shape.dst_batch_stride << ", bias at " << c.bias;
+        << c.shape.window << (c.shape.grid ? " grid windows" : " windows") << " shifted by "
+        << c.shape.shift << ", batch strides " << c.shape.src_batch_stride << " -> "
+        << c.shape.dst_batch_stride << ", bias at " << c.bias;
   }
 };
 

@@ -173,9 +173,9 @@ Status RecordingApi::EmbedTokensStrided(Stream stream, const EmbedTokensShape& g
   return Ok();
 }
 
-// Attend over each window of the rolled map, its keys' pixels found
-// through the roll and their added terms the bias plus Swin's mask, as
-// the kernel's WindowTokens gives them.
+// Attend over each window of the rolled map (or of MaxViT's grid), its
+// keys' pixels found through the roll and their added terms the bias plus
+// Swin's mask, as the kernel's WindowTokens gives them.
 Status RecordingApi::WindowAttentionStrided(Stream stream, const WindowAttentionShape& g,
                                             const float* src, const float* bias, float* dst) {
   const std::string call = "WindowAttentionStrided";
@@ -190,8 +190,10 @@ Status RecordingApi::WindowAttentionStrided(Stream stream, const WindowAttention
     return Ok();
   }
   if (g.window < 1 || g.height % g.window != 0 || g.width % g.window != 0 || g.shift < 0 ||
-      g.shift >= g.window || bias == nullptr) {
-    Violation(call + ": a window that does not divide the map, a shift not below it, or no bias");
+      g.shift >= g.window || (g.grid && g.shift != 0) || bias == nullptr) {
+    Violation(call +
+              ": a window that does not divide the map, a shift not below it (or any with a "
+              "grid), or no bias");
     return Ok();
   }
   if (g.channels / g.heads > kMaxAttentionHeadChannels) {
@@ -214,13 +216,16 @@ Status RecordingApi::WindowAttentionStrided(Stream stream, const WindowAttention
   auto* to = reinterpret_cast<float*>(Held(dst, span(g.dst_batch_stride, out_sample)));
   if (capturing_ || from == nullptr || table == nullptr || to == nullptr) return Ok();
   const int depth = g.channels / g.heads;
-  const auto scale = static_cast<float>(1 / std::sqrt(static_cast<double>(depth)));
+  const auto scale =
+      g.scale != 0 ? g.scale : static_cast<float>(1 / std::sqrt(static_cast<double>(depth)));
   const auto unrolled = [&](int y, int x) {
     return int64_t{(y + g.shift) % g.height} * g.width + (x + g.shift) % g.width;
   };
   const auto region = [&](int y, int x) {
     return Region(y, g.height, g.window, g.shift) * 3 + Region(x, g.width, g.window, g.shift);
   };
+  const int row_step = g.grid ? g.height / g.window : 1;  // between a window's tokens
+  const int column_step = g.grid ? g.width / g.window : 1;
   std::vector<float> query(static_cast<size_t>(depth)), added(static_cast<size_t>(size));
   std::vector<int64_t> pixels(added.size());
   for (int n = 0; n < g.batch; ++n) {
@@ -232,12 +237,17 @@ Status RecordingApi::WindowAttentionStrided(Stream stream, const WindowAttention
       float* out = to + n * g.dst_batch_stride + first;
       for (int y = 0; y < g.height; ++y) {  // the rolled map's
         for (int x = 0; x < g.width; ++x) {
-          const int top = y - y % g.window, left = x - x % g.window;
-          const int64_t index = int64_t{y % g.window} * g.window + x % g.window;
+          // Swin: window (y / window, x / window), token (y % window, x %
+          // window); grid: window (y % row_step, x % column_step), token (y /
+          // row_step, x / column_step), its tokens step rows and columns apart.
+          const int top = g.grid ? y % row_step : y - y % g.window;
+          const int left = g.grid ? x % column_step : x - x % g.window;
+          const int64_t index = g.grid ? int64_t{y / row_step} * g.window + x / column_step
+                                       : int64_t{y % g.window} * g.window + x % g.window;
           const float* row = table + (head * size + index) * size;
           for (int64_t t = 0; t < size; ++t) {
-            const int ky = top + static_cast<int>(t) / g.window;
-            const int kx = left + static_cast<int>(t) % g.window;
+            const int ky = top + static_cast<int>(t) / g.window * row_step;
+            const int kx = left + static_cast<int>(t) % g.window * column_step;
             pixels[t] = unrolled(ky, kx);
             added[t] = row[t];
             if (region(ky, kx) != region(y, x)) added[t] -= 100.0f;
