@@ -111,6 +111,11 @@ KindWeightShape EmbedTokensWeights(const RegisteredOp& op, const Shape& input) {
           .bias = class_token};
 }
 
+double WindowAttentionScale(const RegisteredOp& op, int64_t depth) {
+  const float scale = FloatOfBits(op.attributes.at(4));
+  return scale != 0 ? double{scale} : 1 / std::sqrt(static_cast<double>(depth));
+}
+
 Shape WindowAttentionShape(const RegisteredOp& op, const Shape& input, const std::string& where) {
   const int window = op.attributes.at(1), shift = op.attributes.at(2);
   const Shape out = AttentionShape(op, input, where);
@@ -154,7 +159,7 @@ void WindowAttentionReference(const RegisteredOp& op, const Shape& input, const 
   const float* queries = in;
   const float* keys = in + channels * plane;
   const float* values = in + 2 * channels * plane;
-  const double scale = 1 / std::sqrt(static_cast<double>(depth));
+  const double scale = WindowAttentionScale(op, static_cast<int64_t>(depth));
   // Each window's tokens: their pixels in the unrolled map and their regions.
   std::vector<size_t> pixel(size);
   std::vector<int> region(size);

@@ -64,6 +64,7 @@ KindWeightShape EmbedTokensWeights(const RegisteredOp& op, const Shape& input);
 // instead the window x window pixels spread evenly over the map: window
 // (gy, gx) holds pixels (ty * H/window + gy, tx * W/window + gx), token
 // (ty, tx) in row-major order, so there are H/window x W/window of them.
+// `scale`, when not 0, replaces the 1/sqrt(d) (MaxViT divides by sqrt(C)).
 // Weights: `kernel` the relative position bias, heads x window^2 x
 // window^2 (ConvWeights' out_channels heads, kernel_h = kernel_w = window^2).
 
@@ -72,7 +73,17 @@ inline constexpr OpAttribute kWindowAttentionAttributes[] = {
     {"window", 7, 1, 64, "the side of a window (dividing the height and the width)"},
     {"shift", 0, 0, 63, "how far the map is rolled up and left first (below the window)"},
     {"grid", 0, 0, 1, "1: windows of pixels spread over the map (MaxViT's grid attention)"},
+    {.name = "scale",
+     .default_value = FloatBits(0.0f),
+     .means = "the scores' factor; 0: 1/sqrt(C/heads) (Swin's; MaxViT scales by 1/sqrt(C))",
+     .is_float = true,
+     .float_min = 0,
+     .float_max = 1e6f},
 };
+
+//! The factor window_attention `op` multiplies its scores by, on heads of
+//! `depth` channels.
+double WindowAttentionScale(const RegisteredOp& op, int64_t depth);
 
 Shape WindowAttentionShape(const RegisteredOp& op, const Shape& input, const std::string& where);
 std::string DescribeWindowAttention(const RegisteredOp& op);

@@ -53,6 +53,7 @@ struct Value {
     kBatchSecond,    // kChannelsLast: [L, N, C] (PyTorch's multi-head attention)
     kRows,           // kChannelsLast: [L*N, C] (a Gemm over every token)
     kWindows,        // kChannelsLast: [N*windows, window^2, C] (Swin's partition)
+    kSampleWindows,  // kChannelsLast: [N, windows, window^2, C] (MaxViT's partitions)
   };
   Kind kind = Kind::kTensor;
   Inputs terms;                           // kTensor, kFlat, kPadded
@@ -77,8 +78,11 @@ struct Value {
   //! the view is row (r + roll_y) % H of the map, columns alike), and cut
   //! into window x window windows: window_stage 1 is [N, H/w, w, W/w, w, C],
   //! 2 is [N, H/w, W/w, w, w, C], tokens kWindows the windows' tokens.
+  //! MaxViT's (onnx_maxvit.cc): stage 3, a kTensor [N, C, H/w, w, W/w, w];
+  //! `grid` windows of pixels spread over the map (op_kinds_transformer.h).
   int roll_y = 0, roll_x = 0;
   int window = 0, window_stage = 0;
+  bool grid = false;
   int part_axis = 0, part_begin = 0, part_end = 0;  // kRollPart
 };
 
@@ -91,6 +95,7 @@ inline Value InLayoutOf(Value out, const Value& x) {
   out.roll_x = x.roll_x;
   out.window = x.window;
   out.window_stage = x.window_stage;
+  out.grid = x.grid;
   return out;
 }
 
@@ -98,8 +103,20 @@ inline Value InLayoutOf(Value out, const Value& x) {
 //! operator may combine them).
 inline bool SameView(const Value& a, const Value& b) {
   return a.kind == b.kind && a.tokens == b.tokens && a.roll_y == b.roll_y && a.roll_x == b.roll_x &&
-         a.window == b.window && a.window_stage == b.window_stage;
+         a.window == b.window && a.window_stage == b.window_stage && a.grid == b.grid;
 }
+
+//! MaxViT's block or grid attention as torchvision 0.14 exports it
+//! (onnx_maxvit.cc): q, k, v Reshaped to [N, windows, w^2, heads, d] and
+//! Transposed, k scaled, Einsum, Add of the bias, Softmax, Einsum, back.
+struct SampleWindowAttentionMatch {
+  std::string q, k, v;  // the token views the Reshapes read
+  std::string heads;    // the shape of q's Reshape
+  std::string scale;    // the scalar k is multiplied by
+  std::string bias;     // the relative position bias
+  std::string top;      // the final Reshape's output
+  std::vector<std::string> inner;
+};
 
 //! Swin's window attention as torchvision 0.14 exports it (onnx_windows.cc).
 struct WindowAttentionMatch {
@@ -450,6 +467,17 @@ class Importer {
   bool ReshapeWindows(const ::onnx::NodeProto& node, const Value& x,
                       const std::vector<int64_t>& shape);
 
+  // ---- MaxViT's block and grid windows (onnx_maxvit.cc) ---------------------------
+
+  void FindSampleWindowAttentions();
+  void ImportSampleWindowAttention(const ::onnx::NodeProto& node,
+                                   const SampleWindowAttentionMatch& match);
+  //! The partitions of a channels-first map into blocks and their reverse.
+  bool ReshapeSampleWindows(const ::onnx::NodeProto& node, const Value& x,
+                            const std::vector<int64_t>& shape);
+  bool TransposeSampleWindows(const ::onnx::NodeProto& node, const Value& x,
+                              const std::vector<int64_t>& perm);
+
   //! Gemm over every token of [L*N, C] (transB): a 1x1 convolution.
   void ImportTokenGemm(const ::onnx::NodeProto& node, const Attributes& attrs, const Value& x);
 
@@ -516,7 +544,8 @@ class Importer {
   std::map<std::string, GeluMatch> gelus_;             // by the output of a chain's last Mul
   std::map<std::string, LayerNormMatch> layer_norms_;  // by the output of a chain's Div
   std::map<std::string, AttentionMatch> attentions_;   // by the output of the final Reshape
-  std::map<std::string, WindowAttentionMatch> window_attentions_;  // likewise
+  std::map<std::string, WindowAttentionMatch> window_attentions_;               // likewise
+  std::map<std::string, SampleWindowAttentionMatch> sample_window_attentions_;  // likewise
   // Outputs of the nodes inside a recognised formula (GELU, LayerNorm): not imported.
   std::set<std::string> formula_inner_;
   std::map<std::string, std::string> passed_on_;  // output -> the input it is unchanged

@@ -278,7 +278,8 @@ void Importer::ImportReshape(const ::onnx::NodeProto& node) {
   }
   if (OutputReshape(node, x, shape)) return;
   if (shape.has_values && !shape.is_float &&
-      (ReshapeTokens(node, x, shape.ints) || ReshapeWindows(node, x, shape.ints))) {
+      (ReshapeTokens(node, x, shape.ints) || ReshapeWindows(node, x, shape.ints) ||
+       ReshapeSampleWindows(node, x, shape.ints))) {
     return;
   }
   const bool flatten = (x.kind == Value::Kind::kTensor || x.kind == Value::Kind::kFlat) &&

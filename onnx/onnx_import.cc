@@ -57,6 +57,7 @@ ImportedModel Importer::Run() {
   FindLayerNorms();
   FindAttentions();
   FindWindowAttentions();
+  FindSampleWindowAttentions();
   AddInputs();
   for (int i = 0; i < g.node_size(); ++i) ImportNode(g.node(i), i);
   if (folded_ > 0) {

@@ -165,7 +165,7 @@ void Importer::ImportTranspose(const ::onnx::NodeProto& node, const Attributes& 
   attrs.OnlyKnown({"perm"});
   const Value& x = Input(node, 0);
   const std::vector<int64_t> perm = attrs.Ints("perm");
-  if (TransposeTokens(node, x, perm)) return;
+  if (TransposeTokens(node, x, perm) || TransposeSampleWindows(node, x, perm)) return;
   if (x.kind == Value::Kind::kGrouped && perm == std::vector<int64_t>{0, 2, 1, 3, 4}) {
     Value swapped = x;
     swapped.transposed = !x.transposed;

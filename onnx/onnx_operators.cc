@@ -63,6 +63,10 @@ void Importer::ImportNode(const ::onnx::NodeProto& node, int index) {
         windows != window_attentions_.end()) {
       return ImportWindowAttention(node, windows->second);
     }
+    if (const auto windows = sample_window_attentions_.find(node.output(0));
+        windows != sample_window_attentions_.end()) {
+      return ImportSampleWindowAttention(node, windows->second);
+    }
   }
   const Attributes attrs(node, where_);
   if (FoldConstants(node, attrs)) return;

@@ -69,6 +69,9 @@ std::vector<int64_t> Importer::OnnxDims(const Value& v, int64_t batch) const {
           const int64_t windows = tokens / (int64_t{v.window} * v.window);
           return {batch < 0 ? -1 : windows * batch, int64_t{v.window} * v.window, s.c};
         }
+        case Tokens::kSampleWindows:
+          return {batch, tokens / (int64_t{v.window} * v.window), int64_t{v.window} * v.window,
+                  s.c};
         default:
           break;
       }
@@ -82,6 +85,9 @@ std::vector<int64_t> Importer::OnnxDims(const Value& v, int64_t batch) const {
     case Value::Kind::kTensor:
     case Value::Kind::kZeroExtended:
       if (v.tokens == Tokens::kChannelsFirst) return {batch, s.c, tokens};
+      if (v.window_stage == 3) {
+        return {batch, s.c, s.h / v.window, v.window, s.w / v.window, v.window};
+      }
       return {batch, s.c, s.h, s.w};
   }
   return {};

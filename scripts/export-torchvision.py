@@ -45,7 +45,7 @@ AUX_KWARGS = {
 
 # Inception v3's stride/padding arithmetic is designed for 299x299; everything
 # else is an ImageNet 224x224 model.
-INPUT_SIZE = {"inception_v3": 299, "convnext_mini": 64, "vit_mini": 64, "swin_mini": 32}
+INPUT_SIZE = {"inception_v3": 299, "convnext_mini": 64, "vit_mini": 64, "swin_mini": 32, "maxvit_mini": 64}
 DEFAULT_INPUT_SIZE = 224
 # The weights' seed unless --seed says otherwise (bench/pytorch_peer.py builds
 # the same model from it).
@@ -76,6 +76,13 @@ MINI_MODELS = {
     "swin_mini": lambda: torchvision.models.swin_transformer.SwinTransformer(
         patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4],
         window_size=[4, 4], num_classes=100),
+    # maxvit_mini: a MaxViT (torchvision's class: MBConv, block and grid
+    # attention with relative position bias) with two stages of one layer at
+    # widths 32 and 64, heads of 16, partitions of 4 on a 64x64 input: 16x16
+    # then 8x8 maps.
+    "maxvit_mini": lambda: torchvision.models.maxvit.MaxVit(
+        input_size=(64, 64), stem_channels=16, partition_size=4, block_channels=[32, 64],
+        block_layers=[1, 1], head_dim=16, stochastic_depth_prob=0.0, num_classes=100),
 }
 
 

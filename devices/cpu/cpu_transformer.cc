@@ -66,15 +66,16 @@ void CompileAttention(StepBuilder& builder, const exec::Step& step, std::vector<
       builder.Temp(memory::desc(Dims{batch, heads, tokens, tokens}, kF32, Tag::abcd));
 
   AddScores(builder, calls, memory(input_by_token, engine, queries),
-            memory(keys_by_feature, engine, queries + channels), scores, depth, "the");
+            memory(keys_by_feature, engine, queries + channels), scores,
+            1 / std::sqrt(static_cast<double>(depth)), "the");
   AddWeightedValues(builder, calls, scores, memory(input_by_token, engine, queries + 2 * channels),
                     memory(output_by_token, engine, builder.DataOf(out)), "the");
 }
 
 void AddScores(StepBuilder& builder, std::vector<Call>& calls, const memory& queries,
-               const memory& keys, const memory& scores, int64_t depth, const std::string& what) {
+               const memory& keys, const memory& scores, double scale, const std::string& what) {
   dnnl::primitive_attr scaled = builder.NewAttr();
-  scaled.set_output_scales(0, {static_cast<float>(1 / std::sqrt(static_cast<double>(depth)))});
+  scaled.set_output_scales(0, {static_cast<float>(scale)});
   builder.Doing("matmul::primitive_desc of " + what + " scores, " +
                 DescribeDesc(queries.get_desc()) + " by " + DescribeDesc(keys.get_desc()));
   const dnnl::matmul::primitive_desc product(

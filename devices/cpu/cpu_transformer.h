@@ -24,12 +24,12 @@ std::string ShapeText(int64_t c, int64_t h, int64_t w);
 int IntAttribute(const StepBuilder& builder, const exec::Step& step, std::string_view name);
 
 //! Scaled dot-product scores: `queries` {batch, head, token, feature} times
-//! `keys` {batch, head, feature, token} times 1/sqrt(depth) into `scores`
+//! `keys` {batch, head, feature, token} times `scale` into `scores`
 //! {batch, head, token, token}, one batched matmul (the scale as its output
 //! scale: free, where scaling the queries would be one more pass). `what`
 //! names the step's tokens in messages ("the windows'").
 void AddScores(StepBuilder& builder, std::vector<Call>& calls, const dnnl::memory& queries,
-               const dnnl::memory& keys, const dnnl::memory& scores, int64_t depth,
+               const dnnl::memory& keys, const dnnl::memory& scores, double scale,
                const std::string& what);
 
 //! The softmax of `scores` over the keys, in place, then the scores times

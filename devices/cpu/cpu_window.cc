@@ -198,7 +198,8 @@ void CompileWindowAttention(StepBuilder& builder, const exec::Step& step,
       builder.Temp(memory::desc(Dims{groups, heads, size, size}, kF32, Tag::abcd));
 
   AddScores(builder, calls, builder.TempAlias(gathered, stacked_by_token, 0),
-            builder.TempAlias(gathered, keys_by_feature, channels), scores, depth, "the windows'");
+            builder.TempAlias(gathered, keys_by_feature, channels), scores,
+            op_kinds_detail::WindowAttentionScale(step.op.registered, depth), "the windows'");
 
   // The bias is the same for every window without a shift, and with one
   // bias and mask are the same for every sample: one row added to every

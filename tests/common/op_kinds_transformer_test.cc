@@ -154,7 +154,7 @@ TEST(EmbedTokensTest, WithoutAClassTokenOnlyAddsThePositionEmbedding) {
 
 OpParams WindowAttentionOp(int heads, int window, int shift, bool grid = false) {
   OpParams op = MakeRegisteredOp(RegisteredKind::kWindowAttention);
-  op.registered.attributes = {heads, window, shift, grid ? 1 : 0};
+  op.registered.attributes = {heads, window, shift, grid ? 1 : 0, FloatBits(0.0f)};
   return op;
 }
 
@@ -217,7 +217,7 @@ TEST(WindowAttentionTest, RefusesWindowsThatDoNotTileTheMapAndShiftsPastTheWindo
   EXPECT_THROW(InferOpOutput(WindowAttentionOp(1, 7, 0), {{3, 8, 7}}, "t"), Error);
   EXPECT_THROW(InferOpOutput(WindowAttentionOp(1, 2, 2), {{3, 4, 4}}, "t"), Error);
   EXPECT_EQ(RegisteredKeyText(WindowAttentionOp(3, 7, 3).registered),
-            "window_attention(heads=3,window=7,shift=3,grid=0)");
+            "window_attention(heads=3,window=7,shift=3,grid=0,scale=0)");
   EXPECT_THROW(InferOpOutput(WindowAttentionOp(1, 2, 1, true), {{3, 4, 4}}, "t"), Error);
 }
 
@@ -234,6 +234,27 @@ TEST(WindowAttentionTest, AGridWindowHoldsPixelsSpreadOverTheMap) {
   EXPECT_NEAR(out[10], (0 + 2 + 8 + 10) / 4.0, 1e-6);
   EXPECT_NEAR(out[5], (5 + 7 + 13 + 15) / 4.0, 1e-6);
   EXPECT_EQ(Describe(WindowAttentionOp(2, 7, 0, true)), "grid attention (2 heads, 7x7 grid)");
+}
+
+// A scale replaces 1/sqrt(d). One 2 x 2 window, one head of 4: token 0's
+// query meets token 1's key at ln 3, and only token 1's value is not 0
+// (4 in every feature). Under scale 1 the weights are 1 : 3 : 1 : 1, under
+// the default 1/sqrt(4) they are 1 : sqrt(3) : 1 : 1.
+TEST(WindowAttentionTest, AScaleReplacesTheRootOfTheHeadSize) {
+  const Shape input{12, 2, 2};
+  std::vector<float> in(12 * 4, 0.0f);
+  in[0] = 1;                                       // q, feature 0, token 0
+  in[4 * 4 + 1] = std::log(3.0f);                  // k, feature 0, token 1
+  for (int c = 8; c < 12; ++c) in[c * 4 + 1] = 4;  // v, token 1
+  OpParams scaled = WindowAttentionOp(1, 2, 0);
+  SetFloatAttribute(scaled.registered, "scale", 1.0f, "test");
+  const std::vector<float> bias(16, 0.0f);
+  EXPECT_NEAR(WindowAttend(scaled, input, in, bias)[0], 2.0, 1e-6);
+  const double root3 = std::sqrt(3.0);
+  EXPECT_NEAR(WindowAttend(WindowAttentionOp(1, 2, 0), input, in, bias)[0], 4 * root3 / (3 + root3),
+              1e-6);
+  EXPECT_EQ(RegisteredKeyText(scaled.registered),
+            "window_attention(heads=1,window=2,shift=0,grid=0,scale=1)");
 }
 
 TEST(SpaceToDepthTest, StacksEachSquareInTorchvisionsOrder) {

@@ -174,7 +174,8 @@ TEST(OnnxWindowsTest, ShiftedAndPlainWindowAttentionImportAsOneOperatorAndComput
     for (const Node& node : model.graph.nodes) {
       if (node.op.kind == OpKind::kRegistered) {
         EXPECT_EQ(RegisteredKeyText(node.op.registered),
-                  "window_attention(heads=1,window=2,shift=" + std::to_string(shift) + ",grid=0)");
+                  "window_attention(heads=1,window=2,shift=" + std::to_string(shift) +
+                      ",grid=0,scale=0)");
       }
     }
     const std::vector<float> out = RunImported(model, input);

@@ -15,7 +15,7 @@ shift 2
 models=("$@")
 ((${#models[@]})) || models=(squeezenet1_1 googlenet mobilenet_v2 mobilenet_v3_small efficientnet_b0
   resnet50 inception_v3 densenet121 squeezenet1_1:logsoftmax shufflenet_v2_x0_5 convnext_tiny
-  vit_mini swin_mini)
+  vit_mini swin_mini maxvit_mini)
 if ! /usr/bin/python3 -c "import torch, torchvision, onnx" 2>/dev/null; then
   echo "SKIPPED: needs Debian's python3-torch, python3-torchvision and python3-onnx" \
     "(apt-get install python3-torch python3-torchvision python3-onnx)"
