@@ -201,5 +201,113 @@ TEST(OnnxWindowsTest, AMaskOtherThanTheShiftsIsRefused) {
 }
 
 }  // namespace tiny_swin
+
+namespace tiny_maxvit {
+
+using testing::IntAttr;
+using testing::IntsAttr;
+using testing::OnnxBuilder;
+
+// A 2 x 4 x 4 channels-first map in blocks of 2 (4 windows of 4 tokens),
+// one head of 2; k scaled by 0.3 (MaxViT's 1/sqrt(C) is not the standard).
+constexpr int kC = 2, kSide = 4, kP = 2, kN = 4, kWindows = 4;
+constexpr float kScale = 0.3f;
+
+::onnx::AttributeProto Equation(const std::string& text) {
+  ::onnx::AttributeProto a;
+  a.set_name("equation");
+  a.set_type(::onnx::AttributeProto::STRING);
+  a.set_s(text);
+  return a;
+}
+
+struct Weights {
+  std::vector<float> qkv = exec::SeededValues(kC * 3 * kC, 31);
+  std::vector<float> qkv_bias = exec::SeededValues(3 * kC, 32);
+  std::vector<float> bias = exec::SeededValues(kN * kN, 33);
+};
+
+// MaxViT's partition, attention and reverse as torchvision exports them;
+// `grid` swaps windows and tokens in between (its grid attention).
+std::string TinyMaxVit(OnnxBuilder& b, const Weights& w, bool grid) {
+  std::string x = b.Node("Reshape", {"input", b.Ints({1, kC, kSide / kP, kP, kSide / kP, kP})});
+  x = b.Node("Transpose", {x}, {IntsAttr("perm", {0, 2, 4, 3, 5, 1})});
+  x = b.Node("Reshape", {x, b.Ints({1, kWindows, kN, kC})});
+  if (grid) x = b.Node("Transpose", {x}, {IntsAttr("perm", {0, 2, 1, 3})});
+  std::string y = b.Node("Add", {b.Node("MatMul", {x, b.Weight({kC, 3 * kC}, w.qkv)}),
+                                 b.Weight({3 * kC}, w.qkv_bias)});
+  std::string part[3];
+  for (int i = 0; i < 3; ++i) {
+    part[i] = b.Node("Slice", {y, b.Ints({i * kC}), b.Ints({(i + 1) * kC}), b.Ints({-1})});
+    part[i] = b.Node("Reshape", {part[i], b.Ints({1, kWindows, kN, 1, kC})});
+    part[i] = b.Node("Transpose", {part[i]}, {IntsAttr("perm", {0, 1, 3, 2, 4})});
+  }
+  const std::string k = b.Node("Mul", {part[1], b.FloatConstant(kScale)});
+  std::string s = b.Node("Einsum", {part[0], k}, {Equation("BGHID,BGHJD->BGHIJ")});
+  s = b.Node("Add", {s, b.Weight({1, kN, kN}, w.bias)});
+  s = b.Node("Softmax", {s}, {IntAttr("axis", -1)});
+  std::string o = b.Node("Einsum", {s, part[2]}, {Equation("BGHIJ,BGHJD->BGHID")});
+  o = b.Node("Transpose", {o}, {IntsAttr("perm", {0, 1, 3, 2, 4})});
+  o = b.Node("Reshape", {o, b.Ints({1, kWindows, kN, kC})});
+  if (grid) o = b.Node("Transpose", {o}, {IntsAttr("perm", {0, 2, 1, 3})});
+  o = b.Node("Reshape", {o, b.Ints({1, kSide / kP, kSide / kP, kP, kP, kC})});
+  o = b.Node("Transpose", {o}, {IntsAttr("perm", {0, 5, 1, 3, 2, 4})});
+  return b.Node("Reshape", {o, b.Ints({1, kC, kSide, kSide})});
+}
+
+// The same from the definitions: block (wy, wx)'s token (ty, tx) is pixel
+// (2 wy + ty, 2 wx + tx); a grid window is one offset inside every block.
+std::vector<float> Expected(const Weights& w, bool grid, const std::vector<float>& input) {
+  std::vector<float> out(input.size());
+  for (int win = 0; win < kWindows; ++win) {
+    int py[kN], px[kN];
+    double qkv[kN][3 * kC];
+    for (int t = 0; t < kN; ++t) {
+      const int block = grid ? t : win, offset = grid ? win : t;
+      py[t] = block / 2 * kP + offset / kP;
+      px[t] = block % 2 * kP + offset % kP;
+      for (int o = 0; o < 3 * kC; ++o) {
+        double sum = w.qkv_bias[o];
+        for (int c = 0; c < kC; ++c) {
+          sum += double{input[(c * kSide + py[t]) * kSide + px[t]]} * w.qkv[c * 3 * kC + o];
+        }
+        qkv[t][o] = sum;
+      }
+    }
+    for (int i = 0; i < kN; ++i) {
+      double p[kN], total = 0;
+      for (int j = 0; j < kN; ++j) {
+        double dot = 0;
+        for (int c = 0; c < kC; ++c) dot += qkv[i][c] * qkv[j][kC + c] * kScale;
+        total += p[j] = std::exp(dot + w.bias[i * kN + j]);
+      }
+      for (int c = 0; c < kC; ++c) {
+        double sum = 0;
+        for (int j = 0; j < kN; ++j) sum += p[j] / total * qkv[j][2 * kC + c];
+        out[(c * kSide + py[i]) * kSide + px[i]] = static_cast<float>(sum);
+      }
+    }
+  }
+  return out;
+}
+
+TEST(OnnxMaxVitTest, BlockAndGridAttentionImportAsOneOperatorAndCompute) {
+  const Weights w;
+  const std::vector<float> input = exec::SeededValues(kC * kSide * kSide, 34);
+  for (const bool grid : {false, true}) {
+    OnnxBuilder b(kC, kSide, kSide);
+    const ImportedModel model = ImportOnnx(b.Bytes(TinyMaxVit(b, w, grid)), "maxvit.onnx");
+    ASSERT_EQ(model.graph.nodes.size(), 3u) << "input, q/k/v, window_attention";
+    EXPECT_EQ(RegisteredKeyText(model.graph.nodes[2].op.registered),
+              "window_attention(heads=1,window=2,shift=0,grid=" + std::string(grid ? "1" : "0") +
+                  ",scale=0.3)");
+    const std::vector<float> out = RunImported(model, input);
+    const std::vector<float> expected = Expected(w, grid, input);
+    ASSERT_EQ(out.size(), expected.size());
+    for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], expected[i], 1e-5) << grid;
+  }
+}
+
+}  // namespace tiny_maxvit
 }  // namespace
 }  // namespace ios::onnx_import
