@@ -86,7 +86,8 @@ struct OpKindSpec {
   //! many flops per output element (one read and one write of memory).
   double sim_flops_per_element = 1;
   //! The weights an op of the kind needs on `input` (what the values mean:
-  //! the kind's comment in op_kinds.cc); null for a kind without weights.
+  //! the kind's comment, e.g. in op_kinds_transformer.h); null for a kind
+  //! without weights.
   //! Weights are never in stage keys or on the wire: a measured stage gets
   //! seeded random ones, a network its model's.
   KindWeightShape (*weights)(const RegisteredOp& op, const Shape& input) = nullptr;

@@ -56,8 +56,8 @@ KindWeightShape EmbedTokensWeights(const RegisteredOp& op, const Shape& input);
 // window x window windows; each window's window^2 pixels attend to each
 // other only. Token i of a window (row-major inside it) scores token j by
 // q_i . k_j / sqrt(d) + bias[head, i, j], and, when shift > 0, -100 more
-// where i and j lie in different regions of the rolled map (rows and
-// columns each cut at H - window and H - shift: Swin's mask, so that
+// where i and j lie in different regions of the rolled map (rows cut at
+// H - window and H - shift, columns at W - window and W - shift: Swin's mask, so that
 // pixels the roll brought together from opposite edges do not attend to
 // each other). Each output goes back to its pixel's place before the roll.
 // With grid=1 (MaxViT's grid attention, never shifted) a "window" is

@@ -86,6 +86,25 @@ struct Value {
   int part_axis = 0, part_begin = 0, part_end = 0;  // kRollPart
 };
 
+//! Whether a * b == product for dimensions from a file, without the
+//! multiplication (which a crafted value could overflow).
+inline bool Times(int64_t a, int64_t b, int64_t product) {
+  return a > 0 && b > 0 && product % a == 0 && product / a == b;
+}
+
+//! Whether a window attention's bias constant is [.., heads, size, size]
+//! with nothing but 1s before: its values then in the kind's order.
+inline bool BiasShaped(const ConstTensor& bias, int64_t heads, int64_t size) {
+  const std::vector<int64_t>& d = bias.dims;
+  if (d.size() < 3 || d[d.size() - 3] != heads || d[d.size() - 2] != size || d.back() != size) {
+    return false;
+  }
+  for (size_t i = 0; i + 3 < d.size(); ++i) {
+    if (d[i] != 1) return false;
+  }
+  return true;
+}
+
 //! `out` in `x`'s layout: the same kind and token view (an operator that
 //! works per position keeps both).
 inline Value InLayoutOf(Value out, const Value& x) {

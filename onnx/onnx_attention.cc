@@ -30,12 +30,16 @@ std::vector<int64_t> Perm(const ::onnx::NodeProto& node) {
 
 class AttentionFinder {
  public:
-  explicit AttentionFinder(const NodeChains& chains) : chains_(chains) {}
+  AttentionFinder(const NodeChains& chains, int64_t opset) : chains_(chains), opset_(opset) {}
 
   bool Match(const ::onnx::NodeProto& softmax, AttentionMatch& match) const {
+    // Over the keys, the last axis of [N*heads, L, L]: below opset 13 a
+    // Softmax without an axis is over axis 1 and everything after it.
+    bool keys = opset_ >= 13;
     for (const ::onnx::AttributeProto& a : softmax.attribute()) {
-      if (a.name() == "axis" && a.i() != -1 && a.i() != 2) return false;
+      if (a.name() == "axis") keys = a.i() == -1 || a.i() == 2;
     }
+    if (!keys) return false;
     const ::onnx::NodeProto* scores = chains_.Producer(softmax, 0, "MatMul");
     const ::onnx::NodeProto* weighted = chains_.OnlyReader(softmax, "MatMul");
     if (scores == nullptr || weighted == nullptr || weighted->input(0) != softmax.output(0)) {
@@ -90,13 +94,14 @@ class AttentionFinder {
   }
 
   const NodeChains& chains_;
+  int64_t opset_;
 };
 
 }  // namespace
 
 void Importer::FindAttentions() {
   const NodeChains chains(model_.graph(), values_, readers_);
-  const AttentionFinder finder(chains);
+  const AttentionFinder finder(chains, opset_);
   for (const ::onnx::NodeProto& node : model_.graph().node()) {
     AttentionMatch match;
     if (node.op_type() != "Softmax" || !finder.Match(node, match)) continue;

@@ -1,6 +1,7 @@
 #include "onnx/onnx_chains.h"
 
 #include <cmath>
+#include <set>
 
 namespace ios::onnx_import::detail {
 namespace {
@@ -29,10 +30,19 @@ const ::onnx::NodeProto* NodeChains::Producer(const ::onnx::NodeProto& node, int
   return input < node.input_size() ? ProducerOf(node.input(input)) : nullptr;
 }
 
+int NodeChains::Arity(const std::string& op) {
+  // The inputs a matcher reads of each operator it walks through: a file
+  // may leave them out (a malformed node reaches the matchers before the
+  // importer's own checks), and reading one that is not there is no refusal.
+  static const std::set<std::string> kBinary = {"Add",    "Sub",    "Mul",     "Div", "MatMul",
+                                                "Einsum", "Gather", "Reshape", "Pow"};
+  return kBinary.count(op) ? 2 : 1;
+}
+
 const ::onnx::NodeProto* NodeChains::Producer(const ::onnx::NodeProto& node, int input,
                                               const std::string& op) const {
   const ::onnx::NodeProto* p = Producer(node, input);
-  return p != nullptr && p->op_type() == op ? p : nullptr;
+  return p != nullptr && p->op_type() == op && p->input_size() >= Arity(op) ? p : nullptr;
 }
 
 const ::onnx::NodeProto* NodeChains::SoleReader(const ::onnx::NodeProto& node,
@@ -49,7 +59,8 @@ const ::onnx::NodeProto* NodeChains::OnlyReader(const ::onnx::NodeProto& node,
   if (node.output_size() < 1 || Readers(node.output(0)) != 1) return nullptr;
   const auto it = reader_of_.find(node.output(0));
   if (it == reader_of_.end() || it->second.size() != 1) return nullptr;
-  return it->second[0]->op_type() == op ? it->second[0] : nullptr;
+  const ::onnx::NodeProto* reader = it->second[0];
+  return reader->op_type() == op && reader->input_size() >= Arity(op) ? reader : nullptr;
 }
 
 const std::string* NodeChains::Other(const ::onnx::NodeProto& node, const std::string& name) {

@@ -33,7 +33,12 @@ class NodeChains {
   //! The one node reading `node`'s output, when it is a binary `op`.
   const ::onnx::NodeProto* SoleReader(const ::onnx::NodeProto& node, const std::string& op) const;
 
-  //! The one node reading `node`'s output, when it is an `op` of any arity.
+  //! How many inputs a matcher may read of an `op` node it found (2 for
+  //! the binary operators, 1 otherwise); nodes with fewer are not found.
+  static int Arity(const std::string& op);
+
+  //! The one node reading `node`'s output, when it is an `op` with at least
+  //! Arity(op) inputs.
   const ::onnx::NodeProto* OnlyReader(const ::onnx::NodeProto& node, const std::string& op) const;
 
   //! The operand of binary `node` that is not `name` (nullptr when neither is).

@@ -196,7 +196,10 @@ bool Importer::HasInput(const ::onnx::NodeProto& node, int i) const {
 //! A feature map input (not flattened, not padded).
 const Value& Importer::MapInput(const ::onnx::NodeProto& node, int i) const {
   const Value& v = Input(node, i);
-  if (v.kind == Value::Kind::kTensor) return v;
+  // A partitioned or rolled view is not the map a Conv or a pool reads.
+  if (v.kind == Value::Kind::kTensor && v.window_stage == 0 && v.roll_y == 0 && v.roll_x == 0) {
+    return v;
+  }
   // A channels-last view is read only by what works on it (docs/onnx.md).
   const std::string only = v.kind == Value::Kind::kChannelsLast
                                ? " (only per-position operators, a LayerNorm or MatMul over its "

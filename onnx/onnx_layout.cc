@@ -174,6 +174,7 @@ void Importer::ImportTranspose(const ::onnx::NodeProto& node, const Attributes& 
   const bool to_last = x.kind == Value::Kind::kTensor && x.tokens == Value::Tokens::kNone &&
                        perm == std::vector<int64_t>{0, 2, 3, 1};
   const bool back = x.kind == Value::Kind::kChannelsLast && x.tokens == Value::Tokens::kNone &&
+                    x.window_stage == 0 && x.roll_y == 0 && x.roll_x == 0 &&
                     perm == std::vector<int64_t>{0, 3, 1, 2};
   if (to_last || back) {
     Value relabelled = x;

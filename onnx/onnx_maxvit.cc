@@ -49,9 +49,17 @@ std::string Equation(const ::onnx::NodeProto* node) {
 
 class SampleWindowAttentionFinder {
  public:
-  explicit SampleWindowAttentionFinder(const NodeChains& chains) : chains_(chains) {}
+  SampleWindowAttentionFinder(const NodeChains& chains, int64_t opset)
+      : chains_(chains), opset_(opset) {}
 
   bool Match(const ::onnx::NodeProto& softmax, SampleWindowAttentionMatch& match) const {
+    // Over the keys: the last axis of [N, windows, heads, p^2, p^2] (the
+    // default from opset 13; before it, axis 1 and everything after).
+    bool keys = opset_ >= 13;
+    for (const ::onnx::AttributeProto& a : softmax.attribute()) {
+      if (a.name() == "axis") keys = a.i() == -1 || a.i() == 4;
+    }
+    if (!keys) return false;
     const ::onnx::NodeProto* biased = chains_.Producer(softmax, 0, "Add");
     const ::onnx::NodeProto* scores =
         biased != nullptr ? chains_.ProducerOf(biased->input(0)) : nullptr;
@@ -107,6 +115,7 @@ class SampleWindowAttentionFinder {
   }
 
   const NodeChains& chains_;
+  int64_t opset_;
 };
 
 const ConstTensor* ConstantNamed(const std::map<std::string, Value>& values,
@@ -120,7 +129,7 @@ const ConstTensor* ConstantNamed(const std::map<std::string, Value>& values,
 
 void Importer::FindSampleWindowAttentions() {
   const NodeChains chains(model_.graph(), values_, readers_);
-  const SampleWindowAttentionFinder finder(chains);
+  const SampleWindowAttentionFinder finder(chains, opset_);
   for (const ::onnx::NodeProto& node : model_.graph().node()) {
     SampleWindowAttentionMatch match;
     if (node.op_type() != "Softmax" || !finder.Match(node, match)) continue;
@@ -138,7 +147,7 @@ bool Importer::ReshapeSampleWindows(const ::onnx::NodeProto& node, const Value& 
   const bool plain_map =
       x.kind == Value::Kind::kTensor && x.tokens == Tokens::kNone && x.window_stage == 0;
   if (plain_map && shape.size() == 6 && batch(shape[0]) && shape[1] == s.c && shape[3] > 0 &&
-      shape[3] == shape[5] && shape[2] * shape[3] == s.h && shape[4] * shape[5] == s.w) {
+      shape[3] == shape[5] && Times(shape[2], shape[3], s.h) && Times(shape[4], shape[5], s.w)) {
     out.window = static_cast<int>(shape[3]);  // a partition's first Reshape
     out.window_stage = 3;
   } else if (x.kind == Value::Kind::kChannelsLast && x.window_stage == 2 &&
@@ -148,8 +157,8 @@ bool Importer::ReshapeSampleWindows(const ::onnx::NodeProto& node, const Value& 
     out.window_stage = 0;  // into each sample's windows of tokens
     out.tokens = Tokens::kSampleWindows;
   } else if (x.kind == Value::Kind::kChannelsLast && x.tokens == Tokens::kSampleWindows &&
-             !x.grid && shape.size() == 6 && batch(shape[0]) && shape[1] * w == s.h &&
-             shape[2] * w == s.w && shape[3] == w && shape[4] == w && shape[5] == s.c) {
+             !x.grid && shape.size() == 6 && batch(shape[0]) && Times(shape[1], w, s.h) &&
+             Times(shape[2], w, s.w) && shape[3] == w && shape[4] == w && shape[5] == s.c) {
     out.tokens = Tokens::kNone;  // the reverse's first Reshape
     out.window_stage = 2;
   } else if (x.kind == Value::Kind::kTensor && x.window_stage == 3 && shape.size() == 4 &&
@@ -215,7 +224,7 @@ void Importer::ImportSampleWindowAttention(const ::onnx::NodeProto& node,
                                         ? shape->ints
                                         : std::vector<int64_t>{};
   if (dims.size() != 5 || dims[2] != size || dims[3] < 1 || dims[4] < 1 ||
-      dims[3] * dims[4] != q.shape.c) {
+      !Times(dims[3], dims[4], q.shape.c)) {
     throw Error(where_ + ": the attention's queries are reshaped to " + IntsText(dims) +
                 ": [N, windows, " + std::to_string(size) + ", heads, C/heads] is expected");
   }
@@ -229,7 +238,7 @@ void Importer::ImportSampleWindowAttention(const ::onnx::NodeProto& node,
   }
   const double standard = 1 / std::sqrt(static_cast<double>(dims[4]));
   const ConstTensor* bias = ConstantNamed(values_, match.bias);
-  if (bias == nullptr || !bias->is_float || bias->elements() != heads * size * size) {
+  if (bias == nullptr || !bias->is_float || !BiasShaped(*bias, heads, size)) {
     throw Error(where_ + ": the attention's score bias " + Quoted(match.bias) +
                 " is not a constant [heads, " + std::to_string(size) + ", " + std::to_string(size) +
                 "]");

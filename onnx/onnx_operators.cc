@@ -29,7 +29,9 @@ constexpr const char* kSupported =
     "Transpose to channels-last and back, LayerNormalization and its formula (over channels), "
     "Gemm, MatMul (also of a channels-last map by a constant), Softmax and LogSoftmax (over "
     "channels), ViT's tokens (Reshape and Transpose of patches, class token, position "
-    "embedding, nn.MultiheadAttention's chain, Gather of the class token), Dropout, "
+    "embedding, nn.MultiheadAttention's chain, Gather of the class token), Swin's rolls, "
+    "window partitions, window attention and patch merging, MaxViT's block and grid "
+    "partitions and Einsum attention, Dropout, "
     "Identity, Constant, and Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, Add, Sub, Mul, "
     "Div, Mod, Neg, Slice, Range, ConstantOfShape, Reshape, Transpose, Expand, Equal and Where "
     "on constants (folded)";

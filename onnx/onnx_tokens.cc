@@ -209,15 +209,28 @@ bool Importer::ImportPositionEmbedding(const ::onnx::NodeProto& node, const Valu
 bool Importer::SlicePhase(const ::onnx::NodeProto& node, const Value& x,
                           const std::vector<int64_t>& axes, const std::vector<int64_t>& starts,
                           const std::vector<int64_t>& ends, const std::vector<int64_t>& steps) {
-  const bool map = x.kind == Value::Kind::kChannelsLast && x.tokens == Tokens::kNone;
+  const bool map = x.kind == Value::Kind::kChannelsLast && x.tokens == Tokens::kNone &&
+                   x.window_stage == 0 && x.roll_y == 0 && x.roll_x == 0;
   if (!map && x.kind != Value::Kind::kStridedPhase) return false;
+  if (axes.size() != starts.size() || ends.size() != starts.size()) return false;
+  bool any_step = false;
+  for (size_t k = 0; k < steps.size(); ++k) any_step = any_step || steps[k] != 1;
+  if (!any_step) return false;
   Value phase = x;
   phase.kind = Value::Kind::kStridedPhase;
   bool strided = false;
   for (size_t k = 0; k < axes.size() && k < starts.size() && k < ends.size(); ++k) {
     const int64_t axis = axes[k] < 0 ? axes[k] + 4 : axes[k];
     const int64_t step = k < steps.size() ? steps[k] : 1;
-    if (step == 1) continue;
+    const std::vector<int64_t> dims = OnnxDims(x, batch_);
+    if (step == 1) {
+      // Beside a strided axis only whole axes: anything else is another cut.
+      const int64_t n = axis >= 0 && axis < static_cast<int64_t>(dims.size()) ? dims[axis] : 0;
+      if (starts[k] == 0 && ends[k] >= n) continue;
+      throw Error(where_ + ": a strided slice that also cuts axis " + std::to_string(axes[k]) +
+                  ": only every step-th row and column of a whole map (Swin's patch merging) "
+                  "is supported");
+    }
     const int64_t extent = axis == 1 ? x.shape.h : x.shape.w;
     int& at = axis == 1 ? phase.phase_y : phase.phase_x;
     const bool fits = (axis == 1 || axis == 2) && step >= 2 && extent % step == 0 &&
@@ -244,7 +257,7 @@ bool Importer::ConcatPhases(const ::onnx::NodeProto& node, int64_t axis) {
   const Value& first = Input(node, 0);
   if (first.kind != Value::Kind::kStridedPhase) return false;
   const int block = first.phase_step;
-  bool whole = node.input_size() == block * block;
+  bool whole = node.input_size() == int64_t{block} * block;
   for (int i = 0; whole && i < node.input_size(); ++i) {
     const Value& v = Input(node, i);
     // torchvision's order: x[0::2, 0::2], x[1::2, 0::2], x[0::2, 1::2], x[1::2, 1::2].
@@ -253,7 +266,8 @@ bool Importer::ConcatPhases(const ::onnx::NodeProto& node, int64_t axis) {
   }
   if (!whole) {
     throw Error(where_ + ": a Concat of strided slices that are not all " +
-                std::to_string(block * block) + " phases of one map in Swin's order (rows " +
+                std::to_string(int64_t{block} * block) +
+                " phases of one map in Swin's order (rows " +
                 "fastest: [0::" + std::to_string(block) + ", 0::" + std::to_string(block) +
                 "], [1::" + std::to_string(block) + ", 0::" + std::to_string(block) + "], ...)");
   }

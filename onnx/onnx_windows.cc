@@ -38,16 +38,26 @@ std::vector<int64_t> PermOf(const ::onnx::NodeProto& node) {
   return {};
 }
 
+//! Whether a Softmax of rank-`rank` scores [.., N, N] is over the keys:
+//! its last axis (the default from opset 13; before, axis 1 and after).
+bool LastAxis(const ::onnx::NodeProto& softmax, int64_t rank, int64_t opset) {
+  for (const ::onnx::AttributeProto& a : softmax.attribute()) {
+    if (a.name() == "axis") return a.i() == -1 || a.i() == rank - 1;
+  }
+  return opset >= 13;
+}
+
 bool IsPlainMap(const Value& v) {
   return v.kind == Value::Kind::kChannelsLast && v.tokens == Tokens::kNone && v.window_stage == 0;
 }
 
 class WindowAttentionFinder {
  public:
-  explicit WindowAttentionFinder(const NodeChains& chains) : chains_(chains) {}
+  WindowAttentionFinder(const NodeChains& chains, int64_t opset) : chains_(chains), opset_(opset) {}
 
   bool Match(const ::onnx::NodeProto& softmax, WindowAttentionMatch& match) const {
     std::vector<std::string> inner;
+    if (softmax.input_size() < 1 || !LastAxis(softmax, 4, opset_)) return false;
     // Scores, biased (and masked).
     const ::onnx::NodeProto* in = chains_.ProducerOf(softmax.input(0));
     const ::onnx::NodeProto* biased = in;
@@ -60,7 +70,7 @@ class WindowAttentionFinder {
       biased = chains_.Producer(*split, 0, "Add");
       inner.insert(inner.end(), {in->output(0), masked->output(0), split->output(0)});
     }
-    if (biased == nullptr || biased->op_type() != "Add") return false;
+    if (biased == nullptr || biased->op_type() != "Add" || biased->input_size() < 2) return false;
     const ::onnx::NodeProto* scores = chains_.Producer(*biased, 0, "MatMul");
     if (scores == nullptr) return false;
     match.bias = biased->input(1);
@@ -124,6 +134,7 @@ class WindowAttentionFinder {
   }
 
   const NodeChains& chains_;
+  int64_t opset_;
 };
 
 //! The constant `name` holds, or nullptr.
@@ -137,7 +148,7 @@ const ConstTensor* ConstantOf(const std::map<std::string, Value>& values, const 
 
 void Importer::FindWindowAttentions() {
   const NodeChains chains(model_.graph(), values_, readers_);
-  const WindowAttentionFinder finder(chains);
+  const WindowAttentionFinder finder(chains, opset_);
   for (const ::onnx::NodeProto& node : model_.graph().node()) {
     WindowAttentionMatch match;
     if (node.op_type() != "Softmax" || !finder.Match(node, match)) continue;
@@ -198,7 +209,8 @@ bool Importer::ReshapeWindows(const ::onnx::NodeProto& node, const Value& x,
   const Shape& s = x.shape;
   Value out = x;
   if (IsPlainMap(x) && shape.size() == 6 && batch(shape[0]) && shape[2] == shape[4] &&
-      shape[2] > 0 && shape[5] == s.c && shape[1] * shape[2] == s.h && shape[3] * shape[4] == s.w) {
+      shape[2] > 0 && shape[5] == s.c && Times(shape[1], shape[2], s.h) &&
+      Times(shape[3], shape[4], s.w)) {
     out.window = static_cast<int>(shape[2]);  // the partition's first Reshape
     out.window_stage = 1;
   } else if (x.window_stage == 2 && x.tokens == Tokens::kNone && shape.size() == 3 &&
@@ -206,8 +218,8 @@ bool Importer::ReshapeWindows(const ::onnx::NodeProto& node, const Value& x,
     out.window_stage = 0;  // into the windows' tokens
     out.tokens = Tokens::kWindows;
   } else if (x.tokens == Tokens::kWindows && shape.size() == 6 && batch(shape[0]) &&
-             shape[1] * x.window == s.h && shape[2] * x.window == s.w && shape[3] == x.window &&
-             shape[4] == x.window && shape[5] == s.c) {
+             Times(shape[1], x.window, s.h) && Times(shape[2], x.window, s.w) &&
+             shape[3] == x.window && shape[4] == x.window && shape[5] == s.c) {
     out.tokens = Tokens::kNone;  // the reverse's first Reshape
     out.window_stage = 2;
   } else if (x.window_stage == 1 && shape.size() == 4 && batch(shape[0]) && shape[1] == s.h &&
@@ -246,7 +258,7 @@ void Importer::ImportWindowAttention(const ::onnx::NodeProto& node,
                                         ? shape->ints
                                         : std::vector<int64_t>{};
   if (dims.size() != 5 || dims[1] != size || dims[2] != 3 || dims[3] < 1 || dims[4] < 1 ||
-      dims[3] * dims[4] != channels) {
+      !Times(dims[3], dims[4], channels)) {
     throw Error(where_ + ": the window attention's heads are " + IntsText(dims) + ": [N*windows, " +
                 std::to_string(size) + ", 3, heads, C/heads] is expected");
   }
@@ -259,7 +271,7 @@ void Importer::ImportWindowAttention(const ::onnx::NodeProto& node,
                 "; only 1/sqrt(" + std::to_string(dims[4]) + ") is supported");
   }
   const ConstTensor* bias = ConstantOf(values_, match.bias);
-  if (bias == nullptr || bias->elements() != heads * size * size || !bias->is_float) {
+  if (bias == nullptr || !BiasShaped(*bias, heads, size) || !bias->is_float) {
     throw Error(where_ + ": the window attention's score bias " + Quoted(match.bias) +
                 " is not a constant [heads, " + std::to_string(size) + ", " + std::to_string(size) +
                 "]");
