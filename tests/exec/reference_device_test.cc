@@ -320,6 +320,10 @@ TEST(ValidateTest, RefusesWrongShapesAndWeights) {
   bias.stages[0].lanes[0].steps[0].op.conv.bias = true;
   EXPECT_NE(ValidateMessage(bias).find("weights: bias"), std::string::npos)
       << ValidateMessage(bias);
+  Program short_kernel = p;  // every device reads as many values as the shape says
+  short_kernel.weights[0].kernel.resize(71);
+  EXPECT_NE(ValidateMessage(short_kernel).find("sizes do not match the shape"), std::string::npos)
+      << ValidateMessage(short_kernel);
   Program slot = p;
   slot.slot_elements[1] = 3;
   EXPECT_NE(ValidateMessage(slot).find("buffer 1 ('out'): slot"), std::string::npos)

@@ -89,6 +89,24 @@ std::string OnnxBuilder::Weight(const std::vector<int64_t>& dims, uint64_t seed)
   return Weight(dims, exec::SeededValues(static_cast<size_t>(count), seed));
 }
 
+std::string Damaged(std::string bytes, std::mt19937_64& rng, int trial) {
+  if (bytes.empty()) return bytes;
+  switch (trial % 3) {
+    case 0:
+      for (int k = 0; k < 1 + static_cast<int>(rng() % 4); ++k) {
+        bytes[rng() % bytes.size()] ^= static_cast<char>(1 + rng() % 255);
+      }
+      break;
+    case 1:
+      bytes.resize(rng() % bytes.size());
+      break;
+    default:
+      bytes[rng() % bytes.size()] = static_cast<char>(rng() % 16);
+      break;
+  }
+  return bytes;
+}
+
 std::string OnnxBuilder::Ints(const std::vector<int64_t>& values) {
   auto* t = model_.mutable_graph()->add_initializer();
   const std::string name = Fresh();

@@ -5,10 +5,15 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
 namespace ios::onnx_import::testing {
+
+//! `bytes` damaged as a file can be, by trial's kind: a few bytes flipped,
+//! cut short, or one byte set to a small integer (dims, attribute values).
+std::string Damaged(std::string bytes, std::mt19937_64& rng, int trial);
 
 ::onnx::AttributeProto IntAttr(const std::string& name, int64_t value);
 ::onnx::AttributeProto FloatAttr(const std::string& name, float value);

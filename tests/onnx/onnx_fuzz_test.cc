@@ -37,20 +37,7 @@ TEST(OnnxFuzzTest, DamagedExportsImportOrAreRefusedWithAnError) {
     std::mt19937_64 rng(20261125);
     int refused = 0, imported = 0;
     for (int trial = 0; trial < 400; ++trial) {
-      std::string bytes = good;
-      switch (trial % 3) {
-        case 0:  // a few bytes flipped
-          for (int k = 0; k < 1 + static_cast<int>(rng() % 4); ++k) {
-            bytes[rng() % bytes.size()] ^= static_cast<char>(1 + rng() % 255);
-          }
-          break;
-        case 1:  // cut short
-          bytes.resize(rng() % bytes.size());
-          break;
-        case 2:  // one byte set to a small integer (dims, attribute values)
-          bytes[rng() % bytes.size()] = static_cast<char>(rng() % 16);
-          break;
-      }
+      const std::string bytes = testing::Damaged(good, rng, trial);
       try {
         ImportOnnx(bytes, std::string(model) + ".onnx");
         ++imported;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -305,6 +306,31 @@ TEST(OnnxMaxVitTest, BlockAndGridAttentionImportAsOneOperatorAndCompute) {
     const std::vector<float> expected = Expected(w, grid, input);
     ASSERT_EQ(out.size(), expected.size());
     for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], expected[i], 1e-5) << grid;
+  }
+}
+
+// The transformer matchers walk a graph before the importer checks its
+// nodes: damaged Swin and MaxViT blocks import or are refused, never crash
+// (the sanitized build runs this too).
+TEST(OnnxMaxVitTest, DamagedTransformerBlocksImportOrAreRefusedWithAnError) {
+  OnnxBuilder swin(tiny_swin::kC, tiny_swin::kSide, tiny_swin::kSide);
+  OnnxBuilder maxvit(kC, kSide, kSide);
+  const std::string swin_out =
+      tiny_swin::TinySwin(swin, tiny_swin::Weights{}, 1, tiny_swin::SwinMask(1));
+  const std::string maxvit_out = TinyMaxVit(maxvit, Weights{}, true);
+  for (const std::string& good : {swin.Bytes(swin_out), maxvit.Bytes(maxvit_out)}) {
+    std::mt19937_64 rng(20261128);
+    int refused = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+      try {
+        ImportOnnx(testing::Damaged(good, rng, trial), "damaged.onnx");
+      } catch (const Error&) {
+        ++refused;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "trial " << trial << ": not an ios::Error: " << e.what();
+      }
+    }
+    EXPECT_GT(refused, 0);
   }
 }
 
