@@ -21,13 +21,6 @@
 namespace ios::onnx_import::detail {
 namespace {
 
-std::vector<int64_t> Perm(const ::onnx::NodeProto& node) {
-  for (const ::onnx::AttributeProto& a : node.attribute()) {
-    if (a.name() == "perm") return {a.ints().begin(), a.ints().end()};
-  }
-  return {};
-}
-
 class AttentionFinder {
  public:
   AttentionFinder(const NodeChains& chains, int64_t opset) : chains_(chains), opset_(opset) {}
@@ -70,7 +63,7 @@ class AttentionFinder {
     const ::onnx::NodeProto* v_r = chains_.Producer(*v_t, 0, "Reshape");
     const ::onnx::NodeProto* out_t = chains_.OnlyReader(*weighted, "Transpose");
     const ::onnx::NodeProto* out_r =
-        out_t != nullptr && Perm(*out_t) == std::vector<int64_t>{1, 0, 2}
+        out_t != nullptr && NodeChains::PermOf(*out_t) == std::vector<int64_t>{1, 0, 2}
             ? chains_.OnlyReader(*out_t, "Reshape")
             : nullptr;
     if (q_r == nullptr || k_r == nullptr || v_r == nullptr || out_r == nullptr) return false;
@@ -90,7 +83,7 @@ class AttentionFinder {
   const ::onnx::NodeProto* Transposed(const ::onnx::NodeProto& node, int input,
                                       const std::vector<int64_t>& perm) const {
     const ::onnx::NodeProto* t = chains_.Producer(node, input, "Transpose");
-    return t != nullptr && Perm(*t) == perm ? t : nullptr;
+    return t != nullptr && NodeChains::PermOf(*t) == perm ? t : nullptr;
   }
 
   const NodeChains& chains_;

@@ -30,6 +30,20 @@ const ::onnx::NodeProto* NodeChains::Producer(const ::onnx::NodeProto& node, int
   return input < node.input_size() ? ProducerOf(node.input(input)) : nullptr;
 }
 
+const ConstTensor* ConstantValue(const std::map<std::string, Value>& values,
+                                 const std::string& name) {
+  const auto it = values.find(name);
+  return it != values.end() && it->second.kind == Value::Kind::kConstant ? it->second.constant
+                                                                         : nullptr;
+}
+
+std::vector<int64_t> NodeChains::PermOf(const ::onnx::NodeProto& node) {
+  for (const ::onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() == "perm") return {a.ints().begin(), a.ints().end()};
+  }
+  return {};
+}
+
 int NodeChains::Arity(const std::string& op) {
   // The inputs a matcher reads of each operator it walks through: a file
   // may leave them out (a malformed node reaches the matchers before the

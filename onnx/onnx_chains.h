@@ -15,6 +15,10 @@
 
 namespace ios::onnx_import::detail {
 
+//! The constant the tensor `name` holds once imported, or nullptr.
+const ConstTensor* ConstantValue(const std::map<std::string, Value>& values,
+                                 const std::string& name);
+
 class NodeChains {
  public:
   NodeChains(const ::onnx::GraphProto& graph, const std::map<std::string, Value>& values,
@@ -32,6 +36,9 @@ class NodeChains {
 
   //! The one node reading `node`'s output, when it is a binary `op`.
   const ::onnx::NodeProto* SoleReader(const ::onnx::NodeProto& node, const std::string& op) const;
+
+  //! A Transpose's `perm` attribute (empty when it has none).
+  static std::vector<int64_t> PermOf(const ::onnx::NodeProto& node);
 
   //! How many inputs a matcher may read of an `op` node it found (2 for
   //! the binary operators, 1 otherwise); nodes with fewer are not found.

@@ -27,13 +27,6 @@ namespace {
 
 using Tokens = Value::Tokens;
 
-std::vector<int64_t> PermAttribute(const ::onnx::NodeProto& node) {
-  for (const ::onnx::AttributeProto& a : node.attribute()) {
-    if (a.name() == "perm") return {a.ints().begin(), a.ints().end()};
-  }
-  return {};
-}
-
 //! The Einsum's equation without spaces ("" when `node` is none).
 std::string Equation(const ::onnx::NodeProto* node) {
   std::string text;
@@ -87,7 +80,7 @@ class SampleWindowAttentionFinder {
     const ::onnx::NodeProto* v = Heads(*weighted, 1, inner);
     const ::onnx::NodeProto* back = chains_.OnlyReader(*weighted, "Transpose");
     const ::onnx::NodeProto* top =
-        back != nullptr && PermAttribute(*back) == std::vector<int64_t>{0, 1, 3, 2, 4}
+        back != nullptr && NodeChains::PermOf(*back) == std::vector<int64_t>{0, 1, 3, 2, 4}
             ? chains_.OnlyReader(*back, "Reshape")
             : nullptr;
     if (q == nullptr || k == nullptr || v == nullptr || top == nullptr) return false;
@@ -107,7 +100,8 @@ class SampleWindowAttentionFinder {
   const ::onnx::NodeProto* Heads(const ::onnx::NodeProto& node, int input,
                                  std::vector<std::string>& inner) const {
     const ::onnx::NodeProto* t = chains_.Producer(node, input, "Transpose");
-    if (t == nullptr || PermAttribute(*t) != std::vector<int64_t>{0, 1, 3, 2, 4}) return nullptr;
+    if (t == nullptr || NodeChains::PermOf(*t) != std::vector<int64_t>{0, 1, 3, 2, 4})
+      return nullptr;
     const ::onnx::NodeProto* r = chains_.Producer(*t, 0, "Reshape");
     if (r == nullptr) return nullptr;
     inner.insert(inner.end(), {t->output(0), r->output(0)});
@@ -117,13 +111,6 @@ class SampleWindowAttentionFinder {
   const NodeChains& chains_;
   int64_t opset_;
 };
-
-const ConstTensor* ConstantNamed(const std::map<std::string, Value>& values,
-                                 const std::string& name) {
-  const auto it = values.find(name);
-  return it != values.end() && it->second.kind == Value::Kind::kConstant ? it->second.constant
-                                                                         : nullptr;
-}
 
 }  // namespace
 
@@ -219,7 +206,7 @@ void Importer::ImportSampleWindowAttention(const ::onnx::NodeProto& node,
   }
   const Value& q = *qkv[0];
   const int64_t size = int64_t{q.window} * q.window;
-  const ConstTensor* shape = ConstantNamed(values_, match.heads);
+  const ConstTensor* shape = ConstantValue(values_, match.heads);
   const std::vector<int64_t> dims = shape != nullptr && shape->has_values && !shape->is_float
                                         ? shape->ints
                                         : std::vector<int64_t>{};
@@ -230,14 +217,14 @@ void Importer::ImportSampleWindowAttention(const ::onnx::NodeProto& node,
   }
   const int heads = static_cast<int>(dims[3]);
   // torchvision's MaxViT scales by 1/sqrt(C), not by 1/sqrt(C/heads).
-  const ConstTensor* scale = ConstantNamed(values_, match.scale);
+  const ConstTensor* scale = ConstantValue(values_, match.scale);
   if (scale == nullptr || !scale->has_values || !scale->is_float || scale->elements() != 1 ||
       !(scale->floats[0] > 0 && scale->floats[0] <= 1e6f)) {
     throw Error(where_ + ": the attention's keys are scaled by " + Quoted(match.scale) +
                 "; a positive constant scalar is expected");
   }
   const double standard = 1 / std::sqrt(static_cast<double>(dims[4]));
-  const ConstTensor* bias = ConstantNamed(values_, match.bias);
+  const ConstTensor* bias = ConstantValue(values_, match.bias);
   if (bias == nullptr || !bias->is_float || !BiasShaped(*bias, heads, size)) {
     throw Error(where_ + ": the attention's score bias " + Quoted(match.bias) +
                 " is not a constant [heads, " + std::to_string(size) + ", " + std::to_string(size) +

@@ -31,13 +31,6 @@ namespace {
 
 using Tokens = Value::Tokens;
 
-std::vector<int64_t> PermOf(const ::onnx::NodeProto& node) {
-  for (const ::onnx::AttributeProto& a : node.attribute()) {
-    if (a.name() == "perm") return {a.ints().begin(), a.ints().end()};
-  }
-  return {};
-}
-
 //! Whether a Softmax of rank-`rank` scores [.., N, N] is over the keys:
 //! its last axis (the default from opset 13; before, axis 1 and after).
 bool LastAxis(const ::onnx::NodeProto& softmax, int64_t rank, int64_t opset) {
@@ -78,7 +71,8 @@ class WindowAttentionFinder {
     // q times the scale; k transposed; all three Gathers of one Transpose.
     const ::onnx::NodeProto* scaled = chains_.Producer(*scores, 0, "Mul");
     const ::onnx::NodeProto* k_t = chains_.Producer(*scores, 1, "Transpose");
-    if (scaled == nullptr || k_t == nullptr || PermOf(*k_t) != std::vector<int64_t>{0, 1, 3, 2}) {
+    if (scaled == nullptr || k_t == nullptr ||
+        NodeChains::PermOf(*k_t) != std::vector<int64_t>{0, 1, 3, 2}) {
       return false;
     }
     const ::onnx::NodeProto* q = chains_.Producer(*scaled, 0, "Gather");
@@ -97,7 +91,7 @@ class WindowAttentionFinder {
         weighted != nullptr ? chains_.Producer(*weighted, 1, "Gather") : nullptr;
     if (q == nullptr || k == nullptr || v == nullptr) return false;
     const ::onnx::NodeProto* split = chains_.Producer(*q, 0, "Transpose");
-    if (split == nullptr || PermOf(*split) != std::vector<int64_t>{2, 0, 3, 1, 4} ||
+    if (split == nullptr || NodeChains::PermOf(*split) != std::vector<int64_t>{2, 0, 3, 1, 4} ||
         k->input(0) != split->output(0) || v->input(0) != split->output(0) ||
         chains_.Readers(split->output(0)) != 3 || !Index(*q, 0) || !Index(*k, 1) || !Index(*v, 2)) {
       return false;
@@ -105,7 +99,7 @@ class WindowAttentionFinder {
     const ::onnx::NodeProto* heads = chains_.Producer(*split, 0, "Reshape");
     const ::onnx::NodeProto* back = chains_.OnlyReader(*weighted, "Transpose");
     const ::onnx::NodeProto* top =
-        back != nullptr && PermOf(*back) == std::vector<int64_t>{0, 2, 1, 3}
+        back != nullptr && NodeChains::PermOf(*back) == std::vector<int64_t>{0, 2, 1, 3}
             ? chains_.OnlyReader(*back, "Reshape")
             : nullptr;
     if (heads == nullptr || top == nullptr) return false;
@@ -136,13 +130,6 @@ class WindowAttentionFinder {
   const NodeChains& chains_;
   int64_t opset_;
 };
-
-//! The constant `name` holds, or nullptr.
-const ConstTensor* ConstantOf(const std::map<std::string, Value>& values, const std::string& name) {
-  const auto it = values.find(name);
-  return it != values.end() && it->second.kind == Value::Kind::kConstant ? it->second.constant
-                                                                         : nullptr;
-}
 
 }  // namespace
 
@@ -253,7 +240,7 @@ void Importer::ImportWindowAttention(const ::onnx::NodeProto& node,
   const int64_t size = int64_t{window} * window;
   // The Reshape's shape is computed by the graph (folded by now), so ONNX's
   // shape inference may not know the result's.
-  const ConstTensor* shape = ConstantOf(values_, match.heads);
+  const ConstTensor* shape = ConstantValue(values_, match.heads);
   const std::vector<int64_t> dims = shape != nullptr && shape->has_values && !shape->is_float
                                         ? shape->ints
                                         : std::vector<int64_t>{};
@@ -263,14 +250,14 @@ void Importer::ImportWindowAttention(const ::onnx::NodeProto& node,
                 std::to_string(size) + ", 3, heads, C/heads] is expected");
   }
   const int heads = static_cast<int>(dims[3]);
-  const ConstTensor* scale = ConstantOf(values_, match.scale);
+  const ConstTensor* scale = ConstantValue(values_, match.scale);
   const double want = 1 / std::sqrt(static_cast<double>(dims[4]));
   if (scale == nullptr || !scale->has_values || !scale->is_float || scale->elements() != 1 ||
       std::abs(scale->floats[0] - want) > 1e-5 * want) {
     throw Error(where_ + ": the window attention's queries are scaled by " + Quoted(match.scale) +
                 "; only 1/sqrt(" + std::to_string(dims[4]) + ") is supported");
   }
-  const ConstTensor* bias = ConstantOf(values_, match.bias);
+  const ConstTensor* bias = ConstantValue(values_, match.bias);
   if (bias == nullptr || !BiasShaped(*bias, heads, size) || !bias->is_float) {
     throw Error(where_ + ": the window attention's score bias " + Quoted(match.bias) +
                 " is not a constant [heads, " + std::to_string(size) + ", " + std::to_string(size) +
@@ -278,7 +265,7 @@ void Importer::ImportWindowAttention(const ::onnx::NodeProto& node,
   }
   // The mask must be the one the shift implies (WindowRegion), window by window.
   if (shift > 0 || !match.mask.empty()) {
-    const ConstTensor* mask = ConstantOf(values_, match.mask);
+    const ConstTensor* mask = ConstantValue(values_, match.mask);
     const int wide = x.shape.w / window;
     const int64_t windows = int64_t{x.shape.h / window} * wide;
     bool same = shift > 0 && mask != nullptr && mask->has_values &&
