@@ -7,6 +7,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -189,6 +190,8 @@ struct LayerNormMatch {
 };
 
 //! An IR operator with the weights it will get, while the graph is built.
+class NodeChains;  // onnx_chains.h
+
 struct Pending {
   Node node;
   bool has_weights = false;
@@ -407,14 +410,14 @@ class Importer {
   // ---- GELU chains (onnx_gelu.cc) --------------------------------------------------
 
   //! Finds every GELU written as its formula before any node is imported.
-  void FindGelus();
+  void FindGelus(const NodeChains& chains);
 
   void ImportGelu(const ::onnx::NodeProto& node, const GeluMatch& match);
 
   // ---- LayerNorm (onnx_layernorm.cc) ---------------------------------------------
 
   //! Finds every LayerNorm written as its formula before any node is imported.
-  void FindLayerNorms();
+  void FindLayerNorms(const NodeChains& chains);
 
   void ImportLayerNormChain(const ::onnx::NodeProto& node, const LayerNormMatch& match);
 
@@ -429,10 +432,21 @@ class Importer {
   // ---- Transformers (onnx_attention.cc, onnx_tokens.cc) -----------------------------
 
   //! Finds every attention block before any node is imported.
-  void FindAttentions();
+  void FindAttentions(const NodeChains& chains);
 
   //! The attention(heads) operator over the matched queries, keys and values.
   void ImportAttention(const ::onnx::NodeProto& node, const AttentionMatch& match);
+
+  //! An attention's queries, keys and values (`names`): values of earlier
+  //! nodes, channels-last `tokens`, all of one shape and view; else an
+  //! error whose line ends in `expected`.
+  std::array<const Value*, 3> AttentionOperands(const std::array<std::string, 3>& names,
+                                                Value::Tokens tokens,
+                                                const std::string& expected) const;
+
+  //! A window attention's score bias `name`, a constant [heads, size, size]
+  //! (without values in a structure-only file), as its operator's weights.
+  exec::ConvWeights ScoreBias(const std::string& name, int heads, int64_t size) const;
 
   //! The ONNX dimensions of `v` with `batch` as N (-1: symbolic; a
   //! dimension that is a multiple of N is then -1 too).
@@ -474,7 +488,7 @@ class Importer {
 
   // ---- Swin's windows (onnx_windows.cc) -------------------------------------------
 
-  void FindWindowAttentions();
+  void FindWindowAttentions(const NodeChains& chains);
   void ImportWindowAttention(const ::onnx::NodeProto& node, const WindowAttentionMatch& match);
   //! A Slice of rows or columns of a channels-last map: half a roll.
   bool SliceRollPart(const ::onnx::NodeProto& node, const Value& x,
@@ -488,7 +502,7 @@ class Importer {
 
   // ---- MaxViT's block and grid windows (onnx_maxvit.cc) ---------------------------
 
-  void FindSampleWindowAttentions();
+  void FindSampleWindowAttentions(const NodeChains& chains);
   void ImportSampleWindowAttention(const ::onnx::NodeProto& node,
                                    const SampleWindowAttentionMatch& match);
   //! The partitions of a channels-first map into blocks and their reverse.

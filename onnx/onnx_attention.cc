@@ -92,34 +92,54 @@ class AttentionFinder {
 
 }  // namespace
 
-void Importer::FindAttentions() {
-  const NodeChains chains(model_.graph(), values_, readers_);
+void Importer::FindAttentions(const NodeChains& chains) {
   const AttentionFinder finder(chains, opset_);
-  for (const ::onnx::NodeProto& node : model_.graph().node()) {
-    AttentionMatch match;
-    if (node.op_type() != "Softmax" || !finder.Match(node, match)) continue;
-    for (const std::string& name : match.inner) formula_inner_.insert(name);
-    attentions_[match.top] = std::move(match);
-  }
+  const auto match_at = [&](const ::onnx::NodeProto& node, AttentionMatch& match) {
+    return node.op_type() == "Softmax" && finder.Match(node, match);
+  };
+  FindFormulas(model_.graph(), match_at, attentions_, formula_inner_);
 }
 
-void Importer::ImportAttention(const ::onnx::NodeProto& node, const AttentionMatch& match) {
-  std::vector<const Value*> qkv;
-  for (const std::string* name : {&match.q, &match.k, &match.v}) {
-    const auto it = values_.find(*name);
+std::array<const Value*, 3> Importer::AttentionOperands(const std::array<std::string, 3>& names,
+                                                        Value::Tokens tokens,
+                                                        const std::string& expected) const {
+  std::array<const Value*, 3> qkv{};
+  for (size_t i = 0; i < names.size(); ++i) {
+    const auto it = values_.find(names[i]);
     if (it == values_.end()) {
-      throw Error(where_ + ": the attention's input " + Quoted(*name) +
+      throw Error(where_ + ": the attention's input " + Quoted(names[i]) +
                   " is produced by no earlier node");
     }
     const Value& v = it->second;
-    if (v.kind != Value::Kind::kChannelsLast || v.tokens != Value::Tokens::kBatchSecond ||
-        (!qkv.empty() && !(v.shape == qkv[0]->shape))) {
-      throw Error(where_ + ": the attention's input " + Quoted(*name) + " is " + KindText(v) + " " +
-                  ShapeText(v) +
-                  "; queries, keys and values are expected as tokens [L, N, C] of one shape");
+    if (v.kind != Value::Kind::kChannelsLast || v.tokens != tokens ||
+        (i > 0 && !(v.shape == qkv[0]->shape && SameView(v, *qkv[0])))) {
+      throw Error(where_ + ": the attention's input " + Quoted(names[i]) + " is " + KindText(v) +
+                  " " + ShapeText(v) + "; " + expected);
     }
-    qkv.push_back(&v);
+    qkv[i] = &v;
   }
+  return qkv;
+}
+
+exec::ConvWeights Importer::ScoreBias(const std::string& name, int heads, int64_t size) const {
+  const ConstTensor* bias = ConstantValue(values_, name);
+  if (bias == nullptr || !bias->is_float || !BiasShaped(*bias, heads, size)) {
+    throw Error(where_ + ": the window attention's score bias " + Quoted(name) +
+                " is not a constant [heads, " + std::to_string(size) + ", " + std::to_string(size) +
+                "]");
+  }
+  exec::ConvWeights weights;
+  weights.out_channels = heads;
+  weights.in_per_group = 1;
+  weights.kernel_h = weights.kernel_w = static_cast<int>(size);
+  if (bias->has_values) weights.kernel = bias->floats;
+  return weights;
+}
+
+void Importer::ImportAttention(const ::onnx::NodeProto& node, const AttentionMatch& match) {
+  const std::array<const Value*, 3> qkv =
+      AttentionOperands({match.q, match.k, match.v}, Value::Tokens::kBatchSecond,
+                        "queries, keys and values are expected as tokens [L, N, C] of one shape");
   const Shape& s = qkv[0]->shape;
   // The heads: from the queries' [L, N*heads, d] as ONNX's shape inference gives it.
   const auto inferred = inferred_.find(match.q_heads);

@@ -8,7 +8,9 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "onnx/importer.h"
@@ -81,5 +83,19 @@ class NodeChains {
   std::map<std::string, const ::onnx::NodeProto*> producer_;
   std::map<std::string, std::vector<const ::onnx::NodeProto*>> reader_of_;
 };
+
+//! Runs `match_at(node, match)` on every node of `graph` and keeps what it
+//! recognises: each match under its formula's last output in `found`, the
+//! formula's inner tensors in `inner` (they are never imported).
+template <typename Match, typename MatchAt>
+void FindFormulas(const ::onnx::GraphProto& graph, const MatchAt& match_at,
+                  std::map<std::string, Match>& found, std::set<std::string>& inner) {
+  for (const ::onnx::NodeProto& node : graph.node()) {
+    Match match;
+    if (!match_at(node, match)) continue;
+    inner.insert(match.inner.begin(), match.inner.end());
+    found[match.top] = std::move(match);
+  }
+}
 
 }  // namespace ios::onnx_import::detail

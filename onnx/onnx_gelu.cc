@@ -108,17 +108,13 @@ class GeluFinder {
 
 }  // namespace
 
-void Importer::FindGelus() {
-  const NodeChains chains(model_.graph(), values_, readers_);
+void Importer::FindGelus(const NodeChains& chains) {
   const GeluFinder finder(chains);
-  for (const ::onnx::NodeProto& node : model_.graph().node()) {
-    GeluMatch match;
-    const bool found = (node.op_type() == "Erf" && finder.MatchExact(node, match)) ||
-                       (node.op_type() == "Tanh" && finder.MatchTanh(node, match));
-    if (!found) continue;
-    for (const std::string& name : match.inner) formula_inner_.insert(name);
-    gelus_[match.top] = std::move(match);
-  }
+  const auto match_at = [&](const ::onnx::NodeProto& node, GeluMatch& match) {
+    return (node.op_type() == "Erf" && finder.MatchExact(node, match)) ||
+           (node.op_type() == "Tanh" && finder.MatchTanh(node, match));
+  };
+  FindFormulas(model_.graph(), match_at, gelus_, formula_inner_);
 }
 
 //! The last Mul of a GELU chain: x's activation, in x's convolution when

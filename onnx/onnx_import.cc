@@ -25,6 +25,7 @@
 #include "common/op_kinds.h"
 #include "common/printable.h"
 #include "onnx/importer.h"
+#include "onnx/onnx_chains.h"
 #include "onnx/onnx_tensors.h"
 
 namespace ios::onnx_import {
@@ -53,11 +54,15 @@ ImportedModel Importer::Run() {
     if (t.has_raw_data()) std::string().swap(*t.mutable_raw_data());
   }
   CountReaders();
-  FindGelus();
-  FindLayerNorms();
-  FindAttentions();
-  FindWindowAttentions();
-  FindSampleWindowAttentions();
+  {
+    // Formulas are recognised before any node is imported (onnx_chains.h).
+    const NodeChains chains(model_.graph(), values_, readers_);
+    FindGelus(chains);
+    FindLayerNorms(chains);
+    FindAttentions(chains);
+    FindWindowAttentions(chains);
+    FindSampleWindowAttentions(chains);
+  }
   AddInputs();
   for (int i = 0; i < g.node_size(); ++i) ImportNode(g.node(i), i);
   if (folded_ > 0) {

@@ -89,15 +89,12 @@ class LayerNormFinder {
 
 }  // namespace
 
-void Importer::FindLayerNorms() {
-  const NodeChains chains(model_.graph(), values_, readers_);
+void Importer::FindLayerNorms(const NodeChains& chains) {
   const LayerNormFinder finder(chains, opset_);
-  for (const ::onnx::NodeProto& node : model_.graph().node()) {
-    LayerNormMatch match;
-    if (node.op_type() != "Div" || !finder.Match(node, match)) continue;
-    for (const std::string& name : match.inner) formula_inner_.insert(name);
-    layer_norms_[match.top] = std::move(match);
-  }
+  const auto match_at = [&](const ::onnx::NodeProto& node, LayerNormMatch& match) {
+    return node.op_type() == "Div" && finder.Match(node, match);
+  };
+  FindFormulas(model_.graph(), match_at, layer_norms_, formula_inner_);
 }
 
 Value Importer::LayerNorm(const Value& x, const std::vector<int64_t>& axes, double eps) {

@@ -114,15 +114,12 @@ class SampleWindowAttentionFinder {
 
 }  // namespace
 
-void Importer::FindSampleWindowAttentions() {
-  const NodeChains chains(model_.graph(), values_, readers_);
+void Importer::FindSampleWindowAttentions(const NodeChains& chains) {
   const SampleWindowAttentionFinder finder(chains, opset_);
-  for (const ::onnx::NodeProto& node : model_.graph().node()) {
-    SampleWindowAttentionMatch match;
-    if (node.op_type() != "Softmax" || !finder.Match(node, match)) continue;
-    for (const std::string& name : match.inner) formula_inner_.insert(name);
-    sample_window_attentions_[match.top] = std::move(match);
-  }
+  const auto match_at = [&](const ::onnx::NodeProto& node, SampleWindowAttentionMatch& match) {
+    return node.op_type() == "Softmax" && finder.Match(node, match);
+  };
+  FindFormulas(model_.graph(), match_at, sample_window_attentions_, formula_inner_);
 }
 
 bool Importer::ReshapeSampleWindows(const ::onnx::NodeProto& node, const Value& x,
@@ -188,22 +185,9 @@ bool Importer::TransposeSampleWindows(const ::onnx::NodeProto& node, const Value
 
 void Importer::ImportSampleWindowAttention(const ::onnx::NodeProto& node,
                                            const SampleWindowAttentionMatch& match) {
-  std::vector<const Value*> qkv;
-  for (const std::string* name : {&match.q, &match.k, &match.v}) {
-    const auto it = values_.find(*name);
-    if (it == values_.end()) {
-      throw Error(where_ + ": the attention's input " + Quoted(*name) +
-                  " is produced by no earlier node");
-    }
-    const Value& v = it->second;
-    if (v.kind != Value::Kind::kChannelsLast || v.tokens != Tokens::kSampleWindows ||
-        (!qkv.empty() && !(v.shape == qkv[0]->shape && SameView(v, *qkv[0])))) {
-      throw Error(where_ + ": the attention's input " + Quoted(*name) + " is " + KindText(v) + " " +
-                  ShapeText(v) +
-                  "; queries, keys and values of one partition into windows are expected");
-    }
-    qkv.push_back(&v);
-  }
+  const std::array<const Value*, 3> qkv =
+      AttentionOperands({match.q, match.k, match.v}, Tokens::kSampleWindows,
+                        "queries, keys and values of one partition into windows are expected");
   const Value& q = *qkv[0];
   const int64_t size = int64_t{q.window} * q.window;
   const ConstTensor* shape = ConstantValue(values_, match.heads);
@@ -224,12 +208,7 @@ void Importer::ImportSampleWindowAttention(const ::onnx::NodeProto& node,
                 "; a positive constant scalar is expected");
   }
   const double standard = 1 / std::sqrt(static_cast<double>(dims[4]));
-  const ConstTensor* bias = ConstantValue(values_, match.bias);
-  if (bias == nullptr || !bias->is_float || !BiasShaped(*bias, heads, size)) {
-    throw Error(where_ + ": the attention's score bias " + Quoted(match.bias) +
-                " is not a constant [heads, " + std::to_string(size) + ", " + std::to_string(size) +
-                "]");
-  }
+  exec::ConvWeights bias = ScoreBias(match.bias, heads, size);
   OpParams op = MakeRegisteredOp(RegisteredKind::kWindowAttention);
   SetAttribute(op.registered, "heads", heads, where_);
   SetAttribute(op.registered, "window", q.window, where_);
@@ -238,16 +217,12 @@ void Importer::ImportSampleWindowAttention(const ::onnx::NodeProto& node,
   if (std::abs(scale->floats[0] - standard) > 1e-6 * standard) {
     SetFloatAttribute(op.registered, "scale", scale->floats[0], where_);
   }
-  exec::ConvWeights weights;
-  weights.out_channels = heads;
-  weights.in_per_group = 1;
-  weights.kernel_h = weights.kernel_w = static_cast<int>(size);
-  if (bias->has_values) weights.kernel = bias->floats;
   Inputs inputs;
   for (const Value* v : qkv) inputs.insert(inputs.end(), v->terms.begin(), v->terms.end());
-  Value out = InLayoutOf(AddNode(std::move(op), inputs, TermShapes(inputs), "WindowAttention",
-                                 std::move(weights), bias->has_values),
-                         q);
+  const bool known = !bias.kernel.empty();
+  Value out = InLayoutOf(
+      AddNode(std::move(op), inputs, TermShapes(inputs), "WindowAttention", std::move(bias), known),
+      q);
   Note("the " + std::string(q.grid ? "grid" : "block") + " attention ending in " + Quoted(label_) +
        " (" + std::to_string(heads) +
        " heads) became a window_attention "

@@ -133,15 +133,12 @@ class WindowAttentionFinder {
 
 }  // namespace
 
-void Importer::FindWindowAttentions() {
-  const NodeChains chains(model_.graph(), values_, readers_);
+void Importer::FindWindowAttentions(const NodeChains& chains) {
   const WindowAttentionFinder finder(chains, opset_);
-  for (const ::onnx::NodeProto& node : model_.graph().node()) {
-    WindowAttentionMatch match;
-    if (node.op_type() != "Softmax" || !finder.Match(node, match)) continue;
-    for (const std::string& name : match.inner) formula_inner_.insert(name);
-    window_attentions_[match.top] = std::move(match);
-  }
+  const auto match_at = [&](const ::onnx::NodeProto& node, WindowAttentionMatch& match) {
+    return node.op_type() == "Softmax" && finder.Match(node, match);
+  };
+  FindFormulas(model_.graph(), match_at, window_attentions_, formula_inner_);
 }
 
 bool Importer::SliceRollPart(const ::onnx::NodeProto& node, const Value& x,
@@ -257,12 +254,7 @@ void Importer::ImportWindowAttention(const ::onnx::NodeProto& node,
     throw Error(where_ + ": the window attention's queries are scaled by " + Quoted(match.scale) +
                 "; only 1/sqrt(" + std::to_string(dims[4]) + ") is supported");
   }
-  const ConstTensor* bias = ConstantValue(values_, match.bias);
-  if (bias == nullptr || !BiasShaped(*bias, heads, size) || !bias->is_float) {
-    throw Error(where_ + ": the window attention's score bias " + Quoted(match.bias) +
-                " is not a constant [heads, " + std::to_string(size) + ", " + std::to_string(size) +
-                "]");
-  }
+  exec::ConvWeights bias = ScoreBias(match.bias, heads, size);
   // The mask must be the one the shift implies (WindowRegion), window by window.
   if (shift > 0 || !match.mask.empty()) {
     const ConstTensor* mask = ConstantValue(values_, match.mask);
@@ -293,13 +285,9 @@ void Importer::ImportWindowAttention(const ::onnx::NodeProto& node,
   SetAttribute(op.registered, "heads", heads, where_);
   SetAttribute(op.registered, "window", window, where_);
   SetAttribute(op.registered, "shift", shift, where_);
-  exec::ConvWeights weights;
-  weights.out_channels = heads;
-  weights.in_per_group = 1;
-  weights.kernel_h = weights.kernel_w = static_cast<int>(size);
-  if (bias->has_values) weights.kernel = bias->floats;
+  const bool known = !bias.kernel.empty();
   Value out = InLayoutOf(AddNode(std::move(op), x.terms, TermShapes(x.terms), "WindowAttention",
-                                 std::move(weights), bias->has_values),
+                                 std::move(bias), known),
                          x);
   Note("the window attention ending in " + Quoted(label_) + " (" + std::to_string(heads) +
        " heads, " + std::to_string(window) + "x" + std::to_string(window) + " windows" +
