@@ -18,10 +18,6 @@ constexpr memory::data_type kF32 = memory::data_type::f32;
 
 }  // namespace
 
-std::string ShapeText(int64_t c, int64_t h, int64_t w) {
-  return std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w);
-}
-
 int IntAttribute(const StepBuilder& builder, const exec::Step& step, std::string_view name) {
   const std::optional<int> value = AttributeOf(step.op.registered, name);
   if (!value) {
@@ -47,8 +43,8 @@ void CompileAttention(StepBuilder& builder, const exec::Step& step, std::vector<
   if (heads < 1 || channels < heads || channels % heads != 0 || in.channels != 3 * channels ||
       is.h != os.h || is.w != os.w) {
     builder.Fail("attention of " + std::to_string(heads) + " heads cannot map " +
-                 ShapeText(in.channels, is.h, is.w) + " onto " +
-                 ShapeText(out.channels, os.h, os.w));
+                 ShapeText(Shape{in.channels, is.h, is.w}) + " onto " +
+                 ShapeText(Shape{out.channels, os.h, os.w}));
   }
   const int64_t depth = channels / heads;
   const int64_t tokens = int64_t{is.h} * is.w;
@@ -128,10 +124,10 @@ void CompileEmbedTokens(StepBuilder& builder, const exec::Step& step, std::vecto
   if (out.channels != c || os.h != tokens || os.w != 1 || w.out_channels != c ||
       w.kernel_h != tokens || w.kernel.size() != static_cast<size_t>(c * tokens) ||
       w.bias.size() != static_cast<size_t>(class_token ? c : 0)) {
-    builder.Fail(KindName(step.op) + " cannot map " + ShapeText(c, is.h, is.w) + " onto " +
-                 ShapeText(out.channels, os.h, os.w) + " with a position embedding of " +
-                 std::to_string(w.kernel.size()) + " values and a class token of " +
-                 std::to_string(w.bias.size()));
+    builder.Fail(KindName(step.op) + " cannot map " + ShapeText(Shape{in.channels, is.h, is.w}) +
+                 " onto " + ShapeText(Shape{out.channels, os.h, os.w}) +
+                 " with a position embedding of " + std::to_string(w.kernel.size()) +
+                 " values and a class token of " + std::to_string(w.bias.size()));
   }
   const dnnl::engine& engine = builder.engine();
   const int64_t batch = builder.batch();

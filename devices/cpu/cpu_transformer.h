@@ -16,9 +16,6 @@
 
 namespace ios::devices::cpu {
 
-//! "CxHxW", for messages.
-std::string ShapeText(int64_t c, int64_t h, int64_t w);
-
 //! The integer attribute `name` of the step's registered kind; Fail()s
 //! when the kind declares none (a program from a bad key).
 int IntAttribute(const StepBuilder& builder, const exec::Step& step, std::string_view name);

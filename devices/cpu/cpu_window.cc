@@ -165,8 +165,9 @@ void CompileWindowAttention(StepBuilder& builder, const exec::Step& step,
       shift < 0 || shift >= window || (grid && shift != 0)) {
     builder.Fail("window attention of " + std::to_string(heads) + " heads in " +
                  std::to_string(window) + "x" + std::to_string(window) + " windows shifted by " +
-                 std::to_string(shift) + " cannot map " + ShapeText(in.channels, is.h, is.w) +
-                 " onto " + ShapeText(out.channels, os.h, os.w));
+                 std::to_string(shift) + " cannot map " +
+                 ShapeText(Shape{in.channels, is.h, is.w}) + " onto " +
+                 ShapeText(Shape{out.channels, os.h, os.w}));
   }
   const WindowGeometry g{builder.batch(), is.h, is.w, window, shift, grid};
   const int64_t size = g.tokens();
@@ -240,7 +241,8 @@ void CompileSpaceToDepth(StepBuilder& builder, const exec::Step& step, std::vect
   if (block < 1 || is.h % block != 0 || is.w % block != 0 || os.h * block != is.h ||
       os.w * block != is.w || out.channels != c * block * block) {
     builder.Fail("space to depth by " + std::to_string(block) + " cannot map " +
-                 ShapeText(c, is.h, is.w) + " onto " + ShapeText(out.channels, os.h, os.w));
+                 ShapeText(Shape{in.channels, is.h, is.w}) + " onto " +
+                 ShapeText(Shape{out.channels, os.h, os.w}));
   }
   const Dims dims{builder.batch(), os.h, os.w, block, block, c};
   const Dims from{int64_t{is.c} * is.h * is.w,

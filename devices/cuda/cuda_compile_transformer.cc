@@ -15,14 +15,6 @@ namespace ios::devices::cuda_detail {
 
 using exec::ExecError;
 
-namespace {
-
-std::string ShapeText(int c, int h, int w) {
-  return std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w);
-}
-
-}  // namespace
-
 // A channel view is a channel range, so the queries, keys and values are
 // three consecutive runs of planes from the view's address, and a sample
 // is the whole buffer's C*H*W after the previous one on either side.
@@ -37,8 +29,8 @@ void CudaPreparedProgram::CompileAttention(const exec::Step& step, StreamContext
       in.w != out.w) {
     throw ExecError(MeasureError::kBackendFailure,
                     "cuda: " + where + ": an attention of " + std::to_string(heads) +
-                        " heads from " + ShapeText(from.channels, in.h, in.w) + " to " +
-                        ShapeText(channels, out.h, out.w) +
+                        " heads from " + ShapeText(Shape{from.channels, in.h, in.w}) + " to " +
+                        ShapeText(Shape{channels, out.h, out.w}) +
                         "; expected 3 x C channels in, C out, heads dividing C, one map size");
   }
   if (channels / heads > cuda::kMaxAttentionHeadChannels) {
@@ -78,8 +70,8 @@ void CudaPreparedProgram::CompileEmbedTokens(const exec::Step& step, StreamConte
       w == nullptr || w->kernel.get() == nullptr || (w->bias.get() != nullptr) != class_token) {
     throw ExecError(MeasureError::kBackendFailure,
                     "cuda: " + where + ": an embed_tokens from " +
-                        ShapeText(from.channels, in.h, in.w) + " to " +
-                        ShapeText(step.output.channels, out.h, out.w) +
+                        ShapeText(Shape{from.channels, in.h, in.w}) + " to " +
+                        ShapeText(Shape{step.output.channels, out.h, out.w}) +
                         (class_token ? " with" : " without") + " a class token, weights " +
                         std::to_string(step.weights) +
                         "; expected C x (H*W + class token) x 1 out, a position embedding, and "
@@ -131,8 +123,8 @@ void CudaPreparedProgram::CompileWindowAttention(const exec::Step& step, StreamC
         "cuda: " + where + ": a window attention of " + std::to_string(heads) + " heads, " +
             std::to_string(window) + "x" + std::to_string(window) +
             (grid ? " grid windows" : " windows") + " shifted by " + std::to_string(shift) +
-            ", from " + ShapeText(from.channels, in.h, in.w) + " to " +
-            ShapeText(channels, out.h, out.w) + ", weights " + std::to_string(step.weights) +
+            ", from " + ShapeText(Shape{from.channels, in.h, in.w}) + " to " +
+            ShapeText(Shape{channels, out.h, out.w}) + ", weights " + std::to_string(step.weights) +
             "; expected 3 x C channels in, C out, heads dividing C, one map size "
             "that the window divides, a shift below the window (none with a grid), and a "
             "bias table");
@@ -177,8 +169,8 @@ void CudaPreparedProgram::CompileSpaceToDepth(const exec::Step& step, StreamCont
       out.w * block != in.w || int64_t{from.channels} * block * block != step.output.channels) {
     throw ExecError(MeasureError::kBackendFailure,
                     "cuda: " + where + ": a space_to_depth by " + std::to_string(block) + " from " +
-                        ShapeText(from.channels, in.h, in.w) + " to " +
-                        ShapeText(step.output.channels, out.h, out.w) +
+                        ShapeText(Shape{from.channels, in.h, in.w}) + " to " +
+                        ShapeText(Shape{step.output.channels, out.h, out.w}) +
                         "; expected a block dividing the map and block^2 x C channels out");
   }
   cuda::SpaceToDepthShape shape;
