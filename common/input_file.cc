@@ -1,5 +1,9 @@
 #include "common/input_file.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -63,6 +67,25 @@ std::uintmax_t CheckInputFile(const std::string& path, std::string_view kind,
                 TooLarge("", kind, max_bytes).substr(2));
   }
   return size;
+}
+
+MappedInputFile::MappedInputFile(const std::string& path, std::string_view kind,
+                                 std::uintmax_t max_bytes)
+    : size_(static_cast<size_t>(CheckInputFile(path, kind, max_bytes))) {
+  if (size_ == 0) return;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(Printable(path) + ": cannot open file (" + std::strerror(errno) + ")");
+  void* data = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  const int map_errno = errno;
+  ::close(fd);  // the mapping keeps the file
+  if (data == MAP_FAILED) {
+    throw Error(Printable(path) + ": cannot map file (" + std::strerror(map_errno) + ")");
+  }
+  data_ = data;
+}
+
+MappedInputFile::~MappedInputFile() {
+  if (data_ != nullptr) ::munmap(data_, size_);
 }
 
 std::string ReadInputFile(const std::string& path, std::string_view kind,

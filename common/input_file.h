@@ -4,6 +4,7 @@
 // the one check of a file a tool will write (--out, --report, --output).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -25,6 +26,25 @@ std::uintmax_t CheckInputFile(const std::string& path, std::string_view kind,
 //! CheckInputFile, then reads the file whole, and stops with an ios::Error at
 //! `max_bytes` should it grow while being read.
 std::string ReadInputFile(const std::string& path, std::string_view kind, std::uintmax_t max_bytes);
+
+//! A file read whole without copying it: CheckInputFile, then mapped
+//! read-only and populated at once (an ONNX model's hundreds of MB of
+//! weights: a read into a fresh buffer costs a page fault per 4 KiB, and the
+//! bytes would be in memory twice). Unmapped when destroyed. A file
+//! truncated by another process while mapped is undefined, as for any map.
+class MappedInputFile {
+ public:
+  MappedInputFile(const std::string& path, std::string_view kind, std::uintmax_t max_bytes);
+  ~MappedInputFile();
+  MappedInputFile(const MappedInputFile&) = delete;
+  MappedInputFile& operator=(const MappedInputFile&) = delete;
+
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  void* data_ = nullptr;  // nullptr for an empty file, which mmap refuses
+  size_t size_ = 0;
+};
 
 //! Why `path` cannot be written ("it is a directory", strerror's words), or
 //! "" when it can. Run before any work, so that a typo costs nothing: it

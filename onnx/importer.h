@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -204,9 +206,11 @@ struct Pending {
 //! Imports one checked, shape-inferred ONNX model; one use.
 class Importer {
  public:
-  //! `model`'s initializers lose their raw bytes as they are read.
-  Importer(::onnx::ModelProto& model, std::string source)
-      : model_(model), source_(std::move(source)) {}
+  //! `model`'s initializers lose their raw bytes as they are read. `raw`:
+  //! the raw_data cut out of them before parsing, by initializer (onnx_wire.h).
+  Importer(::onnx::ModelProto& model, std::string source,
+           std::vector<std::optional<std::string_view>> raw = {})
+      : model_(model), source_(std::move(source)), raw_(std::move(raw)) {}
 
   ImportedModel Run();
 
@@ -562,6 +566,7 @@ class Importer {
 
   ::onnx::ModelProto& model_;
   std::string source_;
+  std::vector<std::optional<std::string_view>> raw_;
   int64_t opset_ = 0;
   std::deque<ConstTensor> held_;  // constants; Values point into it
   std::map<std::string, Value> values_;

@@ -186,13 +186,7 @@ void Importer::ImportChannelsLastMatMul(const ::onnx::NodeProto& node, const Val
   bool has_values = w.has_values && w.is_float;
   if (has_values) {
     // ONNX's [C, K] is the transpose of the convolution's [K, C, 1, 1].
-    weights.kernel.resize(w.floats.size());
-    for (int o = 0; o < k; ++o) {
-      for (int i = 0; i < x.shape.c; ++i) {
-        weights.kernel[static_cast<size_t>(o) * x.shape.c + i] =
-            w.floats[static_cast<size_t>(i) * k + o];
-      }
-    }
+    weights.kernel = Transposed(w.floats, x.shape.c, k);
   }
   Inputs inputs = x.terms;
   FoldAffineInput(node, x, c, weights, has_values, inputs);

@@ -335,14 +335,7 @@ void Importer::ImportFullyConnected(const ::onnx::NodeProto& node, const Attribu
   weights.kernel_w = x.shape.w;
   bool has_values = w.has_values && w.is_float;
   if (has_values) {
-    weights.kernel.resize(static_cast<size_t>(k * features));
-    for (int o = 0; o < k; ++o) {
-      for (int64_t d = 0; d < features; ++d) {
-        const float v = trans_b ? w.floats[static_cast<size_t>(o * features + d)]
-                                : w.floats[static_cast<size_t>(d * k + o)];
-        weights.kernel[static_cast<size_t>(o * features + d)] = alpha * v;
-      }
-    }
+    weights.kernel = trans_b ? Scaled(w.floats, alpha) : Transposed(w.floats, features, k, alpha);
   }
   ConvParams c;
   c.out_channels = k;

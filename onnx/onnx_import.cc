@@ -13,8 +13,6 @@
 #include <cctype>
 #include <cmath>
 #include <deque>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -22,11 +20,13 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/op_kinds.h"
 #include "common/printable.h"
 #include "onnx/importer.h"
 #include "onnx/onnx_chains.h"
 #include "onnx/onnx_tensors.h"
+#include "onnx/onnx_wire.h"
 
 namespace ios::onnx_import {
 namespace {
@@ -47,7 +47,8 @@ ImportedModel Importer::Run() {
   for (const auto& info : g.output()) inferred_[info.name()] = &info.type();
   for (int i = 0; i < g.initializer_size(); ++i) {
     ::onnx::TensorProto& t = *model_.mutable_graph()->mutable_initializer(i);
-    AddConstant(detail::ReadTensor(t, source_ + ": initializer " + Quoted(t.name())));
+    const auto raw = static_cast<size_t>(i) < raw_.size() ? raw_[i] : std::nullopt;
+    AddConstant(detail::ReadTensor(t, source_ + ": initializer " + Quoted(t.name()), raw));
     // The values are held now: the file's bytes of them go (a clear alone
     // would keep the string's capacity), so that a model's weights are in
     // memory once, not twice, while it is imported.
@@ -457,8 +458,10 @@ namespace {
   return model;
 }
 
-//! Checks, infers shapes and imports a parsed model.
-ImportedModel ImportParsed(::onnx::ModelProto& model, const std::string& source) {
+//! Checks, infers shapes and imports a parsed model whose large raw_data
+//! `raw` were cut out before parsing.
+ImportedModel ImportParsed(::onnx::ModelProto& model, const std::string& source,
+                           std::vector<std::optional<std::string_view>> raw) {
   if (!model.has_graph()) throw Error(source + ": an ONNX model without a graph");
   std::vector<std::string> warnings;
   try {
@@ -482,7 +485,7 @@ ImportedModel ImportParsed(::onnx::ModelProto& model, const std::string& source)
     const std::string what = e.what();
     throw Error(source + ": ONNX shape inference fails: " + what.substr(0, what.find('\n')));
   }
-  ImportedModel imported = detail::Importer(model, source).Run();
+  ImportedModel imported = detail::Importer(model, source, std::move(raw)).Run();
   imported.warnings = std::move(warnings);
   return imported;
 }
@@ -490,31 +493,24 @@ ImportedModel ImportParsed(::onnx::ModelProto& model, const std::string& source)
 }  // namespace
 
 ImportedModel ImportOnnx(std::string_view bytes, const std::string& source) {
-  ::onnx::ModelProto model = Parse(bytes, source);
-  return ImportParsed(model, source);
+  // The weights stay in `bytes`: protobuf parses the rest (onnx_wire.h).
+  detail::SplitModel split = detail::SplitOutWeights(bytes);
+  ::onnx::ModelProto model = Parse(split.skeleton.empty() ? bytes : split.skeleton, source);
+  std::string().swap(split.skeleton);
+  if (!split.raw.empty() &&
+      split.raw.size() != static_cast<size_t>(model.graph().initializer_size())) {
+    throw Error(source + ": " + std::to_string(model.graph().initializer_size()) +
+                " initializers parsed but " + std::to_string(split.raw.size()) +
+                " found in the file's bytes (a bug in onnx_wire.cc)");
+  }
+  return ImportParsed(model, source, std::move(split.raw));
 }
 
 ImportedModel ImportOnnxFile(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw Error(path + ": not a regular file");
-  }
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw Error(path + ": " + ec.message());
-  if (size > kMaxOnnxFileBytes) {
-    throw Error(path + ": " + std::to_string(size) + " bytes; ONNX files over 2 GiB are not read");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot be opened");
-  // Uninitialised (a string would zero it first: a pass over hundreds of MB
-  // of fresh pages), and released once parsed, before the import copies
-  // the weights out of the parsed model.
-  std::unique_ptr<char[]> bytes(new char[static_cast<size_t>(size)]);
-  in.read(bytes.get(), static_cast<std::streamsize>(size));
-  if (static_cast<std::uintmax_t>(in.gcount()) != size) throw Error(path + ": read failed");
-  ::onnx::ModelProto model = Parse(std::string_view(bytes.get(), static_cast<size_t>(size)), path);
-  bytes.reset();
-  return ImportParsed(model, path);
+  // Mapped, not read: the weights are then in memory once, as the file's
+  // pages, until the import has copied them into their own layouts.
+  const MappedInputFile file(path, "model", kMaxOnnxFileBytes);
+  return ImportOnnx(file.bytes(), path);
 }
 
 }  // namespace ios::onnx_import

@@ -1,5 +1,8 @@
 #include "onnx/onnx_tensors.h"
 
+#include <sys/mman.h>
+
+#include <cstdint>
 #include <cstring>
 #include <set>
 
@@ -47,14 +50,16 @@ namespace {
 
 //! Copies `count` little-endian values of type T out of raw bytes.
 template <class T>
-std::vector<T> FromRaw(const std::string& raw, int64_t count, const std::string& where) {
+std::vector<T> FromRaw(std::string_view raw, int64_t count, const std::string& where) {
   if (raw.size() != static_cast<size_t>(count) * sizeof(T)) {
     throw Error(where + ": raw_data holds " + std::to_string(raw.size()) + " bytes, " +
                 std::to_string(count * static_cast<int64_t>(sizeof(T))) + " expected");
   }
-  std::vector<T> values(static_cast<size_t>(count));
-  if (count > 0) std::memcpy(values.data(), raw.data(), raw.size());
-  return values;
+  return VectorOf<T>(static_cast<size_t>(count), [&](size_t i) {
+    T value;
+    std::memcpy(&value, raw.data() + i * sizeof(T), sizeof(T));
+    return value;
+  });
 }
 
 template <class T, class Field>
@@ -68,7 +73,33 @@ std::vector<T> FromField(const Field& field, int64_t count, const std::string& w
 
 }  // namespace
 
-ConstTensor ReadTensor(const ::onnx::TensorProto& tensor, const std::string& where) {
+void AdviseHugePages(const void* data, size_t bytes) {
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  const auto start = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t begin = (start + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t end = (start + bytes) & ~(kHugePage - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
+std::vector<float> Transposed(const std::vector<float>& m, int64_t rows, int64_t cols,
+                              float scale) {
+  const auto r = static_cast<size_t>(rows), c = static_cast<size_t>(cols);
+  std::vector<float> out;
+  out.reserve(r * c);  // not resized: see VectorOf
+  AdviseHugePages(out.data(), r * c * sizeof(float));
+  for (size_t o = 0; o < c; ++o) {
+    for (size_t i = 0; i < r; ++i) out.push_back(scale * m[i * c + o]);
+  }
+  return out;
+}
+
+std::vector<float> Scaled(const std::vector<float>& m, float scale) {
+  if (scale == 1.0f) return m;
+  return VectorOf<float>(m.size(), [&](size_t i) { return scale * m[i]; });
+}
+
+ConstTensor ReadTensor(const ::onnx::TensorProto& tensor, const std::string& where,
+                       std::optional<std::string_view> raw) {
   ConstTensor out;
   out.name = tensor.name();
   out.dims.assign(tensor.dims().begin(), tensor.dims().end());
@@ -79,31 +110,32 @@ ConstTensor ReadTensor(const ::onnx::TensorProto& tensor, const std::string& whe
                 "(export with the weights inside the model)");
   }
   out.has_values = true;
+  const bool has_raw = raw.has_value() || tensor.has_raw_data();
+  if (!raw && has_raw) raw = tensor.raw_data();
   switch (tensor.data_type()) {
     case ::onnx::TensorProto_DataType_FLOAT:
-      out.floats = tensor.has_raw_data() ? FromRaw<float>(tensor.raw_data(), count, where)
-                                         : FromField<float>(tensor.float_data(), count, where);
+      out.floats = has_raw ? FromRaw<float>(*raw, count, where)
+                           : FromField<float>(tensor.float_data(), count, where);
       return out;
     case ::onnx::TensorProto_DataType_INT64:
       out.is_float = false;
-      out.ints = tensor.has_raw_data() ? FromRaw<int64_t>(tensor.raw_data(), count, where)
-                                       : FromField<int64_t>(tensor.int64_data(), count, where);
+      out.ints = has_raw ? FromRaw<int64_t>(*raw, count, where)
+                         : FromField<int64_t>(tensor.int64_data(), count, where);
       return out;
     case ::onnx::TensorProto_DataType_INT32: {
       out.is_float = false;
       const std::vector<int32_t> narrow =
-          tensor.has_raw_data() ? FromRaw<int32_t>(tensor.raw_data(), count, where)
-                                : FromField<int32_t>(tensor.int32_data(), count, where);
+          has_raw ? FromRaw<int32_t>(*raw, count, where)
+                  : FromField<int32_t>(tensor.int32_data(), count, where);
       out.ints.assign(narrow.begin(), narrow.end());
       return out;
     }
     case ::onnx::TensorProto_DataType_BOOL: {
       // A Dropout's training_mode, a mask's condition: one byte each, 0 or 1.
       out.is_float = false;
-      const std::vector<uint8_t> bytes = tensor.has_raw_data()
-                                             ? FromRaw<uint8_t>(tensor.raw_data(), count, where)
-                                             : std::vector<uint8_t>{};
-      if (!tensor.has_raw_data()) {
+      const std::vector<uint8_t> bytes =
+          has_raw ? FromRaw<uint8_t>(*raw, count, where) : std::vector<uint8_t>{};
+      if (!has_raw) {
         const std::vector<int32_t> wide = FromField<int32_t>(tensor.int32_data(), count, where);
         for (int32_t v : wide) out.ints.push_back(v != 0 ? 1 : 0);
       }

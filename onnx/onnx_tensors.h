@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/limits.h"
@@ -67,13 +68,41 @@ struct ConstTensor {
   std::string DimsText() const;
 };
 
+//! Asks the kernel to back the 2 MiB pages wholly inside `bytes` at `data`
+//! with huge pages, before they are first written: a weight copy of
+//! hundreds of MB otherwise takes a page fault every 4 KiB, which cost as
+//! much as the copy (more in a VM). A hint: where refused, nothing changes.
+void AdviseHugePages(const void* data, size_t bytes);
+
+//! The `n` values make(0), ..., make(n - 1), each written once: resize and
+//! fill would first zero-fill the fresh pages, a second pass over them.
+template <class T, class Make>
+std::vector<T> VectorOf(size_t n, const Make& make) {
+  std::vector<T> values;
+  values.reserve(n);
+  AdviseHugePages(values.data(), n * sizeof(T));
+  for (size_t i = 0; i < n; ++i) values.push_back(make(i));
+  return values;
+}
+
+//! The [cols, rows] transpose of the row-major [rows, cols] matrix `m`,
+//! times `scale`: ONNX's [C, K] weights as a convolution's [K, C].
+std::vector<float> Transposed(const std::vector<float>& m, int64_t rows, int64_t cols,
+                              float scale = 1.0f);
+
+//! `m` times `scale`.
+std::vector<float> Scaled(const std::vector<float>& m, float scale);
+
 //! "[1, 2, 3]": a list of integers (dims, axes, perms) for messages.
 std::string IntsText(const std::vector<int64_t>& values);
 
 //! The values of `tensor` (FLOAT, or INT64/INT32 read as integers).
 //! Throws ios::Error naming `where` for other element types, external data
 //! or a size that disagrees with the dims.
-ConstTensor ReadTensor(const ::onnx::TensorProto& tensor, const std::string& where);
+//! `raw`, when given, stands for the tensor's raw_data (cut out of the
+//! model before parsing: onnx_wire.h).
+ConstTensor ReadTensor(const ::onnx::TensorProto& tensor, const std::string& where,
+                       std::optional<std::string_view> raw = std::nullopt);
 
 //! A node's attributes by name, with typed getters that name the node and
 //! the attribute when the type is wrong.

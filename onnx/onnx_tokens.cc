@@ -187,13 +187,7 @@ bool Importer::ImportPositionEmbedding(const ::onnx::NodeProto& node, const Valu
                           (token == nullptr || (token->has_values && token->is_float));
   if (has_values) {
     // ONNX's [L, C] token by token; the kind's C x L channel by channel.
-    weights.kernel.resize(static_cast<size_t>(tokens) * c);
-    for (int64_t t = 0; t < tokens; ++t) {
-      for (int64_t ch = 0; ch < c; ++ch) {
-        weights.kernel[static_cast<size_t>(ch * tokens + t)] =
-            position.floats[static_cast<size_t>(t * c + ch)];
-      }
-    }
+    weights.kernel = Transposed(position.floats, tokens, c);
     if (token != nullptr) weights.bias = token->floats;
   }
   Value out = AddNode(std::move(op), x.terms, TermShapes(x.terms), "EmbedTokens",
@@ -328,14 +322,7 @@ void Importer::ImportTokenGemm(const ::onnx::NodeProto& node, const Attributes& 
   weights.kernel_h = weights.kernel_w = 1;
   bool has_values = w.has_values && w.is_float;
   if (has_values) {
-    weights.kernel.resize(static_cast<size_t>(k) * c);
-    for (int64_t o = 0; o < k; ++o) {
-      for (int64_t i = 0; i < c; ++i) {
-        const float v = trans_b ? w.floats[static_cast<size_t>(o * c + i)]
-                                : w.floats[static_cast<size_t>(i * k + o)];
-        weights.kernel[static_cast<size_t>(o * c + i)] = alpha * v;
-      }
-    }
+    weights.kernel = trans_b ? Scaled(w.floats, alpha) : Transposed(w.floats, c, k, alpha);
   }
   ConvParams conv;
   conv.out_channels = k;

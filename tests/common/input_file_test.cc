@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "common/error.h"
+
 namespace ios {
 namespace {
 
@@ -46,6 +48,36 @@ TEST_F(OutputFileProblemTest, SaysWhyADirectoryOrAMissingFolderCannotBeWritten) 
   EXPECT_EQ(OutputFileProblem(dir_.string()), "it is a directory");
   const std::string missing = OutputFileProblem((dir_ / "no" / "such.html").string());
   EXPECT_NE(missing.find("No such file"), std::string::npos) << missing;
+}
+
+TEST_F(OutputFileProblemTest, AMappedFileHoldsItsBytesAndAnEmptyOneNone) {
+  const fs::path path = dir_ / "model.onnx";
+  std::string bytes(100000, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7);
+  std::ofstream(path, std::ios::binary) << bytes;
+  EXPECT_EQ(MappedInputFile(path.string(), "model", kAnySize).bytes(), bytes);
+
+  const fs::path empty = dir_ / "empty.onnx";
+  std::ofstream{empty};
+  EXPECT_TRUE(MappedInputFile(empty.string(), "model", kAnySize).bytes().empty());
+}
+
+TEST_F(OutputFileProblemTest, AFileThatCannotBeMappedWhollyIsRefusedBeforeMapping) {
+  try {
+    MappedInputFile mapped(dir_.string(), "model", kAnySize);
+    ADD_FAILURE() << "a directory was mapped";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file (a directory)"), std::string::npos)
+        << e.what();
+  }
+  const fs::path big = dir_ / "big.onnx";
+  std::ofstream(big, std::ios::binary) << std::string(2000, 'x');
+  try {
+    MappedInputFile mapped(big.string(), "model", 1000);
+    ADD_FAILURE() << "a file over the limit was mapped";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("2000 bytes"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
