@@ -93,8 +93,16 @@ std::vector<float> Transposed(const std::vector<float>& m, int64_t rows, int64_t
   return out;
 }
 
+std::vector<float> Copied(const std::vector<float>& m) {
+  std::vector<float> out;
+  out.reserve(m.size());
+  AdviseHugePages(out.data(), m.size() * sizeof(float));
+  out.insert(out.end(), m.begin(), m.end());
+  return out;
+}
+
 std::vector<float> Scaled(const std::vector<float>& m, float scale) {
-  if (scale == 1.0f) return m;
+  if (scale == 1.0f) return Copied(m);
   return VectorOf<float>(m.size(), [&](size_t i) { return scale * m[i]; });
 }
 

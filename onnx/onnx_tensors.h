@@ -93,6 +93,10 @@ std::vector<float> Transposed(const std::vector<float>& m, int64_t rows, int64_t
 //! `m` times `scale`.
 std::vector<float> Scaled(const std::vector<float>& m, float scale);
 
+//! A copy of `m` in huge-page-advised memory (AdviseHugePages): a weight
+//! the IR keeps beside the file's constant.
+std::vector<float> Copied(const std::vector<float>& m);
+
 //! "[1, 2, 3]": a list of integers (dims, axes, perms) for messages.
 std::string IntsText(const std::vector<int64_t>& values);
 

@@ -27,6 +27,7 @@ Usage: scripts/export-torchvision.py MODEL [--out DIR] [--batch B] [--seed S]
                                            [--head softmax|logsoftmax]
 """
 import argparse
+import copy
 import difflib
 import os
 import sys
@@ -181,6 +182,48 @@ def build_model(name, seed, init):
     return model.eval()
 
 
+# A float32 reference is only an oracle when float32 can reproduce it: with
+# random weights a deep network can be chaotic in float32 (efficientnet_v2_l
+# under he_init: PyTorch's float32 and float64 outputs differ by 55% of the
+# largest), so that no float32 implementation, PyTorch's own included,
+# could match it within 1e-3. Such weights are tamed: every batch norm's
+# scale times TAMING_FACTOR until float32 and float64 agree within
+# CONDITIONING_TOLERANCE of the largest output.
+CONDITIONING_TOLERANCE = 1e-5
+TAMING_FACTOR = 0.75
+TAMING_STEPS = 4
+
+
+def float64_disagreement(model, x):
+    """The largest |float32 - float64| output difference over the largest
+    |float64| output."""
+    with torch.no_grad():
+        y32 = reference_output(model, x).double()
+        y64 = copy.deepcopy(model).double()(x.double())
+    return ((y32 - y64).abs().max() / y64.abs().max().clamp_min(1e-30)).item()
+
+
+def tame(model, x):
+    """Scales batch norms down until float32 reproduces float64 (above);
+    says so on stderr when it had to."""
+    before = disagreement = float64_disagreement(model, x)
+    steps = 0
+    while disagreement > CONDITIONING_TOLERANCE and steps < TAMING_STEPS:
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, torch.nn.BatchNorm2d):
+                    m.weight.mul_(TAMING_FACTOR)
+        steps += 1
+        disagreement = float64_disagreement(model, x)
+    if steps > 0:
+        print(f"note: PyTorch's float32 output differed from float64 by {before:.2g} of the "
+              f"largest; batch norm scales x{TAMING_FACTOR ** steps:.3g}: now {disagreement:.2g}",
+              file=sys.stderr)
+    if disagreement > CONDITIONING_TOLERANCE:
+        sys.exit(f"error: float32 and float64 outputs still differ by {disagreement:.2g} "
+                 "of the largest: no float32 reference can be trusted")
+
+
 def make_input(name, batch, seed):
     # A generator of its own keeps the input independent of how many random
     # numbers the model's initialisation consumed.
@@ -251,6 +294,8 @@ def main(argv):
         head = torch.nn.Softmax if args.head == "softmax" else torch.nn.LogSoftmax
         model = torch.nn.Sequential(model, head(dim=1)).eval()
     x = make_input(args.model, args.batch, args.seed)
+    if args.init == "he" and not args.structure_only:
+        tame(model, x)
     # The output also gives the shape to report in structure-only mode.
     y = reference_output(model, x)
 
