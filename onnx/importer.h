@@ -245,6 +245,11 @@ class Importer {
 
   const ConstTensor& ConstInput(const ::onnx::NodeProto& node, int i, const std::string& role);
 
+  //! The float values of the constant input `i` of `node`, moved out of it
+  //! when `node` is its only reader (a weight is then in memory once, and
+  //! no copy makes a second pass over fresh pages), else Copied.
+  std::vector<float> TakeFloats(const ::onnx::NodeProto& node, int i);
+
   static std::string KindText(const Value& v);
 
   //! Binds `node`'s first output to `value`, once ONNX's inferred shape of

@@ -335,7 +335,8 @@ void Importer::ImportFullyConnected(const ::onnx::NodeProto& node, const Attribu
   weights.kernel_w = x.shape.w;
   bool has_values = w.has_values && w.is_float;
   if (has_values) {
-    weights.kernel = trans_b ? Scaled(w.floats, alpha) : Transposed(w.floats, features, k, alpha);
+    std::vector<float> b = TakeFloats(node, 1);
+    weights.kernel = trans_b ? Scaled(std::move(b), alpha) : Transposed(b, features, k, alpha);
   }
   ConvParams c;
   c.out_channels = k;

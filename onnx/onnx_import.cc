@@ -222,7 +222,22 @@ const ConstTensor& Importer::ConstInput(const ::onnx::NodeProto& node, int i,
     throw Error(where_ + ": its " + role + " (" + Quoted(node.input(i)) + ") is " + KindText(v) +
                 "; only constant " + role + "s are supported");
   }
+  if (v.constant->taken) {
+    throw Error(where_ + ": " + Quoted(node.input(i)) +
+                " was read again after its only reader took its values (an importer bug)");
+  }
   return *v.constant;
+}
+
+std::vector<float> Importer::TakeFloats(const ::onnx::NodeProto& node, int i) {
+  const ConstTensor& w = ConstInput(node, i, "weight");
+  if (!ReadOnlyBy(node.input(i), 1)) return Copied(w.floats);
+  // held_ owns every constant a Value points to, so it may give it up.
+  const auto held =
+      std::find_if(held_.begin(), held_.end(), [&](const ConstTensor& t) { return &t == &w; });
+  if (held == held_.end()) return Copied(w.floats);
+  held->taken = true;
+  return std::move(held->floats);
 }
 
 std::string Importer::KindText(const Value& v) {

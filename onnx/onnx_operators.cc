@@ -145,7 +145,7 @@ void Importer::ImportConv(const ::onnx::NodeProto& node, const Attributes& attrs
   weights.in_per_group = dims[1];
   weights.kernel_h = c.kernel.h;
   weights.kernel_w = c.kernel.w;
-  weights.kernel = Copied(w.floats);
+  weights.kernel = TakeFloats(node, 1);
   c.bias = HasInput(node, 2);
   bool has_values = w.has_values && w.is_float;
   if (c.bias) {

@@ -101,9 +101,11 @@ std::vector<float> Copied(const std::vector<float>& m) {
   return out;
 }
 
-std::vector<float> Scaled(const std::vector<float>& m, float scale) {
-  if (scale == 1.0f) return Copied(m);
-  return VectorOf<float>(m.size(), [&](size_t i) { return scale * m[i]; });
+std::vector<float> Scaled(std::vector<float> m, float scale) {
+  if (scale != 1.0f) {
+    for (float& v : m) v *= scale;
+  }
+  return m;
 }
 
 ConstTensor ReadTensor(const ::onnx::TensorProto& tensor, const std::string& where,

@@ -61,6 +61,7 @@ struct ConstTensor {
   bool is_float = true;     // floats hold the values; otherwise ints do
   std::vector<float> floats;
   std::vector<int64_t> ints;
+  bool taken = false;  // floats moved into the one operator reading it (Importer::TakeFloats)
 
   //! Checked (ElementCount); every tensor's count is checked when read.
   int64_t elements() const;
@@ -91,7 +92,7 @@ std::vector<float> Transposed(const std::vector<float>& m, int64_t rows, int64_t
                               float scale = 1.0f);
 
 //! `m` times `scale`.
-std::vector<float> Scaled(const std::vector<float>& m, float scale);
+std::vector<float> Scaled(std::vector<float> m, float scale);
 
 //! A copy of `m` in huge-page-advised memory (AdviseHugePages): a weight
 //! the IR keeps beside the file's constant.

@@ -322,7 +322,8 @@ void Importer::ImportTokenGemm(const ::onnx::NodeProto& node, const Attributes& 
   weights.kernel_h = weights.kernel_w = 1;
   bool has_values = w.has_values && w.is_float;
   if (has_values) {
-    weights.kernel = trans_b ? Scaled(w.floats, alpha) : Transposed(w.floats, c, k, alpha);
+    std::vector<float> b = TakeFloats(node, 1);
+    weights.kernel = trans_b ? Scaled(std::move(b), alpha) : Transposed(b, c, k, alpha);
   }
   ConvParams conv;
   conv.out_channels = k;

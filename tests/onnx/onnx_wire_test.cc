@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -104,6 +106,28 @@ TEST(OnnxWireTest, TheSplitModelImportsAsItsValuesWrittenOutInFull) {
   const std::vector<float> full = RunImported(ImportOnnx(in_full, "full.onnx"), input);
   ASSERT_EQ(split.size(), size_t{kChannels} * 16);
   EXPECT_EQ(split, full);
+}
+
+// A weight read by one operator is moved into it (Importer::TakeFloats);
+// one read by two is copied for each, and both compute with it.
+TEST(OnnxWireTest, AWeightTwoConvolutionsShareIsGivenToBoth) {
+  constexpr int kWide = 128;  // a 64 KiB kernel: cut out of the model, too
+  const std::vector<float> kernel = Seeded(size_t{kWide} * kWide, 11);
+  const auto model = [&](bool shared) {
+    OnnxBuilder builder(kWide, 2, 2);
+    const std::string first = builder.Weight({kWide, kWide, 1, 1}, kernel);
+    const std::string second = shared ? first : builder.Weight({kWide, kWide, 1, 1}, kernel);
+    const std::string y = builder.Node("Conv", {"input", first});
+    return builder.Bytes(builder.Node("Conv", {y, second}));
+  };
+  const std::vector<float> input = Seeded(size_t{kWide} * 4, 12);
+  const std::vector<float> shared = RunImported(ImportOnnx(model(true), "shared.onnx"), input);
+  const std::vector<float> apart = RunImported(ImportOnnx(model(false), "apart.onnx"), input);
+  ASSERT_EQ(shared.size(), size_t{kWide} * 4);
+  EXPECT_EQ(shared, apart);
+  float largest = 0;
+  for (float v : shared) largest = std::max(largest, std::abs(v));
+  EXPECT_GT(largest, 0.1f) << "both convolutions computed with the kernel";
 }
 
 TEST(OnnxWireTest, NothingIsCutFromAModelWithoutLargeWeights) {
