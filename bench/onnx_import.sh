@@ -51,6 +51,6 @@ for model in "${models[@]}"; do
   done
   median=$(printf '%s\n' "${rows[@]}" | sort -n | sed -n "$(((RUNS + 1) / 2))p")
   read -r seconds rss_kb faults <<<"$median"
-  size_mb=$(($(stat -c %s "$onnx") / 1000000))
+  size_mb=$(($(stat -L -c %s "$onnx") / 1000000))
   echo "| $model | $size_mb MB | **$seconds s** (${times[*]}) | $((rss_kb / 1024)) MiB | $faults |"
 done

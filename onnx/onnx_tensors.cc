@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <set>
@@ -85,10 +86,22 @@ std::vector<float> Transposed(const std::vector<float>& m, int64_t rows, int64_t
                               float scale) {
   const auto r = static_cast<size_t>(rows), c = static_cast<size_t>(cols);
   std::vector<float> out;
-  out.reserve(r * c);  // not resized: see VectorOf
+  out.reserve(r * c);
   AdviseHugePages(out.data(), r * c * sizeof(float));
-  for (size_t o = 0; o < c; ++o) {
-    for (size_t i = 0; i < r; ++i) out.push_back(scale * m[i * c + o]);
+  out.resize(r * c);
+  // Tiles of 16 x 16 (a cache line of each of 16 rows), each written
+  // column by column: reading a column whole touches a cache line (on a
+  // large matrix, a page) per value; larger tiles thrash the L1 cache, its
+  // rows being a power-of-two stride apart. 2x the column-wise copy on a
+  // ViT-L weight.
+  constexpr size_t kTile = 16;
+  for (size_t i0 = 0; i0 < r; i0 += kTile) {
+    for (size_t o0 = 0; o0 < c; o0 += kTile) {
+      const size_t i_end = std::min(i0 + kTile, r), o_end = std::min(o0 + kTile, c);
+      for (size_t o = o0; o < o_end; ++o) {
+        for (size_t i = i0; i < i_end; ++i) out[o * r + i] = scale * m[i * c + o];
+      }
+    }
   }
   return out;
 }
