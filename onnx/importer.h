@@ -207,9 +207,10 @@ struct Pending {
 class Importer {
  public:
   //! `model`'s initializers lose their raw bytes as they are read. `raw`:
-  //! the raw_data cut out of them before parsing, by initializer (onnx_wire.h).
+  //! by initializer, the bytes of those whose values are not in the model
+  //! (cut out before parsing, onnx_wire.h; external data, onnx_external.h).
   Importer(::onnx::ModelProto& model, std::string source,
-           std::vector<std::optional<std::string_view>> raw = {})
+           std::vector<std::optional<std::string_view>> raw)
       : model_(model), source_(std::move(source)), raw_(std::move(raw)) {}
 
   ImportedModel Run();

@@ -13,6 +13,7 @@
 #include <cctype>
 #include <cmath>
 #include <deque>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
@@ -25,6 +26,7 @@
 #include "common/printable.h"
 #include "onnx/importer.h"
 #include "onnx/onnx_chains.h"
+#include "onnx/onnx_external.h"
 #include "onnx/onnx_tensors.h"
 #include "onnx/onnx_wire.h"
 
@@ -507,7 +509,11 @@ ImportedModel ImportParsed(::onnx::ModelProto& model, const std::string& source,
 
 }  // namespace
 
-ImportedModel ImportOnnx(std::string_view bytes, const std::string& source) {
+namespace {
+
+//! ImportOnnx, with the model's external data (if any) read from `external`.
+ImportedModel ImportBytes(std::string_view bytes, const std::string& source,
+                          detail::ExternalData& external) {
   // The weights stay in `bytes`: protobuf parses the rest (onnx_wire.h).
   detail::SplitModel split = detail::SplitOutWeights(bytes);
   ::onnx::ModelProto model = Parse(split.skeleton.empty() ? bytes : split.skeleton, source);
@@ -518,14 +524,25 @@ ImportedModel ImportOnnx(std::string_view bytes, const std::string& source) {
                 " initializers parsed but " + std::to_string(split.raw.size()) +
                 " found in the file's bytes (a bug in onnx_wire.cc)");
   }
+  // Before the checker, which would look for the files in the working
+  // directory.
+  external.TakeInitializers(model, source, split.raw);
   return ImportParsed(model, source, std::move(split.raw));
+}
+
+}  // namespace
+
+ImportedModel ImportOnnx(std::string_view bytes, const std::string& source) {
+  detail::ExternalData none(std::nullopt);
+  return ImportBytes(bytes, source, none);
 }
 
 ImportedModel ImportOnnxFile(const std::string& path) {
   // Mapped, not read: the weights are then in memory once, as the file's
   // pages, until the import has copied them into their own layouts.
   const MappedInputFile file(path, "model", kMaxOnnxFileBytes);
-  return ImportOnnx(file.bytes(), path);
+  detail::ExternalData external(std::filesystem::path(path).parent_path().string());
+  return ImportBytes(file.bytes(), path, external);
 }
 
 }  // namespace ios::onnx_import

@@ -55,12 +55,14 @@ bool IsOnnxPath(std::string_view path);
 //! Largest ONNX file read (2 GiB, protobuf's own limit).
 inline constexpr std::uintmax_t kMaxOnnxFileBytes = std::uintmax_t{2} << 30;
 
-//! Reads and imports an ONNX file. Throws ios::Error naming the file and,
-//! where one is at fault, the node, its operator and the attribute.
+//! Reads and imports an ONNX file, and the files of its external data
+//! (weights kept beside it: located relative to its directory). Throws
+//! ios::Error naming the file and, where one is at fault, the node, its
+//! operator and the attribute.
 ImportedModel ImportOnnxFile(const std::string& path);
 
-//! Imports a serialized ModelProto; `source` names it in messages and, its
-//! stem, the graph when the model has no name.
+//! Imports a serialized ModelProto (without external data); `source` names
+//! it in messages and, its stem, the graph when the model has no name.
 ImportedModel ImportOnnx(std::string_view bytes, const std::string& source);
 
 }  // namespace ios::onnx_import

@@ -53,7 +53,7 @@ namespace {
 template <class T>
 std::vector<T> FromRaw(std::string_view raw, int64_t count, const std::string& where) {
   if (raw.size() != static_cast<size_t>(count) * sizeof(T)) {
-    throw Error(where + ": raw_data holds " + std::to_string(raw.size()) + " bytes, " +
+    throw Error(where + ": its data holds " + std::to_string(raw.size()) + " bytes, " +
                 std::to_string(count * static_cast<int64_t>(sizeof(T))) + " expected");
   }
   return VectorOf<T>(static_cast<size_t>(count), [&](size_t i) {
@@ -127,7 +127,7 @@ ConstTensor ReadTensor(const ::onnx::TensorProto& tensor, const std::string& whe
   out.name = tensor.name();
   out.dims.assign(tensor.dims().begin(), tensor.dims().end());
   const int64_t count = ElementCount(out.dims, where);
-  if (tensor.data_location() == ::onnx::TensorProto_DataLocation_EXTERNAL) {
+  if (tensor.data_location() == ::onnx::TensorProto_DataLocation_EXTERNAL && !raw) {
     throw Error(where +
                 ": its values are in an external file, which this importer does not read "
                 "(export with the weights inside the model)");

@@ -105,7 +105,8 @@ std::string IntsText(const std::vector<int64_t>& values);
 //! Throws ios::Error naming `where` for other element types, external data
 //! or a size that disagrees with the dims.
 //! `raw`, when given, stands for the tensor's raw_data (cut out of the
-//! model before parsing: onnx_wire.h).
+//! model before parsing: onnx_wire.h; or its external data:
+//! onnx_external.h).
 ConstTensor ReadTensor(const ::onnx::TensorProto& tensor, const std::string& where,
                        std::optional<std::string_view> raw = std::nullopt);
 
