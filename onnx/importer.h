@@ -132,11 +132,12 @@ inline bool SameView(const Value& a, const Value& b) {
 //! (onnx_maxvit.cc): q, k, v Reshaped to [N, windows, w^2, heads, d] and
 //! Transposed, k scaled, Einsum, Add of the bias, Softmax, Einsum, back.
 struct SampleWindowAttentionMatch {
-  std::string q, k, v;  // the token views the Reshapes read
-  std::string heads;    // the shape of q's Reshape
-  std::string scale;    // the scalar k is multiplied by
-  std::string bias;     // the relative position bias
-  std::string top;      // the final Reshape's output
+  std::string q, k, v;           // the token views the Reshapes read
+  std::string heads;             // the shape of q's Reshape
+  std::string k_heads, v_heads;  // k's and v's: the same heads expected
+  std::string scale;             // the scalar k is multiplied by
+  std::string bias;              // the relative position bias
+  std::string top;               // the final Reshape's output
   std::vector<std::string> inner;
 };
 
@@ -157,6 +158,7 @@ struct WindowAttentionMatch {
 struct AttentionMatch {
   std::string q, k, v;             // the token views the Reshapes read
   std::string q_heads;             // the queries' Reshape output: [L, N*heads, d]
+  std::string k_heads, v_heads;    // the keys' and values': the same heads expected
   std::string scale;               // the scalar the scores are divided (or multiplied) by
   bool multiplies = false;         // Mul by `scale` rather than Div
   std::string top;                 // the final Reshape's output

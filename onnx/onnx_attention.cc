@@ -71,6 +71,8 @@ class AttentionFinder {
     match.k = k_r->input(0);
     match.v = v_r->input(0);
     match.q_heads = q_r->output(0);
+    match.k_heads = k_r->output(0);
+    match.v_heads = v_r->output(0);
     match.top = out_r->output(0);
     match.inner = {q_r->output(0),    q_t->output(0),      scaled->output(0), k_r->output(0),
                    k_t->output(0),    v_r->output(0),      v_t->output(0),    scores->output(0),
@@ -141,12 +143,24 @@ void Importer::ImportAttention(const ::onnx::NodeProto& node, const AttentionMat
       AttentionOperands({match.q, match.k, match.v}, Value::Tokens::kBatchSecond,
                         "queries, keys and values are expected as tokens [L, N, C] of one shape");
   const Shape& s = qkv[0]->shape;
-  // The heads: from the queries' [L, N*heads, d] as ONNX's shape inference gives it.
-  const auto inferred = inferred_.find(match.q_heads);
-  std::vector<int64_t> heads_dims;
-  if (inferred != inferred_.end() && inferred->second->has_tensor_type()) {
-    for (const auto& d : inferred->second->tensor_type().shape().dim()) {
-      heads_dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  // The heads: from the queries' [L, N*heads, d] as ONNX's shape inference
+  // gives it; the keys' and values' must be the same.
+  const auto inferred_dims = [&](const std::string& name) {
+    const auto inferred = inferred_.find(name);
+    std::vector<int64_t> dims;
+    if (inferred != inferred_.end() && inferred->second->has_tensor_type()) {
+      for (const auto& d : inferred->second->tensor_type().shape().dim()) {
+        dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+      }
+    }
+    return dims;
+  };
+  const std::vector<int64_t> heads_dims = inferred_dims(match.q_heads);
+  for (const std::string* other : {&match.k_heads, &match.v_heads}) {
+    if (inferred_dims(*other) != heads_dims) {
+      throw Error(where_ + ": the attention's " + (other == &match.k_heads ? "keys" : "values") +
+                  " are reshaped to " + IntsText(inferred_dims(*other)) + ", its queries to " +
+                  IntsText(heads_dims) + ": heads of one shape are expected");
     }
   }
   const int64_t tokens = int64_t{s.h} * s.w;

@@ -88,6 +88,8 @@ class SampleWindowAttentionFinder {
     match.k = k->input(0);
     match.v = v->input(0);
     match.heads = q->input(1);
+    match.k_heads = k->input(1);
+    match.v_heads = v->input(1);
     match.top = top->output(0);
     inner.insert(inner.end(), {scaled->output(0), weighted->output(0), back->output(0)});
     match.inner = std::move(inner);
@@ -190,14 +192,23 @@ void Importer::ImportSampleWindowAttention(const ::onnx::NodeProto& node,
                         "queries, keys and values of one partition into windows are expected");
   const Value& q = *qkv[0];
   const int64_t size = int64_t{q.window} * q.window;
-  const ConstTensor* shape = ConstantValue(values_, match.heads);
-  const std::vector<int64_t> dims = shape != nullptr && shape->has_values && !shape->is_float
-                                        ? shape->ints
-                                        : std::vector<int64_t>{};
+  const auto shape_of = [&](const std::string& name) {
+    const ConstTensor* shape = ConstantValue(values_, name);
+    return shape != nullptr && shape->has_values && !shape->is_float ? shape->ints
+                                                                     : std::vector<int64_t>{};
+  };
+  const std::vector<int64_t> dims = shape_of(match.heads);
   if (dims.size() != 5 || dims[2] != size || dims[3] < 1 || dims[4] < 1 ||
       !Times(dims[3], dims[4], q.shape.c)) {
     throw Error(where_ + ": the attention's queries are reshaped to " + IntsText(dims) +
                 ": [N, windows, " + std::to_string(size) + ", heads, C/heads] is expected");
+  }
+  for (const std::string* other : {&match.k_heads, &match.v_heads}) {
+    if (shape_of(*other) != dims) {
+      throw Error(where_ + ": the attention's " + (other == &match.k_heads ? "keys" : "values") +
+                  " are reshaped to " + IntsText(shape_of(*other)) + ", its queries to " +
+                  IntsText(dims) + ": heads of one shape are expected");
+    }
   }
   const int heads = static_cast<int>(dims[3]);
   // torchvision's MaxViT scales by 1/sqrt(C), not by 1/sqrt(C/heads).
