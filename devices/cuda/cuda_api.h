@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "devices/cuda/cuda_limits.h"
+
 namespace ios::cuda {
 
 //! What a failed call means to the farm.
@@ -164,12 +166,6 @@ struct AttentionShape {
   int64_t src_batch_stride = 0, dst_batch_stride = 0;
   friend bool operator==(const AttentionShape&, const AttentionShape&) = default;
 };
-
-//! The most channels one head may have: our attention kernel keeps a
-//! head's query and its output's running sums in shared memory (2 x 4096
-//! floats: 32 KiB of the 48 KiB a block gets without opting in). ViT's
-//! heads have 64.
-inline constexpr int kMaxAttentionHeadChannels = 4096;
 
 //! embed_tokens' views for our kernel: `channels` planes of `pixels`
 //! floats in, of `pixels + class_token` out (the class token first), each

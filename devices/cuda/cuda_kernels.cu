@@ -1,5 +1,7 @@
 #include "devices/cuda/cuda_kernels.h"
 
+#include "devices/cuda/cuda_limits.h"
+
 namespace ios::cuda {
 namespace {
 
@@ -110,7 +112,6 @@ __global__ void LayerNormKernel(float eps, int batch, int channels, int64_t pixe
 // Attention's block: four warps; a tile of keys is one key per thread.
 constexpr int kAttentionThreads = 128;
 constexpr int kAttentionWarps = kAttentionThreads / 32;
-constexpr int kMaxHeadChannels = 4096;  // cuda_api.h's kMaxAttentionHeadChannels
 
 struct MaxOf {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
@@ -368,7 +369,7 @@ cudaError_t LaunchAttentionOver(cudaStream_t stream, const Keys& keys, int batch
                                 int64_t dst_stride, float scale_or_zero = 0) {
   const int64_t tokens = keys.Queries();
   if (batch <= 0 || channels <= 0 || tokens <= 0) return cudaSuccess;
-  if (heads <= 0 || channels % heads != 0 || channels / heads > kMaxHeadChannels) {
+  if (heads <= 0 || channels % heads != 0 || channels / heads > kMaxAttentionHeadChannels) {
     return cudaErrorInvalidValue;
   }
   const int depth = channels / heads;
