@@ -154,13 +154,29 @@ bool Importer::ConcatClassToken(const ::onnx::NodeProto& node, int64_t axis) {
                 ShapeText(x) + ": only one learned class token ([1, 1, " +
                 std::to_string(x.shape.c) + "]) may be concatenated before tokens");
   }
+  const ConstTensor* class_token = token.constant;
   if (d[0] == batch_ && batch_ > 1) {
-    throw Error(where_ + ": a class token per sample " + token.constant->DimsText() +
-                ": only one for every sample ([1, 1, C], expanded) is supported");
+    // An export at a fixed batch expands the one token to every sample:
+    // the first row is the token when every row is the same.
+    const ConstTensor& rows = *token.constant;
+    const auto c = static_cast<size_t>(x.shape.c);
+    bool same = !rows.has_values || (rows.is_float && rows.floats.size() == c * d[0]);
+    for (size_t i = c; same && rows.has_values && i < rows.floats.size(); ++i) {
+      same = rows.floats[i] == rows.floats[i % c];
+    }
+    if (!same) {
+      throw Error(where_ + ": a class token per sample " + rows.DimsText() +
+                  " whose samples differ: only one for every sample ([1, 1, C], expanded) is "
+                  "supported");
+    }
+    ConstTensor& one = held_.emplace_back(rows);
+    one.dims = {1, 1, x.shape.c};
+    if (one.has_values) one.floats.resize(c);
+    class_token = &one;
   }
   Value out = x;
   out.kind = Value::Kind::kWithClassToken;
-  out.constant = token.constant;
+  out.constant = class_token;
   Define(node, out);
   return true;
 }

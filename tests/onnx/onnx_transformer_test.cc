@@ -233,6 +233,42 @@ TEST(OnnxTransformerTest, TokensWithoutAClassTokenGetAPositionEmbeddingAlone) {
   EXPECT_EQ(out, (std::vector<float>{10, 31, 52, 23, 44, 65}));
 }
 
+// An export at a fixed batch of 2 expands the class token to [2, 1, C]:
+// one token for every sample when its rows are equal, refused otherwise.
+TEST(OnnxTransformerTest, AClassTokenExpandedToAFixedBatchIsOneToken) {
+  const auto model = [](bool expanded) {
+    OnnxBuilder b(2, 1, 3);
+    b.InputDim(0, 2);
+    std::string x = b.Node("Reshape", {"input", b.Ints({2, 2, 3})});
+    x = b.Node("Transpose", {x}, {IntsAttr("perm", {0, 2, 1})});
+    const std::string token =
+        expanded ? b.Node("Expand", {b.Weight({1, 1, 2}, {7, 8}), b.Ints({2, 1, 2})})
+                 : b.Weight({2, 1, 2}, {7, 8, 9, 10});
+    x = b.Node("Concat", {token, x}, {IntAttr("axis", 1)});
+    x = b.Node("Add", {x, b.Weight({1, 4, 2}, {0, 100, 0, 200, 0, 300, 0, 400})});
+    x = b.Node("Transpose", {x}, {IntsAttr("perm", {0, 2, 1})});
+    return b.Bytes(b.Node("Reshape", {x, b.Ints({2, 8})}));
+  };
+  const ImportedModel imported = ImportOnnx(model(true), "batch2.onnx");
+  EXPECT_EQ(imported.batch, 2);
+  EXPECT_EQ(CountRegistered(imported, RegisteredKind::kEmbedTokens), 1);
+  // Sample n, channel c, token t holds n * 10 + c * 3 + t.
+  std::vector<float> input;
+  for (int n = 0; n < 2; ++n) {
+    for (int i = 0; i < 6; ++i) input.push_back(static_cast<float>(n * 10 + i));
+  }
+  auto device = exec::MakeReferenceDevice();
+  const run::Execution run =
+      run::Execute(*device, imported.graph, run::SequentialNetworkSchedule(imported.graph),
+                   imported.weights, 2, input, nullptr);
+  // Channel 0 gains 0 at every token, channel 1 100 * (t + 1); the class
+  // token (7, 8) first.
+  EXPECT_EQ(run.output, (std::vector<float>{7, 0, 1, 2, 108, 203, 304, 405,  //
+                                            7, 10, 11, 12, 108, 213, 314, 415}));
+  EXPECT_THAT(Refusal(model(false)),
+              HasSubstr("a class token per sample [2, 1, 2] whose samples differ"));
+}
+
 // export_params=False: the class token and the embedding are graph inputs
 // without values; the structure imports and runs on seeded weights.
 TEST(OnnxTransformerTest, AStructureOnlyExportImportsWithoutWeights) {
