@@ -27,6 +27,22 @@ using cuda::testing::WindowAttentionCall;
 
 const std::string kUpload = "cudaMemcpy(host to device)";
 
+//! Runs `program` on the computing fake at `batch`: its output within
+//! `tolerance` of the reference device's (0: the same values), no protocol
+//! violation, nothing left alive. Returns the journal, for the launches.
+std::shared_ptr<Journal> ExpectComputesAsTheReference(exec::Device& reference,
+                                                      const exec::Program& program, int batch,
+                                                      double tolerance) {
+  auto journal = std::make_shared<Journal>();
+  const std::vector<float> got = RunOnComputingFake(program, journal, batch);
+  const run::Comparison c = run::Compare(got, RunChannelViewProgram(reference, program, batch));
+  EXPECT_FALSE(c.sizes_differ);
+  EXPECT_LE(c.max_abs_diff, tolerance);
+  ExpectNoViolations(*journal);
+  ExpectNothingAlive(*journal);
+  return journal;
+}
+
 // 4 heads of 16 channels over 17 tokens (a 17 x 1 map) at batch 3: the
 // input view at channel 2 of 195, the output's at channel 3 of 69. The
 // kernel is handed the views' addresses and batch strides, no cuDNN
@@ -69,15 +85,8 @@ TEST(CudaTransformerTest, AttentionComputesWhatTheReferenceDeviceComputes) {
       const exec::Program program = AttentionProgram(heads, channels, h, w);
       SCOPED_TRACE(program.stages[0].lanes[0].steps[0].label + " at batch " +
                    std::to_string(batch));
-      auto journal = std::make_shared<Journal>();
-      const std::vector<float> got = RunOnComputingFake(program, journal, batch);
-      const run::Comparison c =
-          run::Compare(got, RunChannelViewProgram(*reference, program, batch));
-      EXPECT_FALSE(c.sizes_differ);
-      EXPECT_LE(c.max_abs_diff, 1e-5);
+      const auto journal = ExpectComputesAsTheReference(*reference, program, batch, 1e-5);
       EXPECT_EQ(journal->attentions.size(), 1u);
-      ExpectNoViolations(*journal);
-      ExpectNothingAlive(*journal);
     }
   }
 }
@@ -149,14 +158,7 @@ TEST(CudaTransformerTest, EmbedTokensComputesExactlyWhatTheReferenceDeviceComput
         const exec::Program program = EmbedTokensProgram(channels, class_token, h, w);
         SCOPED_TRACE(program.stages[0].lanes[0].steps[0].label + " at batch " +
                      std::to_string(batch));
-        auto journal = std::make_shared<Journal>();
-        const std::vector<float> got = RunOnComputingFake(program, journal, batch);
-        const run::Comparison c =
-            run::Compare(got, RunChannelViewProgram(*reference, program, batch));
-        EXPECT_FALSE(c.sizes_differ);
-        EXPECT_EQ(c.max_abs_diff, 0);
-        ExpectNoViolations(*journal);
-        ExpectNothingAlive(*journal);
+        ExpectComputesAsTheReference(*reference, program, batch, 0);
       }
     }
   }
@@ -225,15 +227,8 @@ TEST(CudaTransformerTest, WindowAttentionComputesWhatTheReferenceDeviceComputes)
       const exec::Program program = WindowAttentionProgram(heads, channels, window, shift, h, w);
       SCOPED_TRACE(program.stages[0].lanes[0].steps[0].label + " at batch " +
                    std::to_string(batch));
-      auto journal = std::make_shared<Journal>();
-      const std::vector<float> got = RunOnComputingFake(program, journal, batch);
-      const run::Comparison c =
-          run::Compare(got, RunChannelViewProgram(*reference, program, batch));
-      EXPECT_FALSE(c.sizes_differ);
-      EXPECT_LE(c.max_abs_diff, 1e-5);
+      const auto journal = ExpectComputesAsTheReference(*reference, program, batch, 1e-5);
       EXPECT_EQ(journal->window_attentions.size(), 1u);
-      ExpectNoViolations(*journal);
-      ExpectNothingAlive(*journal);
     }
   }
 }
@@ -263,16 +258,9 @@ TEST(CudaTransformerTest, GridAttentionComputesWhatTheReferenceDeviceComputes) {
       const exec::Program program = WindowAttentionProgram(heads, channels, window, 0, h, w, true);
       SCOPED_TRACE(program.stages[0].lanes[0].steps[0].label + " at batch " +
                    std::to_string(batch));
-      auto journal = std::make_shared<Journal>();
-      const std::vector<float> got = RunOnComputingFake(program, journal, batch);
-      const run::Comparison c =
-          run::Compare(got, RunChannelViewProgram(*reference, program, batch));
-      EXPECT_FALSE(c.sizes_differ);
-      EXPECT_LE(c.max_abs_diff, 1e-5);
+      const auto journal = ExpectComputesAsTheReference(*reference, program, batch, 1e-5);
       ASSERT_EQ(journal->window_attentions.size(), 1u);
       EXPECT_TRUE(journal->window_attentions[0].shape.grid);
-      ExpectNoViolations(*journal);
-      ExpectNothingAlive(*journal);
     }
   }
 }
@@ -390,15 +378,8 @@ TEST(CudaTransformerTest, SpaceToDepthComputesExactlyWhatTheReferenceDeviceCompu
       const exec::Program program = SpaceToDepthProgram(channels, block, h, w);
       SCOPED_TRACE(program.stages[0].lanes[0].steps[0].label + " at batch " +
                    std::to_string(batch));
-      auto journal = std::make_shared<Journal>();
-      const std::vector<float> got = RunOnComputingFake(program, journal, batch);
-      const run::Comparison c =
-          run::Compare(got, RunChannelViewProgram(*reference, program, batch));
-      EXPECT_FALSE(c.sizes_differ);
-      EXPECT_EQ(c.max_abs_diff, 0);
+      const auto journal = ExpectComputesAsTheReference(*reference, program, batch, 0);
       EXPECT_EQ(journal->space_to_depths.size(), 1u);
-      ExpectNoViolations(*journal);
-      ExpectNothingAlive(*journal);
     }
   }
 }
