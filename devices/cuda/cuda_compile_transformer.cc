@@ -15,6 +15,21 @@ namespace ios::devices::cuda_detail {
 
 using exec::ExecError;
 
+namespace {
+
+//! Heads wider than our attention kernels' shared memory holds are a fact
+//! about the problem (kUnsupported), not a failure of the device.
+void CheckHeadChannels(int head_channels, const std::string& kernel, const std::string& where) {
+  if (head_channels > cuda::kMaxAttentionHeadChannels) {
+    throw ExecError(MeasureError::kUnsupported,
+                    "cuda: " + where + ": heads of " + std::to_string(head_channels) +
+                        " channels; our " + kernel + " kernel takes at most " +
+                        std::to_string(cuda::kMaxAttentionHeadChannels));
+  }
+}
+
+}  // namespace
+
 // A channel view is a channel range, so the queries, keys and values are
 // three consecutive runs of planes from the view's address, and a sample
 // is the whole buffer's C*H*W after the previous one on either side.
@@ -33,12 +48,7 @@ void CudaPreparedProgram::CompileAttention(const exec::Step& step, StreamContext
                         ShapeText(Shape{channels, out.h, out.w}) +
                         "; expected 3 x C channels in, C out, heads dividing C, one map size");
   }
-  if (channels / heads > cuda::kMaxAttentionHeadChannels) {
-    throw ExecError(MeasureError::kUnsupported,
-                    "cuda: " + where + ": heads of " + std::to_string(channels / heads) +
-                        " channels; our attention kernel takes at most " +
-                        std::to_string(cuda::kMaxAttentionHeadChannels));
-  }
+  CheckHeadChannels(channels / heads, "attention", where);
   cuda::AttentionShape shape;
   shape.batch = batch_;
   shape.channels = channels;
@@ -129,12 +139,7 @@ void CudaPreparedProgram::CompileWindowAttention(const exec::Step& step, StreamC
             "that the window divides, a shift below the window (none with a grid), and a "
             "bias table");
   }
-  if (channels / heads > cuda::kMaxAttentionHeadChannels) {
-    throw ExecError(MeasureError::kUnsupported,
-                    "cuda: " + where + ": heads of " + std::to_string(channels / heads) +
-                        " channels; our window attention kernel takes at most " +
-                        std::to_string(cuda::kMaxAttentionHeadChannels));
-  }
+  CheckHeadChannels(channels / heads, "window attention", where);
   cuda::WindowAttentionShape shape;
   shape.batch = batch_;
   shape.channels = channels;
