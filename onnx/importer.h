@@ -577,6 +577,7 @@ class Importer {
   std::vector<std::optional<std::string_view>> raw_;
   int64_t opset_ = 0;
   std::deque<ConstTensor> held_;  // constants; Values point into it
+  std::vector<float> scratch_;    // TransposedInPlace's, kept between weights
   std::map<std::string, Value> values_;
   std::map<std::string, const ::onnx::TypeProto*> inferred_;  // ONNX's types, by tensor name
   std::map<std::string, int> readers_;                        // ONNX readers per tensor name

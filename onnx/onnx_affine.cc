@@ -186,7 +186,7 @@ void Importer::ImportChannelsLastMatMul(const ::onnx::NodeProto& node, const Val
   bool has_values = w.has_values && w.is_float;
   if (has_values) {
     // ONNX's [C, K] is the transpose of the convolution's [K, C, 1, 1].
-    weights.kernel = Transposed(TakeFloats(node, 1), x.shape.c, k);
+    weights.kernel = TransposedInPlace(TakeFloats(node, 1), x.shape.c, k, 1.0f, scratch_);
   }
   Inputs inputs = x.terms;
   FoldAffineInput(node, x, c, weights, has_values, inputs);

@@ -336,7 +336,8 @@ void Importer::ImportFullyConnected(const ::onnx::NodeProto& node, const Attribu
   bool has_values = w.has_values && w.is_float;
   if (has_values) {
     std::vector<float> b = TakeFloats(node, 1);
-    weights.kernel = trans_b ? Scaled(std::move(b), alpha) : Transposed(b, features, k, alpha);
+    weights.kernel = trans_b ? Scaled(std::move(b), alpha)
+                             : TransposedInPlace(std::move(b), features, k, alpha, scratch_);
   }
   ConvParams c;
   c.out_channels = k;

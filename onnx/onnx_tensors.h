@@ -91,6 +91,13 @@ std::vector<T> VectorOf(size_t n, const Make& make) {
 std::vector<float> Transposed(const std::vector<float>& m, int64_t rows, int64_t cols,
                               float scale = 1.0f);
 
+//! The same in `m`'s own memory, through `scratch` (grown as needed and
+//! kept for the next call): a model's weights transposed one after another
+//! then touch no fresh pages beyond the largest one's, where a new vector
+//! each would double the memory the import faults in (ViT-L: 1.2 GB).
+std::vector<float> TransposedInPlace(std::vector<float> m, int64_t rows, int64_t cols, float scale,
+                                     std::vector<float>& scratch);
+
 //! `m` times `scale`.
 std::vector<float> Scaled(std::vector<float> m, float scale);
 

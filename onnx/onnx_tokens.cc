@@ -339,7 +339,8 @@ void Importer::ImportTokenGemm(const ::onnx::NodeProto& node, const Attributes& 
   bool has_values = w.has_values && w.is_float;
   if (has_values) {
     std::vector<float> b = TakeFloats(node, 1);
-    weights.kernel = trans_b ? Scaled(std::move(b), alpha) : Transposed(b, c, k, alpha);
+    weights.kernel = trans_b ? Scaled(std::move(b), alpha)
+                             : TransposedInPlace(std::move(b), c, k, alpha, scratch_);
   }
   ConvParams conv;
   conv.out_channels = k;
