@@ -13,12 +13,15 @@
 #include <cctype>
 #include <cmath>
 #include <deque>
+#include <exception>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
 #include <set>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "common/input_file.h"
@@ -38,6 +41,42 @@ std::string Lower(std::string text) {
   return text;
 }
 
+//! At most this many threads copy the initializers out of the file.
+constexpr unsigned kMaxReaderThreads = 4;
+
+//! Every initializer of `graph` read (ReadTensor; `raw` as the Importer's),
+//! on up to kMaxReaderThreads threads: copying hundreds of MB of weights
+//! out of the file is most of a large model's import, and the tensors are
+//! independent. The first error, by initializer order, is rethrown.
+std::vector<detail::ConstTensor> ReadInitializers(
+    const ::onnx::GraphProto& graph, const std::vector<std::optional<std::string_view>>& raw,
+    const std::string& source) {
+  const auto count = static_cast<size_t>(graph.initializer_size());
+  std::vector<detail::ConstTensor> tensors(count);
+  std::vector<std::exception_ptr> errors(count);
+  const auto read = [&](size_t first, size_t step) {
+    for (size_t i = first; i < count; i += step) {
+      try {
+        const ::onnx::TensorProto& t = graph.initializer(static_cast<int>(i));
+        tensors[i] = detail::ReadTensor(t, source + ": initializer " + Quoted(t.name()),
+                                        i < raw.size() ? raw[i] : std::nullopt);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, kMaxReaderThreads);
+  {
+    std::vector<std::jthread> helpers;
+    for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(read, t, threads);
+    read(0, threads);
+  }  // joined
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  return tensors;
+}
+
 }  // namespace
 
 namespace detail {
@@ -47,13 +86,13 @@ ImportedModel Importer::Run() {
   CheckOpset();
   for (const auto& info : g.value_info()) inferred_[info.name()] = &info.type();
   for (const auto& info : g.output()) inferred_[info.name()] = &info.type();
+  std::vector<ConstTensor> initializers = ReadInitializers(g, raw_, source_);
   for (int i = 0; i < g.initializer_size(); ++i) {
-    ::onnx::TensorProto& t = *model_.mutable_graph()->mutable_initializer(i);
-    const auto raw = static_cast<size_t>(i) < raw_.size() ? raw_[i] : std::nullopt;
-    AddConstant(detail::ReadTensor(t, source_ + ": initializer " + Quoted(t.name()), raw));
+    AddConstant(std::move(initializers[static_cast<size_t>(i)]));
     // The values are held now: the file's bytes of them go (a clear alone
     // would keep the string's capacity), so that a model's weights are in
     // memory once, not twice, while it is imported.
+    ::onnx::TensorProto& t = *model_.mutable_graph()->mutable_initializer(i);
     if (t.has_raw_data()) std::string().swap(*t.mutable_raw_data());
   }
   CountReaders();
