@@ -1,5 +1,6 @@
 // The checks every tool makes of a path a user names for it to write
-// (--out, --report, --output): said before any work, and leaving no trace.
+// (--out, --report, --output): said before any work, and leaving no trace;
+// and files mapped whole to be read (MappedInputFile).
 #include "common/input_file.h"
 
 #include <gtest/gtest.h>
@@ -50,7 +51,10 @@ TEST_F(OutputFileProblemTest, SaysWhyADirectoryOrAMissingFolderCannotBeWritten) 
   EXPECT_NE(missing.find("No such file"), std::string::npos) << missing;
 }
 
-TEST_F(OutputFileProblemTest, AMappedFileHoldsItsBytesAndAnEmptyOneNone) {
+// MappedInputFile: a model's bytes without a copy.
+using MappedInputFileTest = OutputFileProblemTest;  // the same temporary folder
+
+TEST_F(MappedInputFileTest, AMappedFileHoldsItsBytesAndAnEmptyOneNone) {
   const fs::path path = dir_ / "model.onnx";
   std::string bytes(100000, '\0');
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7);
@@ -62,7 +66,7 @@ TEST_F(OutputFileProblemTest, AMappedFileHoldsItsBytesAndAnEmptyOneNone) {
   EXPECT_TRUE(MappedInputFile(empty.string(), "model", kAnySize).bytes().empty());
 }
 
-TEST_F(OutputFileProblemTest, AFileThatCannotBeMappedWhollyIsRefusedBeforeMapping) {
+TEST_F(MappedInputFileTest, AFileThatCannotBeMappedWhollyIsRefusedBeforeMapping) {
   try {
     MappedInputFile mapped(dir_.string(), "model", kAnySize);
     ADD_FAILURE() << "a directory was mapped";

@@ -4,7 +4,6 @@
 // line naming the initializer and the field.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -16,6 +15,7 @@
 #include "onnx/onnx_import.h"
 #include "tests/onnx/onnx_builder.h"
 #include "tests/onnx/onnx_import_testing.h"
+#include "tests/testing/process.h"
 
 namespace ios::onnx_import {
 namespace external_test {
@@ -29,15 +29,12 @@ constexpr int kChannels = 8;
 class OnnxExternalTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "onnx_external_test.XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
+    ASSERT_FALSE(dir_.empty());
     OnnxBuilder builder(kChannels, 4, 4);
     const std::string w = builder.Weight({kChannels, kChannels, 3, 3}, 5);
     inline_ = builder.Bytes(
         builder.Node("Conv", {"input", w}, {testing::IntsAttr("pads", {1, 1, 1, 1})}));
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   //! The model with its kernel moved to `data` (written at `offset` of
   //! "weights.bin" after that many bytes of padding) and the entries
@@ -73,7 +70,8 @@ class OnnxExternalTest : public ::testing::Test {
     return "";
   }
 
-  fs::path dir_;
+  ::ios::testing::TempDir temp_{"onnx_external_test"};
+  const fs::path dir_ = temp_.path();
   std::string inline_;
 };
 
