@@ -153,12 +153,10 @@ struct Pending {
 //! Imports one checked, shape-inferred ONNX model; one use.
 class Importer {
  public:
-  //! `model`'s initializers lose their raw bytes as they are read. `raw`:
-  //! by initializer, the bytes of those whose values are not in the model
-  //! (cut out before parsing, onnx_wire.h; external data, onnx_external.h).
-  Importer(::onnx::ModelProto& model, std::string source,
-           std::vector<std::optional<std::string_view>> raw)
-      : model_(model), source_(std::move(source)), raw_(std::move(raw)) {}
+  //! `initializers`: the values of `model`'s, in its order (read before,
+  //! while the file was mapped: onnx_import.cc's ReadBytes).
+  Importer(::onnx::ModelProto& model, std::string source, std::vector<ConstTensor> initializers)
+      : model_(model), source_(std::move(source)), initializers_(std::move(initializers)) {}
 
   ImportedModel Run();
 
@@ -519,7 +517,7 @@ class Importer {
 
   ::onnx::ModelProto& model_;
   std::string source_;
-  std::vector<std::optional<std::string_view>> raw_;
+  std::vector<ConstTensor> initializers_;  // until Run holds them
   int64_t opset_ = 0;
   std::deque<ConstTensor> held_;  // constants; Values point into it
   std::vector<float> scratch_;    // TransposedInPlace's, kept between weights

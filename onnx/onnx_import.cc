@@ -86,15 +86,8 @@ ImportedModel Importer::Run() {
   CheckOpset();
   for (const auto& info : g.value_info()) inferred_[info.name()] = &info.type();
   for (const auto& info : g.output()) inferred_[info.name()] = &info.type();
-  std::vector<ConstTensor> initializers = ReadInitializers(g, raw_, source_);
-  for (int i = 0; i < g.initializer_size(); ++i) {
-    AddConstant(std::move(initializers[static_cast<size_t>(i)]));
-    // The values are held now: the file's bytes of them go (a clear alone
-    // would keep the string's capacity), so that a model's weights are in
-    // memory once, not twice, while it is imported.
-    ::onnx::TensorProto& t = *model_.mutable_graph()->mutable_initializer(i);
-    if (t.has_raw_data()) std::string().swap(*t.mutable_raw_data());
-  }
+  for (ConstTensor& initializer : initializers_) AddConstant(std::move(initializer));
+  initializers_.clear();
   CountReaders();
   {
     // Formulas are recognised before any node is imported (onnx_chains.h).
@@ -514,12 +507,21 @@ namespace {
   return model;
 }
 
-//! Checks, infers shapes and imports a parsed model whose large raw_data
-//! `raw` were cut out before parsing.
-ImportedModel ImportParsed(::onnx::ModelProto& model, const std::string& source,
-                           std::vector<std::optional<std::string_view>> raw) {
+//! A model parsed, checked and shape-inferred, with every initializer's
+//! values read: all the import needs of the file's bytes.
+struct ReadModel {
+  ::onnx::ModelProto model;
+  std::vector<detail::ConstTensor> initializers;
+  std::vector<std::string> warnings;  // checker complaints that were not fatal
+};
+
+//! Checks `read.model`, infers its shapes and reads its initializers; `raw`
+//! by initializer, the bytes of those whose values are not in the model.
+void CheckAndRead(ReadModel& read, const std::string& source,
+                  const std::vector<std::optional<std::string_view>>& raw) {
+  ::onnx::ModelProto& model = read.model;
   if (!model.has_graph()) throw Error(source + ": an ONNX model without a graph");
-  std::vector<std::string> warnings;
+  std::vector<std::string>& warnings = read.warnings;
   try {
     ::onnx::checker::check_model(model);
   } catch (const std::exception& e) {
@@ -541,21 +543,23 @@ ImportedModel ImportParsed(::onnx::ModelProto& model, const std::string& source,
     const std::string what = e.what();
     throw Error(source + ": ONNX shape inference fails: " + what.substr(0, what.find('\n')));
   }
-  ImportedModel imported = detail::Importer(model, source, std::move(raw)).Run();
-  imported.warnings = std::move(warnings);
-  return imported;
+  read.initializers = ReadInitializers(model.graph(), raw, source);
+  // The values are held now: the model's bytes of them go (a clear alone
+  // would keep the string's capacity), so that they are in memory once.
+  for (::onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
+    if (t.has_raw_data()) std::string().swap(*t.mutable_raw_data());
+  }
 }
 
-}  // namespace
-
-namespace {
-
-//! ImportOnnx, with the model's external data (if any) read from `external`.
-ImportedModel ImportBytes(std::string_view bytes, const std::string& source,
-                          detail::ExternalData& external) {
-  // The weights stay in `bytes`: protobuf parses the rest (onnx_wire.h).
+//! Parses `bytes`, with the weights kept out of protobuf (onnx_wire.h) and
+//! external data read from `external`, then CheckAndRead. Nothing returned
+//! refers to `bytes` or to `external`'s files.
+ReadModel ReadBytes(std::string_view bytes, const std::string& source,
+                    detail::ExternalData& external) {
   detail::SplitModel split = detail::SplitOutWeights(bytes);
-  ::onnx::ModelProto model = Parse(split.skeleton.empty() ? bytes : split.skeleton, source);
+  ReadModel read;
+  read.model = Parse(split.skeleton.empty() ? bytes : split.skeleton, source);
+  ::onnx::ModelProto& model = read.model;
   std::string().swap(split.skeleton);
   if (!split.raw.empty() &&
       split.raw.size() != static_cast<size_t>(model.graph().initializer_size())) {
@@ -566,22 +570,33 @@ ImportedModel ImportBytes(std::string_view bytes, const std::string& source,
   // Before the checker, which would look for the files in the working
   // directory.
   external.TakeInitializers(model, source, split.raw);
-  return ImportParsed(model, source, std::move(split.raw));
+  CheckAndRead(read, source, split.raw);
+  return read;
+}
+
+ImportedModel ImportRead(ReadModel read, const std::string& source) {
+  ImportedModel imported = detail::Importer(read.model, source, std::move(read.initializers)).Run();
+  imported.warnings = std::move(read.warnings);
+  return imported;
 }
 
 }  // namespace
 
 ImportedModel ImportOnnx(std::string_view bytes, const std::string& source) {
   detail::ExternalData none(std::nullopt);
-  return ImportBytes(bytes, source, none);
+  return ImportRead(ReadBytes(bytes, source, none), source);
 }
 
 ImportedModel ImportOnnxFile(const std::string& path) {
-  // Mapped, not read: the weights are then in memory once, as the file's
-  // pages, until the import has copied them into their own layouts.
-  const MappedInputFile file(path, "model", kMaxOnnxFileBytes);
-  detail::ExternalData external(std::filesystem::path(path).parent_path().string());
-  return ImportBytes(file.bytes(), path, external);
+  ReadModel read;
+  {
+    // Mapped, not read, and unmapped once the weights are copied out: they
+    // are in memory once at a time, not as the file's pages and ours.
+    const MappedInputFile file(path, "model", kMaxOnnxFileBytes);
+    detail::ExternalData external(std::filesystem::path(path).parent_path().string());
+    read = ReadBytes(file.bytes(), path, external);
+  }
+  return ImportRead(std::move(read), path);
 }
 
 }  // namespace ios::onnx_import
