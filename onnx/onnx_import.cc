@@ -1,5 +1,7 @@
-// Importing an ONNX model: parsing, the ONNX checker and shape inference,
-// then the model-level half of the Importer (onnx/importer.h): opset,
+// Importing an ONNX model: parsing (the file mapped, its weights kept out
+// of protobuf: onnx_wire.h, onnx_external.h), the ONNX checker and shape
+// inference, the initializers' values read on several threads, then the
+// model-level half of the Importer (onnx/importer.h): opset,
 // inputs, constants, the values ONNX names stand for, the graph under
 // construction, the output and the finished, block-annotated model. What
 // each operator becomes is in onnx_operators.cc and onnx_combine.cc.
