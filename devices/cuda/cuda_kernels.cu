@@ -1,5 +1,4 @@
 #include "devices/cuda/cuda_kernels.h"
-
 #include "devices/cuda/cuda_limits.h"
 
 namespace ios::cuda {
