@@ -59,10 +59,7 @@ std::vector<T> FromRaw(std::string_view raw, int64_t count, const std::string& w
   // Zero-filled, then copied whole: both passes run at memset/memcpy speed,
   // where one pass copying value by value (the bytes need not be aligned)
   // was slower than the two.
-  std::vector<T> values;
-  values.reserve(static_cast<size_t>(count));
-  AdviseHugePages(values.data(), raw.size());
-  values.resize(static_cast<size_t>(count));
+  std::vector<T> values = LargeZeros<T>(static_cast<size_t>(count));
   if (!raw.empty()) std::memcpy(values.data(), raw.data(), raw.size());
   return values;
 }
@@ -110,10 +107,7 @@ void TransposeTiles(const float* in, float* out, size_t rows, size_t cols, float
 std::vector<float> Transposed(const std::vector<float>& m, int64_t rows, int64_t cols,
                               float scale) {
   const auto r = static_cast<size_t>(rows), c = static_cast<size_t>(cols);
-  std::vector<float> out;
-  out.reserve(r * c);
-  AdviseHugePages(out.data(), r * c * sizeof(float));
-  out.resize(r * c);
+  std::vector<float> out = LargeZeros<float>(r * c);
   TransposeTiles(m.data(), out.data(), r, c, scale);
   return out;
 }
@@ -128,10 +122,8 @@ std::vector<float> TransposedInPlace(std::vector<float> m, int64_t rows, int64_t
 }
 
 std::vector<float> Copied(const std::vector<float>& m) {
-  std::vector<float> out;
-  out.reserve(m.size());
-  AdviseHugePages(out.data(), m.size() * sizeof(float));
-  out.insert(out.end(), m.begin(), m.end());
+  std::vector<float> out = LargeZeros<float>(m.size());
+  std::copy(m.begin(), m.end(), out.begin());
   return out;
 }
 

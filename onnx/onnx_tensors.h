@@ -75,14 +75,14 @@ struct ConstTensor {
 //! much as the copy (more in a VM). A hint: where refused, nothing changes.
 void AdviseHugePages(const void* data, size_t bytes);
 
-//! The `n` values make(0), ..., make(n - 1), each written once: resize and
-//! fill would first zero-fill the fresh pages, a second pass over them.
-template <class T, class Make>
-std::vector<T> VectorOf(size_t n, const Make& make) {
+//! `n` zeros in memory advised for huge pages before its first write: the
+//! one way every weight buffer of the import is made.
+template <class T>
+std::vector<T> LargeZeros(size_t n) {
   std::vector<T> values;
   values.reserve(n);
   AdviseHugePages(values.data(), n * sizeof(T));
-  for (size_t i = 0; i < n; ++i) values.push_back(make(i));
+  values.resize(n);
   return values;
 }
 

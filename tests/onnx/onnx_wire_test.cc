@@ -208,8 +208,11 @@ TEST(OnnxWireTest, TransposedAndScaledWeightsAreWrittenInOrder) {
   EXPECT_EQ(detail::Transposed(m, 2, 3), (std::vector<float>{1, 4, 2, 5, 3, 6}));
   EXPECT_EQ(detail::Transposed(m, 2, 3, 2.0f), (std::vector<float>{2, 8, 4, 10, 6, 12}));
   EXPECT_EQ(detail::Scaled(m, 0.5f), (std::vector<float>{0.5f, 1, 1.5f, 2, 2.5f, 3}));
-  const std::vector<int> squares = detail::VectorOf<int>(4, [](size_t i) { return int(i * i); });
-  EXPECT_EQ(squares, (std::vector<int>{0, 1, 4, 9}));
+  std::vector<float> scratch(2, 9.0f);  // too small: grown, then kept
+  EXPECT_EQ(detail::TransposedInPlace(m, 2, 3, 2.0f, scratch),
+            (std::vector<float>{2, 8, 4, 10, 6, 12}));
+  EXPECT_GE(scratch.size(), 6u);
+  EXPECT_EQ(detail::LargeZeros<int>(3), (std::vector<int>{0, 0, 0}));
 }
 
 }  // namespace wire_test
