@@ -29,6 +29,7 @@
 #include "common/input_file.h"
 #include "common/op_kinds.h"
 #include "common/printable.h"
+#include "common/process_cpus.h"
 #include "onnx/importer.h"
 #include "onnx/onnx_chains.h"
 #include "onnx/onnx_external.h"
@@ -67,7 +68,9 @@ std::vector<detail::ConstTensor> ReadInitializers(
       }
     }
   };
-  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, kMaxReaderThreads);
+  // The CPUs this process may run on (a taskset or cgroup), not the machine's.
+  const unsigned threads =
+      std::clamp(static_cast<unsigned>(ProcessCpus().size()), 1u, kMaxReaderThreads);
   {
     std::vector<std::jthread> helpers;
     for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(read, t, threads);
